@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Builds ngx_http_ratelimit_module.so and runs its tests, demo and benchmark.
+#
+#   ./build.sh          install what is missing, build build/ngx_http_ratelimit_module.so
+#   ./build.sh test     build, then unit tests (ctest) and integration tests (prove)
+#   ./build.sh demo     build, then show requests turning from 200 into 429
+#   ./build.sh bench    build, then the benchmark (bench/)
+#
+# NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of
+# Debian's nginx-dev tree (/usr/share/nginx/src), which makes a module
+# binary-compatible with Debian's nginx package.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BUILD=$ROOT/build
+NGINX_SRC=${NGINX_SRC:-/usr/share/nginx/src}
+MODULE=$BUILD/ngx_http_ratelimit_module.so
+
+PACKAGES=(nginx nginx-dev libhiredis-dev redis-server g++ make cmake
+          libgtest-dev perl)
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_missing() {
+    local missing=() p
+    for p in "${PACKAGES[@]}" "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null \
+            | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    say "installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Configures a private copy of the nginx tree once per set of flags, then
+# lets nginx's own Makefile rebuild what changed.
+build_module() {
+    local tree=$BUILD/nginx flags=() cc_opt="-O2 -g"
+    if [ -f "$NGINX_SRC/conf_flags" ]; then
+        # shellcheck disable=SC1091
+        . "$NGINX_SRC/conf_flags"
+        flags=("${NGX_CONF_FLAGS[@]}")
+    else
+        flags=(--with-compat)
+    fi
+    local stamp
+    stamp="$NGINX_SRC ${flags[*]} $cc_opt $(cksum < "$ROOT/config")"
+    if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$tree/.stamp" 2>/dev/null)" != "$stamp" ]; then
+        say "configuring nginx tree from $NGINX_SRC"
+        rm -rf "$tree"
+        mkdir -p "$BUILD"
+        cp -a "$NGINX_SRC" "$tree"
+        (cd "$tree" && ./configure "${flags[@]}" --with-cc-opt="$cc_opt" \
+            --add-dynamic-module="$ROOT" >"$BUILD/configure.log" 2>&1) \
+            || { cat "$BUILD/configure.log" >&2; return 1; }
+        printf '%s' "$stamp" >"$tree/.stamp"
+    fi
+    say "building $MODULE"
+    make -s -C "$tree" -f objs/Makefile modules >"$BUILD/make.log" 2>&1 \
+        || { cat "$BUILD/make.log" >&2; return 1; }
+    cp "$tree/objs/ngx_http_ratelimit_module.so" "$MODULE"
+}
+
+unit_tests() {
+    say "unit tests"
+    cmake -S "$ROOT/src" -B "$BUILD/unit" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$BUILD/unit" -j 2 >/dev/null
+    ctest --test-dir "$BUILD/unit" --output-on-failure
+}
+
+integration_tests() {
+    say "integration tests"
+    RATELIMIT_MODULE=$MODULE prove -I "$ROOT/t/lib" -r "$ROOT/t/"
+}
+
+case "${1:-build}" in
+    build)
+        install_missing
+        build_module
+        ;;
+    test)
+        install_missing
+        build_module
+        unit_tests
+        integration_tests
+        ;;
+    demo)
+        install_missing
+        build_module
+        RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/t/lib/demo.pl"
+        ;;
+    bench)
+        install_missing wrk
+        build_module
+        RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/run.pl"
+        ;;
+    *)
+        echo "usage: $0 [build|test|demo|bench]" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,722 @@
+#include "directives.hpp"
+
+#include <new>
+
+#include "rate_headers.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+char *set_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+
+ngx_conf_num_bounds_t status_bounds = {ngx_conf_check_num_bounds, 400, 599};
+
+ngx_conf_enum_t fail_policies[] = {
+    {ngx_string("open"), kFailOpen},
+    {ngx_string("closed"), kFailClosed},
+    {ngx_null_string, 0},
+};
+
+ngx_conf_enum_t log_levels[] = {
+    {ngx_string("info"), NGX_LOG_INFO},
+    {ngx_string("notice"), NGX_LOG_NOTICE},
+    {ngx_string("warn"), NGX_LOG_WARN},
+    {ngx_string("error"), NGX_LOG_ERR},
+    {ngx_null_string, 0},
+};
+
+constexpr ngx_msec_t kDefaultTimeout = 50;
+constexpr ngx_msec_t kDefaultConnectTimeout = 1000;
+constexpr int kDefaultRedisPort = 6379;
+
+// "name=value" parameters: the value after `name`, or an empty ngx_str_t
+// with a null data pointer if the parameter has another name.
+bool take_param(const ngx_str_t &param, const char *name, ngx_str_t *value)
+{
+    size_t len = ngx_strlen(name);
+
+    if (param.len < len || ngx_strncmp(param.data, name, len) != 0) {
+        return false;
+    }
+
+    value->data = param.data + len;
+    value->len = param.len - len;
+    return true;
+}
+
+// TIME in nginx syntax ("50ms", "2s", "1h"), in milliseconds, > 0.
+bool parse_msec(const ngx_str_t &text, ngx_msec_t *out)
+{
+    ngx_str_t copy = text;
+    ngx_int_t ms = ngx_parse_time(&copy, 0);
+
+    if (ms == NGX_ERROR || ms == 0) {
+        return false;
+    }
+
+    *out = static_cast<ngx_msec_t>(ms);
+    return true;
+}
+
+// Zone names go into Redis keys and quoted header members: tokens only, and
+// never '#', which marks hashed subjects in keys.
+bool valid_zone_name(const ngx_str_t &name)
+{
+    if (name.len == 0) {
+        return false;
+    }
+
+    for (size_t i = 0; i < name.len; i++) {
+        u_char c = name.data[i];
+
+        bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
+                     || (c >= 'A' && c <= 'Z');
+
+        if (!(alnum || c == '_' || c == '-' || c == '.')) {
+            return false;
+        }
+    }
+
+    return true;
+}
+
+char *duplicate_param(ngx_conf_t *cf, const ngx_str_t &param)
+{
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "duplicate parameter \"%V\"",
+                       &param);
+    return static_cast<char *>(NGX_CONF_ERROR);
+}
+
+char *invalid_param(ngx_conf_t *cf, const ngx_str_t &param)
+{
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &param);
+    return static_cast<char *>(NGX_CONF_ERROR);
+}
+
+bool copy_cstring(ngx_pool_t *pool, const u_char *data, size_t len,
+                  ngx_str_t *out)
+{
+    out->data = static_cast<u_char *>(ngx_pnalloc(pool, len + 1));
+
+    if (out->data == nullptr) {
+        return false;
+    }
+
+    ngx_memcpy(out->data, data, len);
+    out->data[len] = '\0';
+    out->len = len;
+    return true;
+}
+
+// Resolves host:port once, at configuration time, so that the worker's
+// connects never wait for DNS.
+char *parse_redis_address(ngx_conf_t *cf, const ngx_str_t &address,
+                          RedisTarget *target)
+{
+    static const char kUnix[] = "unix:";
+    size_t unix_len = sizeof(kUnix) - 1;
+
+    target->display = address;
+
+    if (address.len > unix_len
+        && ngx_strncmp(address.data, kUnix, unix_len) == 0)
+    {
+        if (!copy_cstring(cf->pool, address.data + unix_len,
+                          address.len - unix_len, &target->unix_path))
+        {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    ngx_url_t url;
+    ngx_memzero(&url, sizeof(ngx_url_t));
+    url.url = address;
+    url.default_port = kDefaultRedisPort;
+
+    if (ngx_parse_url(cf->pool, &url) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%s in ratelimit_redis \"%V\"",
+                           url.err ? url.err : "invalid address", &address);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    if (url.naddrs == 0 || url.addrs == nullptr) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "no address found for ratelimit_redis \"%V\"",
+                           &address);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    u_char text[NGX_SOCKADDR_STRLEN];
+    size_t len = ngx_sock_ntop(url.addrs[0].sockaddr, url.addrs[0].socklen,
+                               text, NGX_SOCKADDR_STRLEN, 0);
+
+    if (!copy_cstring(cf->pool, text, len, &target->host)) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    target->port = ngx_inet_get_port(url.addrs[0].sockaddr);
+    return NGX_CONF_OK;
+}
+
+char *set_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (mcf->redis != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+
+    auto *target = static_cast<RedisTarget *>(
+        ngx_pcalloc(cf->pool, sizeof(RedisTarget)));
+
+    if (target == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    if (parse_redis_address(cf, args[1], target) != NGX_CONF_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    target->db = NGX_CONF_UNSET;
+    target->timeout = NGX_CONF_UNSET_MSEC;
+    target->connect_timeout = NGX_CONF_UNSET_MSEC;
+
+    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
+        ngx_str_t value;
+
+        if (take_param(args[i], "db=", &value)) {
+            if (target->db != NGX_CONF_UNSET) {
+                return duplicate_param(cf, args[i]);
+            }
+            target->db = ngx_atoi(value.data, value.len);
+            if (target->db == NGX_ERROR) {
+                return invalid_param(cf, args[i]);
+            }
+
+        } else if (take_param(args[i], "user=", &value)) {
+            if (target->user.data != nullptr) {
+                return duplicate_param(cf, args[i]);
+            }
+            if (value.len == 0) {
+                return invalid_param(cf, args[i]);
+            }
+            target->user = value;
+
+        } else if (take_param(args[i], "password=", &value)) {
+            if (target->password.data != nullptr) {
+                return duplicate_param(cf, args[i]);
+            }
+            if (value.len == 0) {
+                return invalid_param(cf, args[i]);
+            }
+            target->password = value;
+
+        } else if (take_param(args[i], "timeout=", &value)) {
+            if (target->timeout != NGX_CONF_UNSET_MSEC) {
+                return duplicate_param(cf, args[i]);
+            }
+            if (!parse_msec(value, &target->timeout)) {
+                return invalid_param(cf, args[i]);
+            }
+
+        } else if (take_param(args[i], "connect_timeout=", &value)) {
+            if (target->connect_timeout != NGX_CONF_UNSET_MSEC) {
+                return duplicate_param(cf, args[i]);
+            }
+            if (!parse_msec(value, &target->connect_timeout)) {
+                return invalid_param(cf, args[i]);
+            }
+
+        } else {
+            return invalid_param(cf, args[i]);
+        }
+    }
+
+    if (target->user.data != nullptr && target->password.data == nullptr) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"user=\" requires \"password=\"");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ngx_conf_init_value(target->db, 0);
+    ngx_conf_init_msec_value(target->timeout, kDefaultTimeout);
+    ngx_conf_init_msec_value(target->connect_timeout, kDefaultConnectTimeout);
+
+    mcf->redis = target;
+    return NGX_CONF_OK;
+}
+
+bool set_decimal(ngx_pool_t *pool, std::uint64_t value, ngx_str_t *out)
+{
+    out->data = static_cast<u_char *>(ngx_pnalloc(pool, kMaxDigits));
+
+    if (out->data == nullptr) {
+        return false;
+    }
+
+    out->len = write_decimal(value, reinterpret_cast<char *>(out->data));
+    return true;
+}
+
+// The zone's request-independent script arguments and header text.
+bool render_zone(ngx_pool_t *pool, Zone *zone)
+{
+    const Policy &p = zone->policy;
+
+    if (!set_decimal(pool, p.limit, &zone->args[kArgLimit])
+        || !set_decimal(pool, p.bucket_ms, &zone->args[kArgBucketMs])
+        || !set_decimal(pool, p.buckets(), &zone->args[kArgBuckets]))
+    {
+        return false;
+    }
+
+    std::string_view name = view(zone->name);
+    auto *member = static_cast<u_char *>(
+        ngx_pnalloc(pool, policy_member_max_size(name)));
+
+    if (member == nullptr) {
+        return false;
+    }
+
+    zone->policy_member.data = member;
+    zone->policy_member.len = write_policy_member(
+        name, p.limit, p.window_seconds(), reinterpret_cast<char *>(member));
+    return true;
+}
+
+char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    const ngx_str_t &name = args[1];
+
+    if (!valid_zone_name(name)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone name \"%V\": use letters, digits, "
+                           "\"_\", \"-\" and \".\"", &name);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+
+    for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
+        if (zones[i]->name.len == name.len
+            && ngx_strncmp(zones[i]->name.data, name.data, name.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "ratelimit_zone \"%V\" is duplicate", &name);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    auto *zone = static_cast<Zone *>(ngx_pcalloc(cf->pool, sizeof(Zone)));
+
+    if (zone == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    zone->name = name;
+
+    ngx_str_t key = ngx_null_string, rate = ngx_null_string,
+              limit = ngx_null_string, window = ngx_null_string,
+              bucket = ngx_null_string;
+
+    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
+        ngx_str_t value, *slot;
+
+        if (take_param(args[i], "key=", &value)) {
+            slot = &key;
+        } else if (take_param(args[i], "rate=", &value)) {
+            slot = &rate;
+        } else if (take_param(args[i], "limit=", &value)) {
+            slot = &limit;
+        } else if (take_param(args[i], "window=", &value)) {
+            slot = &window;
+        } else if (take_param(args[i], "bucket=", &value)) {
+            slot = &bucket;
+        } else {
+            return invalid_param(cf, args[i]);
+        }
+
+        if (slot->data != nullptr) {
+            return duplicate_param(cf, args[i]);
+        }
+
+        *slot = value;
+    }
+
+    if (key.data == nullptr) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "no \"key=\" is defined for ratelimit_zone \"%V\"",
+                           &name);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ngx_http_compile_complex_value_t ccv;
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+    ccv.cf = cf;
+    ccv.value = &key;
+    ccv.complex_value = &zone->key;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    Policy &policy = zone->policy;
+
+    if (rate.data != nullptr) {
+        if (limit.data != nullptr || window.data != nullptr) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"rate=\" cannot be combined with \"limit=\" "
+                               "or \"window=\"");
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        auto parsed = parse_rate(view(rate));
+
+        if (!parsed) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid rate \"%V\": use Nr/s, Nr/m, Nr/h or "
+                               "Nr/d with N > 0", &rate);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        policy.limit = parsed->limit;
+        policy.window_ms = parsed->window_ms;
+
+    } else if (limit.data != nullptr && window.data != nullptr) {
+        auto count = parse_count(view(limit));
+
+        if (!count) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid limit \"%V\"", &limit);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        ngx_msec_t ms;
+
+        if (!parse_msec(window, &ms)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid window \"%V\"", &window);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        policy.limit = *count;
+        policy.window_ms = ms;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "ratelimit_zone \"%V\" needs \"rate=\", or both "
+                           "\"limit=\" and \"window=\"", &name);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    if (bucket.data != nullptr) {
+        ngx_msec_t ms;
+
+        if (!parse_msec(bucket, &ms)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid bucket \"%V\"", &bucket);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        if (ms > policy.window_ms || policy.window_ms % ms != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "bucket \"%V\" does not divide the window of "
+                               "%uL ms into whole buckets", &bucket,
+                               policy.window_ms);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        policy.bucket_ms = ms;
+
+    } else {
+        policy.bucket_ms = default_bucket_ms(policy.window_ms);
+    }
+
+    if (!render_zone(cf->pool, zone)) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    auto **slot = static_cast<Zone **>(ngx_array_push(&mcf->zones));
+
+    if (slot == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    *slot = zone;
+    return NGX_CONF_OK;
+}
+
+char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+{
+    auto *lcf = static_cast<LocConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    ngx_str_t name = ngx_null_string;
+    bool dry_run = false;
+
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        ngx_str_t value;
+
+        if (take_param(args[i], "zone=", &value)) {
+            if (name.data != nullptr) {
+                return duplicate_param(cf, args[i]);
+            }
+            if (value.len == 0) {
+                return invalid_param(cf, args[i]);
+            }
+            name = value;
+
+        } else if (args[i].len == 7
+                   && ngx_strncmp(args[i].data, "dry_run", 7) == 0)
+        {
+            dry_run = true;
+
+        } else {
+            return invalid_param(cf, args[i]);
+        }
+    }
+
+    if (name.data == nullptr) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must have \"zone=\" parameter", &args[0]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    if (lcf->zones == NGX_CONF_UNSET_PTR) {
+        lcf->zones = ngx_array_create(cf->pool, 2, sizeof(ZoneRef));
+        if (lcf->zones == nullptr) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    auto *refs = static_cast<ZoneRef *>(lcf->zones->elts);
+
+    for (ngx_uint_t i = 0; i < lcf->zones->nelts; i++) {
+        if (refs[i].name.len == name.len
+            && ngx_strncmp(refs[i].name.data, name.data, name.len) == 0)
+        {
+            return const_cast<char *>("is duplicate");
+        }
+    }
+
+    if (lcf->zones->nelts == kMaxZonesPerRequest) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "too many ratelimit zones, at most %uz",
+                           kMaxZonesPerRequest);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    auto *ref = static_cast<ZoneRef *>(ngx_array_push(lcf->zones));
+
+    if (ref == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ref->name = name;
+    ref->zone = nullptr;
+    ref->dry_run = dry_run;
+    ref->file = cf->conf_file->file.name;
+    ref->line = cf->conf_file->line;
+    return NGX_CONF_OK;
+}
+
+// Binds each `ratelimit zone=NAME` to its zone, once the whole http block
+// (and so every ratelimit_zone) has been read.
+bool resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
+{
+    auto *refs = static_cast<ZoneRef *>(refs_array->elts);
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+
+    for (ngx_uint_t i = 0; i < refs_array->nelts; i++) {
+        ZoneRef &ref = refs[i];
+
+        for (ngx_uint_t j = 0; ref.zone == nullptr && j < mcf->zones.nelts;
+             j++)
+        {
+            if (zones[j]->name.len == ref.name.len
+                && ngx_strncmp(zones[j]->name.data, ref.name.data,
+                               ref.name.len) == 0)
+            {
+                ref.zone = zones[j];
+            }
+        }
+
+        if (ref.zone == nullptr) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown ratelimit zone \"%V\" in %V:%ui",
+                          &ref.name, &ref.file, ref.line);
+            return false;
+        }
+
+        if (mcf->redis == nullptr) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "ratelimit zone \"%V\" needs \"ratelimit_redis\" "
+                          "in the http block, in %V:%ui",
+                          &ref.name, &ref.file, ref.line);
+            return false;
+        }
+
+        mcf->used = true;
+    }
+
+    return true;
+}
+
+}  // namespace
+
+ngx_command_t commands[] = {
+    {ngx_string("ratelimit_redis"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
+     set_redis,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_zone"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE,
+     set_zone,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_prefix"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, prefix),
+     nullptr},
+
+    {ngx_string("ratelimit"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_1MORE,
+     set_ratelimit,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_status"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_TAKE1,
+     ngx_conf_set_num_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, status),
+     &status_bounds},
+
+    {ngx_string("ratelimit_headers"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, headers),
+     nullptr},
+
+    {ngx_string("ratelimit_fail"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_TAKE1,
+     ngx_conf_set_enum_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, fail),
+     fail_policies},
+
+    {ngx_string("ratelimit_dry_run"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, dry_run),
+     nullptr},
+
+    {ngx_string("ratelimit_log_level"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_TAKE1,
+     ngx_conf_set_enum_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, log_level),
+     log_levels},
+
+    ngx_null_command,
+};
+
+void *create_main_conf(ngx_conf_t *cf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(
+        ngx_pcalloc(cf->pool, sizeof(MainConf)));
+
+    if (mcf == nullptr) {
+        return nullptr;
+    }
+
+    if (ngx_array_init(&mcf->zones, cf->pool, 4, sizeof(Zone *)) != NGX_OK) {
+        return nullptr;
+    }
+
+    return mcf;
+}
+
+char *init_main_conf(ngx_conf_t *cf, void *conf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(conf);
+
+    if (mcf->prefix.data == nullptr) {
+        ngx_str_set(&mcf->prefix, "rl");
+    }
+
+    return NGX_CONF_OK;
+}
+
+void *create_loc_conf(ngx_conf_t *cf) noexcept
+{
+    auto *lcf = static_cast<LocConf *>(
+        ngx_pcalloc(cf->pool, sizeof(LocConf)));
+
+    if (lcf == nullptr) {
+        return nullptr;
+    }
+
+    lcf->zones = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
+    lcf->status = NGX_CONF_UNSET_UINT;
+    lcf->headers = NGX_CONF_UNSET;
+    lcf->fail = NGX_CONF_UNSET_UINT;
+    lcf->dry_run = NGX_CONF_UNSET;
+    lcf->log_level = NGX_CONF_UNSET_UINT;
+    return lcf;
+}
+
+char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
+{
+    auto *prev = static_cast<LocConf *>(parent);
+    auto *conf = static_cast<LocConf *>(child);
+
+    if (conf->zones == NGX_CONF_UNSET_PTR) {
+        conf->zones = prev->zones;
+    }
+
+    if (conf->zones != NGX_CONF_UNSET_PTR) {
+        auto *mcf = static_cast<MainConf *>(
+            ngx_http_conf_get_module_main_conf(cf,
+                                               ngx_http_ratelimit_module));
+
+        if (!resolve_zones(cf, mcf, conf->zones)) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    ngx_conf_merge_uint_value(conf->status, prev->status,
+                              NGX_HTTP_TOO_MANY_REQUESTS);
+    ngx_conf_merge_value(conf->headers, prev->headers, 1);
+    ngx_conf_merge_uint_value(conf->fail, prev->fail, kFailOpen);
+    ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
+    return NGX_CONF_OK;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,117 @@
+// ngx_http_ratelimit_module: one rate limit shared by every nginx server
+// that points at the same Redis.  This file is the module object; each
+// concern lives in its own file beside it.
+
+#include "access_handler.hpp"
+#include "directives.hpp"
+#include "header_filter.hpp"
+#include "redis_link.hpp"
+#include "variables.hpp"
+
+#include <new>
+
+namespace ratelimit {
+
+namespace {
+
+ngx_int_t preconfiguration(ngx_conf_t *cf) noexcept
+{
+    return add_variables(cf);
+}
+
+// Preaccess, as limit_req: the access phase can be skipped by
+// `satisfy any` and is not run for subrequests.
+ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
+{
+    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(
+        &cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers));
+
+    if (h == nullptr) {
+        return NGX_ERROR;
+    }
+
+    *h = preaccess_handler;
+    return install_header_filter(cf);
+}
+
+MainConf *cycle_main_conf(ngx_cycle_t *cycle)
+{
+    return static_cast<MainConf *>(
+        ngx_http_cycle_get_module_main_conf(cycle,
+                                            ngx_http_ratelimit_module));
+}
+
+// Only processes that serve requests talk to Redis: not the master, the
+// cache manager or the cache loader.
+ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
+{
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    MainConf *mcf = cycle_main_conf(cycle);
+
+    if (mcf == nullptr || mcf->redis == nullptr || !mcf->used) {
+        return NGX_OK;
+    }
+
+    mcf->link = new (std::nothrow) RedisLink(*mcf->redis, cycle->log);
+
+    if (mcf->link == nullptr) {
+        return NGX_ERROR;
+    }
+
+    mcf->link->start();
+    return NGX_OK;
+}
+
+void exit_process(ngx_cycle_t *cycle) noexcept
+{
+    MainConf *mcf = cycle_main_conf(cycle);
+
+    if (mcf == nullptr || mcf->link == nullptr) {
+        return;
+    }
+
+    mcf->link->shutdown();
+    delete mcf->link;
+    mcf->link = nullptr;
+}
+
+ngx_http_module_t module_ctx = {
+    preconfiguration,
+    postconfiguration,
+    create_main_conf,
+    init_main_conf,
+    nullptr,
+    nullptr,
+    create_loc_conf,
+    merge_loc_conf,
+};
+
+}  // namespace
+
+}  // namespace ratelimit
+
+extern "C" {
+
+ngx_module_t ngx_http_ratelimit_module = {
+    NGX_MODULE_V1,
+    &ratelimit::module_ctx,
+    ratelimit::commands,
+    NGX_HTTP_MODULE,
+    nullptr,
+    nullptr,
+    ratelimit::init_process,
+    nullptr,
+    nullptr,
+    ratelimit::exit_process,
+    nullptr,
+    NGX_MODULE_V1_PADDING,
+};
+
+}

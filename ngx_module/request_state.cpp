@@ -1,0 +1,70 @@
+#include "request_state.hpp"
+
+#include <new>
+
+#include "redis_link.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// Runs when the request's pool is destroyed: the request is gone, so a reply
+// still on its way must find nothing to resume.
+void cleanup_state(void *data) noexcept
+{
+    auto *state = static_cast<RequestState *>(data);
+
+    if (state->pending != nullptr) {
+        state->pending->state = nullptr;
+        state->pending = nullptr;
+    }
+
+    if (state->wake.timer_set) {
+        ngx_del_timer(&state->wake);
+    }
+
+    if (state->wake.posted) {
+        ngx_delete_posted_event(&state->wake);
+    }
+}
+
+}  // namespace
+
+RequestState *find_state(ngx_http_request_t *r) noexcept
+{
+    ngx_http_request_t *main = r->main;
+    auto *state = static_cast<RequestState *>(
+        ngx_http_get_module_ctx(main, ngx_http_ratelimit_module));
+
+    if (state != nullptr) {
+        return state;
+    }
+
+    for (ngx_pool_cleanup_t *c = main->pool->cleanup; c; c = c->next) {
+        if (c->handler == cleanup_state) {
+            state = static_cast<RequestState *>(c->data);
+            ngx_http_set_ctx(main, state, ngx_http_ratelimit_module);
+            return state;
+        }
+    }
+
+    return nullptr;
+}
+
+RequestState *create_state(ngx_http_request_t *r) noexcept
+{
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool,
+                                                   sizeof(RequestState));
+
+    if (cln == nullptr) {
+        return nullptr;
+    }
+
+    auto *state = new (cln->data) RequestState();
+    state->r = r;
+    cln->handler = cleanup_state;
+    ngx_http_set_ctx(r, state, ngx_http_ratelimit_module);
+    return state;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,107 @@
+#include "variables.hpp"
+
+#include "rate_headers.hpp"
+#include "request_state.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+enum NumberVariable : uintptr_t { kLimit, kRemaining, kReset };
+
+void set_value(ngx_http_variable_value_t *v, u_char *data, size_t len)
+{
+    v->data = data;
+    v->len = static_cast<unsigned>(len);
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+}
+
+// Empty until the request is decided, and for requests no zone applied to.
+ngx_int_t status_variable(ngx_http_request_t *r,
+                          ngx_http_variable_value_t *v,
+                          uintptr_t data) noexcept
+{
+    static ngx_str_t names[] = {
+        ngx_null_string,
+        ngx_string("PASSED"),
+        ngx_string("REJECTED"),
+        ngx_string("REJECTED_DRY_RUN"),
+        ngx_string("ERROR"),
+    };
+
+    const RequestState *state = find_state(r);
+
+    if (state == nullptr || state->stage == RequestState::Stage::kWaiting
+        || state->result == Result::kNone)
+    {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    const ngx_str_t &name = names[static_cast<int>(state->result)];
+    set_value(v, name.data, name.len);
+    return NGX_OK;
+}
+
+ngx_int_t number_variable(ngx_http_request_t *r,
+                          ngx_http_variable_value_t *v,
+                          uintptr_t data) noexcept
+{
+    const RequestState *state = find_state(r);
+
+    if (state == nullptr
+        || (state->result != Result::kPassed
+            && state->result != Result::kRejected
+            && state->result != Result::kRejectedDryRun))
+    {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    std::uint64_t value = data == kLimit ? state->verdict.status.limit
+                          : data == kRemaining
+                          ? state->verdict.status.remaining
+                          : state->reset_epoch_s;
+    auto *text = static_cast<u_char *>(ngx_pnalloc(r->pool, kMaxDigits));
+
+    if (text == nullptr) {
+        return NGX_ERROR;
+    }
+
+    set_value(v, text, write_decimal(value, reinterpret_cast<char *>(text)));
+    return NGX_OK;
+}
+
+ngx_http_variable_t variables[] = {
+    {ngx_string("ratelimit_status"), nullptr, status_variable, 0,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ratelimit_limit"), nullptr, number_variable, kLimit,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ratelimit_remaining"), nullptr, number_variable, kRemaining,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ratelimit_reset"), nullptr, number_variable, kReset,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+};
+
+}  // namespace
+
+ngx_int_t add_variables(ngx_conf_t *cf) noexcept
+{
+    for (ngx_http_variable_t &spec : variables) {
+        ngx_http_variable_t *var = ngx_http_add_variable(cf, &spec.name,
+                                                         spec.flags);
+
+        if (var == nullptr) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = spec.get_handler;
+        var->data = spec.data;
+    }
+
+    return NGX_OK;
+}
+
+}  // namespace ratelimit

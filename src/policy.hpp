@@ -1,0 +1,42 @@
+// Zone policy: how many requests a window admits, and how the window is cut
+// into buckets.  Pure arithmetic, shared by the directive parser and tests.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ratelimit {
+
+// The most buckets a default window is cut into: the script's work and a
+// subject's Redis memory grow with the number of live buckets.
+constexpr std::uint64_t kMaxDefaultBuckets = 60;
+
+struct Rate {
+    std::uint64_t limit;      // requests admitted per window, > 0
+    std::uint64_t window_ms;  // window length in milliseconds, > 0
+};
+
+struct Policy {
+    std::uint64_t limit;
+    std::uint64_t window_ms;
+    std::uint64_t bucket_ms;  // divides window_ms
+
+    std::uint64_t buckets() const { return window_ms / bucket_ms; }
+    std::uint64_t window_seconds() const { return (window_ms + 999) / 1000; }
+};
+
+// "100r/s", "10r/m", "5r/h", "1r/d": N requests per second, minute, hour or
+// day.  N must be a positive integer; anything else is nullopt.
+std::optional<Rate> parse_rate(std::string_view text);
+
+// Positive decimal integer without sign or suffix, at most 2^53 so that the
+// Redis script (Lua doubles) stores it exactly.
+std::optional<std::uint64_t> parse_count(std::string_view text);
+
+// The bucket length for a window when none is given: the window cut into the
+// largest number of buckets, at most kMaxDefaultBuckets, that leaves each a
+// whole number of milliseconds (60 s -> 1000 ms, 1 s -> 20 ms, 7 ms -> 1 ms).
+std::uint64_t default_bucket_ms(std::uint64_t window_ms);
+
+}  // namespace ratelimit

@@ -1,0 +1,206 @@
+#include "subject_key.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sha1.hpp"
+
+namespace ratelimit {
+namespace {
+
+constexpr char kCanary = '\x5a';
+constexpr std::size_t kGuard = 16;
+
+// Writes the key into a buffer of exactly subject_key_size() bytes followed
+// by a guard, and checks the size agrees and the guard is untouched.
+std::string key_of(std::string_view prefix, std::string_view zone,
+                   std::string_view subject)
+{
+    std::size_t size = subject_key_size(prefix, zone, subject);
+    std::vector<char> buf(size + kGuard, kCanary);
+    std::size_t n = write_subject_key(prefix, zone, subject, buf.data());
+
+    EXPECT_EQ(n, size);
+    for (std::size_t i = size; i < buf.size(); i++) {
+        EXPECT_EQ(buf[i], kCanary) << "overwrote guard byte " << i - size;
+    }
+    return std::string(buf.data(), n);
+}
+
+std::string hex_of(std::string_view data)
+{
+    char out[kSha1HexLength];
+    sha1_hex(data, out);
+    return std::string(out, kSha1HexLength);
+}
+
+TEST(SubjectKey, Plain)
+{
+    EXPECT_EQ(key_of("rl", "api", "1.2.3.4"), "rl:api:1.2.3.4");
+    EXPECT_EQ(subject_key_size("rl", "api", "1.2.3.4"), 14u);
+}
+
+TEST(SubjectKey, EmptySubject)
+{
+    EXPECT_EQ(key_of("rl", "api", ""), "rl:api:");
+    EXPECT_EQ(subject_key_size("rl", "api", ""), 7u);
+}
+
+TEST(SubjectKey, EmptyPrefixAndZone)
+{
+    EXPECT_EQ(key_of("", "", "x"), "::x");
+}
+
+TEST(SubjectKey, BinarySubjectKeptByteForByte)
+{
+    const std::string subject("a\0b\r\nc:\xff#", 9);
+    std::string key = key_of("rl", "api", subject);
+    EXPECT_EQ(key, std::string("rl:api:") + subject);
+    EXPECT_EQ(key.size(), 7u + 9u);
+}
+
+TEST(SubjectKey, AtLimitKeptRaw)
+{
+    std::string subject(kMaxRawSubject, 'q');
+    subject[0] = '\0';
+    subject[kMaxRawSubject - 1] = '\n';
+    std::string key = key_of("rl", "api", subject);
+    EXPECT_EQ(key, "rl:api:" + subject);
+    EXPECT_EQ(subject_key_size("rl", "api", subject), 7u + 256u);
+}
+
+TEST(SubjectKey, OverLimitHashed)
+{
+    std::string subject(kMaxRawSubject + 1, 'x');
+    std::string key = key_of("rl", "api", subject);
+    EXPECT_EQ(key, "rl:api#0796067748b6b0c2af864656a399f7722ef9283a");
+    EXPECT_EQ(key, "rl:api#" + hex_of(subject));
+    EXPECT_EQ(subject_key_size("rl", "api", subject), 7u + kSha1HexLength);
+}
+
+TEST(SubjectKey, HugeSubjectHashed)
+{
+    std::string subject(8192, '\0');
+    for (std::size_t i = 0; i < subject.size(); i++) {
+        subject[i] = static_cast<char>(i * 31);
+    }
+    std::string key = key_of("ratelimit", "login", subject);
+    EXPECT_EQ(key, "ratelimit:login#" + hex_of(subject));
+}
+
+TEST(SubjectKey, DistinctLongSubjectsDistinctKeys)
+{
+    std::string a(300, 'a');
+    std::string b = a;
+    b[299] = 'b';
+    EXPECT_NE(key_of("rl", "z", a), key_of("rl", "z", b));
+}
+
+TEST(SubjectKey, SizeMatchesForEveryLength)
+{
+    for (std::size_t len = 0; len <= kMaxRawSubject + 3; len++) {
+        SCOPED_TRACE(len);
+        std::string subject(len, 's');
+        std::string key = key_of("p", "zone_1", subject);
+        if (len <= kMaxRawSubject) {
+            EXPECT_EQ(key, "p:zone_1:" + subject);
+        } else {
+            EXPECT_EQ(key, "p:zone_1#" + hex_of(subject));
+        }
+    }
+}
+
+// Writes into a buffer of exactly printable_subject_max_size() bytes with a
+// guard after it.
+std::string printable(std::string_view subject)
+{
+    constexpr std::size_t size = printable_subject_max_size();
+    std::vector<char> buf(size + kGuard, kCanary);
+    std::size_t n = write_printable_subject(subject, buf.data());
+
+    EXPECT_LE(n, size);
+    for (std::size_t i = size; i < buf.size(); i++) {
+        EXPECT_EQ(buf[i], kCanary) << "overwrote guard byte " << i - size;
+    }
+    return std::string(buf.data(), n);
+}
+
+TEST(PrintableSubject, PrintableKept)
+{
+    EXPECT_EQ(printable("1.2.3.4"), "1.2.3.4");
+    EXPECT_EQ(printable(" ~user@example.com!"), " ~user@example.com!");
+    EXPECT_EQ(printable(""), "");
+}
+
+TEST(PrintableSubject, EscapesQuoteBackslashAndNonPrintable)
+{
+    EXPECT_EQ(printable("a\"b"), "a\\x22b");
+    EXPECT_EQ(printable("a\\b"), "a\\x5cb");
+    EXPECT_EQ(printable(std::string_view("\0", 1)), "\\x00");
+    EXPECT_EQ(printable("\r\n\t"), "\\x0d\\x0a\\x09");
+    EXPECT_EQ(printable("\x1f\x7f\x80\xff"), "\\x1f\\x7f\\x80\\xff");
+    EXPECT_EQ(printable("\x20\x7e"), " ~");
+}
+
+TEST(PrintableSubject, AtLimitNotCut)
+{
+    std::string subject(kMaxLoggedSubject, 'k');
+    EXPECT_EQ(printable(subject), subject);
+}
+
+TEST(PrintableSubject, CutWithEllipsis)
+{
+    std::string subject(kMaxLoggedSubject + 1, 'k');
+    EXPECT_EQ(printable(subject), std::string(kMaxLoggedSubject, 'k') + "...");
+
+    std::string longer = std::string(kMaxLoggedSubject, 'a') + "bcdef";
+    EXPECT_EQ(printable(longer), std::string(kMaxLoggedSubject, 'a') + "...");
+}
+
+TEST(PrintableSubject, CutCountsInputBytes)
+{
+    // 64 input bytes escape to 4 output bytes each.
+    std::string subject(kMaxLoggedSubject + 10, '\xff');
+    std::string expected;
+    for (std::size_t i = 0; i < kMaxLoggedSubject; i++) {
+        expected += "\\xff";
+    }
+    expected += "...";
+    std::string got = printable(subject);
+    EXPECT_EQ(got, expected);
+    EXPECT_EQ(got.size(), printable_subject_max_size());
+}
+
+TEST(PrintableSubject, EscapedAtLimitNotCut)
+{
+    std::string subject(kMaxLoggedSubject, '"');
+    std::string got = printable(subject);
+    EXPECT_EQ(got.size(), 4 * kMaxLoggedSubject);
+    EXPECT_EQ(got.substr(0, 8), "\\x22\\x22");
+    EXPECT_NE(got.substr(got.size() - 3), "...");
+}
+
+TEST(PrintableSubject, NeverOverflowsForAnyByteMix)
+{
+    for (int b = 0; b < 256; b++) {
+        SCOPED_TRACE(b);
+        for (std::size_t len : {std::size_t{1}, kMaxLoggedSubject - 1,
+                                kMaxLoggedSubject, kMaxLoggedSubject + 1,
+                                std::size_t{1000}})
+        {
+            std::string subject(len, static_cast<char>(b));
+            std::string got = printable(subject);
+            bool kept = b >= 0x20 && b < 0x7f && b != '"' && b != '\\';
+            std::size_t shown = std::min(len, kMaxLoggedSubject);
+            std::size_t expected = shown * (kept ? 1 : 4)
+                                   + (len > kMaxLoggedSubject ? 3 : 0);
+            EXPECT_EQ(got.size(), expected);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace ratelimit

@@ -1,0 +1,205 @@
+#include "window_script.hpp"
+
+#include <cstring>
+
+namespace ratelimit {
+
+namespace {
+
+// Each key is a hash: "t" the count of the live buckets, "o" the oldest
+// non-empty bucket, "n" the newest one, and one field per non-empty bucket,
+// named by its absolute number, holding its count.  Buckets older than the
+// window are deleted as the window slides past them, each exactly once, so
+// the work per call does not grow with the number of buckets in a window;
+// "t" saves summing them.  The key expires when its newest bucket leaves the
+// window, so idle subjects cost nothing.
+//
+// A request that does not fit in an enforced zone is counted in no zone.  A
+// request that passes is counted in every zone it fits in; a dry-run zone it
+// does not fit in does not count it, as if it had been rejected there.
+constexpr char kScript[] = R"lua(
+local time = redis.call('TIME')
+local now = time[1] * 1000 + math.floor(time[2] / 1000)
+
+local function drop(key, ids)
+    if #ids > 0 then
+        redis.call('HDEL', key, unpack(ids))
+    end
+end
+
+-- Deletes the buckets of `key` older than `first` and returns the new count
+-- and oldest bucket.  `oldest` and `newest` are non-empty, newest >= first.
+local function slide(key, count, oldest, newest, first)
+    local gone = {}
+    local at = oldest
+    while true do
+        local ids = {}
+        for id = at, math.min(at + 15, newest) do
+            ids[#ids + 1] = id
+        end
+        local counts = redis.call('HMGET', key, unpack(ids))
+        for j = 1, #ids do
+            if counts[j] then
+                if ids[j] >= first then
+                    drop(key, gone)
+                    return count, ids[j]
+                end
+                count = count - tonumber(counts[j])
+                gone[#gone + 1] = ids[j]
+                if #gone == 256 then
+                    drop(key, gone)
+                    gone = {}
+                end
+            end
+        end
+        at = ids[#ids] + 1
+    end
+end
+
+local zones = #KEYS
+local state = {}
+local rejected = 0
+
+for i = 1, zones do
+    local key = KEYS[i]
+    local a = (i - 1) * 4
+    local limit = tonumber(ARGV[a + 1])
+    local width = tonumber(ARGV[a + 2])
+    local span = tonumber(ARGV[a + 3])
+    local current = math.floor(now / width)
+    local first = current - span + 1
+    local h = redis.call('HMGET', key, 't', 'o', 'n')
+    local count, oldest, newest = tonumber(h[1]), tonumber(h[2]),
+                                  tonumber(h[3])
+    local dirty = false
+
+    -- Gone, wholly expired, or written under another bucket length or a
+    -- clock that has since gone back: start afresh.
+    if not count or not oldest or not newest
+       or newest < first or newest > current then
+        if h[1] or h[2] or h[3] then
+            redis.call('DEL', key)
+        end
+        count, oldest, newest = 0, 0, 0
+    elseif oldest < first then
+        count, oldest = slide(key, count, oldest, newest, first)
+        dirty = true
+    end
+
+    local over = count + 1 > limit
+    if over and ARGV[a + 4] == '1' then
+        rejected = 1
+    end
+    state[i] = {key, count, oldest, newest, over, dirty, current,
+                (current + span) * width}
+end
+
+local reply = {now, rejected}
+
+for i = 1, zones do
+    local s = state[i]
+    local key, count, oldest, newest, over = s[1], s[2], s[3], s[4], s[5]
+    local current = s[7]
+    if rejected == 0 and not over then
+        redis.call('HINCRBY', key, current, 1)
+        count = count + 1
+        if oldest == 0 then
+            oldest = current
+        end
+        redis.call('HSET', key, 't', count, 'o', oldest, 'n', current)
+        if newest ~= current then
+            redis.call('PEXPIREAT', key, s[8])
+        end
+    elseif s[6] then
+        redis.call('HSET', key, 't', count, 'o', oldest)
+    end
+    reply[#reply + 1] = count
+    reply[#reply + 1] = oldest
+    reply[#reply + 1] = over and 1 or 0
+end
+
+return reply
+)lua";
+
+struct ScriptDigest {
+    char hex[kSha1HexLength];
+
+    ScriptDigest() { sha1_hex(window_script(), hex); }
+};
+
+bool read_count(const redisReply *element, std::uint64_t *out)
+{
+    if (element == nullptr || element->type != REDIS_REPLY_INTEGER
+        || element->integer < 0)
+    {
+        return false;
+    }
+
+    *out = static_cast<std::uint64_t>(element->integer);
+    return true;
+}
+
+}  // namespace
+
+std::string_view window_script()
+{
+    return {kScript, sizeof(kScript) - 1};
+}
+
+std::string_view window_script_sha1()
+{
+    static const ScriptDigest digest;
+    return {digest.hex, kSha1HexLength};
+}
+
+ScriptReply decode_script_reply(const redisReply *reply, std::size_t zones,
+                                ZoneCount *counts)
+{
+    ScriptReply out{ScriptReply::Kind::kMalformed, 0, false, {}};
+
+    if (reply == nullptr) {
+        return out;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        out.error = std::string_view(reply->str, reply->len);
+        out.kind = out.error.substr(0, 8) == "NOSCRIPT"
+                   ? ScriptReply::Kind::kNoScript
+                   : ScriptReply::Kind::kError;
+        return out;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY
+        || reply->elements != 2 + kRepliesPerZone * zones)
+    {
+        return out;
+    }
+
+    std::uint64_t rejected;
+
+    if (!read_count(reply->element[0], &out.now_ms)
+        || !read_count(reply->element[1], &rejected) || rejected > 1)
+    {
+        return out;
+    }
+
+    for (std::size_t i = 0; i < zones; i++) {
+        redisReply **zone = reply->element + 2 + kRepliesPerZone * i;
+        std::uint64_t over;
+
+        if (!read_count(zone[0], &counts[i].total)
+            || !read_count(zone[1], &counts[i].oldest)
+            || !read_count(zone[2], &over) || over > 1)
+        {
+            return out;
+        }
+
+        counts[i].over = over == 1;
+    }
+
+    out.rejected = rejected == 1;
+    out.kind = ScriptReply::Kind::kVerdict;
+    return out;
+}
+
+}  // namespace ratelimit
