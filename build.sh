@@ -64,7 +64,9 @@ build_module() {
     say "building $MODULE"
     make -s -C "$tree" -f objs/Makefile modules >"$BUILD/make.log" 2>&1 \
         || { cat "$BUILD/make.log" >&2; return 1; }
-    cp "$tree/objs/ngx_http_ratelimit_module.so" "$MODULE"
+    # Renamed into place: rewriting a loaded .so in place crashes its users.
+    cp "$tree/objs/ngx_http_ratelimit_module.so" "$MODULE.tmp"
+    mv -f "$MODULE.tmp" "$MODULE"
 }
 
 unit_tests() {

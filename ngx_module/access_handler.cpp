@@ -1,38 +1,12 @@
 #include "access_handler.hpp"
 
-#include "rate_headers.hpp"
-#include "redis_link.hpp"
-#include "request_state.hpp"
-#include "sliding_window.hpp"
+#include "script_call.hpp"
+#include "status_handler.hpp"
 #include "subject_key.hpp"
 
 namespace ratelimit {
 
 namespace {
-
-const char kEvalSha[] = "EVALSHA";
-const char kEval[] = "EVAL";
-const char kEnforce[] = "1";
-const char kDryRun[] = "0";
-
-// Fixed leading arguments of the script call: command, script, key count.
-constexpr int kLeadArgs = 3;
-
-void fail(RequestState *state, const char *why, std::string_view detail = {})
-{
-    RedisLink *link = main_conf(state->r)->link;
-
-    state->result = Result::kError;
-    state->stage = RequestState::Stage::kDecided;
-
-    if (link == nullptr || link->may_log()) {
-        ngx_log_error(NGX_LOG_WARN, state->r->connection->log, 0,
-                      "ratelimit: %s%*s, request %s", why, detail.size(),
-                      detail.data(),
-                      state->lcf->fail == kFailClosed ? "rejected"
-                                                      : "passed");
-    }
-}
 
 void log_limited(RequestState *state, bool dry_run)
 {
@@ -53,6 +27,11 @@ ngx_int_t act_on(RequestState *state)
 {
     state->stage = RequestState::Stage::kDone;
 
+    if (state->peek) {
+        ngx_http_finalize_request(state->r, send_status(state));
+        return NGX_DONE;
+    }
+
     switch (state->result) {
     case Result::kRejected:
         log_limited(state, false);
@@ -71,138 +50,61 @@ ngx_int_t act_on(RequestState *state)
     }
 }
 
-void take_verdict(RequestState *state, const ScriptReply &reply,
-                  const ZoneCount *counts)
+void resume_phases(RequestState *state) noexcept
 {
-    const Policy *policies[kMaxZonesPerRequest];
-    bool enforced[kMaxZonesPerRequest];
-
-    for (ngx_uint_t i = 0; i < state->zones; i++) {
-        policies[i] = &state->refs[i]->zone->policy;
-        enforced[i] = !(state->refs[i]->dry_run || state->lcf->dry_run);
-    }
-
-    state->verdict = decide(policies, enforced, counts, state->zones,
-                            reply.now_ms, reply.rejected);
-    state->reset_epoch_s = seconds_ceil(reply.now_ms
-                                        + state->verdict.status.reset_ms);
-
-    switch (state->verdict.outcome) {
-    case Outcome::kRejected:
-        state->result = Result::kRejected;
-        break;
-    case Outcome::kRejectedDryRun:
-        state->result = Result::kRejectedDryRun;
-        break;
-    case Outcome::kPassed:
-        state->result = Result::kPassed;
-        break;
-    }
-
-    state->stage = RequestState::Stage::kDecided;
-}
-
-// Resumes a request that waited, from a posted event or the timeout, never
-// from inside hiredis: the request may go on to anything, hiredis's
-// context must not be under it.
-void on_wake(ngx_event_t *ev) noexcept
-{
-    auto *state = static_cast<RequestState *>(ev->data);
     ngx_http_request_t *r = state->r;
     ngx_connection_t *c = r->connection;
-
-    if (ev->timedout) {
-        ev->timedout = 0;
-
-        if (state->pending != nullptr) {
-            state->pending->state = nullptr;
-            state->pending = nullptr;
-        }
-
-        u_char ms[NGX_INT_T_LEN + 16];
-        u_char *end = ngx_sprintf(ms, " after %M ms",
-                                  main_conf(r)->redis->timeout);
-        fail(state, "redis timed out",
-             {reinterpret_cast<char *>(ms), static_cast<size_t>(end - ms)});
-    }
 
     ngx_http_set_log_request(c->log, r);
     r->write_event_handler(r);
     ngx_http_run_posted_requests(c);
 }
 
-bool build_call(ngx_http_request_t *r, RequestState *state,
-                const MainConf *mcf)
+// `ratelimit_peek_header`: present with a value other than empty, "0" or
+// "false" (any case).
+bool wants_peek(ngx_http_request_t *r, const ngx_str_t &name)
 {
-    ngx_uint_t zones = state->zones;
-    int argc = kLeadArgs + static_cast<int>(zones * (1 + kArgsPerZone));
-    auto *argv = static_cast<const char **>(
-        ngx_palloc(r->pool, argc * sizeof(const char *)));
-    auto *len = static_cast<size_t *>(
-        ngx_palloc(r->pool, argc * sizeof(size_t)));
-    auto *numkeys = static_cast<char *>(ngx_pnalloc(r->pool, kMaxDigits));
+    ngx_list_part_t *part = &r->headers_in.headers.part;
+    auto *h = static_cast<ngx_table_elt_t *>(part->elts);
 
-    if (argv == nullptr || len == nullptr || numkeys == nullptr) {
-        return false;
-    }
-
-    std::string_view sha = window_script_sha1();
-    argv[0] = kEvalSha;
-    len[0] = sizeof(kEvalSha) - 1;
-    argv[1] = sha.data();
-    len[1] = sha.size();
-    argv[2] = numkeys;
-    len[2] = write_decimal(zones, numkeys);
-
-    const char **key_argv = argv + kLeadArgs;
-    size_t *key_len = len + kLeadArgs;
-    const char **zone_argv = key_argv + zones;
-    size_t *zone_len = key_len + zones;
-
-    for (ngx_uint_t i = 0; i < zones; i++) {
-        const ZoneRef *ref = state->refs[i];
-        std::string_view prefix = view(mcf->prefix);
-        std::string_view name = view(ref->zone->name);
-        std::string_view subject = view(state->subjects[i]);
-        auto *key = static_cast<char *>(ngx_pnalloc(
-            r->pool, subject_key_size(prefix, name, subject)));
-
-        if (key == nullptr) {
-            return false;
+    for (ngx_uint_t i = 0; /* void */; i++) {
+        if (i >= part->nelts) {
+            if (part->next == nullptr) {
+                return false;
+            }
+            part = part->next;
+            h = static_cast<ngx_table_elt_t *>(part->elts);
+            i = 0;
         }
 
-        key_argv[i] = key;
-        key_len[i] = write_subject_key(prefix, name, subject, key);
-
-        const char **a = zone_argv + i * kArgsPerZone;
-        size_t *l = zone_len + i * kArgsPerZone;
-
-        for (int k = 0; k < kZoneArgs; k++) {
-            a[k] = reinterpret_cast<const char *>(ref->zone->args[k].data);
-            l[k] = ref->zone->args[k].len;
+        if (h[i].key.len != name.len
+            || ngx_strncasecmp(h[i].key.data, name.data, name.len) != 0)
+        {
+            continue;
         }
 
-        bool dry_run = ref->dry_run || state->lcf->dry_run;
-        a[kZoneArgs] = dry_run ? kDryRun : kEnforce;
-        l[kZoneArgs] = 1;
+        const ngx_str_t &v = h[i].value;
+        bool off = v.len == 0 || (v.len == 1 && v.data[0] == '0')
+                   || (v.len == 5
+                       && ngx_strncasecmp(v.data,
+                                          (u_char *) "false", 5) == 0);
+        return !off;
     }
-
-    state->argc = argc;
-    state->argv = argv;
-    state->argvlen = len;
-    return true;
 }
 
 ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
 {
     MainConf *mcf = main_conf(r);
-    RequestState *state = create_state(r);
+    RequestState *state = create_state(r, true);
 
     if (state == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     state->lcf = lcf;
+    state->resume = resume_phases;
+    state->peek = lcf->peek_header.len > 0
+                  && wants_peek(r, lcf->peek_header);
 
     auto *refs = static_cast<const ZoneRef *>(lcf->zones->elts);
 
@@ -225,28 +127,28 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
         state->zones++;
     }
 
-    if (state->zones == 0) {
+    if (state->zones == 0 && !state->peek) {
         state->result = Result::kNone;
         state->stage = RequestState::Stage::kDone;
         return NGX_DECLINED;
+    }
+
+    if (state->peek && ngx_http_discard_request_body(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (state->zones == 0) {
+        state->result = Result::kPeeked;
+        return act_on(state);
     }
 
     if (!build_call(r, state, mcf)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (mcf->link == nullptr
-        || !mcf->link->send(state, state->argc, state->argv, state->argvlen))
-    {
-        fail(state, "redis is not connected");
+    if (!send_call(state)) {
         return act_on(state);
     }
-
-    state->stage = RequestState::Stage::kWaiting;
-    state->wake.handler = on_wake;
-    state->wake.data = state;
-    state->wake.log = r->connection->log;
-    ngx_add_timer(&state->wake, mcf->redis->timeout);
 
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_core_run_phases;
@@ -254,59 +156,6 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
 }
 
 }  // namespace
-
-void on_script_reply(RequestState *state, const redisReply *reply) noexcept
-{
-    if (state->stage != RequestState::Stage::kWaiting) {
-        return;
-    }
-
-    ZoneCount counts[kMaxZonesPerRequest];
-    ScriptReply decoded = decode_script_reply(reply, state->zones, counts);
-
-    switch (decoded.kind) {
-    case ScriptReply::Kind::kVerdict:
-        take_verdict(state, decoded, counts);
-        break;
-
-    case ScriptReply::Kind::kNoScript:
-        // A Redis restarted or flushed behind our back: send the script
-        // itself once, which also caches it for the calls that follow.
-        if (!state->retried) {
-            std::string_view script = window_script();
-            state->retried = true;
-            state->argv[0] = kEval;
-            state->argvlen[0] = sizeof(kEval) - 1;
-            state->argv[1] = script.data();
-            state->argvlen[1] = script.size();
-
-            RedisLink *link = main_conf(state->r)->link;
-
-            if (link->send(state, state->argc, state->argv,
-                           state->argvlen))
-            {
-                return;
-            }
-        }
-        fail(state, "redis does not have the script: ", decoded.error);
-        break;
-
-    case ScriptReply::Kind::kError:
-        fail(state, "redis answered an error: ", decoded.error);
-        break;
-
-    case ScriptReply::Kind::kMalformed:
-        fail(state, reply == nullptr ? "redis connection failed"
-                                     : "unexpected reply from redis");
-        break;
-    }
-
-    if (state->wake.timer_set) {
-        ngx_del_timer(&state->wake);
-    }
-
-    ngx_post_event(&state->wake, &ngx_posted_events);
-}
 
 ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
 {

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "rate_headers.hpp"
+#include "status_handler.hpp"
 
 namespace ratelimit {
 
@@ -11,6 +12,7 @@ namespace {
 char *set_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 
 ngx_conf_num_bounds_t status_bounds = {ngx_conf_check_num_bounds, 400, 599};
 
@@ -267,7 +269,7 @@ bool set_decimal(ngx_pool_t *pool, std::uint64_t value, ngx_str_t *out)
 }
 
 // The zone's request-independent script arguments and header text.
-bool render_zone(ngx_pool_t *pool, Zone *zone)
+bool render_zone(ngx_pool_t *pool, Zone *zone, bool fixed)
 {
     const Policy &p = zone->policy;
 
@@ -276,6 +278,12 @@ bool render_zone(ngx_pool_t *pool, Zone *zone)
         || !set_decimal(pool, p.buckets(), &zone->args[kArgBuckets]))
     {
         return false;
+    }
+
+    if (fixed) {
+        ngx_str_set(&zone->args[kArgAlgorithm], "f");
+    } else {
+        ngx_str_set(&zone->args[kArgAlgorithm], "s");
     }
 
     std::string_view name = view(zone->name);
@@ -327,7 +335,7 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
 
     ngx_str_t key = ngx_null_string, rate = ngx_null_string,
               limit = ngx_null_string, window = ngx_null_string,
-              bucket = ngx_null_string;
+              bucket = ngx_null_string, algorithm = ngx_null_string;
 
     for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
         ngx_str_t value, *slot;
@@ -342,6 +350,8 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
             slot = &window;
         } else if (take_param(args[i], "bucket=", &value)) {
             slot = &bucket;
+        } else if (take_param(args[i], "algorithm=", &value)) {
+            slot = &algorithm;
         } else {
             return invalid_param(cf, args[i]);
         }
@@ -419,7 +429,34 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
-    if (bucket.data != nullptr) {
+    bool fixed = false;
+
+    if (algorithm.data != nullptr) {
+        if (algorithm.len == 5
+            && ngx_strncmp(algorithm.data, "fixed", 5) == 0)
+        {
+            fixed = true;
+        } else if (algorithm.len != 7
+                   || ngx_strncmp(algorithm.data, "sliding", 7) != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid algorithm \"%V\": use \"sliding\" "
+                               "or \"fixed\"", &algorithm);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    if (fixed) {
+        if (bucket.data != nullptr) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"bucket=\" applies to sliding windows only");
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        // One bucket as long as the window: its number is the window's.
+        policy.bucket_ms = policy.window_ms;
+
+    } else if (bucket.data != nullptr) {
         ngx_msec_t ms;
 
         if (!parse_msec(bucket, &ms)) {
@@ -442,7 +479,7 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         policy.bucket_ms = default_bucket_ms(policy.window_ms);
     }
 
-    if (!render_zone(cf->pool, zone)) {
+    if (!render_zone(cf->pool, zone, fixed)) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
@@ -453,6 +490,51 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     }
 
     *slot = zone;
+    return NGX_CONF_OK;
+}
+
+// Adds `zone=NAME` to a location's list of zones (`ratelimit` or
+// `ratelimit_query`); the zone itself is looked up in resolve_zones().
+char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
+                    bool dry_run)
+{
+    if (*list == NGX_CONF_UNSET_PTR || *list == nullptr) {
+        *list = ngx_array_create(cf->pool, 2, sizeof(ZoneRef));
+        if (*list == nullptr) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    auto *refs = static_cast<ZoneRef *>((*list)->elts);
+
+    for (ngx_uint_t i = 0; i < (*list)->nelts; i++) {
+        if (refs[i].name.len == name.len
+            && ngx_strncmp(refs[i].name.data, name.data, name.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "zone \"%V\" is duplicate", &name);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    if ((*list)->nelts == kMaxZonesPerRequest) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "too many ratelimit zones, at most %uz",
+                           kMaxZonesPerRequest);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    auto *ref = static_cast<ZoneRef *>(ngx_array_push(*list));
+
+    if (ref == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ref->name = name;
+    ref->zone = nullptr;
+    ref->dry_run = dry_run;
+    ref->file = cf->conf_file->file.name;
+    ref->line = cf->conf_file->line;
     return NGX_CONF_OK;
 }
 
@@ -491,41 +573,33 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
-    if (lcf->zones == NGX_CONF_UNSET_PTR) {
-        lcf->zones = ngx_array_create(cf->pool, 2, sizeof(ZoneRef));
-        if (lcf->zones == nullptr) {
+    return push_zone_ref(cf, &lcf->zones, name, dry_run);
+}
+
+char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+{
+    auto *lcf = static_cast<LocConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (lcf->query != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        ngx_str_t name;
+
+        if (!take_param(args[i], "zone=", &name) || name.len == 0) {
+            return invalid_param(cf, args[i]);
+        }
+
+        if (push_zone_ref(cf, &lcf->query, name, false) != NGX_CONF_OK) {
             return static_cast<char *>(NGX_CONF_ERROR);
         }
     }
 
-    auto *refs = static_cast<ZoneRef *>(lcf->zones->elts);
-
-    for (ngx_uint_t i = 0; i < lcf->zones->nelts; i++) {
-        if (refs[i].name.len == name.len
-            && ngx_strncmp(refs[i].name.data, name.data, name.len) == 0)
-        {
-            return const_cast<char *>("is duplicate");
-        }
-    }
-
-    if (lcf->zones->nelts == kMaxZonesPerRequest) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "too many ratelimit zones, at most %uz",
-                           kMaxZonesPerRequest);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    auto *ref = static_cast<ZoneRef *>(ngx_array_push(lcf->zones));
-
-    if (ref == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    ref->name = name;
-    ref->zone = nullptr;
-    ref->dry_run = dry_run;
-    ref->file = cf->conf_file->file.name;
-    ref->line = cf->conf_file->line;
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = query_handler;
     return NGX_CONF_OK;
 }
 
@@ -601,6 +675,21 @@ ngx_command_t commands[] = {
      set_ratelimit,
      NGX_HTTP_LOC_CONF_OFFSET,
      0,
+     nullptr},
+
+    {ngx_string("ratelimit_query"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+     set_query,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_peek_header"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, peek_header),
      nullptr},
 
     {ngx_string("ratelimit_status"),
@@ -700,15 +789,20 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
         conf->zones = prev->zones;
     }
 
-    if (conf->zones != NGX_CONF_UNSET_PTR) {
-        auto *mcf = static_cast<MainConf *>(
-            ngx_http_conf_get_module_main_conf(cf,
-                                               ngx_http_ratelimit_module));
+    auto *mcf = static_cast<MainConf *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
-        if (!resolve_zones(cf, mcf, conf->zones)) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
+    if (conf->zones != NGX_CONF_UNSET_PTR
+        && !resolve_zones(cf, mcf, conf->zones))
+    {
+        return static_cast<char *>(NGX_CONF_ERROR);
     }
+
+    if (conf->query != nullptr && !resolve_zones(cf, mcf, conf->query)) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ngx_conf_merge_str_value(conf->peek_header, prev->peek_header, "");
 
     ngx_conf_merge_uint_value(conf->status, prev->status,
                               NGX_HTTP_TOO_MANY_REQUESTS);

@@ -31,9 +31,11 @@ struct RedisTarget {
     ngx_msec_t connect_timeout;
 };
 
-// Script arguments of a zone that do not depend on the request: decimal
-// text made once at configuration time.
-enum ZoneArg { kArgLimit, kArgBucketMs, kArgBuckets, kZoneArgs };
+// Script arguments of a zone that do not depend on the request: text made
+// once at configuration time.  The script takes one more per zone, whether
+// to enforce it or dry-run it, which depends on the location.
+enum ZoneArg { kArgLimit, kArgBucketMs, kArgBuckets, kArgAlgorithm, kZoneArgs };
+static_assert(kZoneArgs + 1 == kArgsPerZone);
 
 struct Zone {
     ngx_str_t name;
@@ -68,6 +70,8 @@ struct LocConf {
     ngx_uint_t fail;       // kFailOpen or kFailClosed
     ngx_flag_t dry_run;
     ngx_uint_t log_level;  // of the line logged for a rejection
+    ngx_str_t peek_header; // a request carrying it is only reported on
+    ngx_array_t *query;    // of ZoneRef: `ratelimit_query` zones, or null
 };
 
 enum FailPolicy : ngx_uint_t { kFailOpen = 0, kFailClosed = 1 };

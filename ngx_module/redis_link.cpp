@@ -3,7 +3,7 @@
 #include <new>
 #include <sys/ioctl.h>
 
-#include "request_state.hpp"
+#include "script_call.hpp"
 #include "window_script.hpp"
 
 namespace ratelimit {

@@ -10,10 +10,8 @@ namespace {
 
 // Runs when the request's pool is destroyed: the request is gone, so a reply
 // still on its way must find nothing to resume.
-void cleanup_state(void *data) noexcept
+void release_state(RequestState *state)
 {
-    auto *state = static_cast<RequestState *>(data);
-
     if (state->pending != nullptr) {
         state->pending->state = nullptr;
         state->pending = nullptr;
@@ -26,6 +24,17 @@ void cleanup_state(void *data) noexcept
     if (state->wake.posted) {
         ngx_delete_posted_event(&state->wake);
     }
+}
+
+void cleanup_state(void *data) noexcept
+{
+    release_state(static_cast<RequestState *>(data));
+}
+
+// The same, under another name: find_state() looks for cleanup_state only.
+void cleanup_query_state(void *data) noexcept
+{
+    release_state(static_cast<RequestState *>(data));
 }
 
 }  // namespace
@@ -51,7 +60,7 @@ RequestState *find_state(ngx_http_request_t *r) noexcept
     return nullptr;
 }
 
-RequestState *create_state(ngx_http_request_t *r) noexcept
+RequestState *create_state(ngx_http_request_t *r, bool findable) noexcept
 {
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool,
                                                    sizeof(RequestState));
@@ -62,6 +71,12 @@ RequestState *create_state(ngx_http_request_t *r) noexcept
 
     auto *state = new (cln->data) RequestState();
     state->r = r;
+
+    if (!findable) {
+        cln->handler = cleanup_query_state;
+        return state;
+    }
+
     cln->handler = cleanup_state;
     ngx_http_set_ctx(r, state, ngx_http_ratelimit_module);
     return state;

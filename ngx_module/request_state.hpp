@@ -18,6 +18,7 @@ enum class Result {
     kRejected,
     kRejectedDryRun,
     kError,           // Redis failed, timed out or was not connected
+    kPeeked,          // reported on, not counted: the status API or peek
 };
 
 struct RequestState {
@@ -34,6 +35,10 @@ struct RequestState {
     Pending *pending;        // the in-flight call, while waiting
     ngx_event_t wake;        // the wait's timeout, or posted on the reply
     bool retried;            // the call was sent again after NOSCRIPT
+    bool peek;               // report the zones, count nothing
+    // Goes on with the request once the result is known, from an nginx
+    // event (never from inside hiredis).
+    void (*resume)(RequestState *state) noexcept;
 
     ngx_uint_t zones;
     const ZoneRef *refs[kMaxZonesPerRequest];
@@ -44,6 +49,8 @@ struct RequestState {
     const char **argv;
     size_t *argvlen;
 
+    std::uint64_t now_ms;         // Redis time of the reply
+    ZoneCount counts[kMaxZonesPerRequest];
     Verdict verdict;
     std::uint64_t reset_epoch_s;  // Unix time at which verdict's zone resets
 };
@@ -51,12 +58,9 @@ struct RequestState {
 // The state of r's main request, or nullptr if none was created.
 RequestState *find_state(ngx_http_request_t *r) noexcept;
 
-// Creates the state of a main request (r == r->main); nullptr on no memory.
-RequestState *create_state(ngx_http_request_t *r) noexcept;
-
-// The reply to the request's script call, or nullptr when the connection
-// failed with the call in flight.  Called from the Redis link while the
-// request still waits for it; never for a request that has gone.
-void on_script_reply(RequestState *state, const redisReply *reply) noexcept;
+// Creates a state in r's pool; nullptr on no memory.  The state of the
+// request's decision is `findable` by find_state(); a status API query is
+// not, so that it can coexist with the decision of its own request.
+RequestState *create_state(ngx_http_request_t *r, bool findable) noexcept;
 
 }  // namespace ratelimit

@@ -4,8 +4,6 @@
 
 namespace ratelimit {
 
-namespace {
-
 ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms)
 {
@@ -22,8 +20,6 @@ ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
 
     return status;
 }
-
-}  // namespace
 
 Verdict decide(const Policy *const *policies, const bool *enforced,
                const ZoneCount *counts, std::size_t zones,

@@ -22,6 +22,10 @@ struct ZoneStatus {
     std::uint64_t reset_ms;   // until remaining grows: the oldest count leaves
 };
 
+// A zone's numbers as the script's counts and Redis's clock give them.
+ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
+                       std::uint64_t now_ms);
+
 struct Verdict {
     Outcome outcome;
     // The zone that rejected the request (the first enforced zone it did not

@@ -6,13 +6,15 @@ namespace ratelimit {
 
 namespace {
 
-// Each key is a hash: "t" the count of the live buckets, "o" the oldest
-// non-empty bucket, "n" the newest one, and one field per non-empty bucket,
-// named by its absolute number, holding its count.  Buckets older than the
-// window are deleted as the window slides past them, each exactly once, so
-// the work per call does not grow with the number of buckets in a window;
-// "t" saves summing them.  The key expires when its newest bucket leaves the
-// window, so idle subjects cost nothing.
+// Each key is a hash.  Sliding window: "t" the count of the live buckets,
+// "o" the oldest non-empty bucket, "n" the newest one, and one field per
+// non-empty bucket, named by its absolute number, holding its count.
+// Buckets older than the window are deleted as the window slides past them,
+// each exactly once, so the work per call does not grow with the number of
+// buckets in a window; "t" saves summing them.  Fixed window: "t" the count
+// and "n" the window's number.  Either way the key expires when its newest
+// count leaves the window, so idle subjects cost nothing, and a key written
+// under another algorithm or bucket length is recognised and started afresh.
 //
 // A request that does not fit in an enforced zone is counted in no zone.  A
 // request that passes is counted in every zone it fits in; a dry-run zone it
@@ -20,6 +22,7 @@ namespace {
 constexpr char kScript[] = R"lua(
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
+local counting = ARGV[1] == 'count'
 
 local function drop(key, ids)
     if #ids > 0 then
@@ -62,35 +65,41 @@ local rejected = 0
 
 for i = 1, zones do
     local key = KEYS[i]
-    local a = (i - 1) * 4
+    local a = 1 + (i - 1) * 5
     local limit = tonumber(ARGV[a + 1])
     local width = tonumber(ARGV[a + 2])
     local span = tonumber(ARGV[a + 3])
+    local fixed = ARGV[a + 4] == 'f'
     local current = math.floor(now / width)
-    local first = current - span + 1
-    local h = redis.call('HMGET', key, 't', 'o', 'n')
-    local count, oldest, newest = tonumber(h[1]), tonumber(h[2]),
-                                  tonumber(h[3])
-    local dirty = false
+    local count, oldest, newest, dirty = 0, 0, 0, false
 
-    -- Gone, wholly expired, or written under another bucket length or a
-    -- clock that has since gone back: start afresh.
-    if not count or not oldest or not newest
-       or newest < first or newest > current then
-        if h[1] or h[2] or h[3] then
+    if fixed then
+        local h = redis.call('HMGET', key, 't', 'n')
+        if tonumber(h[2]) == current and tonumber(h[1]) then
+            count, oldest, newest = tonumber(h[1]), current, current
+        elseif h[1] or h[2] then
             redis.call('DEL', key)
         end
-        count, oldest, newest = 0, 0, 0
-    elseif oldest < first then
-        count, oldest = slide(key, count, oldest, newest, first)
-        dirty = true
+    else
+        local first = current - span + 1
+        local h = redis.call('HMGET', key, 't', 'o', 'n')
+        local c, o, n = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+        if c and o and n and n >= first and n <= current then
+            count, oldest, newest = c, o, n
+            if oldest < first then
+                count, oldest = slide(key, count, oldest, newest, first)
+                dirty = true
+            end
+        elseif h[1] or h[2] or h[3] then
+            redis.call('DEL', key)
+        end
     end
 
     local over = count + 1 > limit
-    if over and ARGV[a + 4] == '1' then
+    if over and ARGV[a + 5] == '1' then
         rejected = 1
     end
-    state[i] = {key, count, oldest, newest, over, dirty, current,
+    state[i] = {key, count, oldest, newest, over, dirty, current, fixed,
                 (current + span) * width}
 end
 
@@ -99,17 +108,24 @@ local reply = {now, rejected}
 for i = 1, zones do
     local s = state[i]
     local key, count, oldest, newest, over = s[1], s[2], s[3], s[4], s[5]
-    local current = s[7]
-    if rejected == 0 and not over then
-        redis.call('HINCRBY', key, current, 1)
-        count = count + 1
+    local current, fixed, expiry = s[7], s[8], s[9]
+    if counting and rejected == 0 and not over then
         if oldest == 0 then
             oldest = current
         end
-        redis.call('HSET', key, 't', count, 'o', oldest, 'n', current)
-        if newest ~= current then
-            redis.call('PEXPIREAT', key, s[8])
+        if fixed and count > 0 then
+            redis.call('HINCRBY', key, 't', 1)
+        elseif fixed then
+            redis.call('HSET', key, 't', 1, 'n', current)
+        else
+            redis.call('HINCRBY', key, current, 1)
+            redis.call('HSET', key, 't', count + 1, 'o', oldest,
+                       'n', current)
         end
+        if newest ~= current then
+            redis.call('PEXPIREAT', key, expiry)
+        end
+        count = count + 1
     elseif s[6] then
         redis.call('HSET', key, 't', count, 'o', oldest)
     end

@@ -1,10 +1,13 @@
 // The Redis script that decides a request for all its zones at once, and the
 // decoding of its reply.
 //
-// Call: EVALSHA <sha> <zones> KEY... ARG... with one key per zone and
-// kArgsPerZone arguments per zone, in the same order:
-//   limit, bucket length in ms, buckets per window, "1" to enforce or "0"
-//   for dry run.
+// Call: EVALSHA <sha> <zones> KEY... MODE ARG... with one key per zone, MODE
+// "count" (decide and count the request) or "peek" (report, count nothing),
+// then kArgsPerZone arguments per zone, in the order of the keys:
+//   limit; bucket length in ms; buckets per window; "s" for a sliding
+//   window of buckets, "f" for a fixed window (one bucket, the whole
+//   window, aligned to Redis time); "1" to enforce the limit, "0" for dry
+//   run.
 // Reply: an array of integers, 2 + kRepliesPerZone * zones long:
 //   Redis time in ms, 1 if the request was rejected, then per zone the count
 //   in the window after this request, the oldest non-empty bucket (0 if
@@ -21,7 +24,7 @@
 
 namespace ratelimit {
 
-constexpr std::size_t kArgsPerZone = 4;
+constexpr std::size_t kArgsPerZone = 5;
 constexpr std::size_t kRepliesPerZone = 3;
 
 // The most zones one request may be decided in: bounds the script's argument

@@ -1,0 +1,244 @@
+#include "script_call.hpp"
+
+#include "rate_headers.hpp"
+#include "redis_link.hpp"
+#include "sliding_window.hpp"
+#include "subject_key.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+const char kEvalSha[] = "EVALSHA";
+const char kEval[] = "EVAL";
+const char kCount[] = "count";
+const char kPeek[] = "peek";
+const char kEnforce[] = "1";
+const char kDryRun[] = "0";
+
+// Arguments before the keys: command, script, key count.
+constexpr int kLeadArgs = 3;
+
+void fail(RequestState *state, const char *why, std::string_view detail = {})
+{
+    RedisLink *link = main_conf(state->r)->link;
+
+    state->result = Result::kError;
+    state->stage = RequestState::Stage::kDecided;
+
+    if (link != nullptr && !link->may_log()) {
+        return;
+    }
+
+    const char *outcome = state->peek ? "answered 503"
+                          : state->lcf->fail == kFailClosed
+                          ? "request rejected" : "request passed";
+
+    ngx_log_error(NGX_LOG_WARN, state->r->connection->log, 0,
+                  "ratelimit: %s%*s, %s", why, detail.size(), detail.data(),
+                  outcome);
+}
+
+void take_counts(RequestState *state, const ScriptReply &reply)
+{
+    state->now_ms = reply.now_ms;
+    state->stage = RequestState::Stage::kDecided;
+
+    if (state->peek) {
+        state->result = Result::kPeeked;
+        return;
+    }
+
+    const Policy *policies[kMaxZonesPerRequest];
+    bool enforced[kMaxZonesPerRequest];
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        policies[i] = &state->refs[i]->zone->policy;
+        enforced[i] = !(state->refs[i]->dry_run || state->lcf->dry_run);
+    }
+
+    state->verdict = decide(policies, enforced, state->counts, state->zones,
+                            reply.now_ms, reply.rejected);
+    state->reset_epoch_s = seconds_ceil(reply.now_ms
+                                        + state->verdict.status.reset_ms);
+
+    switch (state->verdict.outcome) {
+    case Outcome::kRejected:
+        state->result = Result::kRejected;
+        break;
+    case Outcome::kRejectedDryRun:
+        state->result = Result::kRejectedDryRun;
+        break;
+    case Outcome::kPassed:
+        state->result = Result::kPassed;
+        break;
+    }
+}
+
+void on_wake(ngx_event_t *ev) noexcept
+{
+    auto *state = static_cast<RequestState *>(ev->data);
+
+    if (ev->timedout) {
+        ev->timedout = 0;
+
+        if (state->pending != nullptr) {
+            state->pending->state = nullptr;
+            state->pending = nullptr;
+        }
+
+        u_char text[NGX_INT_T_LEN + 16];
+        u_char *end = ngx_sprintf(text, " after %M ms",
+                                  main_conf(state->r)->redis->timeout);
+        fail(state, "redis timed out",
+             {reinterpret_cast<char *>(text),
+              static_cast<size_t>(end - text)});
+    }
+
+    state->resume(state);
+}
+
+}  // namespace
+
+bool build_call(ngx_http_request_t *r, RequestState *state,
+                const MainConf *mcf) noexcept
+{
+    ngx_uint_t zones = state->zones;
+    int argc = kLeadArgs + 1 + static_cast<int>(zones * (1 + kArgsPerZone));
+    auto *argv = static_cast<const char **>(
+        ngx_palloc(r->pool, argc * sizeof(const char *)));
+    auto *len = static_cast<size_t *>(
+        ngx_palloc(r->pool, argc * sizeof(size_t)));
+    auto *numkeys = static_cast<char *>(ngx_pnalloc(r->pool, kMaxDigits));
+
+    if (argv == nullptr || len == nullptr || numkeys == nullptr) {
+        return false;
+    }
+
+    std::string_view sha = window_script_sha1();
+    argv[0] = kEvalSha;
+    len[0] = sizeof(kEvalSha) - 1;
+    argv[1] = sha.data();
+    len[1] = sha.size();
+    argv[2] = numkeys;
+    len[2] = write_decimal(zones, numkeys);
+
+    const char **keys = argv + kLeadArgs;
+    size_t *key_len = len + kLeadArgs;
+    const char **mode = keys + zones;
+    size_t *mode_len = key_len + zones;
+
+    *mode = state->peek ? kPeek : kCount;
+    *mode_len = state->peek ? sizeof(kPeek) - 1 : sizeof(kCount) - 1;
+
+    std::string_view prefix = view(mcf->prefix);
+
+    for (ngx_uint_t i = 0; i < zones; i++) {
+        const Zone *zone = state->refs[i]->zone;
+        std::string_view name = view(zone->name);
+        std::string_view subject = view(state->subjects[i]);
+        auto *key = static_cast<char *>(ngx_pnalloc(
+            r->pool, subject_key_size(prefix, name, subject)));
+
+        if (key == nullptr) {
+            return false;
+        }
+
+        keys[i] = key;
+        key_len[i] = write_subject_key(prefix, name, subject, key);
+
+        const char **a = mode + 1 + i * kArgsPerZone;
+        size_t *l = mode_len + 1 + i * kArgsPerZone;
+
+        for (int k = 0; k < kZoneArgs; k++) {
+            a[k] = reinterpret_cast<const char *>(zone->args[k].data);
+            l[k] = zone->args[k].len;
+        }
+
+        bool dry_run = state->refs[i]->dry_run
+                       || (state->lcf != nullptr && state->lcf->dry_run);
+        a[kZoneArgs] = dry_run ? kDryRun : kEnforce;
+        l[kZoneArgs] = 1;
+    }
+
+    state->argc = argc;
+    state->argv = argv;
+    state->argvlen = len;
+    return true;
+}
+
+bool send_call(RequestState *state) noexcept
+{
+    MainConf *mcf = main_conf(state->r);
+
+    state->wake.handler = on_wake;
+    state->wake.data = state;
+    state->wake.log = state->r->connection->log;
+
+    if (mcf->link == nullptr
+        || !mcf->link->send(state, state->argc, state->argv, state->argvlen))
+    {
+        fail(state, "redis is not connected");
+        return false;
+    }
+
+    state->stage = RequestState::Stage::kWaiting;
+    ngx_add_timer(&state->wake, mcf->redis->timeout);
+    return true;
+}
+
+void on_script_reply(RequestState *state, const redisReply *reply) noexcept
+{
+    if (state->stage != RequestState::Stage::kWaiting) {
+        return;
+    }
+
+    ScriptReply decoded = decode_script_reply(reply, state->zones,
+                                              state->counts);
+
+    switch (decoded.kind) {
+    case ScriptReply::Kind::kVerdict:
+        take_counts(state, decoded);
+        break;
+
+    case ScriptReply::Kind::kNoScript:
+        // A Redis restarted or flushed behind our back: send the script
+        // itself once, which also caches it for the calls that follow.
+        if (!state->retried) {
+            std::string_view script = window_script();
+            state->retried = true;
+            state->argv[0] = kEval;
+            state->argvlen[0] = sizeof(kEval) - 1;
+            state->argv[1] = script.data();
+            state->argvlen[1] = script.size();
+
+            if (main_conf(state->r)->link->send(state, state->argc,
+                                                state->argv, state->argvlen))
+            {
+                return;
+            }
+        }
+        fail(state, "redis does not have the script: ", decoded.error);
+        break;
+
+    case ScriptReply::Kind::kError:
+        fail(state, "redis answered an error: ", decoded.error);
+        break;
+
+    case ScriptReply::Kind::kMalformed:
+        fail(state, reply == nullptr ? "redis connection failed"
+                                     : "unexpected reply from redis");
+        break;
+    }
+
+    if (state->wake.timer_set) {
+        ngx_del_timer(&state->wake);
+    }
+
+    // Resumed from the event loop, not from here inside hiredis: the
+    // request may go on to anything, and the Redis context must not be
+    // under it.
+    ngx_post_event(&state->wake, &ngx_posted_events);
+}
+
+}  // namespace ratelimit

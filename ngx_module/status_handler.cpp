@@ -1,0 +1,207 @@
+#include "status_handler.hpp"
+
+#include "script_call.hpp"
+#include "status_json.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
+                    size_t len)
+{
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = static_cast<off_t>(len);
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = nullptr;
+
+    ngx_int_t rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    ngx_buf_t *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
+
+    if (b == nullptr) {
+        return NGX_ERROR;
+    }
+
+    b->pos = body;
+    b->last = body + len;
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    ngx_chain_t out = {b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status,
+                     const char *message)
+{
+    u_char *body = static_cast<u_char *>(
+        ngx_pnalloc(r->pool, ngx_strlen(message) + 16));
+
+    if (body == nullptr) {
+        return NGX_ERROR;
+    }
+
+    u_char *end = ngx_sprintf(body, "{\"error\":\"%s\"}", message);
+    return send_json(r, status, body, static_cast<size_t>(end - body));
+}
+
+int hex_value(u_char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+// ?key= percent-decoded, or ?key_hex= hex-decoded, into `subject`.
+// Returns nullptr on success, else the error to answer 400 with.
+const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject)
+{
+    ngx_str_t raw;
+
+    if (ngx_http_arg(r, (u_char *) "key", 3, &raw) == NGX_OK) {
+        auto *dst = static_cast<u_char *>(ngx_pnalloc(r->pool, raw.len));
+
+        if (dst == nullptr) {
+            return "out of memory";
+        }
+
+        u_char *src = raw.data;
+        subject->data = dst;
+        ngx_unescape_uri(&dst, &src, raw.len, 0);
+        subject->len = static_cast<size_t>(dst - subject->data);
+
+    } else if (ngx_http_arg(r, (u_char *) "key_hex", 7, &raw) == NGX_OK) {
+        if (raw.len % 2 != 0) {
+            return "key_hex must have an even number of hex digits";
+        }
+
+        subject->len = raw.len / 2;
+        subject->data = static_cast<u_char *>(
+            ngx_pnalloc(r->pool, subject->len + 1));
+
+        if (subject->data == nullptr) {
+            return "out of memory";
+        }
+
+        for (size_t i = 0; i < subject->len; i++) {
+            int hi = hex_value(raw.data[2 * i]);
+            int lo = hex_value(raw.data[2 * i + 1]);
+
+            if (hi < 0 || lo < 0) {
+                return "key_hex must hold hex digits only";
+            }
+
+            subject->data[i] = static_cast<u_char>(hi << 4 | lo);
+        }
+
+    } else {
+        return "missing key: use ?key=... or ?key_hex=...";
+    }
+
+    return subject->len > 0 ? nullptr
+                            : "missing key: use ?key=... or ?key_hex=...";
+}
+
+void finish_query(RequestState *state) noexcept
+{
+    ngx_http_request_t *r = state->r;
+    ngx_connection_t *c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+    ngx_http_finalize_request(r, send_status(state));
+    ngx_http_run_posted_requests(c);
+}
+
+}  // namespace
+
+ngx_int_t send_status(RequestState *state) noexcept
+{
+    ngx_http_request_t *r = state->r;
+
+    if (state->result != Result::kPeeked) {
+        return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                          "redis unavailable");
+    }
+
+    ZoneReport reports[kMaxZonesPerRequest];
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        const Zone *zone = state->refs[i]->zone;
+        reports[i] = report_zone(view(zone->name),
+                                 view(state->subjects[i]), zone->policy,
+                                 state->counts[i], state->now_ms);
+    }
+
+    auto *body = static_cast<u_char *>(ngx_pnalloc(
+        r->pool, status_json_max_size(reports, state->zones)));
+
+    if (body == nullptr) {
+        return NGX_ERROR;
+    }
+
+    size_t len = write_status_json(reports, state->zones,
+                                   reinterpret_cast<char *>(body));
+    return send_json(r, NGX_HTTP_OK, body, len);
+}
+
+ngx_int_t query_handler(ngx_http_request_t *r) noexcept
+{
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    ngx_str_t subject;
+
+    if (const char *error = read_subject(r, &subject)) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, error);
+    }
+
+    const LocConf *lcf = loc_conf(r);
+    RequestState *state = create_state(r, false);
+
+    if (state == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    state->lcf = lcf;
+    state->peek = true;
+    state->resume = finish_query;
+
+    auto *refs = static_cast<const ZoneRef *>(lcf->query->elts);
+
+    for (ngx_uint_t i = 0; i < lcf->query->nelts; i++) {
+        state->refs[i] = &refs[i];
+        state->subjects[i] = subject;
+    }
+
+    state->zones = lcf->query->nelts;
+
+    if (!build_call(r, state, main_conf(r))) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (!send_call(state)) {
+        return send_status(state);
+    }
+
+    r->main->count++;
+    return NGX_DONE;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,16 @@
+// The status API: `ratelimit_query` answers GET ?key=... (or ?key_hex=...)
+// with the zones' JSON report of that subject, counting nothing.  The peek
+// header answers with the same report through send_status().
+#pragma once
+
+#include "request_state.hpp"
+
+namespace ratelimit {
+
+ngx_int_t query_handler(ngx_http_request_t *r) noexcept;
+
+// Sends the JSON report of a peek (200), or the error if Redis failed (503);
+// returns what ngx_http_finalize_request() wants.
+ngx_int_t send_status(RequestState *state) noexcept;
+
+}  // namespace ratelimit
