@@ -6,14 +6,25 @@
 #   ./build.sh demo     build, then show requests turning from 200 into 429
 #   ./build.sh bench    build, then the benchmark (bench/)
 #
+# SANITIZE=address,undefined ./build.sh test builds the module and the unit
+# tests with those sanitizers (in build/sanitize/) and runs both suites with
+# nginx wrapped to preload the sanitizer runtimes; any report fails the run.
+#
 # NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of
 # Debian's nginx-dev tree (/usr/share/nginx/src), which makes a module
 # binary-compatible with Debian's nginx package.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-BUILD=$ROOT/build
 NGINX_SRC=${NGINX_SRC:-/usr/share/nginx/src}
+SANITIZE=${SANITIZE:-}
+if [ -n "$SANITIZE" ]; then
+    BUILD=$ROOT/build/sanitize
+    SAN_FLAGS="-fsanitize=$SANITIZE -fno-omit-frame-pointer -fno-sanitize-recover=all"
+else
+    BUILD=$ROOT/build
+    SAN_FLAGS=""
+fi
 MODULE=$BUILD/ngx_http_ratelimit_module.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev redis-server g++ make cmake
@@ -41,7 +52,7 @@ install_missing() {
 # Configures a private copy of the nginx tree once per set of flags, then
 # lets nginx's own Makefile rebuild what changed.
 build_module() {
-    local tree=$BUILD/nginx flags=() cc_opt="-O2 -g"
+    local tree=$BUILD/nginx flags=() cc_opt="-O2 -g $SAN_FLAGS"
     if [ -f "$NGINX_SRC/conf_flags" ]; then
         # shellcheck disable=SC1091
         . "$NGINX_SRC/conf_flags"
@@ -57,6 +68,7 @@ build_module() {
         mkdir -p "$BUILD"
         cp -a "$NGINX_SRC" "$tree"
         (cd "$tree" && ./configure "${flags[@]}" --with-cc-opt="$cc_opt" \
+            --with-ld-opt="$SAN_FLAGS" \
             --add-dynamic-module="$ROOT" >"$BUILD/configure.log" 2>&1) \
             || { cat "$BUILD/configure.log" >&2; return 1; }
         printf '%s' "$stamp" >"$tree/.stamp"
@@ -71,14 +83,49 @@ build_module() {
 
 unit_tests() {
     say "unit tests"
-    cmake -S "$ROOT/src" -B "$BUILD/unit" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake -S "$ROOT/src" -B "$BUILD/unit" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_FLAGS="$SAN_FLAGS" >/dev/null
     cmake --build "$BUILD/unit" -j 2 >/dev/null
     ctest --test-dir "$BUILD/unit" --output-on-failure
 }
 
 integration_tests() {
     say "integration tests"
-    RATELIMIT_MODULE=$MODULE prove -I "$ROOT/t/lib" -r "$ROOT/t/"
+    if [ -z "$SANITIZE" ]; then
+        RATELIMIT_MODULE=$MODULE prove -I "$ROOT/t/lib" -r "$ROOT/t/"
+        return
+    fi
+    # nginx itself is not instrumented: the runtimes must be loaded before
+    # the module, and the workers (user nobody) must be able to write their
+    # reports.
+    local reports=$BUILD/reports wrapper=$BUILD/nginx-sanitized preload=""
+    rm -rf "$reports"
+    mkdir -p "$reports"
+    chmod 1777 "$reports"
+    case ",$SANITIZE," in
+        *,address,*) preload=$(gcc -print-file-name=libasan.so) ;;
+    esac
+    case ",$SANITIZE," in
+        *,undefined,*) preload="$preload:$(gcc -print-file-name=libubsan.so)" ;;
+    esac
+    cat >"$wrapper" <<EOW
+#!/bin/sh
+export LD_PRELOAD="${preload#:}"
+export ASAN_OPTIONS="detect_leaks=0:log_path=$reports/asan"
+export UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
+exec /usr/sbin/nginx "\$@"
+EOW
+    chmod +x "$wrapper"
+    local rc=0
+    NGINX_BIN=$wrapper RATELIMIT_MODULE=$MODULE \
+        prove -I "$ROOT/t/lib" -r "$ROOT/t/" || rc=$?
+    if compgen -G "$reports/*" >/dev/null; then
+        say "sanitizer reports:"
+        cat "$reports"/* >&2
+        return 1
+    fi
+    say "no sanitizer reports"
+    return $rc
 }
 
 case "${1:-build}" in

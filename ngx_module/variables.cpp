@@ -18,29 +18,43 @@ void set_value(ngx_http_variable_value_t *v, u_char *data, size_t len)
     v->not_found = 0;
 }
 
-// Empty until the request is decided, and for requests no zone applied to.
+// The name of a result as $ratelimit_status shows it; empty for a request
+// no zone applied to, and for a peek, which was not decided.
+ngx_str_t status_name(Result result)
+{
+    switch (result) {
+    case Result::kPassed:
+        return ngx_string("PASSED");
+    case Result::kRejected:
+        return ngx_string("REJECTED");
+    case Result::kRejectedDryRun:
+        return ngx_string("REJECTED_DRY_RUN");
+    case Result::kError:
+        return ngx_string("ERROR");
+    case Result::kNone:
+    case Result::kPeeked:
+        break;
+    }
+
+    return ngx_null_string;
+}
+
 ngx_int_t status_variable(ngx_http_request_t *r,
                           ngx_http_variable_value_t *v,
                           uintptr_t data) noexcept
 {
-    static ngx_str_t names[] = {
-        ngx_null_string,
-        ngx_string("PASSED"),
-        ngx_string("REJECTED"),
-        ngx_string("REJECTED_DRY_RUN"),
-        ngx_string("ERROR"),
-    };
-
     const RequestState *state = find_state(r);
+    ngx_str_t name = ngx_null_string;
 
-    if (state == nullptr || state->stage == RequestState::Stage::kWaiting
-        || state->result == Result::kNone)
-    {
+    if (state != nullptr && state->stage != RequestState::Stage::kWaiting) {
+        name = status_name(state->result);
+    }
+
+    if (name.len == 0) {
         v->not_found = 1;
         return NGX_OK;
     }
 
-    const ngx_str_t &name = names[static_cast<int>(state->result)];
     set_value(v, name.data, name.len);
     return NGX_OK;
 }
