@@ -145,7 +145,7 @@ case "${1:-build}" in
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/t/lib/demo.pl"
         ;;
     bench)
-        install_missing wrk
+        install_missing wrk libnginx-mod-http-lua lua-nginx-redis
         build_module
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/run.pl"
         ;;

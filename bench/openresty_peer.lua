@@ -1,0 +1,111 @@
+-- The "OpenResty way" peer for the benchmark: lua-nginx-module with
+-- lua-resty-redis (Debian ships it as nginx.redis in lua-nginx-redis), a
+-- keepalive connection pool, called from access_by_lua_block.
+--
+-- rlbench_cfg (written by bench/run.pl into the run's temp dir) holds the
+-- Redis port, the limits, and the module's own sliding-window script text
+-- (read from src/window_script.cpp) with its SHA-1, so Redis does the same
+-- work as for the module and only the client side differs.
+local ok, redis = pcall(require, "resty.redis")
+if not ok then
+    redis = require "nginx.redis"
+end
+local cfg = require "rlbench_cfg"
+
+local floor = math.floor
+local unpack = unpack
+local find = string.find
+local ngx = ngx
+local var = ngx.var
+
+local _M = {}
+
+local function connect()
+    local red = redis:new()
+    red:set_timeout(cfg.timeout_ms)
+    local ok, err = red:connect("127.0.0.1", cfg.port)
+    if not ok then
+        return nil, err
+    end
+    return red
+end
+
+local function release(red)
+    local ok, err = red:set_keepalive(cfg.idle_ms, cfg.pool_size)
+    if not ok then
+        ngx.log(ngx.WARN, "rlbench: set_keepalive: ", err)
+    end
+end
+
+-- Sliding window: EVALSHA of the module's script with the module's
+-- arguments (cfg.args, built by run.pl from src/window_script.hpp's call
+-- convention, e.g. "count", limit, bucket ms, buckets, "s", "1"); on
+-- NOSCRIPT, SCRIPT LOAD it and retry once.
+function _M.sliding()
+    local subject = var.http_x_api_key
+    if not subject or subject == "" then
+        return
+    end
+    local red, err = connect()
+    if not red then
+        ngx.log(ngx.WARN, "rlbench: redis connect: ", err)
+        return
+    end
+    local key = cfg.prefix .. subject
+    local res
+    res, err = red:evalsha(cfg.sha, 1, key, unpack(cfg.args))
+    if not res and err and find(err, "NOSCRIPT", 1, true) then
+        local sha, lerr = red:script("load", cfg.script)
+        if not sha then
+            ngx.log(ngx.WARN, "rlbench: SCRIPT LOAD: ", lerr)
+            red:close()
+            return
+        end
+        res, err = red:evalsha(sha, 1, key, unpack(cfg.args))
+    end
+    if not res then
+        ngx.log(ngx.WARN, "rlbench: redis: ", err)
+        red:close()
+        return
+    end
+    release(red)
+    if res[2] == 1 then
+        return ngx.exit(429)
+    end
+end
+
+-- Fixed window: INCR + EXPIRE pipelined on a key per window.
+function _M.fixed()
+    local subject = var.http_x_api_key
+    if not subject or subject == "" then
+        return
+    end
+    local red, err = connect()
+    if not red then
+        ngx.log(ngx.WARN, "rlbench: redis connect: ", err)
+        return
+    end
+    local window = floor(ngx.now() / cfg.window_s)
+    local key = cfg.prefix .. subject .. ":" .. window
+    red:init_pipeline(2)
+    red:incr(key)
+    red:expire(key, cfg.window_s)
+    local res
+    res, err = red:commit_pipeline()
+    if not res then
+        ngx.log(ngx.WARN, "rlbench: redis: ", err)
+        red:close()
+        return
+    end
+    release(red)
+    local count = res[1]
+    if type(count) ~= "number" then
+        ngx.log(ngx.WARN, "rlbench: INCR: ", tostring(count and count[2]))
+        return
+    end
+    if count > cfg.limit then
+        return ngx.exit(429)
+    end
+end
+
+return _M

@@ -1,0 +1,732 @@
+#!/usr/bin/perl
+# Benchmark of ngx_http_ratelimit_module against plain nginx, limit_req and
+# an OpenResty (lua-resty-redis) peer.  Run by `./build.sh bench`:
+#
+#   RATELIMIT_MODULE=build/ngx_http_ratelimit_module.so perl -I t/lib bench/run.pl
+#
+# One nginx worker per case, one fresh redis-server on loopback, wrk with
+# bench/keys.lua (10,000 subjects in X-Api-Key, keep-alive, 50 connections).
+# Cases run round-robin, several rounds, so the noise shows.  Prints a
+# Markdown report and writes it to bench/results.md.  Exits 0 whether the
+# targets pass or not; non-zero if something could not run.
+#
+# Environment (all optional):
+#   BENCH_ROUNDS=3        rounds over all cases
+#   BENCH_SECONDS=6       seconds per case and round
+#   BENCH_WARMUP=1        seconds of warm-up per case before the rounds
+#   BENCH_THREADS=1       wrk threads
+#   BENCH_CONNECTIONS=50  wrk connections
+#   BENCH_UNIQUE=1000000  distinct subjects for the RSS check
+#   BENCH_UNIQUE_SECONDS=70  time cap of the RSS check
+#   BENCH_OUT=path        where to write the report (default bench/results.md)
+
+use strict;
+use warnings;
+
+use FindBin qw($Bin);
+use lib "$Bin/../t/lib";
+use RateLimitTest;
+use Digest::SHA qw(sha1_hex);
+use POSIX qw(strftime floor);
+use Time::HiRes qw(time sleep);
+
+$| = 1;
+
+my $ROOT        = "$Bin/..";
+my $ROUNDS      = $ENV{BENCH_ROUNDS}      // 3;
+my $SECONDS     = $ENV{BENCH_SECONDS}     // 6;
+my $WARMUP      = $ENV{BENCH_WARMUP}      // 1;
+my $THREADS     = $ENV{BENCH_THREADS}     // 1;
+my $CONNS       = $ENV{BENCH_CONNECTIONS} // 50;
+my $UNIQUE      = $ENV{BENCH_UNIQUE}      // 1_000_000;
+my $UNIQUE_SECS = $ENV{BENCH_UNIQUE_SECONDS} // 70;
+my $OUT         = $ENV{BENCH_OUT}         // "$Bin/results.md";
+my $SUBJECTS    = 10_000;
+my $BIG_LIMIT   = 1_000_000;
+my $FLOOD_LIMIT = 100;
+
+my $LUA_MODULES = '/usr/lib/nginx/modules';
+my $T0 = time;
+
+sub note { printf STDERR "[bench %5.1fs] %s\n", time - $T0, join('', @_) }
+
+# ---------------------------------------------------------------------------
+# prerequisites
+
+use Cwd qw(abs_path);
+$ENV{RATELIMIT_MODULE} = abs_path($ENV{RATELIMIT_MODULE})
+    if $ENV{RATELIMIT_MODULE} && -f $ENV{RATELIMIT_MODULE};
+my $module = RateLimitTest::module_path();
+die "ratelimit module not found at $module (run ./build.sh first)\n" unless -f $module;
+my $wrk = find_bin('wrk') or die "wrk not found (apt-get install wrk)\n";
+for my $so ("$LUA_MODULES/ndk_http_module.so", "$LUA_MODULES/ngx_http_lua_module.so") {
+    die "$so not found (apt-get install libnginx-mod-http-lua)\n" unless -f $so;
+}
+my ($resty_redis) = grep { -f } map { "$_/redis.lua" }
+    '/usr/share/lua/5.1/resty', '/usr/share/lua/5.1/nginx', '/usr/local/share/lua/5.1/resty';
+die "lua-resty-redis not found (apt-get install lua-nginx-redis)\n" unless $resty_redis;
+for my $f (qw(keys.lua unique.lua openresty_peer.lua)) {
+    die "$Bin/$f missing\n" unless -f "$Bin/$f";
+}
+
+my ($SCRIPT, $SCRIPT_SHA) = window_script("$ROOT/src/window_script.cpp");
+
+sub find_bin {
+    my ($name) = @_;
+    for my $d ((split /:/, $ENV{PATH} // ''), '/usr/bin', '/usr/local/bin', '/usr/sbin') {
+        return "$d/$name" if -x "$d/$name";
+    }
+    return undef;
+}
+
+sub slurp {
+    my ($path) = @_;
+    open my $fh, '<', $path or die "open $path: $!\n";
+    local $/;
+    my $c = <$fh>;
+    return $c;
+}
+
+sub spew {
+    my ($path, $content) = @_;
+    open my $fh, '>', $path or die "open $path: $!\n";
+    print {$fh} $content;
+    close $fh or die "close $path: $!\n";
+    chmod 0644, $path;
+}
+
+# The module's Redis script: the text between R"lua( and )lua".
+sub window_script {
+    my ($path) = @_;
+    my $src = slurp($path);
+    $src =~ /R"lua\((.*?)\)lua"/s or die "no R\"lua( ... )lua\" script in $path\n";
+    return ($1, sha1_hex($1));
+}
+
+# The script's call convention (src/window_script.hpp): the mode, then per
+# zone limit, bucket length in ms, buckets, "s" for sliding, "1" to enforce.
+sub script_args {
+    my ($limit, $bucket_ms, $buckets) = @_;
+    return ('count', $limit, $bucket_ms, $buckets, 's', '1');
+}
+
+# ---------------------------------------------------------------------------
+# machine
+
+my $nproc = `nproc 2>/dev/null` // '';
+chomp $nproc;
+my ($cpu_model) = slurp('/proc/cpuinfo') =~ /^model name\s*:\s*(.*)$/m;
+$cpu_model //= 'unknown CPU';
+my $nginx_version = `${\ RateLimitTest::nginx_bin()} -v 2>&1`;
+($nginx_version) = $nginx_version =~ m{nginx/(\S+)};
+$nginx_version //= '?';
+my ($wrk_version) = (`$wrk -v 2>&1` // '') =~ /wrk (\S+)/;
+$wrk_version //= '?';
+my $lua_version = `dpkg-query -W -f='\${Version}' libnginx-mod-http-lua 2>/dev/null` || '?';
+my $resty_version = (slurp($resty_redis) =~ /_VERSION\s*=\s*'([^']+)'/)[0] // '?';
+
+# ---------------------------------------------------------------------------
+# redis
+
+note "starting redis-server";
+my $rt = RateLimitTest->new(workers => 1);
+$rt->start_redis;
+my $RPORT = $rt->redis_port;
+my $redis_version = ($rt->redis('INFO', 'server') =~ /^redis_version:(\S+)/m)[0] // '?';
+
+sub rcmd {
+    my @argv = @_;
+    my $r = $rt->redis(@argv);
+    die "redis @argv[0..($#argv < 1 ? $#argv : 1)]: $$r\n" if RateLimitTest::is_redis_error($r);
+    return $r;
+}
+
+# Commands of this script's own connection, left out of the per-request sums.
+my %ADMIN = map { $_ => 1 } qw(info ping memory scan hlen dbsize config flushall
+    flushdb select client command hello auth);
+# Top-level commands when the limiter runs a script; the rest were called from
+# inside the script (Redis counts those too, and their usec again inside
+# EVALSHA's), so they are counted as calls but not as time.
+my %SCRIPT_CMD = map { $_ => 1 } qw(evalsha eval evalsha_ro eval_ro script|load script);
+
+sub redis_snapshot {
+    my %s;
+    my $stats = rcmd('INFO', 'commandstats');
+    while ($stats =~ /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/mg) {
+        $s{cmd}{$1} = [$2, $3];
+    }
+    my $cpu = rcmd('INFO', 'cpu');
+    my ($sys)  = $cpu =~ /^used_cpu_sys:([\d.]+)/m;
+    my ($user) = $cpu =~ /^used_cpu_user:([\d.]+)/m;
+    $s{cpu} = ($sys // 0) + ($user // 0);
+    $s{pidcpu} = proc_cpu($rt->redis_pid);
+    return \%s;
+}
+
+sub redis_delta {
+    my ($x, $y) = @_;
+    my (%calls, %usec);
+    for my $c (keys %{ $y->{cmd} }) {
+        next if $ADMIN{ (split /\|/, $c)[0] };
+        my $pa = $x->{cmd}{$c} // [0, 0];
+        my $dc = $y->{cmd}{$c}[0] - $pa->[0];
+        my $du = $y->{cmd}{$c}[1] - $pa->[1];
+        next unless $dc > 0;
+        $calls{$c} = $dc;
+        $usec{$c}  = $du;
+    }
+    my $scripted = grep { $SCRIPT_CMD{$_} } keys %calls;
+    my ($all, $top, $us) = (0, 0, 0);
+    for my $c (keys %calls) {
+        $all += $calls{$c};
+        if (!$scripted || $SCRIPT_CMD{$c}) {
+            $top += $calls{$c};
+            $us  += $usec{$c};
+        }
+    }
+    return {
+        calls => $all, top_calls => $top, usec => $us,
+        cpu_us => ($y->{cpu} - $x->{cpu}) * 1e6,
+        detail => join(' ', map { "$_=$calls{$_}" } sort { $calls{$b} <=> $calls{$a} } keys %calls),
+    };
+}
+
+# utime+stime of a process in microseconds (from /proc/PID/stat).
+my $CLK_TCK = eval { POSIX::sysconf(POSIX::_SC_CLK_TCK()) } || 100;
+
+sub proc_cpu {
+    my ($pid) = @_;
+    return 0 unless $pid;
+    open my $fh, '<', "/proc/$pid/stat" or return 0;
+    my $st = <$fh>;
+    $st =~ s/^.*\)\s+//s;
+    my @f = split ' ', $st;
+    return ($f[11] + $f[12]) / $CLK_TCK * 1e6;
+}
+
+sub worker_pid {
+    my ($master) = @_;
+    opendir my $d, '/proc' or return undef;
+    for my $p (grep { /^\d+$/ } readdir $d) {
+        open my $fh, '<', "/proc/$p/stat" or next;
+        my $st = <$fh> // next;
+        next unless $st =~ /^\d+ \((.*)\) \S+ (\d+)/s;
+        return $p if $2 == $master;
+    }
+    return undef;
+}
+
+sub rss_kb {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/status" or return undef;
+    while (<$fh>) { return $1 if /^VmRSS:\s+(\d+)\s+kB/ }
+    return undef;
+}
+
+# ---------------------------------------------------------------------------
+# nginx instances, one per case
+
+sub lua_config {
+    my ($t, %o) = @_;
+    my $level = 1;
+    $level++ while index($SCRIPT, ']' . ('=' x $level) . ']') >= 0;
+    my $eq = '=' x $level;
+    my @args = script_args($o{limit}, 1000, 60);
+    my $cfg = "-- generated by bench/run.pl\nreturn {\n"
+        . "    port = $RPORT,\n    timeout_ms = 1000,\n"
+        . "    idle_ms = 60000,\n    pool_size = 128,\n"
+        . "    prefix = \"$o{prefix}\",\n"
+        . "    limit = $o{limit},\n    bucket_ms = 1000,\n    buckets = 60,\n"
+        . "    window_s = 60,\n"
+        . "    args = {" . join(', ', map { "\"$_\"" } @args) . "},\n"
+        . "    sha = \"$SCRIPT_SHA\",\n"
+        # a long bracket drops the newline right after it: add one
+        . "    script = [${eq}[\n$SCRIPT]${eq}],\n}\n";
+    spew($t->tmp . '/rlbench_cfg.lua', $cfg);
+    spew($t->tmp . '/openresty_peer.lua', slurp("$Bin/openresty_peer.lua"));
+}
+
+my $LUA_MAIN = "load_module $LUA_MODULES/ndk_http_module.so;\n"
+             . "load_module $LUA_MODULES/ngx_http_lua_module.so;";
+
+sub server_block {
+    my ($loc) = @_;
+    return <<"EOF";
+    server {
+        listen 127.0.0.1:%%PORT%% backlog=4096;
+        access_log off;
+        keepalive_requests 1000000;
+        root %%TMP%%/html;
+        location / {
+$loc
+        }
+    }
+EOF
+}
+
+# The script and its call convention as this bench understood them: a fresh
+# key counted twice must report a count of 2 (and SCRIPT LOAD must agree on
+# the SHA-1).
+{
+    my $sha = rcmd('SCRIPT', 'LOAD', $SCRIPT);
+    die "SCRIPT LOAD gave $sha, expected $SCRIPT_SHA\n" unless $sha eq $SCRIPT_SHA;
+    my @args = script_args(1000, 1000, 60);
+    my $r;
+    $r = rcmd('EVALSHA', $sha, 1, 'bench:check', @args) for 1 .. 2;
+    die "the script did not count as expected with (@args): [@{$r // []}]\n"
+        unless ref $r && @$r >= 5 && $r->[1] == 0 && $r->[2] == 2;
+    rcmd('DEL', 'bench:check');
+    rcmd('SCRIPT', 'FLUSH');    # the limiters load it themselves
+}
+
+my $REDIS_LINE = "    ratelimit_redis 127.0.0.1:$RPORT timeout=1s;\n";
+
+my @CASES = (
+    {
+        id => 'plain', label => '1. plain nginx (static file)', no_module => 1,
+        loc => '',
+    },
+    {
+        id => 'limit_req', label => '2. limit_req (local zone, same key)', no_module => 1,
+        http => "    limit_req_zone \$http_x_api_key zone=lr:32m rate=1000000r/s;\n",
+        loc => '            limit_req zone=lr burst=1000000 nodelay;',
+    },
+    {
+        id => 'sliding', label => '3. module sliding 60s/1s buckets', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60;',
+    },
+    {
+        id => 'sliding1h', label => '3b. module sliding 1h/1s buckets', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone z1h key=\$http_x_api_key limit=$BIG_LIMIT window=1h bucket=1s;\n",
+        loc => '            ratelimit zone=z1h;',
+    },
+    {
+        id => 'fixed', label => '4. module fixed 60s', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone zfx key=\$http_x_api_key limit=$BIG_LIMIT window=60s algorithm=fixed;\n",
+        loc => '            ratelimit zone=zfx;',
+    },
+    {
+        id => 'lua_sliding', label => '5. OpenResty sliding (same script, EVALSHA)', limiter => 1,
+        lua => { prefix => 'rl:lua:', limit => $BIG_LIMIT },
+        loc => '            access_by_lua_block { require("openresty_peer").sliding() }',
+    },
+    {
+        id => 'lua_fixed', label => '6. OpenResty fixed (INCR+EXPIRE pipelined)', limiter => 1,
+        lua => { prefix => 'rl:luaf:', limit => $BIG_LIMIT },
+        loc => '            access_by_lua_block { require("openresty_peer").fixed() }',
+    },
+    {
+        id => 'flood', label => "7. flood: module, 1 subject, limit $FLOOD_LIMIT/60s", limiter => 1,
+        subjects => 1, key_prefix => 'flood',
+        http => $REDIS_LINE
+            . "    ratelimit_zone zfl key=\$http_x_api_key limit=$FLOOD_LIMIT window=60s bucket=1s;\n",
+        # rejections are logged at "info", below error_log's "notice", so the
+        # flood measures the limiter, not error.log writes (limit_req's
+        # limit_req_log_level works the same way)
+        loc => "            ratelimit zone=zfl;\n            ratelimit_log_level info;",
+    },
+);
+my %CASE = map { $_->{id} => $_ } @CASES;
+
+for my $c (@CASES) {
+    my $t = RateLimitTest->new(workers => 1);
+    $c->{t} = $t;
+    my $http = ($c->{http} // '');
+    if ($c->{lua}) {
+        lua_config($t, %{ $c->{lua} });
+        $http .= "    lua_package_path \"%%TMP%%/?.lua;/usr/share/lua/5.1/?.lua;;\";\n"
+               . "    init_by_lua_block { require \"openresty_peer\" }\n";
+    }
+    $t->write_conf($http . server_block($c->{loc}),
+        no_module => ($c->{no_module} || $c->{lua}) ? 1 : 0,
+        main => $c->{lua} ? $LUA_MAIN : undef,
+        error_log_level => 'notice');
+    $t->start_nginx;
+    $c->{worker} = worker_pid($t->nginx_pid) or die "no nginx worker for case $c->{id}\n";
+    $c->{port} = $t->port;
+}
+note "nginx instances up: ", join(', ', map { "$_->{id}:$_->{port}" } @CASES);
+
+# sanity: each instance serves the file with a key
+for my $c (@CASES) {
+    my $r = $c->{t}->get('/index.html', { 'X-Api-Key' => 'sanity' });
+    die "case $c->{id}: GET /index.html answered $r->{status}\n" . $c->{t}->error_log
+        unless $r->{status} == 200 || ($c->{id} eq 'flood' && $r->{status} == 429);
+}
+
+# ---------------------------------------------------------------------------
+# wrk
+
+sub run_wrk {
+    my (%o) = @_;
+    my $t = $o{t};
+    local $ENV{BENCH_SUBJECTS}   = $o{subjects} // $SUBJECTS;
+    local $ENV{BENCH_KEY_PREFIX} = $o{key_prefix} // 'k';
+    local $ENV{BENCH_QUOTA}      = $o{quota} // 0;
+    local $ENV{BENCH_PATH}       = '/index.html';
+    local $ENV{BENCH_DONE}       = $t->tmp . "/wrk.done";
+    my $out = $t->tmp . "/wrk.out";
+    unlink $out, glob($t->tmp . "/wrk.done.*");
+    my $conns = $o{conns} // $CONNS;
+    my $threads = $THREADS < $conns ? $THREADS : $conns;
+    my @cmd = ($wrk, '-t', $threads, '-c', $conns, '-d', "$o{seconds}s", '--latency',
+        '--timeout', '5s', '-s', $o{script}, 'http://127.0.0.1:' . $t->port . '/index.html');
+    my $t0 = time;
+    my $pid = $t->_spawn('wrk', $out, @cmd);
+    my $deadline = time + $o{seconds} + 20;
+    my $quota_done;
+    while (1) {
+        my $r = waitpid($pid, POSIX::WNOHANG());
+        if ($r == $pid) {
+            delete $RateLimitTest::CHILDREN{$pid};
+            last;
+        }
+        $o{tick}->() if $o{tick};
+        # with a quota, every wrk thread leaves a marker file when it has
+        # sent its share; wrk's main thread sleeps for -d regardless, and
+        # SIGINT makes it stop and report
+        if ($o{quota} && !$quota_done && glob($t->tmp . "/wrk.done.*")
+            && (() = glob($t->tmp . "/wrk.done.*")) >= $threads)
+        {
+            $quota_done = time;
+            kill 'INT', $pid;
+        }
+        if (time > $deadline) {
+            RateLimitTest::_terminate($pid, 'KILL', 1);
+            die "wrk did not finish:\n" . slurp($out);
+        }
+        sleep 0.2;
+    }
+    my $status = $? >> 8;
+    my $text = slurp($out);
+    die "wrk failed (status $status): @cmd\n$text" if $status;
+    $text =~ /^BENCHRESULT (.*)$/m or die "no result line from wrk:\n$text";
+    my %r = map { split /=/, $_, 2 } split ' ', $1;
+    die "wrk completed no requests:\n$text" unless $r{requests} > 0;
+    # wrk's duration runs to SIGINT; a quota run's rate is up to the markers
+    $r{elapsed} = $quota_done ? $quota_done - $t0 : $r{duration_us} / 1e6;
+    $r{rps} = $r{requests} / $r{elapsed};
+    $r{sockerr} = $r{connect} + $r{read} + $r{write} + $r{timeout};
+    $r{text} = $text;
+    return \%r;
+}
+
+sub measure {
+    my ($c, $seconds) = @_;
+    my $t = $c->{t};
+    $seconds = $c->{seconds} if $c->{seconds} && $c->{seconds} < $seconds;
+    my $s0 = redis_snapshot();
+    my $w0 = proc_cpu($c->{worker});
+    my (undef, undef, $cu0, $cs0) = times;
+    my $w = run_wrk(t => $t, seconds => $seconds, script => "$Bin/keys.lua",
+        subjects => $c->{subjects}, key_prefix => $c->{key_prefix}, conns => $c->{conns});
+    my $w1 = proc_cpu($c->{worker});
+    my (undef, undef, $cu1, $cs1) = times;    # wrk, the only child reaped meanwhile
+    my $s1 = redis_snapshot();
+    my $d = redis_delta($s0, $s1);
+    my $n = $w->{requests};
+    my $admitted = $n - $w->{status};
+    return {
+        rps => $w->{rps}, p50 => $w->{p50}, p99 => $w->{p99}, requests => $n,
+        non2xx => $w->{status} / $n, sockerr => $w->{sockerr},
+        calls => $d->{calls} / $n, top_calls => $d->{top_calls} / $n,
+        usec => $d->{usec} / $n, cpu_us => $d->{cpu_us} / $n,
+        usec_admitted => $admitted ? $d->{usec} / $admitted : undef,
+        cpu_admitted  => $admitted ? $d->{cpu_us} / $admitted : undef,
+        worker_us => ($w1 - $w0) / $n,
+        wrk_us => ($cu1 + $cs1 - $cu0 - $cs0) * 1e6 / $n,
+        detail => $d->{detail},
+    };
+}
+
+# ---------------------------------------------------------------------------
+# the rounds
+
+note "warm-up ${WARMUP}s per case" if $WARMUP > 0;
+if ($WARMUP > 0) {
+    measure($_, $WARMUP) for @CASES;
+}
+
+# Latency without saturation: one connection, plain vs module sliding (the
+# 50-connection runs are closed-loop at full speed, where latency is mostly
+# 50 / throughput).
+my $LAT_SECONDS = $SECONDS < 3 ? $SECONDS : 3;
+# (100 subjects of their own, "lat1".."lat100", each hit many times a
+# second like the main runs' subjects, and apart from them)
+my @LAT = map { +{ %{ $CASE{$_} }, id => "${_}_c1", conns => 1, seconds => $LAT_SECONDS,
+                   subjects => 100, key_prefix => 'lat' } } qw(plain sliding lua_sliding);
+my @MEAS = (@CASES, @LAT);
+
+my %res;    # id => [ per-round result ]
+for my $round (1 .. $ROUNDS) {
+    # rotate the order each round so no case always follows the same one
+    my @order = @MEAS[ map { ($_ + $round - 1) % @MEAS } 0 .. $#MEAS ];
+    for my $c (@order) {
+        my $m = measure($c, $SECONDS);
+        $m->{round} = $round;
+        push @{ $res{ $c->{id} } }, $m;
+        note sprintf("round %d %-12s %8.0f req/s p50 %6.3f ms p99 %6.3f ms non2xx %5.1f%% redis %.2f cmd/req %.2f us/req  [%s]",
+            $round, $c->{id}, $m->{rps}, $m->{p50} / 1000, $m->{p99} / 1000,
+            100 * $m->{non2xx}, $m->{calls}, $m->{usec}, $m->{detail});
+    }
+}
+
+# ---------------------------------------------------------------------------
+# memory: Redis bytes per subject of the 60 s / 1 s zone
+
+note "sampling MEMORY USAGE of z60 keys (subjects k1..k)";
+my (@mem, @fields, @mem_keys);
+{
+    my $cursor = 0;
+    my %seen;
+    do {
+        my $r = rcmd('SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 1000);
+        $cursor = $r->[0];
+        $seen{$_} = 1 for @{ $r->[1] };
+    } while ($cursor ne '0' && keys %seen < 500);
+    @mem_keys = (sort keys %seen)[0 .. ((keys %seen) < 500 ? (keys %seen) - 1 : 499)];
+    for my $k (@mem_keys) {
+        my $m = rcmd('MEMORY', 'USAGE', $k, 'SAMPLES', 0);
+        next unless defined $m;
+        push @mem, $m;
+        push @fields, rcmd('HLEN', $k);
+    }
+}
+my $z60_keys = 0;
+{
+    my $cursor = 0;
+    do {
+        my $r = rcmd('SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 5000);
+        $cursor = $r->[0];
+        $z60_keys += @{ $r->[1] };
+    } while ($cursor ne '0');
+}
+my $mem_avg    = @mem ? sum(@mem) / @mem : undef;
+my $fields_avg = @fields ? sum(@fields) / @fields : undef;
+my $encoding   = @mem_keys ? rcmd('OBJECT', 'ENCODING', $mem_keys[0]) : undef;
+
+# ---------------------------------------------------------------------------
+# worker RSS before/after many distinct subjects (module, 60 s zone)
+
+my $sl = $CASE{sliding};
+my $rss_before = rss_kb($sl->{worker});
+my $rss_peak = $rss_before;
+note "RSS check: up to $UNIQUE distinct subjects, at most ${UNIQUE_SECS}s (worker RSS $rss_before kB)";
+my $s0 = redis_snapshot();
+my $u = run_wrk(t => $sl->{t}, seconds => $UNIQUE_SECS, script => "$Bin/unique.lua",
+    quota => int(($UNIQUE + $THREADS - 1) / $THREADS), key_prefix => 'u' . int(time) . '-',
+    tick => sub { my $r = rss_kb($sl->{worker}) // 0; $rss_peak = $r if $r > $rss_peak });
+my $s1 = redis_snapshot();
+sleep 0.5;
+my $rss_after = rss_kb($sl->{worker});
+$rss_peak = $rss_after if $rss_after > $rss_peak;
+my $ud = redis_delta($s0, $s1);
+note sprintf("RSS check: %d requests in %.1fs, RSS %d -> %d kB (peak %d), non-2xx %d",
+    $u->{requests}, $u->{elapsed}, $rss_before, $rss_after, $rss_peak, $u->{status});
+
+# ---------------------------------------------------------------------------
+# health: crashes, alerts, limiter warnings
+
+my @problems;
+my @notes;
+for my $c (@CASES) {
+    my $log = $c->{t}->error_log;
+    my @bad = grep { /\[(?:alert|emerg)\]/ || /exited on signal/ } split /\n/, $log;
+    push @problems, "$c->{id}: " . join("\n  ", @bad[0 .. ($#bad < 4 ? $#bad : 4)]) if @bad;
+    my $warn = () = $log =~ /\[(?:warn|error)\]/g;
+    push @notes, "$c->{id}: $warn [warn]/[error] lines in error.log, e.g. "
+        . (($log =~ /^(.*\[(?:warn|error)\].*)$/m)[0] // '') if $warn;
+    my $sockerr = sum(map { $_->{sockerr} } @{ $res{ $c->{id} } // [] });
+    push @notes, "$c->{id}: $sockerr wrk socket errors over all rounds" if $sockerr;
+}
+
+# stop everything now (END blocks and RateLimitTest's handlers also do it)
+for my $c (@CASES) { $c->{t}->stop_nginx }
+$rt->stop_redis;
+
+# ---------------------------------------------------------------------------
+# report
+
+sub sum { my $s = 0; $s += $_ for @_; $s }
+
+sub median {
+    my @v = sort { $a <=> $b } grep { defined } @_;
+    return undef unless @v;
+    return @v % 2 ? $v[$#v / 2] : ($v[@v / 2 - 1] + $v[@v / 2]) / 2;
+}
+
+sub minmax {
+    my @v = sort { $a <=> $b } grep { defined } @_;
+    return @v ? ($v[0], $v[-1]) : (undef, undef);
+}
+
+sub col { my ($id, $k) = @_; map { $_->{$k} } @{ $res{$id} // [] } }
+
+# per-round ratio of case $a to case $b
+sub ratios {
+    my ($x, $y, $k) = @_;
+    $k //= 'rps';
+    my %by = map { $_->{round} => $_->{$k} } @{ $res{$y} // [] };
+    return map { $by{ $_->{round} } ? $_->{$k} / $by{ $_->{round} } : () } @{ $res{$x} // [] };
+}
+
+sub diffs {
+    my ($x, $y, $k) = @_;
+    my %by = map { $_->{round} => $_->{$k} } @{ $res{$y} // [] };
+    return map { defined $by{ $_->{round} } ? $_->{$k} - $by{ $_->{round} } : () } @{ $res{$x} // [] };
+}
+
+sub f { my ($fmt, $v) = @_; defined $v ? sprintf($fmt, $v) : '-' }
+
+my $date = strftime('%Y-%m-%d %H:%M:%S %Z', localtime);
+my @out;
+push @out, "# ngx_http_ratelimit_module benchmark";
+push @out, "";
+push @out, "Machine: nproc=$nproc, $cpu_model; nginx $nginx_version, redis $redis_version, "
+    . "wrk $wrk_version, lua-nginx-module $lua_version, lua-resty-redis $resty_version; $date";
+push @out, "";
+push @out, "wrk: $THREADS thread(s), $CONNS connections, keep-alive, $SUBJECTS subjects (X-Api-Key), "
+    . "$ROUNDS rounds x ${SECONDS}s per case, round-robin (order rotated each round), ${WARMUP}s warm-up per case; "
+    . "one nginx worker per case, one redis-server (--save '' --appendonly no), all on loopback, no CPU pinning.";
+push @out, "";
+push @out, "| case | req/s median [min-max] | x plain [min-max] | p50 ms | p99 ms | redis cmds/req (top-level) | redis cmd us/req | redis CPU us/req | nginx worker CPU us/req | non-2xx |";
+push @out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+for my $c (@CASES) {
+    my $id = $c->{id};
+    my ($lo, $hi) = minmax(col($id, 'rps'));
+    my @rat = ratios($id, 'plain');
+    my ($rlo, $rhi) = minmax(@rat);
+    push @out, sprintf("| %s | %s [%s-%s] | %s [%s-%s] | %s | %s | %s (%s) | %s | %s | %s | %s |",
+        $c->{label},
+        f('%.0f', median(col($id, 'rps'))), f('%.0f', $lo), f('%.0f', $hi),
+        f('%.2f', median(@rat)), f('%.2f', $rlo), f('%.2f', $rhi),
+        f('%.3f', median(col($id, 'p50')) / 1000), f('%.3f', median(col($id, 'p99')) / 1000),
+        f('%.2f', median(col($id, 'calls'))), f('%.2f', median(col($id, 'top_calls'))),
+        f('%.2f', median(col($id, 'usec'))), f('%.2f', median(col($id, 'cpu_us'))),
+        f('%.1f', median(col($id, 'worker_us'))),
+        $c->{limiter} ? f('%.1f%%', 100 * median(col($id, 'non2xx'))) : '-');
+}
+push @out, "";
+push @out, "Columns: medians over the rounds. \"x plain\" is the ratio to plain nginx within the same round. "
+    . "Redis figures are deltas over each run divided by the requests wrk completed: cmds/req sums the calls of all "
+    . "commands in INFO commandstats (including the HMGET/HSET/... a script runs; top-level = what the client sent); "
+    . "cmd us/req sums their usec, counting a script's inner commands only once (inside EVALSHA); "
+    . "redis CPU is used_cpu_user+used_cpu_sys from INFO cpu (includes networking). "
+    . "nginx worker CPU is utime+stime of the case's worker from /proc.";
+push @out, "";
+push @out, "CPU per request (medians; cores busy = total x req/s; the machine has $nproc):";
+push @out, "";
+push @out, "| case | nginx worker us | redis us | wrk us | total us | cores busy |";
+push @out, "|---|---:|---:|---:|---:|---:|";
+for my $c (@CASES) {
+    my $id = $c->{id};
+    my ($nw, $rd, $wk) = map { median(col($id, $_)) } qw(worker_us cpu_us wrk_us);
+    my $tot = $nw + $rd + $wk;
+    push @out, sprintf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f |", $id, $nw, $rd, $wk, $tot,
+        $tot * median(col($id, 'rps')) / 1e6);
+}
+push @out, "";
+push @out, sprintf("Latency at 1 connection (no saturation, %ds per round): plain p50 %s / p99 %s ms, module sliding p50 %s / p99 %s ms "
+    . "(%s req/s vs %s req/s): the module adds %s ms at p50 and %s ms at p99 (median of per-round differences).",
+    $LAT_SECONDS,
+    f('%.3f', median(col('plain_c1', 'p50')) / 1000), f('%.3f', median(col('plain_c1', 'p99')) / 1000),
+    f('%.3f', median(col('sliding_c1', 'p50')) / 1000), f('%.3f', median(col('sliding_c1', 'p99')) / 1000),
+    f('%.0f', median(col('plain_c1', 'rps'))), f('%.0f', median(col('sliding_c1', 'rps'))),
+    f('%+.3f', median(diffs('sliding_c1', 'plain_c1', 'p50')) / 1000),
+    f('%+.3f', median(diffs('sliding_c1', 'plain_c1', 'p99')) / 1000));
+push @out, sprintf("The OpenResty sliding peer at 1 connection: p50 %s / p99 %s ms (%s req/s).",
+    f('%.3f', median(col('lua_sliding_c1', 'p50')) / 1000), f('%.3f', median(col('lua_sliding_c1', 'p99')) / 1000),
+    f('%.0f', median(col('lua_sliding_c1', 'rps'))));
+push @out, "";
+push @out, "Per round (req/s): " . join('; ', map {
+    my $id = $_->{id};
+    "$id " . join('/', map { sprintf '%.0f', $_ } col($id, 'rps'))
+} @CASES);
+push @out, "";
+push @out, "Redis commands per request (last round): " . join('; ', map {
+    my $last = $res{ $_->{id} }[-1];
+    "$_->{id}: $last->{detail}"
+} grep { $_->{limiter} } @CASES);
+push @out, "";
+
+my $z60_bytes = $mem_avg;
+push @out, "## Memory";
+push @out, "";
+push @out, sprintf("- Redis, 60 s window of 1 s buckets: %s bytes per active subject (MEMORY USAGE SAMPLES 0, average over %d of %d keys, encoding %s), "
+    . "%s hash fields per key on average (3 bookkeeping fields + %s non-empty buckets: each subject was hit in that many distinct seconds; "
+    . "a key touched in all 60 seconds of its window holds up to 60 buckets).",
+    f('%.0f', $mem_avg), scalar(@mem), $z60_keys, $encoding // '?', f('%.1f', $fields_avg),
+    f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef));
+my $rss_growth = $rss_after - $rss_before;
+push @out, sprintf("- nginx worker (module, 60 s zone) VmRSS: %d kB before, %d kB after %d requests for %d distinct subjects "
+    . "(%.0f req/s over %.1f s, %d non-2xx; peak during the run %d kB): %+d kB.",
+    $rss_before, $rss_after, $u->{requests}, $u->{requests}, $u->{rps}, $u->{elapsed},
+    $u->{status}, $rss_peak, $rss_growth);
+push @out, sprintf("  Redis during that run: %.2f cmds/req, %.2f cmd us/req, %.2f CPU us/req.",
+    $ud->{calls} / $u->{requests}, $ud->{usec} / $u->{requests}, $ud->{cpu_us} / $u->{requests});
+push @out, "- Note: the unique-subject run sent $u->{requests} of the $UNIQUE subjects asked for (time cap ${UNIQUE_SECS}s)."
+    if $u->{requests} < $UNIQUE;
+push @out, "";
+
+# targets
+my @targets;
+sub target {
+    my ($name, $ok, $value) = @_;
+    push @targets, sprintf("%-4s %s: %s", !defined $ok ? 'N/A' : $ok ? 'PASS' : 'FAIL', $name, $value);
+}
+my $r_plain = median(ratios('sliding', 'plain'));
+target('module sliding >= 0.7x plain', defined $r_plain ? $r_plain >= 0.7 : undef, f('%.2fx', $r_plain));
+my $r_lua = median(ratios('sliding', 'lua_sliding'));
+target('module sliding >= 3x Lua sliding peer', defined $r_lua ? $r_lua >= 3 : undef, f('%.2fx', $r_lua));
+my $r_luaf = median(ratios('sliding', 'lua_fixed'));
+target('module sliding >= 1.7x Lua fixed peer', defined $r_luaf ? $r_luaf >= 1.7 : undef, f('%.2fx', $r_luaf));
+my $us_adm  = median(col('sliding', 'usec_admitted'));
+my $cpu_adm = median(col('sliding', 'cpu_admitted'));
+target('Redis CPU per admitted request <= 5 us (module sliding, commandstats usec)', defined $us_adm ? $us_adm <= 5 : undef,
+    sprintf('%s us (INFO cpu, incl. networking: %s us)', f('%.2f', $us_adm), f('%.2f', $cpu_adm)));
+my $u60 = median(col('sliding', 'usec'));
+my $u1h = median(col('sliding1h', 'usec'));
+my $r1h = (defined $u60 && defined $u1h && $u60 > 0) ? $u1h / $u60 : undef;
+target('1h zone Redis cost within 20% of the 60s one', defined $r1h ? abs($r1h - 1) <= 0.2 : undef,
+    sprintf('%s vs %s us/req (x%s; calls/req %s vs %s)', f('%.2f', $u1h), f('%.2f', $u60), f('%.2f', $r1h),
+        f('%.2f', median(col('sliding1h', 'calls'))), f('%.2f', median(col('sliding', 'calls')))));
+my $fl = median(col('flood', 'calls'));
+target('flood Redis calls per request <= 0.05', defined $fl ? $fl <= 0.05 : undef,
+    sprintf('%s calls/req (top-level %s), %s rejected', f('%.3f', $fl), f('%.3f', median(col('flood', 'top_calls'))),
+        f('%.1f%%', defined $fl ? 100 * median(col('flood', 'non2xx')) : undef)));
+my $p99d = median(diffs('sliding', 'plain', 'p99'));
+my $p99l = median(diffs('sliding_c1', 'plain_c1', 'p99'));
+target("p99 added over plain <= 0.5 ms ($CONNS connections)", defined $p99d ? $p99d <= 500 : undef,
+    sprintf('%s ms (p99 %s vs %s ms; at 1 connection %s ms)', f('%+.3f', defined $p99d ? $p99d / 1000 : undef),
+        f('%.3f', median(col('sliding', 'p99')) / 1000), f('%.3f', median(col('plain', 'p99')) / 1000),
+        f('%+.3f', defined $p99l ? $p99l / 1000 : undef)));
+target('Redis bytes per subject <= 200', defined $z60_bytes ? $z60_bytes <= 200 : undef,
+    sprintf('%s bytes (%s buckets per key)', f('%.0f', $z60_bytes), f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef)));
+target('worker RSS flat (growth <= 1024 kB)', $rss_growth <= 1024,
+    sprintf('%+d kB over %d distinct subjects', $rss_growth, $u->{requests}));
+
+push @out, "## Targets";
+push @out, "";
+push @out, map { "    $_" } @targets;
+push @out, "";
+if (@notes) {
+    push @out, "## Notes";
+    push @out, "";
+    push @out, map { "- $_" } @notes;
+    push @out, "";
+}
+
+my $report = join("\n", @out) . "\n";
+print $report;
+spew($OUT, $report);
+note "report written to $OUT";
+
+if (@problems) {
+    print STDERR "nginx reported problems:\n  ", join("\n  ", @problems), "\n";
+    exit 1;
+}
+exit 0;
