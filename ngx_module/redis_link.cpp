@@ -263,17 +263,22 @@ void RedisLink::release_connection() noexcept
     schedule_reconnect();
 }
 
-bool RedisLink::send(RequestState *state, int argc, const char **argv,
-                     const size_t *argvlen) noexcept
+RedisLink::SendResult RedisLink::send(RequestState *state, int argc,
+                                      const char **argv,
+                                      const size_t *argvlen) noexcept
 {
     if (state_ != State::kUp || ac_ == nullptr) {
-        return false;
+        return SendResult::kDown;
+    }
+
+    if (in_flight_ >= kMaxInFlight) {
+        return SendResult::kSaturated;
     }
 
     Pending *p = acquire();
 
     if (p == nullptr) {
-        return false;
+        return SendResult::kDown;
     }
 
     p->state = state;
@@ -282,11 +287,12 @@ bool RedisLink::send(RequestState *state, int argc, const char **argv,
         != REDIS_OK)
     {
         release(p);
-        return false;
+        return SendResult::kDown;
     }
 
+    in_flight_++;
     state->pending = p;
-    return true;
+    return SendResult::kSent;
 }
 
 Pending *RedisLink::acquire() noexcept
@@ -375,6 +381,7 @@ void RedisLink::on_reply(redisAsyncContext *ac, void *reply,
     auto *p = static_cast<Pending *>(privdata);
     RequestState *state = p->state;
 
+    link->in_flight_--;
     link->release(p);
 
     if (state != nullptr) {

@@ -33,10 +33,19 @@ public:
     // Closes the connection for good: pending calls get their NULL reply.
     void shutdown() noexcept;
 
-    // Sends a command for a waiting request; false if the link is down or
-    // hiredis refused it, and then nothing was sent.
-    bool send(RequestState *state, int argc, const char **argv,
-              const size_t *argvlen) noexcept;
+    enum class SendResult { kSent, kDown, kSaturated };
+
+    // Sends a command for a waiting request.  Unless kSent, nothing was
+    // sent: the link is down (or hiredis refused), or kMaxInFlight calls
+    // already wait for Redis.
+    SendResult send(RequestState *state, int argc, const char **argv,
+                    const size_t *argvlen) noexcept;
+
+    // Calls a worker keeps in flight at most.  A stalled Redis leaves every
+    // call queued (its callback, its bytes, its Pending) even after its
+    // request timed out; this bounds that memory (about 200 bytes a call)
+    // and makes requests past it fail at once instead of waiting.
+    static constexpr ngx_uint_t kMaxInFlight = 65536;
 
     // At most once a second, so a Redis outage under load is one log line a
     // second per worker, not one per request.
@@ -83,6 +92,7 @@ private:
     bool writing_ = false;    // inside redisAsyncHandleWrite
     bool closing_ = false;    // shutdown() called: no reconnect
     ngx_uint_t failures_ = 0; // consecutive, for the backoff
+    ngx_uint_t in_flight_ = 0;
     time_t last_log_ = 0;
     ngx_event_t connect_timer_;
     ngx_event_t reconnect_timer_;

@@ -175,9 +175,17 @@ bool send_call(RequestState *state) noexcept
     state->wake.data = state;
     state->wake.log = state->r->connection->log;
 
-    if (mcf->link == nullptr
-        || !mcf->link->send(state, state->argc, state->argv, state->argvlen))
-    {
+    RedisLink::SendResult sent =
+        mcf->link == nullptr
+        ? RedisLink::SendResult::kDown
+        : mcf->link->send(state, state->argc, state->argv, state->argvlen);
+
+    if (sent == RedisLink::SendResult::kSaturated) {
+        fail(state, "too many calls in flight to redis");
+        return false;
+    }
+
+    if (sent != RedisLink::SendResult::kSent) {
         fail(state, "redis is not connected");
         return false;
     }
@@ -212,8 +220,10 @@ void on_script_reply(RequestState *state, const redisReply *reply) noexcept
             state->argv[1] = script.data();
             state->argvlen[1] = script.size();
 
-            if (main_conf(state->r)->link->send(state, state->argc,
-                                                state->argv, state->argvlen))
+            RedisLink *link = main_conf(state->r)->link;
+
+            if (link->send(state, state->argc, state->argv, state->argvlen)
+                == RedisLink::SendResult::kSent)
             {
                 return;
             }
