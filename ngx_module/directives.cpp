@@ -14,7 +14,20 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 
-ngx_conf_num_bounds_t status_bounds = {ngx_conf_check_num_bounds, 400, 599};
+// Unlike ngx_conf_check_num_bounds, answers with a message nginx prefixes
+// with the directive's name.
+char *check_status(ngx_conf_t *cf, void *post, void *data) noexcept
+{
+    auto status = *static_cast<ngx_uint_t *>(data);
+
+    if (status < 400 || status > 599) {
+        return const_cast<char *>("must be between 400 and 599");
+    }
+
+    return NGX_CONF_OK;
+}
+
+ngx_conf_post_t status_bounds = {check_status};
 
 ngx_conf_enum_t fail_policies[] = {
     {ngx_string("open"), kFailOpen},

@@ -3,6 +3,7 @@
 // concern lives in its own file beside it.
 
 #include "access_handler.hpp"
+#include "deny_cache.hpp"
 #include "directives.hpp"
 #include "header_filter.hpp"
 #include "redis_link.hpp"
@@ -60,8 +61,9 @@ ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
     }
 
     mcf->link = new (std::nothrow) RedisLink(*mcf->redis, cycle->log);
+    mcf->denied = new (std::nothrow) DenyCache();
 
-    if (mcf->link == nullptr) {
+    if (mcf->link == nullptr || mcf->denied == nullptr) {
         return NGX_ERROR;
     }
 
@@ -73,13 +75,18 @@ void exit_process(ngx_cycle_t *cycle) noexcept
 {
     MainConf *mcf = cycle_main_conf(cycle);
 
-    if (mcf == nullptr || mcf->link == nullptr) {
+    if (mcf == nullptr) {
         return;
     }
 
-    mcf->link->shutdown();
-    delete mcf->link;
-    mcf->link = nullptr;
+    if (mcf->link != nullptr) {
+        mcf->link->shutdown();
+        delete mcf->link;
+        mcf->link = nullptr;
+    }
+
+    delete mcf->denied;
+    mcf->denied = nullptr;
 }
 
 ngx_http_module_t module_ctx = {

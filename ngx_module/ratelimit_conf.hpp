@@ -16,6 +16,7 @@ extern "C" ngx_module_t ngx_http_ratelimit_module;
 
 namespace ratelimit {
 
+class DenyCache;
 class RedisLink;
 
 // Where `ratelimit_redis` points, and how to talk to it.
@@ -61,6 +62,7 @@ struct MainConf {
     ngx_str_t prefix;      // Redis key prefix
     bool used;             // some location applies a zone
     RedisLink *link;       // this worker's connection, from init_process
+    DenyCache *denied;     // this worker's rejected subjects, likewise
 };
 
 struct LocConf {

@@ -36,6 +36,7 @@ struct RequestState {
     ngx_event_t wake;        // the wait's timeout, or posted on the reply
     bool retried;            // the call was sent again after NOSCRIPT
     bool peek;               // report the zones, count nothing
+    ngx_msec_t sent_msec;    // when the call left, on nginx's clock
     // Goes on with the request once the result is known, from an nginx
     // event (never from inside hiredis).
     void (*resume)(RequestState *state) noexcept;

@@ -1,5 +1,6 @@
 #include "script_call.hpp"
 
+#include "deny_cache.hpp"
 #include "rate_headers.hpp"
 #include "redis_link.hpp"
 #include "sliding_window.hpp"
@@ -39,6 +40,45 @@ void fail(RequestState *state, const char *why, std::string_view detail = {})
                   outcome);
 }
 
+std::string_view zone_key(const RequestState *state, ngx_uint_t zone)
+{
+    return {state->argv[kLeadArgs + zone], state->argvlen[kLeadArgs + zone]};
+}
+
+bool enforced(const RequestState *state, ngx_uint_t zone)
+{
+    return !(state->refs[zone]->dry_run
+             || (state->lcf != nullptr && state->lcf->dry_run));
+}
+
+// A rejection this worker remembers, answered without asking Redis.
+bool reject_from_memory(RequestState *state, const DenyCache &denied)
+{
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        std::uint64_t ms = enforced(state, i)
+                           ? denied.denied_for(zone_key(state, i),
+                                               ngx_current_msec)
+                           : 0;
+
+        if (ms == 0) {
+            continue;
+        }
+
+        ngx_time_t *tp = ngx_timeofday();
+        std::uint64_t now_ms = static_cast<std::uint64_t>(tp->sec) * 1000
+                               + tp->msec;
+
+        state->verdict = {Outcome::kRejected, i,
+                          {state->refs[i]->zone->policy.limit, 0, ms}};
+        state->reset_epoch_s = seconds_ceil(now_ms + ms);
+        state->result = Result::kRejected;
+        state->stage = RequestState::Stage::kDecided;
+        return true;
+    }
+
+    return false;
+}
+
 void take_counts(RequestState *state, const ScriptReply &reply)
 {
     state->now_ms = reply.now_ms;
@@ -50,21 +90,30 @@ void take_counts(RequestState *state, const ScriptReply &reply)
     }
 
     const Policy *policies[kMaxZonesPerRequest];
-    bool enforced[kMaxZonesPerRequest];
+    bool enforcing[kMaxZonesPerRequest];
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         policies[i] = &state->refs[i]->zone->policy;
-        enforced[i] = !(state->refs[i]->dry_run || state->lcf->dry_run);
+        enforcing[i] = enforced(state, i);
     }
 
-    state->verdict = decide(policies, enforced, state->counts, state->zones,
+    state->verdict = decide(policies, enforcing, state->counts, state->zones,
                             reply.now_ms, reply.rejected);
     state->reset_epoch_s = seconds_ceil(reply.now_ms
                                         + state->verdict.status.reset_ms);
 
-    switch (state->verdict.outcome) {
+    DenyCache *denied = main_conf(state->r)->denied;
+    const Verdict &v = state->verdict;
+
+    switch (v.outcome) {
     case Outcome::kRejected:
         state->result = Result::kRejected;
+        // Measured from when the call left, not from now: Redis decided
+        // after that, so the remembered rejection never outlasts its own.
+        if (denied != nullptr && v.status.reset_ms > 0) {
+            denied->deny(zone_key(state, v.zone),
+                         state->sent_msec + v.status.reset_ms);
+        }
         break;
     case Outcome::kRejectedDryRun:
         state->result = Result::kRejectedDryRun;
@@ -155,9 +204,7 @@ bool build_call(ngx_http_request_t *r, RequestState *state,
             l[k] = zone->args[k].len;
         }
 
-        bool dry_run = state->refs[i]->dry_run
-                       || (state->lcf != nullptr && state->lcf->dry_run);
-        a[kZoneArgs] = dry_run ? kDryRun : kEnforce;
+        a[kZoneArgs] = enforced(state, i) ? kEnforce : kDryRun;
         l[kZoneArgs] = 1;
     }
 
@@ -175,6 +222,12 @@ bool send_call(RequestState *state) noexcept
     state->wake.data = state;
     state->wake.log = state->r->connection->log;
 
+    if (!state->peek && mcf->denied != nullptr
+        && reject_from_memory(state, *mcf->denied))
+    {
+        return false;
+    }
+
     RedisLink::SendResult sent =
         mcf->link == nullptr
         ? RedisLink::SendResult::kDown
@@ -191,6 +244,7 @@ bool send_call(RequestState *state) noexcept
     }
 
     state->stage = RequestState::Stage::kWaiting;
+    state->sent_msec = ngx_current_msec;
     ngx_add_timer(&state->wake, mcf->redis->timeout);
     return true;
 }

@@ -13,8 +13,9 @@ bool build_call(ngx_http_request_t *r, RequestState *state,
                 const MainConf *mcf) noexcept;
 
 // Sends the call and arms the timeout.  True if the request now waits:
-// state->resume runs when the result is in.  False if nothing could be
-// sent: the result is kError already.
+// state->resume runs when the result is in.  False if the result is known
+// without waiting: kRejected for a subject this worker saw Redis reject
+// and whose reset has not passed, kError if nothing could be sent.
 bool send_call(RequestState *state) noexcept;
 
 // The reply to the request's call, or nullptr when the connection failed
