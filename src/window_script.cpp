@@ -60,20 +60,20 @@ local function slide(key, count, oldest, newest, first)
 end
 
 local zones = #KEYS
-local state = {}
 local rejected = 0
+-- Per zone, kept flat (no table per zone): key, count, oldest, newest,
+-- count of the current bucket, whether the script slid the window.
+local st = {}
 
 for i = 1, zones do
     local key = KEYS[i]
     local a = 1 + (i - 1) * 5
-    local limit = tonumber(ARGV[a + 1])
     local width = tonumber(ARGV[a + 2])
     local span = tonumber(ARGV[a + 3])
-    local fixed = ARGV[a + 4] == 'f'
     local current = math.floor(now / width)
-    local count, oldest, newest, dirty = 0, 0, 0, false
+    local count, oldest, newest, here, slid = 0, 0, 0, 0, false
 
-    if fixed then
+    if ARGV[a + 4] == 'f' then
         local h = redis.call('HMGET', key, 't', 'n')
         if tonumber(h[2]) == current and tonumber(h[1]) then
             count, oldest, newest = tonumber(h[1]), current, current
@@ -82,56 +82,69 @@ for i = 1, zones do
         end
     else
         local first = current - span + 1
-        local h = redis.call('HMGET', key, 't', 'o', 'n')
+        local h = redis.call('HMGET', key, 't', 'o', 'n', current)
         local c, o, n = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
         if c and o and n and n >= first and n <= current then
             count, oldest, newest = c, o, n
+            here = tonumber(h[4]) or 0
             if oldest < first then
                 count, oldest = slide(key, count, oldest, newest, first)
-                dirty = true
+                slid = true
             end
         elseif h[1] or h[2] or h[3] then
             redis.call('DEL', key)
         end
     end
 
-    local over = count + 1 > limit
-    if over and ARGV[a + 5] == '1' then
+    if count + 1 > tonumber(ARGV[a + 1]) and ARGV[a + 5] == '1' then
         rejected = 1
     end
-    state[i] = {key, count, oldest, newest, over, dirty, current, fixed,
-                (current + span) * width}
+    local s = (i - 1) * 6
+    st[s + 1], st[s + 2], st[s + 3] = count, oldest, newest
+    st[s + 4], st[s + 5], st[s + 6] = here, slid, current
 end
 
 local reply = {now, rejected}
+local r = 2
 
 for i = 1, zones do
-    local s = state[i]
-    local key, count, oldest, newest, over = s[1], s[2], s[3], s[4], s[5]
-    local current, fixed, expiry = s[7], s[8], s[9]
+    local key = KEYS[i]
+    local a = 1 + (i - 1) * 5
+    local s = (i - 1) * 6
+    local count, oldest, newest = st[s + 1], st[s + 2], st[s + 3]
+    local here, slid, current = st[s + 4], st[s + 5], st[s + 6]
+    local over = count + 1 > tonumber(ARGV[a + 1])
+
     if counting and rejected == 0 and not over then
-        if oldest == 0 then
-            oldest = current
-        end
-        if fixed and count > 0 then
-            redis.call('HINCRBY', key, 't', 1)
-        elseif fixed then
-            redis.call('HSET', key, 't', 1, 'n', current)
+        local fixed = ARGV[a + 4] == 'f'
+        if newest == current and fixed then
+            redis.call('HSET', key, 't', count + 1)
+        elseif newest == current and slid then
+            redis.call('HSET', key, current, here + 1, 't', count + 1,
+                       'o', oldest)
+        elseif newest == current then
+            redis.call('HSET', key, current, here + 1, 't', count + 1)
         else
-            redis.call('HINCRBY', key, current, 1)
-            redis.call('HSET', key, 't', count + 1, 'o', oldest,
-                       'n', current)
-        end
-        if newest ~= current then
-            redis.call('PEXPIREAT', key, expiry)
+            if oldest == 0 then
+                oldest = current
+            end
+            if fixed then
+                redis.call('HSET', key, 't', count + 1, 'n', current)
+            else
+                redis.call('HSET', key, current, 1, 't', count + 1,
+                           'o', oldest, 'n', current)
+            end
+            redis.call('PEXPIREAT', key,
+                       (current + tonumber(ARGV[a + 3]))
+                       * tonumber(ARGV[a + 2]))
         end
         count = count + 1
-    elseif s[6] then
+    elseif slid then
         redis.call('HSET', key, 't', count, 'o', oldest)
     end
-    reply[#reply + 1] = count
-    reply[#reply + 1] = oldest
-    reply[#reply + 1] = over and 1 or 0
+    reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest,
+                                              over and 1 or 0
+    r = r + 3
 end
 
 return reply
