@@ -1,0 +1,268 @@
+#!/usr/bin/perl
+# Configuration parsing: valid forms pass "nginx -t", invalid ones fail with a
+# message naming the directive/value and "nginx.conf:LINE".
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use RateLimitTest;
+
+RateLimitTest::require_module();
+
+my $t = RateLimitTest->new(workers => 1);
+
+my $REDIS = 'ratelimit_redis 127.0.0.1:%%REDIS_PORT%%;';
+
+sub server {
+    my ($loc) = @_;
+    $loc //= 'ratelimit zone=api;';
+    return <<"EOF";
+server {
+    listen 127.0.0.1:%%PORT%%;
+    location / {
+        root %%TMP%%/html;
+        $loc
+    }
+}
+EOF
+}
+
+sub conf_ok {
+    my ($name, $body) = @_;
+    $t->write_conf($body);
+    my ($st, $out) = $t->nginx_t;
+    is($st, 0, "valid: $name") or diag($out);
+}
+
+# conf_err(name, body, line_re, [alternatives for directive/value], @must_contain)
+sub conf_err {
+    my ($name, $body, $line_re, $names, @must) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $t->write_conf($body);
+    my ($st, $out) = $t->nginx_t;
+    isnt($st, 0, "invalid: $name: nginx -t fails");
+    my $line = $t->conf_line($line_re);
+    die "test bug: no line matching $line_re" unless $line;
+    like($out, qr/nginx\.conf:\d+/, "invalid: $name: message has nginx.conf:LINE") or diag($out);
+    like($out, qr/nginx\.conf:$line\b/, "invalid: $name: line number is $line") or diag($out);
+    my $alt = join '|', map { quotemeta } @$names;
+    like($out, qr/$alt/, "invalid: $name: names the directive or value") or diag($out);
+    for my $s (@must) {
+        like($out, qr/\Q$s\E/, "invalid: $name: contains '$s'") or diag($out);
+    }
+}
+
+# --- valid configurations -------------------------------------------------
+
+conf_ok('minimal', <<"EOF" . server());
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+
+conf_ok('all parameters and forms', <<'EOF' . <<'EOF2');
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% db=2 user=rluser password=secret timeout=100ms connect_timeout=1s;
+ratelimit_prefix myapp;
+ratelimit_zone z1 key=$binary_remote_addr rate=10r/s;
+ratelimit_zone z2 key=$http_x_api_key rate=10r/m;
+ratelimit_zone z3 key=$host:$http_x_api_key rate=5r/h;
+ratelimit_zone z4 key=$http_x_api_key rate=1r/d;
+ratelimit_zone z5 key=$http_x_api_key limit=5 window=2s;
+ratelimit_zone z6 key=$http_x_api_key limit=10 window=1s bucket=100ms;
+ratelimit_zone z7 key=$http_x_api_key limit=3 window=1m bucket=1s;
+ratelimit_zone z8 key=$http_x_api_key limit=7 window=61ms;
+ratelimit_zone z9 key=$http_x_api_key rate=100r/s bucket=50ms;
+ratelimit zone=z1;
+ratelimit_status 503;
+ratelimit_headers on;
+ratelimit_fail open;
+ratelimit_dry_run off;
+ratelimit_log_level info;
+EOF
+server {
+    listen 127.0.0.1:%%PORT%%;
+    ratelimit zone=z2;
+    ratelimit zone=z3 dry_run;
+    ratelimit_status 400;
+    ratelimit_headers off;
+    ratelimit_fail closed;
+    ratelimit_dry_run on;
+    ratelimit_log_level notice;
+    location / {
+        root %%TMP%%/html;
+        ratelimit zone=z4;
+        ratelimit zone=z5;
+        ratelimit zone=z6;
+        ratelimit zone=z7;
+        ratelimit zone=z8;
+        ratelimit zone=z9 dry_run;
+        ratelimit_status 599;
+        ratelimit_log_level warn;
+    }
+    location /e/ {
+        root %%TMP%%/html;
+        ratelimit_log_level error;
+        ratelimit_status 429;
+    }
+}
+EOF2
+
+conf_ok('unix socket address', <<'EOF' . server());
+ratelimit_redis unix:%%TMP%%/redis.sock db=1;
+ratelimit_zone api key=$http_x_api_key limit=3 window=10s;
+EOF
+
+# --- invalid configurations -----------------------------------------------
+
+conf_err('unknown zone', <<"EOF" . server('ratelimit zone=nope;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit zone=nope;/, ['ratelimit', 'nope'], 'unknown ratelimit zone "nope"');
+
+conf_err('duplicate zone', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+ratelimit_zone api key=\$http_x_api_key rate=5r/s;
+EOF
+    qr/ratelimit_zone api key=\$http_x_api_key/, ['ratelimit_zone', 'api'], 'is duplicate');
+
+conf_err('rate=0r/s', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=0r/s;
+EOF
+    qr/rate=0r\/s/, ['ratelimit_zone', '0r/s'], 'invalid rate');
+
+conf_err('bucket does not divide window', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr limit=10 window=1s bucket=300ms;
+EOF
+    qr/bucket=300ms/, ['ratelimit_zone', 'bucket', '300ms'], 'does not divide');
+
+conf_err('unknown parameter in ratelimit_zone', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s foo=bar;
+EOF
+    qr/foo=bar/, ['ratelimit_zone', 'foo=bar'], 'invalid parameter "foo=bar"');
+
+conf_err('unknown parameter in ratelimit', <<"EOF" . server('ratelimit zone=api foo=bar;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/foo=bar/, ['ratelimit', 'foo=bar'], 'invalid parameter "foo=bar"');
+
+conf_err('unknown parameter in ratelimit_redis', <<'EOF' . server(),
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% foo=bar;
+ratelimit_zone api key=$binary_remote_addr rate=10r/s;
+EOF
+    qr/foo=bar/, ['ratelimit_redis', 'foo=bar'], 'invalid parameter "foo=bar"');
+
+conf_err('bad redis address', <<'EOF' . server(),
+ratelimit_redis 127.0.0.1:notaport;
+ratelimit_zone api key=$binary_remote_addr rate=10r/s;
+EOF
+    qr/notaport/, ['ratelimit_redis', 'notaport']);
+
+for my $code (200, 600, 399) {
+    conf_err("ratelimit_status $code", <<"EOF" . server("ratelimit zone=api; ratelimit_status $code;"),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+        qr/ratelimit_status $code/, ['ratelimit_status', $code]);
+}
+
+conf_err('ratelimit_fail bad value', <<"EOF" . server('ratelimit zone=api; ratelimit_fail maybe;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_fail maybe/, ['ratelimit_fail', 'maybe']);
+
+conf_err('ratelimit_log_level debug', <<"EOF" . server('ratelimit zone=api; ratelimit_log_level debug;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_log_level debug/, ['ratelimit_log_level', 'debug']);
+
+conf_err('missing key', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api rate=10r/s;
+EOF
+    qr/ratelimit_zone api rate/, ['ratelimit_zone', 'key']);
+
+conf_err('neither rate nor limit', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr;
+EOF
+    qr/ratelimit_zone api key/, ['ratelimit_zone', 'rate', 'limit']);
+
+conf_err('limit without window', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr limit=5;
+EOF
+    qr/ratelimit_zone api key/, ['ratelimit_zone', 'window', 'limit']);
+
+conf_err('limit=0', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr limit=0 window=1s;
+EOF
+    qr/limit=0/, ['ratelimit_zone', 'limit']);
+
+conf_err('bad rate unit', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/x;
+EOF
+    qr/rate=10r\/x/, ['ratelimit_zone', 'rate']);
+
+conf_err('ratelimit without zone=', <<"EOF" . server('ratelimit dry_run;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit dry_run;/, ['ratelimit', 'zone']);
+
+conf_err('ratelimit_zone inside server', <<"EOF",
+$REDIS
+server {
+    listen 127.0.0.1:%%PORT%%;
+    ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+}
+EOF
+    qr/ratelimit_zone api/, ['ratelimit_zone'], 'not allowed here');
+
+conf_err('ratelimit_redis inside server', <<"EOF",
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+server {
+    listen 127.0.0.1:%%PORT%%;
+    ratelimit_redis 127.0.0.1:%%REDIS_PORT%%;
+}
+EOF
+    qr/ratelimit_redis/, ['ratelimit_redis'], 'not allowed here');
+
+conf_err('ratelimit_prefix inside location', <<"EOF" . server('ratelimit_prefix x;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_prefix x;/, ['ratelimit_prefix'], 'not allowed here');
+
+# --- a valid configuration really starts and serves ------------------------
+
+$t->start_redis;
+$t->write_conf(<<'EOF');
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=1s;
+ratelimit_zone api key=$http_x_api_key limit=5 window=10s;
+server {
+    listen 127.0.0.1:%%PORT%%;
+    location / {
+        root %%TMP%%/html;
+        ratelimit zone=api;
+    }
+}
+EOF
+$t->start_nginx;
+my $r = $t->get('/index.html', { 'X-Api-Key' => 'cfg' });
+is($r->{status}, 200, 'valid config serves');
+is($r->{content}, "index page\n", 'static content');
+$t->stop_nginx;
+$t->no_alerts;
+
+done_testing;
