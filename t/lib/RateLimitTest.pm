@@ -41,6 +41,10 @@ package RateLimitTest;
 #   NGINX_BIN         nginx binary (default /usr/sbin/nginx)
 #   REDIS_BIN         redis-server binary (default redis-server from PATH or /usr/bin)
 #   TEST_KEEP_TMP=1   keep the temporary directory (its path is printed)
+#   RATELIMIT_SLOW=N  nginx runs N times slower than usual (under valgrind):
+#                     waits for nginx are N times longer, and every Redis
+#                     `timeout=` in a configuration becomes 10 s, so that
+#                     requests still get Redis's verdicts
 
 use strict;
 use warnings;
@@ -64,6 +68,9 @@ our %CHILDREN;                 # pid (== pgid) => description
 my $REPO = abs_path(File::Spec->catdir(dirname(abs_path(__FILE__)), '..', '..'));
 
 sub repo_dir { $REPO }
+
+# How many times longer than usual to wait for nginx.
+sub slow { $ENV{RATELIMIT_SLOW} || 1 }
 
 sub module_path {
     return $ENV{RATELIMIT_MODULE} // "$REPO/build/ngx_http_ratelimit_module.so";
@@ -505,7 +512,12 @@ sub write_conf {
     }
     $conf .= "    default_type text/plain;\n";
     $conf .= "    types { text/html html; }\n";
-    $conf .= $self->expand($body);
+    my $http = $self->expand($body);
+    if (slow() > 1) {
+        $http =~ s{^(\s*ratelimit_redis\b[^;]*);}
+                  {my $d = $1; $d =~ s/\s+timeout=\S+//; "$d timeout=10s;"}mge;
+    }
+    $conf .= $http;
     $conf .= "\n}\n";
     _write_file("$tmp/nginx.conf", $conf);
     $self->{conf_text} = $conf;
@@ -570,7 +582,7 @@ sub start_nginx {
         nginx_bin(), '-p', "$tmp/", '-c', "$tmp/nginx.conf", '-e', "$tmp/error.log");
     $self->{nginx_pid} = $pid;
     my $port = $self->port('PORT');
-    my $deadline = time + 5;
+    my $deadline = time + 5 * slow();
     while (1) {
         if (!_alive($pid)) {
             $self->{nginx_pid} = undef;
@@ -586,7 +598,7 @@ sub start_nginx {
     }
     # wait until all workers are up (so the first requests do not race the fork)
     my $want = $self->{nginx_workers} // 1;
-    $deadline = time + 3;
+    $deadline = time + 3 * slow();
     while (time < $deadline && $self->count_log(qr/start worker process \d+/) < $want) {
         sleep 0.02;
     }
@@ -642,7 +654,8 @@ sub url {
 # Header names in {headers} are lower-case.
 sub get {
     my ($self, $path, $headers, %o) = @_;
-    my $ua = HTTP::Tiny->new(timeout => $o{timeout} // 5, keep_alive => 0, max_redirect => 0);
+    my $ua = HTTP::Tiny->new(timeout => ($o{timeout} // 5) * slow(), keep_alive => 0,
+                             max_redirect => 0);
     my $t0 = time;
     my $r = $ua->get($self->url($path, $o{port}), { headers => $headers // {} });
     $r->{elapsed} = time - $t0;
