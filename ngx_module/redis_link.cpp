@@ -1,7 +1,8 @@
 #include "redis_link.hpp"
 
+#include <cerrno>
 #include <new>
-#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "script_call.hpp"
 #include "window_script.hpp"
@@ -290,9 +291,32 @@ RedisLink::SendResult RedisLink::send(RequestState *state, int argc,
         return SendResult::kDown;
     }
 
+    if (in_flight_ == 0) {
+        progress_msec_ = ngx_current_msec;
+    }
+
     in_flight_++;
     state->pending = p;
     return SendResult::kSent;
+}
+
+void RedisLink::on_request_timeout() noexcept
+{
+    if (ac_ == nullptr || in_flight_ == 0
+        || ngx_current_msec - progress_msec_ < kStallMs)
+    {
+        return;
+    }
+
+    if (may_log()) {
+        ngx_log_error(NGX_LOG_WARN, log_, 0,
+                      "ratelimit: redis at \"%V\" has answered nothing for "
+                      "%M ms with %ui calls waiting, reconnecting",
+                      &target_.display, ngx_current_msec - progress_msec_,
+                      in_flight_);
+    }
+
+    redisAsyncFree(ac_);
 }
 
 Pending *RedisLink::acquire() noexcept
@@ -382,6 +406,7 @@ void RedisLink::on_reply(redisAsyncContext *ac, void *reply,
     RequestState *state = p->state;
 
     link->in_flight_--;
+    link->progress_msec_ = ngx_current_msec;
     link->release(p);
 
     if (state != nullptr) {
@@ -423,7 +448,10 @@ void RedisLink::on_handshake_reply(redisAsyncContext *ac, void *reply,
 }
 
 // Edge-triggered: nothing tells us again about bytes left in the socket, and
-// hiredis reads at most 16 KB a call, so read until the socket is empty.
+// hiredis reads at most 16 KB a call, so read until the socket would block.
+// An end of stream or a socket error counts as something to read: it often
+// comes in the same event as the last bytes (an error reply, then close or
+// reset), and hiredis must see it to drop the connection.
 void RedisLink::on_read(ngx_event_t *ev) noexcept
 {
     RedisLink *link = link_of(ev);
@@ -431,11 +459,11 @@ void RedisLink::on_read(ngx_event_t *ev) noexcept
     while (link->ac_ != nullptr) {
         redisAsyncHandleRead(link->ac_);
 
-        int unread = 0;
+        char byte;
 
         if (link->conn_ == nullptr
-            || ioctl(link->conn_->fd, FIONREAD, &unread) == -1
-            || unread <= 0)
+            || (recv(link->conn_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0
+                && (errno == EAGAIN || errno == EWOULDBLOCK)))
         {
             return;
         }

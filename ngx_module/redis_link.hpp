@@ -51,6 +51,14 @@ public:
     // second per worker, not one per request.
     bool may_log() noexcept;
 
+    // A request gave up waiting.  If Redis has answered nothing for
+    // kStallMs while calls wait, the connection is taken for wedged (a
+    // half-open TCP connection after a partition, a reply that never ends)
+    // and is replaced: its calls fail at once and a new one is opened.
+    void on_request_timeout() noexcept;
+
+    static constexpr ngx_msec_t kStallMs = 2000;
+
     const RedisTarget &target() const { return target_; }
 
 private:
@@ -93,6 +101,7 @@ private:
     bool closing_ = false;    // shutdown() called: no reconnect
     ngx_uint_t failures_ = 0; // consecutive, for the backoff
     ngx_uint_t in_flight_ = 0;
+    ngx_msec_t progress_msec_ = 0;  // last reply, or first call after none
     time_t last_log_ = 0;
     ngx_event_t connect_timer_;
     ngx_event_t reconnect_timer_;

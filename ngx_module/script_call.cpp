@@ -136,12 +136,13 @@ void on_wake(ngx_event_t *ev) noexcept
             state->pending = nullptr;
         }
 
+        MainConf *mcf = main_conf(state->r);
         u_char text[NGX_INT_T_LEN + 16];
-        u_char *end = ngx_sprintf(text, " after %M ms",
-                                  main_conf(state->r)->redis->timeout);
+        u_char *end = ngx_sprintf(text, " after %M ms", mcf->redis->timeout);
         fail(state, "redis timed out",
              {reinterpret_cast<char *>(text),
               static_cast<size_t>(end - text)});
+        mcf->link->on_request_timeout();
     }
 
     state->resume(state);
