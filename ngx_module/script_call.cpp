@@ -92,9 +92,18 @@ void take_counts(RequestState *state, const ScriptReply &reply)
     const Policy *policies[kMaxZonesPerRequest];
     bool enforcing[kMaxZonesPerRequest];
 
+    bool denier = false;
+
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         policies[i] = &state->refs[i]->zone->policy;
         enforcing[i] = enforced(state, i);
+        denier = denier || (enforcing[i] && state->counts[i].over);
+    }
+
+    // The script rejects only for an enforced zone the request did not fit.
+    if (reply.rejected && !denier) {
+        fail(state, "unexpected reply from redis");
+        return;
     }
 
     state->verdict = decide(policies, enforcing, state->counts, state->zones,
