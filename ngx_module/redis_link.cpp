@@ -14,6 +14,14 @@ namespace {
 // Reconnect delays: doubling from the first to the cap, so a Redis that comes
 // back is found within the cap, and a Redis that refuses us (bad password)
 // sees a few attempts a second per worker, not a storm.
+// Calls queued before they are written without waiting for the end of the
+// loop turn.  Writing every call of a turn at its end leaves Redis idle while
+// nginx reads the turn's requests, then nginx idle while Redis runs them
+// all; small batches let the two overlap.  wrk, 50 connections, one worker:
+// 4 gave 41-47k requests/s where the end of the turn gave 22-41k (1, 2, 8,
+// 16 were in between or noisier).
+constexpr ngx_uint_t kFlushCalls = 4;
+
 constexpr ngx_msec_t kFirstBackoff = 50;
 constexpr ngx_msec_t kMaxBackoff = 500;
 
@@ -297,6 +305,11 @@ RedisLink::SendResult RedisLink::send(RequestState *state, int argc,
 
     in_flight_++;
     state->pending = p;
+
+    if (++unsent_ >= kFlushCalls) {
+        flush();
+    }
+
     return SendResult::kSent;
 }
 
@@ -472,15 +485,19 @@ void RedisLink::on_read(ngx_event_t *ev) noexcept
 
 void RedisLink::on_write(ngx_event_t *ev) noexcept
 {
-    RedisLink *link = link_of(ev);
+    link_of(ev)->flush();
+}
 
-    if (link->ac_ == nullptr) {
+void RedisLink::flush() noexcept
+{
+    if (ac_ == nullptr) {
         return;
     }
 
-    link->writing_ = true;
-    redisAsyncHandleWrite(link->ac_);
-    link->writing_ = false;
+    unsent_ = 0;
+    writing_ = true;
+    redisAsyncHandleWrite(ac_);
+    writing_ = false;
 }
 
 void RedisLink::on_connect_timeout(ngx_event_t *ev) noexcept

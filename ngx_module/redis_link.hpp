@@ -69,6 +69,7 @@ private:
     void handshake() noexcept;
     void schedule_reconnect() noexcept;
     void release_connection() noexcept;
+    void flush() noexcept;
     Pending *acquire() noexcept;
     void release(Pending *p) noexcept;
     void watch(ngx_event_t *ev, ngx_uint_t event) noexcept;
@@ -98,6 +99,7 @@ private:
     redisAsyncContext *ac_ = nullptr;
     ngx_connection_t *conn_ = nullptr;
     bool writing_ = false;    // inside redisAsyncHandleWrite
+    ngx_uint_t unsent_ = 0;   // calls queued since the last write
     bool closing_ = false;    // shutdown() called: no reconnect
     ngx_uint_t failures_ = 0; // consecutive, for the backoff
     ngx_uint_t in_flight_ = 0;
