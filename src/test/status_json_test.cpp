@@ -1,0 +1,214 @@
+#include "status_json.hpp"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rate_headers.hpp"
+
+namespace ratelimit {
+namespace {
+
+std::string json_string(std::string_view bytes)
+{
+    std::string out(6 * bytes.size(), '\0');
+    out.resize(write_json_string(bytes, out.data()));
+    return out;
+}
+
+// Length of the valid UTF-8 sequence at s[i] (RFC 3629), 0 if invalid.
+std::size_t utf8_at(const std::string &s, std::size_t i)
+{
+    auto b = [&](std::size_t k) {
+        return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u;
+    };
+    auto cont = [&](std::size_t k) { return (b(k) & 0xc0) == 0x80; };
+    unsigned c = b(i);
+
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) return cont(i + 1) ? 2 : 0;
+    if (c == 0xe0) return b(i + 1) >= 0xa0 && cont(i + 1) && cont(i + 2) ? 3 : 0;
+    if (c == 0xed) return b(i + 1) < 0xa0 && cont(i + 1) && cont(i + 2) ? 3 : 0;
+    if (c >= 0xe1 && c <= 0xef) return cont(i + 1) && cont(i + 2) ? 3 : 0;
+    if (c == 0xf0) return b(i + 1) >= 0x90 && cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    if (c >= 0xf1 && c <= 0xf3) return cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    if (c == 0xf4) return b(i + 1) < 0x90 && cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    return 0;
+}
+
+// Checks that `text` is valid content of a JSON string (RFC 8259) in valid
+// UTF-8, and decodes it; \u00XX escapes decode to the byte XX, which is how
+// the writer represents bytes that are not UTF-8.
+bool decode_json_string(const std::string &text, std::string *bytes)
+{
+    bytes->clear();
+
+    for (std::size_t i = 0; i < text.size();) {
+        unsigned char c = static_cast<unsigned char>(text[i]);
+
+        if (c == '"' || c < 0x20) {
+            return false;
+        }
+
+        if (c == '\\') {
+            if (i + 1 >= text.size()) {
+                return false;
+            }
+            char e = text[i + 1];
+            if (e == '"' || e == '\\') {
+                bytes->push_back(e);
+                i += 2;
+                continue;
+            }
+            if (e != 'u' || i + 6 > text.size()
+                || text.compare(i + 2, 2, "00") != 0)
+            {
+                return false;
+            }
+            bytes->push_back(static_cast<char>(
+                std::stoi(text.substr(i + 4, 2), nullptr, 16)));
+            i += 6;
+            continue;
+        }
+
+        std::size_t len = utf8_at(text, i);
+        if (len == 0) {
+            return false;
+        }
+        bytes->append(text, i, len);
+        i += len;
+    }
+
+    return true;
+}
+
+TEST(JsonString, KeepsPrintableAsciiAndValidUtf8)
+{
+    EXPECT_EQ(json_string("abc 1.2.3.4"), "abc 1.2.3.4");
+    EXPECT_EQ(json_string("caf\xc3\xa9"), "caf\xc3\xa9");
+    EXPECT_EQ(json_string("\xe2\x82\xac"), "\xe2\x82\xac");
+    EXPECT_EQ(json_string("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");
+}
+
+TEST(JsonString, EscapesQuotesBackslashesAndControls)
+{
+    EXPECT_EQ(json_string("a\"b\\c"), "a\\\"b\\\\c");
+    EXPECT_EQ(json_string(std::string("\x00\n\x1f\x7f", 4)),
+              "\\u0000\\u000a\\u001f\\u007f");
+}
+
+TEST(JsonString, EscapesBytesThatAreNotUtf8)
+{
+    EXPECT_EQ(json_string("\xff"), "\\u00ff");
+    EXPECT_EQ(json_string("\x80"), "\\u0080");
+    EXPECT_EQ(json_string("\xc3"), "\\u00c3");           // truncated
+    EXPECT_EQ(json_string("\xc0\xaf"), "\\u00c0\\u00af"); // overlong
+    EXPECT_EQ(json_string("\xe0\x80\xaf"), "\\u00e0\\u0080\\u00af");
+    EXPECT_EQ(json_string("\xed\xa0\x80"), "\\u00ed\\u00a0\\u0080");  // surrogate
+    EXPECT_EQ(json_string("\xf4\x90\x80\x80"),
+              "\\u00f4\\u0090\\u0080\\u0080");           // past U+10FFFF
+    EXPECT_EQ(json_string(std::string("\x7f\x00\x00\x01", 4)),
+              "\\u007f\\u0000\\u0000\\u0001");
+}
+
+TEST(StatusJson, OneObjectPerZoneInOrder)
+{
+    ZoneReport reports[2] = {
+        {"api", "k1", 10, 7, 3, 60, 1700000000, 0},
+        {"login", "k1", 5, 5, 0, 3600, 1700000017, 17},
+    };
+    std::string out(status_json_max_size(reports, 2), '\0');
+    out.resize(write_status_json(reports, 2, out.data()));
+
+    EXPECT_EQ(out,
+              "[{\"zone\":\"api\",\"key\":\"k1\",\"limit\":10,\"used\":7,"
+              "\"remaining\":3,\"window\":60,\"reset\":1700000000,"
+              "\"retry_after\":0},"
+              "{\"zone\":\"login\",\"key\":\"k1\",\"limit\":5,\"used\":5,"
+              "\"remaining\":0,\"window\":3600,\"reset\":1700000017,"
+              "\"retry_after\":17}]");
+}
+
+TEST(StatusJson, NoZonesIsAnEmptyArray)
+{
+    std::string out(status_json_max_size(nullptr, 0), '\0');
+    out.resize(write_status_json(nullptr, 0, out.data()));
+    EXPECT_EQ(out, "[]");
+}
+
+TEST(ReportZone, UsedRemainingResetAndRetry)
+{
+    Policy policy{10, 60000, 1000};
+    std::uint64_t now = 1700000000500;  // bucket 1700000000
+
+    ZoneReport open = report_zone("api", "k", policy,
+                                  {7, 1699999990, false}, now);
+    EXPECT_EQ(open.used, 7u);
+    EXPECT_EQ(open.remaining, 3u);
+    EXPECT_EQ(open.window_s, 60u);
+    // Bucket 1699999990 leaves at (1699999990 + 60) * 1000 ms.
+    EXPECT_EQ(open.reset, 1700000050u);
+    EXPECT_EQ(open.retry_after, 0u);
+
+    ZoneReport full = report_zone("api", "k", policy,
+                                  {10, 1699999990, true}, now);
+    EXPECT_EQ(full.remaining, 0u);
+    EXPECT_EQ(full.retry_after, 50u);  // 49.5 s, rounded up
+
+    ZoneReport unknown = report_zone("api", "k", policy, {0, 0, false}, now);
+    EXPECT_EQ(unknown.used, 0u);
+    EXPECT_EQ(unknown.remaining, 10u);
+    EXPECT_EQ(unknown.reset, 1700000001u);
+    EXPECT_EQ(unknown.retry_after, 0u);
+}
+
+// Seeded and bounded: random subjects (biased to the byte values that need
+// care) and extreme numbers.  Every output is valid JSON in valid UTF-8 that
+// decodes back to the subject, and never longer than the size promised.
+TEST(StatusJsonFuzz, AnyBytesGiveValidJsonWithinBounds)
+{
+    std::mt19937 rng(20261122);
+    const unsigned char special[] = {0x00, 0x0a, 0x1f, '"', '\\', 0x7f, 0x80,
+                                     0xbf, 0xc0, 0xc2, 0xe0, 0xed, 0xef,
+                                     0xf0, 0xf4, 0xf5, 0xff};
+    const std::uint64_t numbers[] = {0, 1, 9, 10, 99999, 1ull << 53,
+                                     UINT64_MAX};
+
+    for (int round = 0; round < 20000; round++) {
+        std::string subject(rng() % 40, '\0');
+        for (char &c : subject) {
+            c = static_cast<char>(rng() % 3 == 0
+                                  ? special[rng() % sizeof(special)]
+                                  : rng() % 256);
+        }
+
+        std::string escaped = json_string(subject);
+        std::string decoded;
+        ASSERT_LE(escaped.size(), 6 * subject.size());
+        ASSERT_TRUE(decode_json_string(escaped, &decoded)) << escaped;
+        ASSERT_EQ(decoded, subject);
+
+        auto n = [&] { return numbers[rng() % 7]; };
+        ZoneReport report{"z_1.a-b", subject, n(), n(), n(), n(), n(), n()};
+        std::string out(status_json_max_size(&report, 1) + 1, '#');
+        std::size_t len = write_status_json(&report, 1, out.data());
+        ASSERT_LE(len, status_json_max_size(&report, 1));
+        ASSERT_EQ(out[status_json_max_size(&report, 1)], '#');
+
+        std::string zone = "z" + std::to_string(rng() % 1000);
+        std::string member(policy_member_max_size(zone) + 1, '#');
+        ASSERT_LE(write_policy_member(zone, n(), n(), member.data()),
+                  policy_member_max_size(zone));
+        ASSERT_EQ(member.back(), '#');
+
+        std::string field(ratelimit_field_max_size(zone) + 1, '#');
+        ASSERT_LE(write_ratelimit_field(zone, n(), n(), field.data()),
+                  ratelimit_field_max_size(zone));
+        ASSERT_EQ(field.back(), '#');
+    }
+}
+
+}  // namespace
+}  // namespace ratelimit
