@@ -13,163 +13,13 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use IO::Socket::INET;
-use IO::Select;
-use POSIX ();
 use Time::HiRes qw(time sleep);
-use RateLimitTest;
+use FaultTest qw(raw_get rhdr rems);
 
 RateLimitTest::require_module();
 
 my $WORKERS = 2;
-my $t = RateLimitTest->new(workers => $WORKERS);
-
-# ---------------------------------------------------------------------------
-# helpers (local to this file)
-
-sub hdr { RateLimitTest::header(@_) }
-
-# One HTTP/1.0 request on a fresh connection; never waits more than $timeout.
-# Returns { status, headers => {lc name => value}, body, elapsed, err }.
-sub raw_get {
-    my ($port, $path, $h, $timeout) = @_;
-    $timeout //= 5;
-    my $t0 = time;
-    my %res = (status => 0, headers => {}, body => '', err => '');
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
-        Proto => 'tcp', Timeout => $timeout);
-    if (!$s) { $res{err} = "connect: $!"; $res{elapsed} = time - $t0; return \%res }
-    binmode $s;
-    my $req = "GET $path HTTP/1.0\r\nHost: localhost\r\n";
-    $req .= "$_: $h->{$_}\r\n" for sort keys %{ $h // {} };
-    $req .= "\r\n";
-    my $off = 0;
-    while ($off < length $req) {
-        my $n = syswrite($s, $req, length($req) - $off, $off);
-        if (!defined $n) { $res{err} = "write: $!"; last }
-        $off += $n;
-    }
-    my $buf = '';
-    my $sel = IO::Select->new($s);
-    while (!$res{err}) {
-        my $left = $t0 + $timeout - time;
-        if ($left <= 0 || !$sel->can_read($left)) { $res{err} = 'timeout'; last }
-        my $n = sysread($s, my $chunk, 65536);
-        if (!defined $n) { $res{err} = "read: $!"; last }
-        last if $n == 0;
-        $buf .= $chunk;
-    }
-    close $s;
-    $res{elapsed} = time - $t0;
-    my ($head, $body) = split /\r\n\r\n/, $buf, 2;
-    $res{body} = $body // '';
-    if (defined $head && $head =~ m{^HTTP/\d\.\d (\d{3})}) {
-        $res{status} = $1;
-        for my $l (split /\r\n/, $head) {
-            $res{headers}{ lc $1 } = $2 if $l =~ /^([^:]+):\s*(.*)$/;
-        }
-    } elsif (!$res{err}) {
-        $res{err} = 'no HTTP response';
-    }
-    return \%res;
-}
-
-sub rhdr { $_[0]{headers}{ lc $_[1] } }
-
-# Forked load generator.  Each client loops until $stop_file exists (or the
-# hard deadline / request cap), one request at a time, and writes one line per
-# request: "start end status rs location err".
-sub start_load {
-    my (%o) = @_;
-    my @pids;
-    my $port = $t->port('PORT');
-    for my $c (0 .. $o{clients} - 1) {
-        my $pid = fork;
-        die "fork: $!" unless defined $pid;
-        if ($pid == 0) {
-            my $file = $t->tmp . "/load.$c";
-            open my $fh, '>', $file or POSIX::_exit(1);
-            my $old = select $fh; $| = 1; select $old;
-            my $deadline = time + $o{max_seconds};
-            for my $i (1 .. $o{max_requests}) {
-                last if -e $o{stop_file} || time > $deadline;
-                my ($loc, $key) = $o{pick}->($c, $i);
-                my $t0 = time;
-                my $r = raw_get($port, "/$loc/index.html", { 'X-Api-Key' => $key }, 5);
-                my $err = $r->{err}; $err =~ s/\s+/_/g;
-                printf {$fh} "%.4f %.4f %d %s %s %s\n", $t0, time, $r->{status},
-                    (rhdr($r, 'X-RL-Status') // '-'), $loc, ($err eq '' ? '-' : $err);
-                sleep $o{pause} if $o{pause};
-            }
-            close $fh;
-            POSIX::_exit(0);
-        }
-        $RateLimitTest::CHILDREN{$pid} = 'load client';
-        push @pids, [$pid, $c];
-    }
-    return \@pids;
-}
-
-sub finish_load {
-    my ($pids) = @_;
-    my @rec;
-    for my $p (@$pids) {
-        my ($pid, $c) = @$p;
-        my $deadline = time + 15;
-        while (waitpid($pid, POSIX::WNOHANG()) == 0) {
-            if (time > $deadline) { kill 'KILL', $pid; waitpid($pid, 0); last }
-            sleep 0.05;
-        }
-        delete $RateLimitTest::CHILDREN{$pid};
-        open my $fh, '<', $t->tmp . "/load.$c" or next;
-        while (<$fh>) {
-            chomp;
-            my ($t0, $t1, $st, $rs, $loc, $err) = split / /;
-            push @rec, { t0 => $t0, t1 => $t1, el => $t1 - $t0, status => $st, rs => $rs,
-                loc => $loc, err => $err };
-        }
-    }
-    return @rec;
-}
-
-# Redis-problem log lines ("ratelimit: ..." at warn/error) per worker pid per
-# second: at most one (the spec's throttle).
-sub throttle_ok {
-    my ($name) = @_;
-    my %n;
-    for my $l (split /\n/, $t->error_log) {
-        next unless $l =~ m{^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[(?:warn|error)\] (\d+)#\d+: (?:\*\d+ )?ratelimit: };
-        $n{"$2 $1"}++;
-    }
-    my @over = grep { $n{$_} > 1 } sort keys %n;
-    ok(!@over, $name) or diag("more than one line in one second: " . join(', ', map { "$_ => $n{$_}" } @over[0 .. ($#over < 5 ? $#over : 5)]));
-}
-
-sub final_checks {
-    my @l = split /\n/, $t->error_log;
-    my @crash = grep { /exited on signal/ } @l;
-    ok(!@crash, 'no worker exited on a signal') or diag(join "\n", @crash);
-    $t->no_alerts('no [alert] or [emerg] in error.log');
-}
-
-sub commandstat {
-    my ($name) = @_;    # e.g. "script|load", "eval", "evalsha"
-    my $info = $t->redis('INFO', 'commandstats');
-    return 0 if RateLimitTest::is_redis_error($info);
-    return $info =~ /^cmdstat_\Q$name\E:calls=(\d+)/m ? $1 : 0;
-}
-
-sub wait_passed {
-    my ($loc, $key_prefix, $timeout) = @_;
-    my $deadline = time + $timeout;
-    my $i = 0;
-    while (1) {
-        my $r = raw_get($t->port('PORT'), "/$loc/index.html", { 'X-Api-Key' => $key_prefix . $i++ }, 3);
-        return (time, $r) if (rhdr($r, 'X-RL-Status') // '') eq 'PASSED';
-        return (undef, $r) if time > $deadline;
-        sleep 0.02;
-    }
-}
+my $t = FaultTest->new(workers => $WORKERS);
 
 # ---------------------------------------------------------------------------
 
@@ -191,10 +41,10 @@ EOF
 
 $t->start_nginx;
 {
-    my @r = map { raw_get($t->port, '/open/index.html', { 'X-Api-Key' => 'down' }, 5) } 1 .. 4;
+    my @r = map { $t->req('open', 'down') } 1 .. 4;
     is(join(' ', map { $_->{status} } @r), '200 200 200 200', 'redis down at start: fail open passes all (over the limit too)');
     is(join(' ', map { rhdr($_, 'X-RL-Status') // '-' } @r), 'ERROR ERROR ERROR ERROR', 'redis down at start: status ERROR');
-    my $c = raw_get($t->port, '/closed/index.html', { 'X-Api-Key' => 'down' }, 5);
+    my $c = $t->req('closed', 'down');
     is($c->{status}, 503, 'redis down at start: fail closed 503');
     ok(!(grep { $_->{elapsed} > 1 } @r, $c), 'redis down at start: answered at once');
 
@@ -204,15 +54,15 @@ $t->start_nginx;
     sleep 1.6;    # let the backoff reach its cap
     $t->start_redis(port => $RPORT);
     my $up = time;
-    my ($when, $r) = wait_passed('open', 'later', 4);
+    my ($when, $r) = $t->wait_passed('open', 'later', 4);
     ok(defined $when, 'redis started later: requests PASSED again') or diag("last status: " . (rhdr($r, 'X-RL-Status') // $r->{err}));
     my $delay = defined $when ? $when - $up : 99;
     ok($delay <= 2.0, sprintf('redis started later: limiting resumed after %.2fs (<= 2s)', $delay));
     note(sprintf 'resumed after %.3fs', $delay);
 
-    my @s = map { raw_get($t->port, '/open/index.html', { 'X-Api-Key' => 'later-limit' }, 5) } 1 .. 4;
+    my @s = map { $t->req('open', 'later-limit') } 1 .. 4;
     is(join(' ', map { $_->{status} } @s), '200 200 200 429', 'redis started later: exact limit');
-    is(join(' ', map { rhdr($_, 'X-RateLimit-Remaining') // '-' } @s), '2 1 0 0', 'redis started later: remaining');
+    is(rems(@s), '2 1 0 0', 'redis started later: remaining');
     is($t->redis_hash_total('rl:api:later-limit'), 3, 'redis started later: counted in redis');
 }
 
@@ -220,11 +70,9 @@ $t->start_nginx;
 
 {
     # the first requests after the restart above may still be settling
-    my (undef) = wait_passed('closed', 'warm', 3);
-    my $stop = $t->tmp . '/stop.load';
-    unlink $stop;
-    my $load = start_load(
-        clients => 4, max_seconds => 14, max_requests => 4000, stop_file => $stop, pause => 0.005,
+    my (undef) = $t->wait_passed('closed', 'warm', 3);
+    my $load = $t->start_load(
+        clients => 4, max_seconds => 14, max_requests => 4000, pause => 0.005,
         pick => sub { my ($c, $i) = @_; (($c % 2 ? 'closed' : 'open'), "L$c-$i") },
     );
     sleep 1.0;
@@ -236,9 +84,9 @@ $t->start_nginx;
 
     # outage: probe the closed location from here as well
     sleep 0.3;
-    my @probe = map { my $r = raw_get($t->port, '/closed/index.html', { 'X-Api-Key' => "probe$_" }, 5); sleep 0.1; $r } 1 .. 5;
+    my @probe = map { my $r = $t->req('closed', "probe$_"); sleep 0.1; $r } 1 .. 5;
     is(join(' ', map { $_->{status} } @probe), '503 503 503 503 503', 'outage: fail closed answers 503');
-    my @po = map { raw_get($t->port, '/open/index.html', { 'X-Api-Key' => "probeo$_" }, 5) } 1 .. 3;
+    my @po = map { $t->req('open', "probeo$_") } 1 .. 3;
     is(join(' ', map { $_->{status} . '/' . (rhdr($_, 'X-RL-Status') // '-') } @po), '200/ERROR 200/ERROR 200/ERROR',
         'outage: fail open answers 200 with ERROR');
     my $free = raw_get($t->port, '/free/index.html', {}, 5);
@@ -248,15 +96,14 @@ $t->start_nginx;
     $t->start_redis(port => $RPORT);    # empty: no keys, no scripts
     my $t_up = time;
     is($t->redis('DBSIZE'), 0, 'restarted redis is empty');
-    my ($when, $r) = wait_passed('open', 'back', 4);
+    my ($when, $r) = $t->wait_passed('open', 'back', 4);
     ok(defined $when, 'after restart: PASSED again');
     my $delay = defined $when ? $when - $t_up : 99;
     ok($delay <= 2.0, sprintf('after restart: limiting resumed after %.2fs (<= 2s)', $delay));
     note(sprintf 'resumed after %.3fs', $delay);
 
     sleep 2.5;
-    open my $fh, '>', $stop or die; close $fh;
-    my @rec = finish_load($load);
+    my @rec = $t->finish_load($load);
     note(scalar(@rec) . ' load requests');
     ok(@rec > 100, 'load produced requests (' . scalar(@rec) . ')');
 
@@ -287,7 +134,7 @@ $t->start_nginx;
         or diag(join ' ', map { "$_->{status}/$_->{rs}" } grep { $_->{status} != 200 } @after);
 
     # limiting works on the restarted (empty) Redis: script loaded again
-    my @s = map { raw_get($t->port, '/open/index.html', { 'X-Api-Key' => 'after-kill' }, 5) } 1 .. 5;
+    my @s = map { $t->req('open', 'after-kill') } 1 .. 5;
     is(join(' ', map { $_->{status} } @s), '200 200 200 429 429', 'after restart: exact limit');
     is(join(' ', map { rhdr($_, 'X-RL-Status') // '-' } @s), 'PASSED PASSED PASSED REJECTED REJECTED', 'after restart: statuses');
     is($t->redis_hash_total('rl:api:after-kill'), 3, 'after restart: counted in the new redis');
@@ -295,18 +142,18 @@ $t->start_nginx;
 
     my $deadline = time + 3;
     my $loads;
-    while (($loads = commandstat('script|load')) < $WORKERS && time < $deadline) { sleep 0.1 }
+    while (($loads = $t->commandstat('script|load')) < $WORKERS && time < $deadline) { sleep 0.1 }
     cmp_ok($loads, '>=', $WORKERS, "SCRIPT LOAD sent again by every worker on reconnect ($loads)");
-    note('EVAL fallbacks on the new redis: ' . commandstat('eval'));
+    note('EVAL fallbacks on the new redis: ' . $t->commandstat('eval'));
 
     like(substr($t->error_log, 0), qr/ratelimit: (?:lost connection to redis|cannot connect to redis|redis is not connected|redis connection failed)/,
         'error.log names the redis outage');
 }
 
-throttle_ok('redis problems logged at most once a second per worker');
+$t->throttle_ok('redis problems logged at most once a second per worker');
 
 $t->stop_nginx;
 $t->stop_redis;
-final_checks();
+$t->final_checks;
 
 done_testing;

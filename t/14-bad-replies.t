@@ -23,168 +23,19 @@ use IO::Socket::INET;
 use IO::Select;
 use POSIX ();
 use Time::HiRes qw(time sleep);
-use RateLimitTest;
+use FaultTest qw(rhdr sr);
 
 RateLimitTest::require_module();
 
 my $WORKERS = 1;
-my $t = RateLimitTest->new(workers => $WORKERS);
+my $t = FaultTest->new(workers => $WORKERS);
 
 # ---------------------------------------------------------------------------
 # helpers (local to this file)
 
-sub hdr { RateLimitTest::header(@_) }
-
-# One HTTP/1.0 request on a fresh connection; never waits more than $timeout.
-# Returns { status, headers => {lc name => value}, body, elapsed, err }.
-sub raw_get {
-    my ($port, $path, $h, $timeout) = @_;
-    $timeout //= 5;
-    my $t0 = time;
-    my %res = (status => 0, headers => {}, body => '', err => '');
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
-        Proto => 'tcp', Timeout => $timeout);
-    if (!$s) { $res{err} = "connect: $!"; $res{elapsed} = time - $t0; return \%res }
-    binmode $s;
-    my $req = "GET $path HTTP/1.0\r\nHost: localhost\r\n";
-    $req .= "$_: $h->{$_}\r\n" for sort keys %{ $h // {} };
-    $req .= "\r\n";
-    my $off = 0;
-    while ($off < length $req) {
-        my $n = syswrite($s, $req, length($req) - $off, $off);
-        if (!defined $n) { $res{err} = "write: $!"; last }
-        $off += $n;
-    }
-    my $buf = '';
-    my $sel = IO::Select->new($s);
-    while (!$res{err}) {
-        my $left = $t0 + $timeout - time;
-        if ($left <= 0 || !$sel->can_read($left)) { $res{err} = 'timeout'; last }
-        my $n = sysread($s, my $chunk, 65536);
-        if (!defined $n) { $res{err} = "read: $!"; last }
-        last if $n == 0;
-        $buf .= $chunk;
-    }
-    close $s;
-    $res{elapsed} = time - $t0;
-    my ($head, $body) = split /\r\n\r\n/, $buf, 2;
-    $res{body} = $body // '';
-    if (defined $head && $head =~ m{^HTTP/\d\.\d (\d{3})}) {
-        $res{status} = $1;
-        for my $l (split /\r\n/, $head) {
-            $res{headers}{ lc $1 } = $2 if $l =~ /^([^:]+):\s*(.*)$/;
-        }
-    } elsif (!$res{err}) {
-        $res{err} = 'no HTTP response';
-    }
-    return \%res;
-}
-
-sub rhdr { $_[0]{headers}{ lc $_[1] } }
-
-# Forked load generator.  Each client loops until $stop_file exists (or the
-# hard deadline / request cap), one request at a time, and writes one line per
-# request: "start end status rs location err".
-sub start_load {
-    my (%o) = @_;
-    my @pids;
-    my $port = $t->port('PORT');
-    for my $c (0 .. $o{clients} - 1) {
-        my $pid = fork;
-        die "fork: $!" unless defined $pid;
-        if ($pid == 0) {
-            my $file = $t->tmp . "/load.$c";
-            open my $fh, '>', $file or POSIX::_exit(1);
-            my $old = select $fh; $| = 1; select $old;
-            my $deadline = time + $o{max_seconds};
-            for my $i (1 .. $o{max_requests}) {
-                last if -e $o{stop_file} || time > $deadline;
-                my ($loc, $key) = $o{pick}->($c, $i);
-                my $t0 = time;
-                my $r = raw_get($port, "/$loc/index.html", { 'X-Api-Key' => $key }, 5);
-                my $err = $r->{err}; $err =~ s/\s+/_/g;
-                printf {$fh} "%.4f %.4f %d %s %s %s\n", $t0, time, $r->{status},
-                    (rhdr($r, 'X-RL-Status') // '-'), $loc, ($err eq '' ? '-' : $err);
-                sleep $o{pause} if $o{pause};
-            }
-            close $fh;
-            POSIX::_exit(0);
-        }
-        $RateLimitTest::CHILDREN{$pid} = 'load client';
-        push @pids, [$pid, $c];
-    }
-    return \@pids;
-}
-
-sub finish_load {
-    my ($pids) = @_;
-    my @rec;
-    for my $p (@$pids) {
-        my ($pid, $c) = @$p;
-        my $deadline = time + 15;
-        while (waitpid($pid, POSIX::WNOHANG()) == 0) {
-            if (time > $deadline) { kill 'KILL', $pid; waitpid($pid, 0); last }
-            sleep 0.05;
-        }
-        delete $RateLimitTest::CHILDREN{$pid};
-        open my $fh, '<', $t->tmp . "/load.$c" or next;
-        while (<$fh>) {
-            chomp;
-            my ($t0, $t1, $st, $rs, $loc, $err) = split / /;
-            push @rec, { t0 => $t0, t1 => $t1, el => $t1 - $t0, status => $st, rs => $rs,
-                loc => $loc, err => $err };
-        }
-    }
-    return @rec;
-}
-
-# Redis-problem log lines ("ratelimit: ..." at warn/error) per worker pid per
-# second: at most one (the spec's throttle).
-sub throttle_ok {
-    my ($name) = @_;
-    my %n;
-    for my $l (split /\n/, $t->error_log) {
-        next unless $l =~ m{^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[(?:warn|error)\] (\d+)#\d+: (?:\*\d+ )?ratelimit: };
-        $n{"$2 $1"}++;
-    }
-    my @over = grep { $n{$_} > 1 } sort keys %n;
-    ok(!@over, $name) or diag("more than one line in one second: " . join(', ', map { "$_ => $n{$_}" } @over[0 .. ($#over < 5 ? $#over : 5)]));
-}
-
-sub final_checks {
-    my @l = split /\n/, $t->error_log;
-    my @crash = grep { /exited on signal/ } @l;
-    ok(!@crash, 'no worker exited on a signal') or diag(join "\n", @crash);
-    $t->no_alerts('no [alert] or [emerg] in error.log');
-}
-
-sub commandstat {
-    my ($name) = @_;    # e.g. "script|load", "eval", "evalsha"
-    my $info = $t->redis('INFO', 'commandstats');
-    return 0 if RateLimitTest::is_redis_error($info);
-    return $info =~ /^cmdstat_\Q$name\E:calls=(\d+)/m ? $1 : 0;
-}
-
-sub wait_passed {
-    my ($loc, $key_prefix, $timeout) = @_;
-    my $deadline = time + $timeout;
-    my $i = 0;
-    while (1) {
-        my $r = raw_get($t->port('PORT'), "/$loc/index.html", { 'X-Api-Key' => $key_prefix . $i++ }, 3);
-        return (time, $r) if (rhdr($r, 'X-RL-Status') // '') eq 'PASSED';
-        return (undef, $r) if time > $deadline;
-        sleep 0.02;
-    }
-}
-
 sub sleep_next_second {
     my $now = time;
     sleep(int($now) + 1.02 - $now);
-}
-
-sub worker_pids {
-    my %p = map { $_->{pid} => 1 } $t->access_entries;
-    return sort keys %p;
 }
 
 sub conf {
@@ -203,9 +54,6 @@ server {
 EOC2
 }
 
-sub req { raw_get($t->port, "/$_[0]/index.html", { 'X-Api-Key' => $_[1] }, 5) }
-sub sr { my $r = shift; ($r->{err} || $r->{status}) . '/' . (rhdr($r, 'X-RL-Status') // '-') }
-
 # ===========================================================================
 # Part 1: real Redis, keys of the wrong type or with odd contents
 
@@ -213,16 +61,16 @@ $t->start_redis;
 conf('REDIS_PORT');
 $t->start_nginx;
 {
-    my ($up) = wait_passed('open', 'warm', 3);
+    my ($up) = $t->wait_passed('open', 'warm', 3);
     ok(defined $up, 'redis up');
 
-    my @g0 = map { req('open', 'good')->{status} } 1 .. 2;
+    my @g0 = map { $t->req('open', 'good')->{status} } 1 .. 2;
 
     # a string where the module keeps a hash
     is($t->redis('SET', 'rl:api:str', 'garbage'), 'OK', 'operator SETs a string on a subject key');
-    my @o = map { req('open', 'str') } 1 .. 4;
+    my @o = map { $t->req('open', 'str') } 1 .. 4;
     is(join(' ', map { sr($_) } @o), join(' ', ('200/ERROR') x 4), 'string key: fail open, ERROR (never limited)');
-    my $c = req('closed', 'str');
+    my $c = $t->req('closed', 'str');
     is(sr($c), '503/ERROR', 'string key: fail closed 503');
     ok(!(grep { $_->{elapsed} > 1 } @o, $c), 'string key: answered quickly');
     ok(!defined rhdr($o[0], 'X-RateLimit-Remaining'), 'string key: no rate limit headers on ERROR');
@@ -232,41 +80,41 @@ $t->start_nginx;
     # a list
     $t->redis('RPUSH', 'rl:api:list', 'a', 'b');
     sleep 1.1;    # next log second
-    is(sr(req('open', 'list')), '200/ERROR', 'list key: fail open, ERROR');
-    is(sr(req('closed', 'list')), '503/ERROR', 'list key: fail closed 503');
+    is(sr($t->req('open', 'list')), '200/ERROR', 'list key: fail open, ERROR');
+    is(sr($t->req('closed', 'list')), '503/ERROR', 'list key: fail closed 503');
 
     # a read-only replica (as after a failover gone wrong): READONLY errors
     is($t->redis('REPLICAOF', '127.0.0.1', $t->port('NOBODY_PORT')), 'OK', 'redis made a replica of nobody (read-only)');
     sleep_next_second();
-    my @ro = map { req('open', 'ro') } 1 .. 3;
+    my @ro = map { $t->req('open', 'ro') } 1 .. 3;
     is(join(' ', map { sr($_) } @ro), '200/ERROR 200/ERROR 200/ERROR', 'read-only replica: fail open, ERROR');
-    is(sr(req('closed', 'ro')), '503/ERROR', 'read-only replica: fail closed 503');
+    is(sr($t->req('closed', 'ro')), '503/ERROR', 'read-only replica: fail closed 503');
     ok($t->wait_log(qr/ratelimit: redis answered an error: .*READONLY/, 1, 2), 'error.log: redis answered an error ... READONLY');
     is($t->redis('REPLICAOF', 'NO', 'ONE'), 'OK', 'redis writable again');
-    my @rw = map { req('open', 'rw') } 1 .. 4;
+    my @rw = map { $t->req('open', 'rw') } 1 .. 4;
     is(join(' ', map { $_->{status} } @rw), '200 200 200 429', 'writable again: exact limit');
 
     # out of memory with noeviction: OOM errors
     is($t->redis('CONFIG', 'SET', 'maxmemory', '1'), 'OK', 'maxmemory 1 byte');
     $t->redis('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
     sleep_next_second();
-    my @oom = map { req('open', 'oom') } 1 .. 3;
+    my @oom = map { $t->req('open', 'oom') } 1 .. 3;
     is(join(' ', map { sr($_) } @oom), '200/ERROR 200/ERROR 200/ERROR', 'out of memory: fail open, ERROR');
-    is(sr(req('closed', 'oom')), '503/ERROR', 'out of memory: fail closed 503');
+    is(sr($t->req('closed', 'oom')), '503/ERROR', 'out of memory: fail closed 503');
     ok($t->wait_log(qr/ratelimit: redis answered an error: .*OOM/, 1, 2), 'error.log: redis answered an error ... OOM');
     $t->redis('CONFIG', 'SET', 'maxmemory', '0');
-    my @mem = map { req('open', 'mem') } 1 .. 4;
+    my @mem = map { $t->req('open', 'mem') } 1 .. 4;
     is(join(' ', map { $_->{status} } @mem), '200 200 200 429', 'memory back: exact limit');
 
     # other subjects are unaffected, before and after
-    my @g = map { req('open', 'good')->{status} } 1 .. 2;
+    my @g = map { $t->req('open', 'good')->{status} } 1 .. 2;
     is("@g0 @g", '200 200 200 429', 'other subject: exact limit across the errors');
-    my @n = map { req('open', 'new')->{status} } 1 .. 4;
+    my @n = map { $t->req('open', 'new')->{status} } 1 .. 4;
     is("@n", '200 200 200 429', 'new subject: exact limit');
 
     # hash with non-numeric bookkeeping fields: no crash; passes (fresh start or ERROR)
     $t->redis('HSET', 'rl:api:hjunk', 't', 'abc', 'o', 'x y', 'n', "\x00\xff");
-    my $h = req('open', 'hjunk');
+    my $h = $t->req('open', 'hjunk');
     like(sr($h), qr{^200/(?:PASSED|ERROR)$}, 'hash with junk fields: passes (' . sr($h) . ')');
 
     # hash claiming a huge count in the current bucket: rejected, remaining 0
@@ -274,7 +122,7 @@ $t->start_nginx;
     my $cur = int(($time->[0] * 1000 + int($time->[1] / 1000)) / 1000);
     $t->redis('HSET', 'rl:api:huge', 't', '4611686018427387904', 'o', $cur, 'n', $cur, $cur, '4611686018427387904');
     $t->redis('PEXPIRE', 'rl:api:huge', 60000);
-    my $hg = req('open', 'huge');
+    my $hg = $t->req('open', 'huge');
     is(sr($hg), '429/REJECTED', 'hash with a count of 2^62: rejected');
     is(rhdr($hg, 'X-RateLimit-Remaining'), '0', 'count of 2^62: remaining 0 (no wrap-around)');
     is(rhdr($hg, 'X-RateLimit-Limit'), '3', 'count of 2^62: limit 3');
@@ -285,19 +133,19 @@ $t->start_nginx;
     for my $case (['neg', '-5'], ['inf', '1e400'], ['nan', 'nan'], ['float', '1.5']) {
         my ($k, $v) = @$case;
         $t->redis('HSET', "rl:api:$k", 't', $v, 'o', $cur, 'n', $cur, $cur, $v);
-        my $r = req('open', $k);
+        my $r = $t->req('open', $k);
         like(sr($r), qr{^(?:200/(?:PASSED|ERROR)|429/REJECTED)$}, "count '$v': answered (" . sr($r) . ')');
         my $rem = rhdr($r, 'X-RateLimit-Remaining');
         ok(!defined $rem || ($rem =~ /^\d+$/ && $rem <= 3), "count '$v': remaining sane (" . ($rem // 'none') . ')');
-        my $closed = req('closed', $k);
+        my $closed = $t->req('closed', $k);
         like(sr($closed), qr{^(?:200/PASSED|503/ERROR|429/REJECTED)$}, "count '$v', fail closed: " . sr($closed));
     }
 
-    my @w = worker_pids();
+    my @w = $t->served_pids;
     is(scalar @w, 1, 'one worker served everything (no crash/respawn)') or diag("@w");
-    throttle_ok('part 1: redis problems logged at most once a second per worker');
+    $t->throttle_ok('part 1: redis problems logged at most once a second per worker');
     $t->stop_nginx;
-    final_checks();
+    $t->final_checks;
 }
 $t->stop_redis;
 
@@ -449,7 +297,7 @@ sub wait_valid {
     my $deadline = time + 4;
     my $i = 0;
     while (time < $deadline) {
-        my $r = req('open', 'wv' . $i++);
+        my $r = $t->req('open', 'wv' . $i++);
         return 1 if (rhdr($r, 'X-RL-Status') // '') eq 'PASSED';
         sleep 0.05;
     }
@@ -458,7 +306,7 @@ sub wait_valid {
 
 ok(wait_valid(), 'fake redis: a sane verdict is taken (PASSED)');
 {
-    my $r = req('open', 'sane');
+    my $r = $t->req('open', 'sane');
     is(sr($r) . ' rem=' . (rhdr($r, 'X-RateLimit-Remaining') // '-'), '200/PASSED rem=2', 'fake redis: count 1 of 3 -> remaining 2');
 }
 
@@ -467,8 +315,8 @@ my %expect_error = map { $_ => 1 } qw(ok int nil empty short long err neg rej2 o
 for my $mode (qw(ok int nil empty short long err neg rej2 over2 strs nested nullelem badint)) {
     ok(wait_valid(), "before '$mode': sane replies taken");
     set_mode($mode);
-    my @o = map { req('open', "$mode-$_") } 1 .. 2;
-    my $c = req('closed', "$mode-c");
+    my @o = map { $t->req('open', "$mode-$_") } 1 .. 2;
+    my $c = $t->req('closed', "$mode-c");
     is(join(' ', map { sr($_) } @o, $c), '200/ERROR 200/ERROR 503/ERROR', "reply '$mode': fail policy (open 200, closed 503), ERROR");
     my ($max) = sort { $b <=> $a } map { $_->{elapsed} } @o, $c;
     cmp_ok($max, '<', $BOUND, sprintf("reply '%s': answered in %.3fs", $mode, $max));
@@ -479,7 +327,7 @@ for my $mode (qw(ok int nil empty short long err neg rej2 over2 strs nested null
 for my $mode (qw(huge hugerej zero rejnoover)) {
     ok(wait_valid(), "before '$mode': sane replies taken");
     set_mode($mode);
-    my $r = req('open', "$mode-o");
+    my $r = $t->req('open', "$mode-o");
     like(sr($r), qr{^(?:200/(?:PASSED|ERROR)|429/REJECTED)$}, "verdict '$mode': answered (" . sr($r) . ')');
     cmp_ok($r->{elapsed}, '<', $BOUND, "verdict '$mode': in time");
     my $rem = rhdr($r, 'X-RateLimit-Remaining');
@@ -498,8 +346,8 @@ for my $mode (qw(huge hugerej zero rejnoover)) {
     sleep_next_second();    # the log throttle: one line a second
     set_mode('noscript');
     my %before = cmds();
-    my @o = map { req('open', "ns-$_") } 1 .. 3;
-    my $c = req('closed', 'ns-c');
+    my @o = map { $t->req('open', "ns-$_") } 1 .. 3;
+    my $c = $t->req('closed', 'ns-c');
     is(join(' ', map { sr($_) } @o, $c), '200/ERROR 200/ERROR 200/ERROR 503/ERROR', 'NOSCRIPT forever: fail policy');
     sleep 0.2;
     my %after = cmds();
@@ -514,8 +362,8 @@ for my $mode (qw(garbage deep partial bigbulk)) {
     ok(wait_valid(), "before '$mode': sane replies taken");
     my %before = cmds();
     set_mode($mode);
-    my @o = map { req('open', "$mode-$_") } 1 .. 2;
-    my $c = req('closed', "$mode-c");
+    my @o = map { $t->req('open', "$mode-$_") } 1 .. 2;
+    my $c = $t->req('closed', "$mode-c");
     is(join(' ', map { sr($_) } @o, $c), '200/ERROR 200/ERROR 503/ERROR', "'$mode': fail policy");
     my ($max) = sort { $b <=> $a } map { $_->{elapsed} } @o, $c;
     cmp_ok($max, '<', $BOUND, sprintf("'%s': answered in %.3fs", $mode, $max));
@@ -535,11 +383,11 @@ for my $mode (qw(garbage deep partial bigbulk)) {
 {
     ok(wait_valid(), "before 'errclose': sane replies taken");
     set_mode('close');
-    req('open', 'ec-drop');    # the fake drops the connection: the module reconnects
+    $t->req('open', 'ec-drop');    # the fake drops the connection: the module reconnects
     set_mode('errclose');
     sleep 0.3;
     my %before = cmds();
-    my @o = map { req('open', "ec-$_") } 1 .. 2;
+    my @o = map { $t->req('open', "ec-$_") } 1 .. 2;
     is(join(' ', map { sr($_) } @o), '200/ERROR 200/ERROR', "'errclose': fail open, ERROR");
     sleep 1.5;
     my %after = cmds();
@@ -563,7 +411,7 @@ for my $mode (qw(garbage deep partial bigbulk)) {
 for my $mode (qw(extraerr)) {
     ok(wait_valid(), "before '$mode': sane replies taken");
     set_mode($mode);
-    my @o = map { req('open', "$mode-$_") } 1 .. 3;
+    my @o = map { $t->req('open', "$mode-$_") } 1 .. 3;
     like(join(' ', map { sr($_) } @o), qr{^(?:200/(?:PASSED|ERROR) ?){3}$}, "'$mode': requests pass (" . join(' ', map { sr($_) } @o) . ')');
     my ($max) = sort { $b <=> $a } map { $_->{elapsed} } @o;
     cmp_ok($max, '<', $BOUND, sprintf("'%s': answered in %.3fs", $mode, $max));
@@ -573,13 +421,13 @@ for my $mode (qw(extraerr)) {
 }
 
 {
-    my $r = req('open', 'final');
+    my $r = $t->req('open', 'final');
     is(sr($r), '200/PASSED', 'fake redis: still working at the end');
 }
 
-throttle_ok('part 2: redis problems logged at most once a second per worker');
+$t->throttle_ok('part 2: redis problems logged at most once a second per worker');
 $t->stop_nginx;
 RateLimitTest::_terminate($fake, 'TERM', 3);
-final_checks();
+$t->final_checks;
 
 done_testing;

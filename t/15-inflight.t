@@ -18,7 +18,7 @@ use IO::Socket::INET;
 use IO::Select;
 use POSIX ();
 use Time::HiRes qw(time sleep);
-use RateLimitTest;
+use FaultTest qw(parse_response);
 
 RateLimitTest::require_module();
 
@@ -28,31 +28,15 @@ my $PER     = 500;    # subjects (= concurrent connections in phase 1) per clien
 my $WINDOW  = 300;    # phase 2: requests in flight per client
 my %LIMIT   = (a => 5, b => 3);
 
-my $t = RateLimitTest->new(workers => $WORKERS);
+my $t = FaultTest->new(workers => $WORKERS);
 
 # ---------------------------------------------------------------------------
 # helpers (local to this file)
-
-sub final_checks {
-    my @l = split /\n/, $t->error_log;
-    my @crash = grep { /exited on signal/ } @l;
-    ok(!@crash, 'no worker exited on a signal') or diag(join "\n", @crash);
-    $t->no_alerts('no [alert] or [emerg] in error.log');
-}
 
 sub zone_of { $_[0] % 2 ? 'b' : 'a' }                 # subject index -> zone/location
 sub extra_of {                                        # phase 2 requests of subject j
     my ($j) = @_;
     return zone_of($j) eq 'a' ? 1 + ($j * 7) % 6 : 1 + ($j * 5) % 4;
-}
-
-sub parse_response {
-    my ($buf) = @_;
-    my ($head) = split /\r\n\r\n/, $buf, 2;
-    return undef unless defined $head && $head =~ m{^HTTP/\d\.\d (\d{3})};
-    my %h = (status => $1);
-    for my $l (split /\r\n/, $head) { $h{ lc $1 } = $2 if $l =~ /^([^:]+):\s*(.*)$/ }
-    return \%h;
 }
 
 # In a forked client: runs the requests [subject, zone] with at most $window
@@ -105,9 +89,9 @@ sub run_requests {
             $sel->remove($s);
             delete $fl{ fileno $s };
             close $s;
-            my $h = parse_response($e->{buf});
-            if (!$h) { push @out, "$e->{r}[0]\t$e->{r}[1]\tERR-response"; next }
-            push @out, join "\t", $e->{r}[0], $e->{r}[1], $h->{status}, map { $h->{$_} // '-' }
+            my $r = parse_response($e->{buf});
+            if (!$r->{status}) { push @out, "$e->{r}[0]\t$e->{r}[1]\tERR-response"; next }
+            push @out, join "\t", $e->{r}[0], $e->{r}[1], $r->{status}, map { $r->{headers}{$_} // '-' }
                 'x-rl-status', 'x-ratelimit-remaining', 'x-ratelimit-limit', 'ratelimit-policy', 'retry-after';
         }
     }
@@ -275,6 +259,6 @@ my $N = $CLIENTS * $PER;
 
 $t->stop_nginx;
 $t->stop_redis;
-final_checks();
+$t->final_checks;
 
 done_testing;

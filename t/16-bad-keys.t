@@ -13,168 +13,19 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use IO::Socket::INET;
-use IO::Select;
-use POSIX ();
 use Digest::SHA qw(sha1_hex);
 use Time::HiRes qw(time sleep);
-use RateLimitTest;
+use FaultTest qw(raw_get rhdr sr statuses);
 
 RateLimitTest::require_module();
 
 my $WORKERS = 1;
-my $t = RateLimitTest->new(workers => $WORKERS);
+my $t = FaultTest->new(workers => $WORKERS);
 
 # ---------------------------------------------------------------------------
 # helpers (local to this file)
 
-sub hdr { RateLimitTest::header(@_) }
-
-# One HTTP/1.0 request on a fresh connection; never waits more than $timeout.
-# Returns { status, headers => {lc name => value}, body, elapsed, err }.
-sub raw_get {
-    my ($port, $path, $h, $timeout) = @_;
-    $timeout //= 5;
-    my $t0 = time;
-    my %res = (status => 0, headers => {}, body => '', err => '');
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
-        Proto => 'tcp', Timeout => $timeout);
-    if (!$s) { $res{err} = "connect: $!"; $res{elapsed} = time - $t0; return \%res }
-    binmode $s;
-    my $req = "GET $path HTTP/1.0\r\nHost: localhost\r\n";
-    $req .= "$_: $h->{$_}\r\n" for sort keys %{ $h // {} };
-    $req .= "\r\n";
-    my $off = 0;
-    while ($off < length $req) {
-        my $n = syswrite($s, $req, length($req) - $off, $off);
-        if (!defined $n) { $res{err} = "write: $!"; last }
-        $off += $n;
-    }
-    my $buf = '';
-    my $sel = IO::Select->new($s);
-    while (!$res{err}) {
-        my $left = $t0 + $timeout - time;
-        if ($left <= 0 || !$sel->can_read($left)) { $res{err} = 'timeout'; last }
-        my $n = sysread($s, my $chunk, 65536);
-        if (!defined $n) { $res{err} = "read: $!"; last }
-        last if $n == 0;
-        $buf .= $chunk;
-    }
-    close $s;
-    $res{elapsed} = time - $t0;
-    my ($head, $body) = split /\r\n\r\n/, $buf, 2;
-    $res{body} = $body // '';
-    if (defined $head && $head =~ m{^HTTP/\d\.\d (\d{3})}) {
-        $res{status} = $1;
-        for my $l (split /\r\n/, $head) {
-            $res{headers}{ lc $1 } = $2 if $l =~ /^([^:]+):\s*(.*)$/;
-        }
-    } elsif (!$res{err}) {
-        $res{err} = 'no HTTP response';
-    }
-    return \%res;
-}
-
-sub rhdr { $_[0]{headers}{ lc $_[1] } }
-
-# Forked load generator.  Each client loops until $stop_file exists (or the
-# hard deadline / request cap), one request at a time, and writes one line per
-# request: "start end status rs location err".
-sub start_load {
-    my (%o) = @_;
-    my @pids;
-    my $port = $t->port('PORT');
-    for my $c (0 .. $o{clients} - 1) {
-        my $pid = fork;
-        die "fork: $!" unless defined $pid;
-        if ($pid == 0) {
-            my $file = $t->tmp . "/load.$c";
-            open my $fh, '>', $file or POSIX::_exit(1);
-            my $old = select $fh; $| = 1; select $old;
-            my $deadline = time + $o{max_seconds};
-            for my $i (1 .. $o{max_requests}) {
-                last if -e $o{stop_file} || time > $deadline;
-                my ($loc, $key) = $o{pick}->($c, $i);
-                my $t0 = time;
-                my $r = raw_get($port, "/$loc/index.html", { 'X-Api-Key' => $key }, 5);
-                my $err = $r->{err}; $err =~ s/\s+/_/g;
-                printf {$fh} "%.4f %.4f %d %s %s %s\n", $t0, time, $r->{status},
-                    (rhdr($r, 'X-RL-Status') // '-'), $loc, ($err eq '' ? '-' : $err);
-                sleep $o{pause} if $o{pause};
-            }
-            close $fh;
-            POSIX::_exit(0);
-        }
-        $RateLimitTest::CHILDREN{$pid} = 'load client';
-        push @pids, [$pid, $c];
-    }
-    return \@pids;
-}
-
-sub finish_load {
-    my ($pids) = @_;
-    my @rec;
-    for my $p (@$pids) {
-        my ($pid, $c) = @$p;
-        my $deadline = time + 15;
-        while (waitpid($pid, POSIX::WNOHANG()) == 0) {
-            if (time > $deadline) { kill 'KILL', $pid; waitpid($pid, 0); last }
-            sleep 0.05;
-        }
-        delete $RateLimitTest::CHILDREN{$pid};
-        open my $fh, '<', $t->tmp . "/load.$c" or next;
-        while (<$fh>) {
-            chomp;
-            my ($t0, $t1, $st, $rs, $loc, $err) = split / /;
-            push @rec, { t0 => $t0, t1 => $t1, el => $t1 - $t0, status => $st, rs => $rs,
-                loc => $loc, err => $err };
-        }
-    }
-    return @rec;
-}
-
-# Redis-problem log lines ("ratelimit: ..." at warn/error) per worker pid per
-# second: at most one (the spec's throttle).
-sub throttle_ok {
-    my ($name) = @_;
-    my %n;
-    for my $l (split /\n/, $t->error_log) {
-        next unless $l =~ m{^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[(?:warn|error)\] (\d+)#\d+: (?:\*\d+ )?ratelimit: };
-        $n{"$2 $1"}++;
-    }
-    my @over = grep { $n{$_} > 1 } sort keys %n;
-    ok(!@over, $name) or diag("more than one line in one second: " . join(', ', map { "$_ => $n{$_}" } @over[0 .. ($#over < 5 ? $#over : 5)]));
-}
-
-sub final_checks {
-    my @l = split /\n/, $t->error_log;
-    my @crash = grep { /exited on signal/ } @l;
-    ok(!@crash, 'no worker exited on a signal') or diag(join "\n", @crash);
-    $t->no_alerts('no [alert] or [emerg] in error.log');
-}
-
-sub commandstat {
-    my ($name) = @_;    # e.g. "script|load", "eval", "evalsha"
-    my $info = $t->redis('INFO', 'commandstats');
-    return 0 if RateLimitTest::is_redis_error($info);
-    return $info =~ /^cmdstat_\Q$name\E:calls=(\d+)/m ? $1 : 0;
-}
-
-sub wait_passed {
-    my ($loc, $key_prefix, $timeout) = @_;
-    my $deadline = time + $timeout;
-    my $i = 0;
-    while (1) {
-        my $r = raw_get($t->port('PORT'), "/$loc/index.html", { 'X-Api-Key' => $key_prefix . $i++ }, 3);
-        return (time, $r) if (rhdr($r, 'X-RL-Status') // '') eq 'PASSED';
-        return (undef, $r) if time > $deadline;
-        sleep 0.02;
-    }
-}
-
-sub sr { my $r = shift; ($r->{err} || $r->{status}) . '/' . (rhdr($r, 'X-RL-Status') // '-') }
-sub statuses { join ' ', map { $_->{err} || $_->{status} } @_ }
-sub hkey { raw_get($t->port, "/h/index.html", { 'X-Api-Key' => $_[0] }, 5) }
+sub hkey { $t->req('h', $_[0]) }
 sub printable { my $s = shift; $s =~ s/([^\x21-\x7e])/sprintf '\\x%02x', ord $1/ge; length($s) > 80 ? substr($s, 0, 80) . '...' : $s }
 
 # ---------------------------------------------------------------------------
@@ -206,7 +57,7 @@ $t->redis('HSET', 'sentinel:hash', 'f', 'v');
 $t->redis('SET', "rl:zh:other", 'not ours');
 
 {
-    my ($up) = wait_passed('h', 'warm', 3);
+    my ($up) = $t->wait_passed('h', 'warm', 3);
     ok(defined $up, 'nginx + redis up');
 }
 
@@ -352,11 +203,11 @@ for my $len (255, 256, 257, 1000, 8192) {
     is(scalar @big, 0, 'error.log: "limiting requests" lines stay short for an 8 KB key');
 }
 
-my %pids = map { $_->{pid} => 1 } $t->access_entries;
-is(scalar keys %pids, 1, 'one worker served everything (no crash/respawn)');
+my @pids = $t->served_pids;
+is(scalar @pids, 1, 'one worker served everything (no crash/respawn)');
 
 $t->stop_nginx;
 $t->stop_redis;
-final_checks();
+$t->final_checks;
 
 done_testing;

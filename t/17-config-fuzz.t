@@ -17,11 +17,11 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use POSIX ();
 use Time::HiRes qw(time sleep);
-use RateLimitTest;
+use FaultTest;
 
 RateLimitTest::require_module();
 
-my $t = RateLimitTest->new(workers => 1);
+my $t = FaultTest->new(workers => 1);
 
 my $SEED = $ENV{FUZZ_SEED} // ((time() * 1000) ^ ($$ << 8)) % 2147483647;
 srand($SEED);
@@ -37,13 +37,6 @@ my $TMP  = $t->tmp;
 
 # ---------------------------------------------------------------------------
 # helpers (local to this file)
-
-sub final_checks {
-    my @l = split /\n/, $t->error_log;
-    my @crash = grep { /exited on signal/ } @l;
-    ok(!@crash, 'no worker exited on a signal') or diag(join "\n", @crash);
-    $t->no_alerts('no [alert] or [emerg] in the runtime error.log');
-}
 
 sub pick { $_[ int rand @_ ] }
 sub chance { rand() < $_[0] }
@@ -395,5 +388,5 @@ $t->start_redis;
 }
 $t->stop_redis;
 
-final_checks();
+$t->final_checks('no [alert] or [emerg] in the runtime error.log');
 done_testing;
