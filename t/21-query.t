@@ -9,9 +9,8 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use JSON::PP ();
-use IO::Socket::INET;
-use IO::Select;
 use RateLimitTest;
+use FaultTest ();
 
 RateLimitTest::require_module();
 
@@ -48,26 +47,6 @@ sub req {
 }
 
 sub pct { my ($s) = @_; $s =~ s/([^A-Za-z0-9_.~-])/sprintf('%%%02X', ord $1)/ge; return $s }
-
-# GET over a raw socket (HTTP::Tiny refuses header values with such bytes);
-# returns (status, whole response).
-sub raw_get {
-    my ($path, @headers) = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port('PORT'),
-        Proto => 'tcp', Timeout => 5) or die "connect: $!";
-    binmode $s;
-    print {$s} join("\r\n", "GET $path HTTP/1.0", 'Host: localhost', @headers, '', '');
-    my $resp = '';
-    my $sel = IO::Select->new($s);
-    while ($sel->can_read(5)) {
-        my $n = sysread($s, my $buf, 65536);
-        last unless $n;
-        $resp .= $buf;
-    }
-    close $s;
-    my ($st) = $resp =~ m{^HTTP/1\.[01] (\d{3})};
-    return ($st // 0, $resp);
-}
 
 # GET a status URL; returns ($response, $decoded_json_or_undef)
 sub sq {
@@ -259,8 +238,10 @@ req('api', 'warmup');
 
     # a non-UTF-8 subject sent in a header, then queried
     my $bad = "x\xff\xfe\x01y";
-    my ($st, $raw) = raw_get('/login/index.html', "X-Api-Key: $bad");
-    is($st, 200, 'non-UTF-8 subject: request passes (sent over a raw socket)') or diag($raw);
+    # (over a raw socket: HTTP::Tiny refuses header values with such bytes)
+    my $sent = FaultTest::raw_get($t->port('PORT'), '/login/index.html', ["X-Api-Key: $bad"]);
+    is($sent->{status}, 200, 'non-UTF-8 subject: request passes (sent over a raw socket)')
+        or diag("$sent->{err} $sent->{body}");
     ($r, $j) = sq('/one?key_hex=' . unpack('H*', $bad));
     check_ok('non-UTF-8 subject', $r, $j, 1);
     is($j && $j->[0]{key}, "x\x{ff}\x{fe}\x{01}y", 'non-UTF-8 subject: key with \u00XX escapes');

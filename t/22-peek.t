@@ -10,9 +10,8 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use JSON::PP ();
-use IO::Socket::INET;
-use IO::Select;
 use RateLimitTest;
+use FaultTest ();
 
 RateLimitTest::require_module();
 
@@ -78,26 +77,10 @@ sub hdr { RateLimitTest::header(@_) }
 # Returns { status, headers => {lc name => value}, content }.
 sub raw_get {
     my ($path, %o) = @_;
-    my $port = $o{port} // $t->port('PORT');
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp', Timeout => 5)
-        or die "connect: $!";
-    binmode $s;
-    print {$s} join("\r\n", "GET $path HTTP/1.0", 'Host: localhost', @{ $o{headers} // [] }, '', '');
-    my $resp = '';
-    my $sel = IO::Select->new($s);
-    while ($sel->can_read(5)) {
-        my $n = sysread($s, my $buf, 65536);
-        last unless $n;
-        $resp .= $buf;
-    }
-    close $s;
-    my ($head, $body) = split /\r\n\r\n/, $resp, 2;
-    my %r = (status => 0, headers => {}, content => $body // '');
-    my @lines = split /\r\n/, $head // '';
-    ($r{status}) = (shift(@lines) // '') =~ m{^HTTP/1\.[01] (\d{3})};
-    $r{status} //= 0;
-    for (@lines) { $r{headers}{ lc $1 } = $2 if /^([^:]+):\s*(.*)$/ }
-    return \%r;
+    my $r = FaultTest::raw_get($o{port} // $t->port('PORT'), $path, $o{headers} // []);
+    die "GET $path: $r->{err}\n" if $r->{err};
+    $r->{content} = $r->{body};
+    return $r;
 }
 
 sub req {

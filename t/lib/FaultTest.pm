@@ -41,11 +41,13 @@ our @EXPORT_OK = qw(raw_get parse_response rhdr sr statuses rems);
 # ---------------------------------------------------------------------------
 # raw HTTP
 
+# Headers are a hash of name => value, or an array of "Name: value" lines
+# sent exactly as written (name case, empty values, any bytes).
 sub _request_text {
     my ($path, $h) = @_;
-    my $req = "GET $path HTTP/1.0\r\nHost: localhost\r\n";
-    $req .= "$_: $h->{$_}\r\n" for sort keys %{ $h // {} };
-    return "$req\r\n";
+    my @lines = ref $h eq 'ARRAY' ? @$h
+              : map { "$_: $h->{$_}" } sort keys %{ $h // {} };
+    return join("\r\n", "GET $path HTTP/1.0", 'Host: localhost', @lines, '', '');
 }
 
 # Status, lower-cased headers and body of a response read to the end; status
