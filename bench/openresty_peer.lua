@@ -37,20 +37,31 @@ local function release(red)
     end
 end
 
+-- The request's subject and a pooled connection, or nothing when the
+-- request has no subject or Redis cannot be reached (then it passes).
+local function subject_and_connection()
+    local subject = var.http_x_api_key
+    if not subject or subject == "" then
+        return nil
+    end
+    local red, err = connect()
+    if not red then
+        ngx.log(ngx.WARN, "rlbench: redis connect: ", err)
+        return nil
+    end
+    return subject, red
+end
+
 -- Sliding window: EVALSHA of the module's script with the module's
 -- arguments (cfg.args, built by run.pl from src/window_script.hpp's call
 -- convention, e.g. "count", limit, bucket ms, buckets, "s", "1"); on
 -- NOSCRIPT, SCRIPT LOAD it and retry once.
 function _M.sliding()
-    local subject = var.http_x_api_key
-    if not subject or subject == "" then
-        return
-    end
-    local red, err = connect()
+    local subject, red = subject_and_connection()
     if not red then
-        ngx.log(ngx.WARN, "rlbench: redis connect: ", err)
         return
     end
+    local err
     local key = cfg.prefix .. subject
     local res
     res, err = red:evalsha(cfg.sha, 1, key, unpack(cfg.args))
@@ -76,15 +87,11 @@ end
 
 -- Fixed window: INCR + EXPIRE pipelined on a key per window.
 function _M.fixed()
-    local subject = var.http_x_api_key
-    if not subject or subject == "" then
-        return
-    end
-    local red, err = connect()
+    local subject, red = subject_and_connection()
     if not red then
-        ngx.log(ngx.WARN, "rlbench: redis connect: ", err)
         return
     end
+    local err
     local window = floor(ngx.now() / cfg.window_s)
     local key = cfg.prefix .. subject .. ":" .. window
     red:init_pipeline(2)
