@@ -133,8 +133,12 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
         return NGX_DECLINED;
     }
 
-    if (state->peek && ngx_http_discard_request_body(r) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (state->peek) {
+        ngx_int_t rc = ngx_http_discard_request_body(r);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
     }
 
     if (state->zones == 0) {
@@ -150,7 +154,11 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
         return act_on(state);
     }
 
-    r->read_event_handler = ngx_http_test_reading;
+    // A peek discards the body, and its read handler must go on doing so.
+    if (!state->peek) {
+        r->read_event_handler = ngx_http_test_reading;
+    }
+
     r->write_event_handler = ngx_http_core_run_phases;
     return NGX_AGAIN;
 }
@@ -168,6 +176,10 @@ ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
 
     if (state != nullptr) {
         switch (state->stage) {
+        case RequestState::Stage::kNew:
+            // The first pass ended in an error before anything was sent
+            // and the request was redirected (error_page): let it be.
+            return NGX_DECLINED;
         case RequestState::Stage::kWaiting:
             return NGX_AGAIN;
         case RequestState::Stage::kDecided:

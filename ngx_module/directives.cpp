@@ -376,7 +376,7 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         *slot = value;
     }
 
-    if (key.data == nullptr) {
+    if (key.data == nullptr || key.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "no \"key=\" is defined for ratelimit_zone \"%V\"",
                            &name);

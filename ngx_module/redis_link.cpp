@@ -306,7 +306,12 @@ RedisLink::SendResult RedisLink::send(RequestState *state, int argc,
     in_flight_++;
     state->pending = p;
 
-    if (++unsent_ >= kFlushCalls) {
+    // Never from inside hiredis (a reply callback resending after
+    // NOSCRIPT, or its own write): a failing write frees the context there,
+    // under hiredis's feet.  The posted write event flushes those calls.
+    if (++unsent_ >= kFlushCalls && !writing_
+        && !(ac_->c.flags & REDIS_IN_CALLBACK))
+    {
         flush();
     }
 
@@ -351,19 +356,22 @@ void RedisLink::release(Pending *p) noexcept
     free_ = p;
 }
 
+// Edge-triggered where the event method can (epoll): the flag also goes to
+// ngx_del_event, which re-registers the other direction with the flags it
+// is given.
+static ngx_uint_t event_flags()
+{
+    return (ngx_event_flags & NGX_USE_CLEAR_EVENT) ? ngx_uint_t{NGX_CLEAR_EVENT}
+                                                   : ngx_uint_t{NGX_LEVEL_EVENT};
+}
+
 void RedisLink::watch(ngx_event_t *ev, ngx_uint_t event) noexcept
 {
     if (ev->active) {
         return;
     }
 
-    ngx_uint_t flags = NGX_LEVEL_EVENT;
-
-    if (ngx_event_flags & NGX_USE_CLEAR_EVENT) {
-        flags = NGX_CLEAR_EVENT;
-    }
-
-    if (ngx_add_event(ev, event, flags) != NGX_OK && may_log()) {
+    if (ngx_add_event(ev, event, event_flags()) != NGX_OK && may_log()) {
         ngx_log_error(NGX_LOG_ALERT, log_, 0,
                       "ratelimit: cannot watch the redis connection");
     }
@@ -372,7 +380,7 @@ void RedisLink::watch(ngx_event_t *ev, ngx_uint_t event) noexcept
 void RedisLink::unwatch(ngx_event_t *ev, ngx_uint_t event) noexcept
 {
     if (ev->active) {
-        ngx_del_event(ev, event, 0);
+        ngx_del_event(ev, event, event_flags());
     }
 }
 
@@ -447,8 +455,10 @@ void RedisLink::on_handshake_reply(redisAsyncContext *ac, void *reply,
                           static_cast<size_t>(r->len), r->str);
         }
 
+        // Freed when this callback returns, pending calls failing at once:
+        // a graceful disconnect would wait for replies that may never come.
         link->state_ = State::kDown;
-        redisAsyncDisconnect(ac);
+        redisAsyncFree(ac);
         return;
     }
 

@@ -23,6 +23,7 @@ enum class Result {
 
 struct RequestState {
     enum class Stage {
+        kNew,      // created, nothing sent yet (the zero a new state holds)
         kWaiting,  // the script call is in flight
         kDecided,  // result known; the phase handler has yet to act on it
         kDone,     // acted on: later passes through the phase let it be

@@ -238,6 +238,11 @@ bool send_call(RequestState *state) noexcept
         return false;
     }
 
+    // Waiting from before the send: a failing write inside send() hands
+    // this call its NULL reply at once, and it must be taken.
+    state->stage = RequestState::Stage::kWaiting;
+    state->sent_msec = ngx_current_msec;
+
     RedisLink::SendResult sent =
         mcf->link == nullptr
         ? RedisLink::SendResult::kDown
@@ -253,9 +258,11 @@ bool send_call(RequestState *state) noexcept
         return false;
     }
 
-    state->stage = RequestState::Stage::kWaiting;
-    state->sent_msec = ngx_current_msec;
-    ngx_add_timer(&state->wake, mcf->redis->timeout);
+    // Unless already decided (see above: the wake event is posted then).
+    if (state->stage == RequestState::Stage::kWaiting) {
+        ngx_add_timer(&state->wake, mcf->redis->timeout);
+    }
+
     return true;
 }
 

@@ -46,7 +46,9 @@ ngx_int_t status_variable(ngx_http_request_t *r,
     const RequestState *state = find_state(r);
     ngx_str_t name = ngx_null_string;
 
-    if (state != nullptr && state->stage != RequestState::Stage::kWaiting) {
+    if (state != nullptr && state->stage != RequestState::Stage::kNew
+        && state->stage != RequestState::Stage::kWaiting)
+    {
         name = status_name(state->result);
     }
 

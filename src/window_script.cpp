@@ -25,17 +25,21 @@ local now = time[1] * 1000 + math.floor(time[2] / 1000)
 local counting = ARGV[1] == 'count'
 
 local function drop(key, ids)
-    if #ids > 0 then
-        redis.call('HDEL', key, unpack(ids))
+    for i = 1, #ids, 256 do
+        redis.call('HDEL', key, unpack(ids, i, math.min(i + 255, #ids)))
     end
 end
 
 -- Deletes the buckets of `key` older than `first` and returns the new count
 -- and oldest bucket.  `oldest` and `newest` are non-empty, newest >= first.
+-- Steps through bucket numbers from `oldest`, 16 at a time; past 64 numbers
+-- the live buckets are sparse, and reading the hash once is cheaper.  So a
+-- call costs at most 4 reads, or one read of the live fields: never the
+-- number of buckets in a window.
 local function slide(key, count, oldest, newest, first)
     local gone = {}
     local at = oldest
-    while true do
+    for _ = 1, 4 do
         local ids = {}
         for id = at, math.min(at + 15, newest) do
             ids[#ids + 1] = id
@@ -49,14 +53,37 @@ local function slide(key, count, oldest, newest, first)
                 end
                 count = count - tonumber(counts[j])
                 gone[#gone + 1] = ids[j]
-                if #gone == 256 then
-                    drop(key, gone)
-                    gone = {}
-                end
             end
         end
         at = ids[#ids] + 1
     end
+    drop(key, gone)
+    gone = {}
+    local all = redis.call('HGETALL', key)
+    local next = newest
+    for j = 1, #all, 2 do
+        local id = tonumber(all[j])
+        if id and id < first then
+            count = count - tonumber(all[j + 1])
+            gone[#gone + 1] = all[j]
+        elseif id and id < next then
+            next = id
+        end
+    end
+    drop(key, gone)
+    return count, next
+end
+
+-- The bucket to count in: `newest` when Redis's clock has stepped back by
+-- at most a window since it was written (a failover to a replica, an NTP
+-- step), so that counts made "in the future" still count; else current.
+-- A larger gap means the key was written under another bucket length: the
+-- zone starts afresh below.
+local function ahead(current, newest, span)
+    if newest and newest > current and newest - current <= span then
+        return newest
+    end
+    return current
 end
 
 local zones = #KEYS
@@ -75,15 +102,20 @@ for i = 1, zones do
 
     if ARGV[a + 4] == 'f' then
         local h = redis.call('HMGET', key, 't', 'n')
+        current = ahead(current, tonumber(h[2]), span)
         if tonumber(h[2]) == current and tonumber(h[1]) then
             count, oldest, newest = tonumber(h[1]), current, current
         elseif h[1] or h[2] then
             redis.call('DEL', key)
         end
     else
-        local first = current - span + 1
         local h = redis.call('HMGET', key, 't', 'o', 'n', current)
         local c, o, n = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+        if n and n > current and ahead(current, n, span) == n then
+            current = n
+            h[4] = redis.call('HGET', key, current)
+        end
+        local first = current - span + 1
         if c and o and n and n >= first and n <= current then
             count, oldest, newest = c, o, n
             here = tonumber(h[4]) or 0

@@ -190,6 +190,12 @@ ratelimit_zone api rate=10r/s;
 EOF
     qr/ratelimit_zone api rate/, ['ratelimit_zone', 'key']);
 
+conf_err('empty key', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key= rate=10r/s;
+EOF
+    qr/ratelimit_zone api key=/, ['ratelimit_zone', 'key']);
+
 conf_err('neither rate nor limit', <<"EOF" . server(),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr;

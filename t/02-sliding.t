@@ -19,6 +19,8 @@ ratelimit_zone sl   key=$http_x_api_key limit=4 window=2s bucket=500ms;
 ratelimit_zone idle key=$http_x_api_key limit=3 window=1s;
 ratelimit_zone dflt key=$http_x_api_key limit=2 window=1s;
 ratelimit_zone dflt2 key=$http_x_api_key limit=2 window=2s;
+ratelimit_zone fine key=$http_x_api_key limit=2 window=2s bucket=1ms;
+ratelimit_zone step key=$http_x_api_key limit=10 window=60s bucket=1s;
 
 server {
     listen 127.0.0.1:%%PORT%%;
@@ -26,6 +28,8 @@ server {
     location /idle/ { ratelimit zone=idle; alias %%TMP%%/html/; }
     location /dflt/ { ratelimit zone=dflt; alias %%TMP%%/html/; }
     location /dflt2/ { ratelimit zone=dflt2; alias %%TMP%%/html/; }
+    location /fine/ { ratelimit zone=fine; alias %%TMP%%/html/; }
+    location /step/ { ratelimit zone=step; alias %%TMP%%/html/; }
 }
 EOF
 $t->start_nginx;
@@ -151,6 +155,41 @@ sub elapsed_ok {
     is(req('dflt2', 'd2')->{status}, 429, 'window=2s: still rejected 1.5s later');
     sleep($t0 + 2.1 - time);
     is(req('dflt2', 'd2')->{status}, 200, 'window=2s: admitted again 2.1s later');
+}
+
+# 2000 buckets of 1 ms, live ones 1.5 s apart: sliding past the old one
+# means stepping over 1500 empty bucket numbers; the script gives up
+# stepping after 64 and reads the hash once, and the counts stay exact.
+{
+    my $calls = sub {
+        my ($stats) = $t->redis('INFO', 'commandstats') =~ /cmdstat_hgetall:calls=(\d+)/;
+        return $stats // 0;
+    };
+    my $t0 = time;
+    is(req('fine', 'f1')->{status}, 200, 'sparse buckets: 1st admitted');
+    sleep($t0 + 1.5 - time);
+    my @r = map { req('fine', 'f1') } 1 .. 2;
+    is(join(' ', map { $_->{status} } @r), '200 429', 'sparse buckets: 2nd admitted, 3rd rejected');
+    my $before = $calls->();
+    sleep($t0 + 2.2 - time);
+    @r = map { req('fine', 'f1') } 1 .. 2;
+    is(join(' ', map { $_->{status} } @r), '200 429',
+       'sparse buckets: the 1st left the window: one more admitted, then rejected');
+    is(hdr($r[0], 'X-RateLimit-Remaining'), 0, 'sparse buckets: remaining 0 (2 counted)');
+    cmp_ok($calls->(), '>', $before, 'sparse buckets: the hash was read once instead of stepping');
+    is($t->redis_hash_total('rl:fine:f1'), 2, 'sparse buckets: Redis holds the 2 live counts');
+}
+
+# Redis's clock stepped back (a failover to a replica 2 s behind): the key's
+# newest bucket lies in the future, and its counts must go on counting.
+{
+    my ($now) = @{ $t->redis('TIME') };
+    $t->redis('HSET', 'rl:step:s1', 't', 5, 'o', $now - 5, 'n', $now + 2,
+              $now - 5, 2, $now + 2, 3);
+    $t->redis('PEXPIRE', 'rl:step:s1', 60000);
+    my $r = req('step', 's1');
+    is($r->{status}, 200, 'clock stepped back: admitted');
+    is(hdr($r, 'X-RateLimit-Remaining'), 4, 'clock stepped back: the 5 counts made "ahead" still count');
 }
 
 $t->stop_nginx;

@@ -12,6 +12,8 @@ use Time::HiRes qw(time sleep);
 use JSON::PP ();
 use RateLimitTest;
 use FaultTest ();
+use IO::Socket::INET;
+use IO::Select;
 
 RateLimitTest::require_module();
 
@@ -267,6 +269,41 @@ $t->start_nginx;
         'no directive: requests counted');
     is($r[3]{status}, 429, 'no directive: the 4th is rejected');
     is(wait_hits($base + 3), $base + 3, 'no directive: 3 upstream hits');
+}
+$t->stop_nginx;
+
+# --- a peek whose body cannot be read, with error_page 500 (as in Debian's
+# default site): answered with the body's error, not left hanging ------------
+
+$t->write_conf($ZONES . <<'EOF');
+server {
+    listen 127.0.0.1:%%PORT%%;
+    ratelimit_peek_header X-Peek;
+    error_page 500 /50x.html;
+    location = /50x.html { root %%TMP%%/html; }
+    location /p/ { ratelimit zone=pk; alias %%TMP%%/html/; }
+}
+EOF
+$t->write_html('50x.html', "error page\n");
+$t->start_nginx;
+{
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port('PORT'),
+                                  Proto => 'tcp', Timeout => 3) or die "connect: $!";
+    print {$s} "POST /p/index.html HTTP/1.1\r\nHost: localhost\r\nX-Api-Key: bad-body\r\n"
+             . "X-Peek: 1\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n";
+    my $resp = '';
+    my $sel = IO::Select->new($s);
+    my $t0 = time;
+    while (time - $t0 < 3 && $sel->can_read(3 - (time - $t0))) {
+        last unless sysread($s, my $buf, 65536);
+        $resp .= $buf;
+    }
+    close $s;
+    my ($st) = $resp =~ m{^HTTP/1\.[01] (\d{3})};
+    is($st, 400, 'peek with a malformed chunked body: answered 400 at once, not left hanging')
+        or diag($resp eq '' ? 'no answer within 3 s' : $resp);
+    my $r = $t->get('/p/index.html', { 'X-Api-Key' => 'after-bad-body' });
+    is($r->{status}, 200, 'peek with a malformed body: the worker goes on serving');
 }
 $t->stop_nginx;
 
