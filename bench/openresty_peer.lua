@@ -30,11 +30,19 @@ local function connect()
     return red
 end
 
-local function release(red)
-    local ok, err = red:set_keepalive(cfg.idle_ms, cfg.pool_size)
-    if not ok then
-        ngx.log(ngx.WARN, "rlbench: set_keepalive: ", err)
+-- After a call: a good reply puts the connection back in the pool, a
+-- failed one closes it (its state is unknown).  Returns the reply or nil.
+local function finish(red, res, err)
+    if not res then
+        ngx.log(ngx.WARN, "rlbench: redis: ", err)
+        red:close()
+        return nil
     end
+    local ok, kerr = red:set_keepalive(cfg.idle_ms, cfg.pool_size)
+    if not ok then
+        ngx.log(ngx.WARN, "rlbench: set_keepalive: ", kerr)
+    end
+    return res
 end
 
 -- The request's subject and a pooled connection, or nothing when the
@@ -61,10 +69,8 @@ function _M.sliding()
     if not red then
         return
     end
-    local err
     local key = cfg.prefix .. subject
-    local res
-    res, err = red:evalsha(cfg.sha, 1, key, unpack(cfg.args))
+    local res, err = red:evalsha(cfg.sha, 1, key, unpack(cfg.args))
     if not res and err and find(err, "NOSCRIPT", 1, true) then
         local sha, lerr = red:script("load", cfg.script)
         if not sha then
@@ -74,13 +80,8 @@ function _M.sliding()
         end
         res, err = red:evalsha(sha, 1, key, unpack(cfg.args))
     end
-    if not res then
-        ngx.log(ngx.WARN, "rlbench: redis: ", err)
-        red:close()
-        return
-    end
-    release(red)
-    if res[2] == 1 then
+    res = finish(red, res, err)
+    if res and res[2] == 1 then
         return ngx.exit(429)
     end
 end
@@ -91,20 +92,15 @@ function _M.fixed()
     if not red then
         return
     end
-    local err
     local window = floor(ngx.now() / cfg.window_s)
     local key = cfg.prefix .. subject .. ":" .. window
     red:init_pipeline(2)
     red:incr(key)
     red:expire(key, cfg.window_s)
-    local res
-    res, err = red:commit_pipeline()
+    local res = finish(red, red:commit_pipeline())
     if not res then
-        ngx.log(ngx.WARN, "rlbench: redis: ", err)
-        red:close()
         return
     end
-    release(red)
     local count = res[1]
     if type(count) ~= "number" then
         ngx.log(ngx.WARN, "rlbench: INCR: ", tostring(count and count[2]))
