@@ -92,22 +92,21 @@ void take_counts(RequestState *state, const ScriptReply &reply)
     const Policy *policies[kMaxZonesPerRequest];
     bool enforcing[kMaxZonesPerRequest];
 
-    bool denier = false;
-
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         policies[i] = &state->refs[i]->zone->policy;
         enforcing[i] = enforced(state, i);
-        denier = denier || (enforcing[i] && state->counts[i].over);
     }
 
-    // The script rejects only for an enforced zone the request did not fit.
-    if (reply.rejected && !denier) {
+    std::optional<Verdict> verdict = decide(policies, enforcing, state->counts,
+                                            state->zones, reply.now_ms,
+                                            reply.rejected);
+
+    if (!verdict) {
         fail(state, "unexpected reply from redis");
         return;
     }
 
-    state->verdict = decide(policies, enforcing, state->counts, state->zones,
-                            reply.now_ms, reply.rejected);
+    state->verdict = *verdict;
     state->reset_epoch_s = seconds_ceil(reply.now_ms
                                         + state->verdict.status.reset_ms);
 

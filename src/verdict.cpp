@@ -21,9 +21,10 @@ ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
     return status;
 }
 
-Verdict decide(const Policy *const *policies, const bool *enforced,
-               const ZoneCount *counts, std::size_t zones,
-               std::uint64_t now_ms, bool rejected)
+std::optional<Verdict> decide(const Policy *const *policies,
+                              const bool *enforced, const ZoneCount *counts,
+                              std::size_t zones, std::uint64_t now_ms,
+                              bool rejected)
 {
     Verdict verdict{Outcome::kPassed, 0, {}};
     bool chosen = false;
@@ -45,6 +46,10 @@ Verdict decide(const Policy *const *policies, const bool *enforced,
             verdict.status = status;
             chosen = true;
         }
+    }
+
+    if (rejected && !chosen) {
+        return std::nullopt;
     }
 
     if (rejected) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "policy.hpp"
 #include "window_script.hpp"
@@ -36,8 +37,9 @@ struct Verdict {
 
 // `policies`, `enforced` (false for a dry-run zone) and `counts` hold `zones`
 // entries, in the order the zones were sent to the script; `rejected` is the
-// script's own decision.
-Verdict decide(const Policy *const *policies, const bool *enforced,
+// script's own decision.  nullopt if the reply contradicts itself: the script
+// rejects only for an enforced zone the request did not fit.
+std::optional<Verdict> decide(const Policy *const *policies, const bool *enforced,
                const ZoneCount *counts, std::size_t zones,
                std::uint64_t now_ms, bool rejected);
 

@@ -31,8 +31,11 @@ Verdict decide_for(const std::vector<Zone> &zones, bool rejected,
         enforced[i] = zones[i].enforced;
         counts.push_back(zones[i].count);
     }
-    return decide(policies.data(), enforced.get(), counts.data(),
-                  zones.size(), now_ms, rejected);
+    std::optional<Verdict> v = decide(policies.data(), enforced.get(),
+                                      counts.data(), zones.size(), now_ms,
+                                      rejected);
+    EXPECT_TRUE(v.has_value()) << "a consistent reply gave no verdict";
+    return v.value_or(Verdict{});
 }
 
 const Policy kTenPerMinute{10, 60000, 1000};
@@ -210,6 +213,20 @@ TEST(Decide, OverMeansNothingRemains)
                            false);
     EXPECT_EQ(v.outcome, Outcome::kRejectedDryRun);
     EXPECT_EQ(v.status.remaining, 0u);
+}
+
+// The script rejects only for an enforced zone the request did not fit; a
+// reply that says otherwise gives no verdict (the caller fails it).
+TEST(Decide, RejectionWithoutAnEnforcedZoneOverIsNoVerdict)
+{
+    const Policy *policies[2] = {&kTenPerMinute, &kTenPerMinute};
+    const bool enforced[2] = {true, false};
+    const ZoneCount counts[2] = {{3, 1699999990, false},
+                                 {9, 1699999990, true}};
+
+    EXPECT_FALSE(decide(policies, enforced, counts, 2, kNow, true));
+    EXPECT_FALSE(decide(policies, enforced, counts, 0, kNow, true));
+    EXPECT_TRUE(decide(policies, enforced, counts, 2, kNow, false));
 }
 
 }  // namespace
