@@ -52,12 +52,7 @@ ngx_int_t act_on(RequestState *state)
 
 void resume_phases(RequestState *state) noexcept
 {
-    ngx_http_request_t *r = state->r;
-    ngx_connection_t *c = r->connection;
-
-    ngx_http_set_log_request(c->log, r);
-    r->write_event_handler(r);
-    ngx_http_run_posted_requests(c);
+    state->r->write_event_handler(state->r);
 }
 
 // `ratelimit_peek_header`: present with a value other than empty, "0" or

@@ -39,7 +39,8 @@ struct RequestState {
     bool peek;               // report the zones, count nothing
     ngx_msec_t sent_msec;    // when the call left, on nginx's clock
     // Goes on with the request once the result is known, from an nginx
-    // event (never from inside hiredis).
+    // event (never from inside hiredis), which runs the posted requests
+    // after it.
     void (*resume)(RequestState *state) noexcept;
 
     ngx_uint_t zones;

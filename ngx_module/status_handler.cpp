@@ -114,12 +114,7 @@ const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject)
 
 void finish_query(RequestState *state) noexcept
 {
-    ngx_http_request_t *r = state->r;
-    ngx_connection_t *c = r->connection;
-
-    ngx_http_set_log_request(c->log, r);
-    ngx_http_finalize_request(r, send_status(state));
-    ngx_http_run_posted_requests(c);
+    ngx_http_finalize_request(state->r, send_status(state));
 }
 
 }  // namespace
