@@ -62,8 +62,8 @@ end
 
 -- Sliding window: EVALSHA of the module's script with the module's
 -- arguments (cfg.args, built by run.pl from src/window_script.hpp's call
--- convention, e.g. "count", limit, bucket ms, buckets, "s", "1"); on
--- NOSCRIPT, SCRIPT LOAD it and retry once.
+-- convention: a batch of this one request, "c", 1 zone, limit, bucket ms,
+-- buckets, "s", "1"); on NOSCRIPT, SCRIPT LOAD it and retry once.
 function _M.sliding()
     local subject, red = subject_and_connection()
     if not red then
@@ -81,7 +81,8 @@ function _M.sliding()
         res, err = red:evalsha(sha, 1, key, unpack(cfg.args))
     end
     res = finish(red, res, err)
-    if res and res[2] == 1 then
+    local mine = res and res[1]
+    if type(mine) == "table" and mine[2] == 1 then
         return ngx.exit(429)
     end
 end

@@ -141,7 +141,7 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
         return act_on(state);
     }
 
-    if (!build_call(r, state, mcf)) {
+    if (!build_keys(r, state, mcf)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "rate_headers.hpp"
+#include "script_batch.hpp"
 #include "status_handler.hpp"
 
 namespace ratelimit {
@@ -269,35 +270,20 @@ char *set_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     return NGX_CONF_OK;
 }
 
-bool set_decimal(ngx_pool_t *pool, std::uint64_t value, ngx_str_t *out)
-{
-    out->data = static_cast<u_char *>(ngx_pnalloc(pool, kMaxDigits));
-
-    if (out->data == nullptr) {
-        return false;
-    }
-
-    out->len = write_decimal(value, reinterpret_cast<char *>(out->data));
-    return true;
-}
-
 // The zone's request-independent script arguments and header text.
 bool render_zone(ngx_pool_t *pool, Zone *zone, bool fixed)
 {
     const Policy &p = zone->policy;
 
-    if (!set_decimal(pool, p.limit, &zone->args[kArgLimit])
-        || !set_decimal(pool, p.bucket_ms, &zone->args[kArgBucketMs])
-        || !set_decimal(pool, p.buckets(), &zone->args[kArgBuckets]))
-    {
+    zone->script_args.data = static_cast<u_char *>(
+        ngx_pnalloc(pool, kZoneArgsMaxSize));
+
+    if (zone->script_args.data == nullptr) {
         return false;
     }
 
-    if (fixed) {
-        ngx_str_set(&zone->args[kArgAlgorithm], "f");
-    } else {
-        ngx_str_set(&zone->args[kArgAlgorithm], "s");
-    }
+    zone->script_args.len = write_zone_args(
+        p, fixed, reinterpret_cast<char *>(zone->script_args.data));
 
     std::string_view name = view(zone->name);
     auto *member = static_cast<u_char *>(

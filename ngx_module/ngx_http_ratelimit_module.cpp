@@ -3,6 +3,7 @@
 // concern lives in its own file beside it.
 
 #include "access_handler.hpp"
+#include "call_batch.hpp"
 #include "deny_cache.hpp"
 #include "directives.hpp"
 #include "header_filter.hpp"
@@ -67,6 +68,12 @@ ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
         return NGX_ERROR;
     }
 
+    mcf->calls = new (std::nothrow) CallBatcher(mcf->link, cycle->log);
+
+    if (mcf->calls == nullptr) {
+        return NGX_ERROR;
+    }
+
     mcf->link->start();
     return NGX_OK;
 }
@@ -79,11 +86,16 @@ void exit_process(ngx_cycle_t *cycle) noexcept
         return;
     }
 
+    // The link answers its batches in flight with NULL as it shuts down:
+    // the batcher outlives that, the link outlives the batcher.
     if (mcf->link != nullptr) {
         mcf->link->shutdown();
-        delete mcf->link;
-        mcf->link = nullptr;
     }
+
+    delete mcf->calls;
+    mcf->calls = nullptr;
+    delete mcf->link;
+    mcf->link = nullptr;
 
     delete mcf->denied;
     mcf->denied = nullptr;

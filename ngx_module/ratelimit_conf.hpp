@@ -16,6 +16,7 @@ extern "C" ngx_module_t ngx_http_ratelimit_module;
 
 namespace ratelimit {
 
+class CallBatcher;
 class DenyCache;
 class RedisLink;
 
@@ -32,17 +33,13 @@ struct RedisTarget {
     ngx_msec_t connect_timeout;
 };
 
-// Script arguments of a zone that do not depend on the request: text made
-// once at configuration time.  The script takes one more per zone, whether
-// to enforce it or dry-run it, which depends on the location.
-enum ZoneArg { kArgLimit, kArgBucketMs, kArgBuckets, kArgAlgorithm, kZoneArgs };
-static_assert(kZoneArgs + 1 == kArgsPerZone);
-
 struct Zone {
     ngx_str_t name;
     ngx_http_complex_value_t key;
     Policy policy;
-    ngx_str_t args[kZoneArgs];
+    // The zone's script arguments that do not depend on the request, made
+    // once, encoded: see write_zone_args().
+    ngx_str_t script_args;
     ngx_str_t policy_member;  // its member of the RateLimit-Policy list
 };
 
@@ -62,6 +59,7 @@ struct MainConf {
     ngx_str_t prefix;      // Redis key prefix
     bool used;             // some location applies a zone
     RedisLink *link;       // this worker's connection, from init_process
+    CallBatcher *calls;    // its script calls, likewise
     DenyCache *denied;     // this worker's rejected subjects, likewise
 };
 

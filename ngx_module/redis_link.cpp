@@ -4,7 +4,7 @@
 #include <new>
 #include <sys/socket.h>
 
-#include "script_call.hpp"
+#include "call_batch.hpp"
 #include "window_script.hpp"
 
 namespace ratelimit {
@@ -14,14 +14,6 @@ namespace {
 // Reconnect delays: doubling from the first to the cap, so a Redis that comes
 // back is found within the cap, and a Redis that refuses us (bad password)
 // sees a few attempts a second per worker, not a storm.
-// Calls queued before they are written without waiting for the end of the
-// loop turn.  Writing every call of a turn at its end leaves Redis idle while
-// nginx reads the turn's requests, then nginx idle while Redis runs them
-// all; small batches let the two overlap.  wrk, 50 connections, one worker:
-// 4 gave 41-47k requests/s where the end of the turn gave 22-41k (1, 2, 8,
-// 16 were in between or noisier).
-constexpr ngx_uint_t kFlushCalls = 4;
-
 constexpr ngx_msec_t kFirstBackoff = 50;
 constexpr ngx_msec_t kMaxBackoff = 500;
 
@@ -58,15 +50,6 @@ RedisLink::RedisLink(const RedisTarget &target, ngx_log_t *log) noexcept
 {
     init_timer(&connect_timer_, on_connect_timeout, this, log);
     init_timer(&reconnect_timer_, on_reconnect, this, log);
-}
-
-RedisLink::~RedisLink()
-{
-    while (free_ != nullptr) {
-        Pending *next = free_->next_free;
-        delete free_;
-        free_ = next;
-    }
 }
 
 void RedisLink::start() noexcept
@@ -272,30 +255,17 @@ void RedisLink::release_connection() noexcept
     schedule_reconnect();
 }
 
-RedisLink::SendResult RedisLink::send(RequestState *state, int argc,
-                                      const char **argv,
-                                      const size_t *argvlen) noexcept
+RedisLink::SendResult RedisLink::send(Batch *batch,
+                                      std::string_view command) noexcept
 {
     if (state_ != State::kUp || ac_ == nullptr) {
         return SendResult::kDown;
     }
 
-    if (in_flight_ >= kMaxInFlight) {
-        return SendResult::kSaturated;
-    }
-
-    Pending *p = acquire();
-
-    if (p == nullptr) {
-        return SendResult::kDown;
-    }
-
-    p->state = state;
-
-    if (redisAsyncCommandArgv(ac_, on_reply, p, argc, argv, argvlen)
+    if (redisAsyncFormattedCommand(ac_, on_reply, batch, command.data(),
+                                   command.size())
         != REDIS_OK)
     {
-        release(p);
         return SendResult::kDown;
     }
 
@@ -304,14 +274,10 @@ RedisLink::SendResult RedisLink::send(RequestState *state, int argc,
     }
 
     in_flight_++;
-    state->pending = p;
 
-    // Never from inside hiredis (a reply callback resending after
-    // NOSCRIPT, or its own write): a failing write frees the context there,
-    // under hiredis's feet.  The posted write event flushes those calls.
-    if (++unsent_ >= kFlushCalls && !writing_
-        && !(ac_->c.flags & REDIS_IN_CALLBACK))
-    {
+    // Never from inside hiredis: a failing write frees the context there,
+    // under hiredis's feet.
+    if (!writing_ && !(ac_->c.flags & REDIS_IN_CALLBACK)) {
         flush();
     }
 
@@ -335,25 +301,6 @@ void RedisLink::on_request_timeout() noexcept
     }
 
     redisAsyncFree(ac_);
-}
-
-Pending *RedisLink::acquire() noexcept
-{
-    Pending *p = free_;
-
-    if (p != nullptr) {
-        free_ = p->next_free;
-        return p;
-    }
-
-    return new (std::nothrow) Pending{nullptr, nullptr};
-}
-
-void RedisLink::release(Pending *p) noexcept
-{
-    p->state = nullptr;
-    p->next_free = free_;
-    free_ = p;
 }
 
 // Edge-triggered where the event method can (epoll): the flag also goes to
@@ -423,17 +370,11 @@ void RedisLink::on_reply(redisAsyncContext *ac, void *reply,
                          void *privdata) noexcept
 {
     RedisLink *link = link_of(ac);
-    auto *p = static_cast<Pending *>(privdata);
-    RequestState *state = p->state;
+    auto *batch = static_cast<Batch *>(privdata);
 
     link->in_flight_--;
     link->progress_msec_ = ngx_current_msec;
-    link->release(p);
-
-    if (state != nullptr) {
-        state->pending = nullptr;
-        on_script_reply(state, static_cast<const redisReply *>(reply));
-    }
+    batch->owner->on_reply(batch, static_cast<const redisReply *>(reply));
 }
 
 void RedisLink::on_handshake_reply(redisAsyncContext *ac, void *reply,
@@ -504,7 +445,6 @@ void RedisLink::flush() noexcept
         return;
     }
 
-    unsent_ = 0;
     writing_ = true;
     redisAsyncHandleWrite(ac_);
     writing_ = false;

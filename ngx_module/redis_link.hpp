@@ -1,29 +1,19 @@
 // A worker's connection to Redis: one hiredis async context driven by the
-// nginx event loop, reconnected with backoff, carrying every request's
-// script call pipelined.
+// nginx event loop, reconnected with backoff, carrying the worker's batches
+// of script calls pipelined.
 #pragma once
-
-#include <hiredis/async.h>
 
 #include "ratelimit_conf.hpp"
 
+#include <hiredis/async.h>
+
 namespace ratelimit {
 
-struct RequestState;
-
-// A call in flight.  hiredis cannot cancel a callback and runs every pending
-// one, with a NULL reply if the connection fails, so the record handed to it
-// cannot live in the request's pool: the link owns it, and a request that
-// stops waiting (timeout, client gone) just clears `state`.
-struct Pending {
-    RequestState *state;
-    Pending *next_free;
-};
+struct Batch;
 
 class RedisLink {
 public:
     RedisLink(const RedisTarget &target, ngx_log_t *log) noexcept;
-    ~RedisLink();
 
     RedisLink(const RedisLink &) = delete;
     RedisLink &operator=(const RedisLink &) = delete;
@@ -33,19 +23,16 @@ public:
     // Closes the connection for good: pending calls get their NULL reply.
     void shutdown() noexcept;
 
-    enum class SendResult { kSent, kDown, kSaturated };
+    // Connected, and the handshake sent: commands may be sent.
+    bool up() const noexcept { return state_ == State::kUp; }
 
-    // Sends a command for a waiting request.  Unless kSent, nothing was
-    // sent: the link is down (or hiredis refused), or kMaxInFlight calls
-    // already wait for Redis.
-    SendResult send(RequestState *state, int argc, const char **argv,
-                    const size_t *argvlen) noexcept;
+    enum class SendResult { kSent, kDown };
 
-    // Calls a worker keeps in flight at most.  A stalled Redis leaves every
-    // call queued (its callback, its bytes, its Pending) even after its
-    // request timed out; this bounds that memory (about 200 bytes a call)
-    // and makes requests past it fail at once instead of waiting.
-    static constexpr ngx_uint_t kMaxInFlight = 65536;
+    // Sends a batch's command, a complete RESP command that hiredis copies;
+    // its reply goes to batch->owner.  Unless kSent, nothing was sent.
+    // Written at once, unless called from inside hiredis (a reply callback
+    // resending after NOSCRIPT): then the posted write event writes it.
+    SendResult send(Batch *batch, std::string_view command) noexcept;
 
     // At most once a second, so a Redis outage under load is one log line a
     // second per worker, not one per request.
@@ -70,8 +57,6 @@ private:
     void schedule_reconnect() noexcept;
     void release_connection() noexcept;
     void flush() noexcept;
-    Pending *acquire() noexcept;
-    void release(Pending *p) noexcept;
     void watch(ngx_event_t *ev, ngx_uint_t event) noexcept;
     void unwatch(ngx_event_t *ev, ngx_uint_t event) noexcept;
 
@@ -99,15 +84,13 @@ private:
     redisAsyncContext *ac_ = nullptr;
     ngx_connection_t *conn_ = nullptr;
     bool writing_ = false;    // inside redisAsyncHandleWrite
-    ngx_uint_t unsent_ = 0;   // calls queued since the last write
     bool closing_ = false;    // shutdown() called: no reconnect
     ngx_uint_t failures_ = 0; // consecutive, for the backoff
-    ngx_uint_t in_flight_ = 0;
+    ngx_uint_t in_flight_ = 0;      // commands sent, not yet answered
     ngx_msec_t progress_msec_ = 0;  // last reply, or first call after none
     time_t last_log_ = 0;
     ngx_event_t connect_timer_;
     ngx_event_t reconnect_timer_;
-    Pending *free_ = nullptr;
 };
 
 }  // namespace ratelimit

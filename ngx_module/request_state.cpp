@@ -2,7 +2,7 @@
 
 #include <new>
 
-#include "redis_link.hpp"
+#include "call_batch.hpp"
 
 namespace ratelimit {
 
@@ -12,10 +12,7 @@ namespace {
 // still on its way must find nothing to resume.
 void release_state(RequestState *state)
 {
-    if (state->pending != nullptr) {
-        state->pending->state = nullptr;
-        state->pending = nullptr;
-    }
+    CallBatcher::forget(state);
 
     if (state->wake.timer_set) {
         ngx_del_timer(&state->wake);

@@ -10,7 +10,7 @@
 
 namespace ratelimit {
 
-struct Pending;
+struct Batch;
 
 enum class Result {
     kNone,            // no zone applied (every key was empty)
@@ -33,9 +33,9 @@ struct RequestState {
     const LocConf *lcf;      // of the location that decided the request
     Stage stage;
     Result result;
-    Pending *pending;        // the in-flight call, while waiting
+    Batch *batch;            // holding the call, while waiting
+    ngx_uint_t slot;         // the request's place in it
     ngx_event_t wake;        // the wait's timeout, or posted on the reply
-    bool retried;            // the call was sent again after NOSCRIPT
     bool peek;               // report the zones, count nothing
     ngx_msec_t sent_msec;    // when the call left, on nginx's clock
     // Goes on with the request once the result is known, from an nginx
@@ -46,17 +46,20 @@ struct RequestState {
     ngx_uint_t zones;
     const ZoneRef *refs[kMaxZonesPerRequest];
     ngx_str_t subjects[kMaxZonesPerRequest];
-
-    // EVALSHA sha numkeys keys... args..., kept for one retry as EVAL.
-    int argc;
-    const char **argv;
-    size_t *argvlen;
+    ngx_str_t keys[kMaxZonesPerRequest];  // the subjects' Redis keys
 
     std::uint64_t now_ms;         // Redis time of the reply
     ZoneCount counts[kMaxZonesPerRequest];
     Verdict verdict;
     std::uint64_t reset_epoch_s;  // Unix time at which verdict's zone resets
 };
+
+// Whether the request's zone i counts it and may reject it, or dry-runs.
+inline bool enforced(const RequestState *state, ngx_uint_t i)
+{
+    return !(state->refs[i]->dry_run
+             || (state->lcf != nullptr && state->lcf->dry_run));
+}
 
 // The state of r's main request, or nullptr if none was created.
 RequestState *find_state(ngx_http_request_t *r) noexcept;

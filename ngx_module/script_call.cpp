@@ -1,5 +1,6 @@
 #include "script_call.hpp"
 
+#include "call_batch.hpp"
 #include "deny_cache.hpp"
 #include "rate_headers.hpp"
 #include "redis_link.hpp"
@@ -9,16 +10,6 @@
 namespace ratelimit {
 
 namespace {
-
-const char kEvalSha[] = "EVALSHA";
-const char kEval[] = "EVAL";
-const char kCount[] = "count";
-const char kPeek[] = "peek";
-const char kEnforce[] = "1";
-const char kDryRun[] = "0";
-
-// Arguments before the keys: command, script, key count.
-constexpr int kLeadArgs = 3;
 
 void fail(RequestState *state, const char *why, std::string_view detail = {})
 {
@@ -42,13 +33,7 @@ void fail(RequestState *state, const char *why, std::string_view detail = {})
 
 std::string_view zone_key(const RequestState *state, ngx_uint_t zone)
 {
-    return {state->argv[kLeadArgs + zone], state->argvlen[kLeadArgs + zone]};
-}
-
-bool enforced(const RequestState *state, ngx_uint_t zone)
-{
-    return !(state->refs[zone]->dry_run
-             || (state->lcf != nullptr && state->lcf->dry_run));
+    return view(state->keys[zone]);
 }
 
 // A rejection this worker remembers, answered without asking Redis.
@@ -139,10 +124,7 @@ void on_wake(ngx_event_t *ev) noexcept
     if (ev->timedout) {
         ev->timedout = 0;
 
-        if (state->pending != nullptr) {
-            state->pending->state = nullptr;
-            state->pending = nullptr;
-        }
+        CallBatcher::forget(state);
 
         MainConf *mcf = main_conf(state->r);
         u_char text[NGX_INT_T_LEN + 16];
@@ -163,44 +145,27 @@ void on_wake(ngx_event_t *ev) noexcept
     ngx_http_run_posted_requests(c);
 }
 
-}  // namespace
-
-bool build_call(ngx_http_request_t *r, RequestState *state,
-                const MainConf *mcf) noexcept
+// Resumes the request from the event loop, not from inside hiredis where
+// its reply is taken: the request may go on to anything, and the Redis
+// context must not be under it.
+void wake_up(RequestState *state)
 {
-    ngx_uint_t zones = state->zones;
-    int argc = kLeadArgs + 1 + static_cast<int>(zones * (1 + kArgsPerZone));
-    auto *argv = static_cast<const char **>(
-        ngx_palloc(r->pool, argc * sizeof(const char *)));
-    auto *len = static_cast<size_t *>(
-        ngx_palloc(r->pool, argc * sizeof(size_t)));
-    auto *numkeys = static_cast<char *>(ngx_pnalloc(r->pool, kMaxDigits));
-
-    if (argv == nullptr || len == nullptr || numkeys == nullptr) {
-        return false;
+    if (state->wake.timer_set) {
+        ngx_del_timer(&state->wake);
     }
 
-    std::string_view sha = window_script_sha1();
-    argv[0] = kEvalSha;
-    len[0] = sizeof(kEvalSha) - 1;
-    argv[1] = sha.data();
-    len[1] = sha.size();
-    argv[2] = numkeys;
-    len[2] = write_decimal(zones, numkeys);
+    ngx_post_event(&state->wake, &ngx_posted_events);
+}
 
-    const char **keys = argv + kLeadArgs;
-    size_t *key_len = len + kLeadArgs;
-    const char **mode = keys + zones;
-    size_t *mode_len = key_len + zones;
+}  // namespace
 
-    *mode = state->peek ? kPeek : kCount;
-    *mode_len = state->peek ? sizeof(kPeek) - 1 : sizeof(kCount) - 1;
-
+bool build_keys(ngx_http_request_t *r, RequestState *state,
+                const MainConf *mcf) noexcept
+{
     std::string_view prefix = view(mcf->prefix);
 
-    for (ngx_uint_t i = 0; i < zones; i++) {
-        const Zone *zone = state->refs[i]->zone;
-        std::string_view name = view(zone->name);
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        std::string_view name = view(state->refs[i]->zone->name);
         std::string_view subject = view(state->subjects[i]);
         auto *key = static_cast<char *>(ngx_pnalloc(
             r->pool, subject_key_size(prefix, name, subject)));
@@ -209,24 +174,10 @@ bool build_call(ngx_http_request_t *r, RequestState *state,
             return false;
         }
 
-        keys[i] = key;
-        key_len[i] = write_subject_key(prefix, name, subject, key);
-
-        const char **a = mode + 1 + i * kArgsPerZone;
-        size_t *l = mode_len + 1 + i * kArgsPerZone;
-
-        for (int k = 0; k < kZoneArgs; k++) {
-            a[k] = reinterpret_cast<const char *>(zone->args[k].data);
-            l[k] = zone->args[k].len;
-        }
-
-        a[kZoneArgs] = enforced(state, i) ? kEnforce : kDryRun;
-        l[kZoneArgs] = 1;
+        state->keys[i].data = reinterpret_cast<u_char *>(key);
+        state->keys[i].len = write_subject_key(prefix, name, subject, key);
     }
 
-    state->argc = argc;
-    state->argv = argv;
-    state->argvlen = len;
     return true;
 }
 
@@ -244,22 +195,23 @@ bool send_call(RequestState *state) noexcept
         return false;
     }
 
-    // Waiting from before the send: a failing write inside send() hands
-    // this call its NULL reply at once, and it must be taken.
+    // Waiting from before the queueing: a batch it fills is sent at once,
+    // and a failing write hands the batch its NULL reply, to be taken.
     state->stage = RequestState::Stage::kWaiting;
     state->sent_msec = ngx_current_msec;
 
-    RedisLink::SendResult sent =
-        mcf->link == nullptr
-        ? RedisLink::SendResult::kDown
-        : mcf->link->send(state, state->argc, state->argv, state->argvlen);
-
-    if (sent == RedisLink::SendResult::kSaturated) {
+    switch (mcf->calls == nullptr ? CallBatcher::QueueResult::kDown
+                                  : mcf->calls->queue(state))
+    {
+    case CallBatcher::QueueResult::kQueued:
+        break;
+    case CallBatcher::QueueResult::kSaturated:
         fail(state, "too many calls in flight to redis");
         return false;
-    }
-
-    if (sent != RedisLink::SendResult::kSent) {
+    case CallBatcher::QueueResult::kNoMemory:
+        fail(state, "no memory for the call to redis");
+        return false;
+    case CallBatcher::QueueResult::kDown:
         fail(state, "redis is not connected");
         return false;
     }
@@ -272,12 +224,8 @@ bool send_call(RequestState *state) noexcept
     return true;
 }
 
-void on_script_reply(RequestState *state, const redisReply *reply) noexcept
+void take_reply(RequestState *state, const redisReply *reply) noexcept
 {
-    if (state->stage != RequestState::Stage::kWaiting) {
-        return;
-    }
-
     ScriptReply decoded = decode_script_reply(reply, state->zones,
                                               state->counts);
 
@@ -285,47 +233,22 @@ void on_script_reply(RequestState *state, const redisReply *reply) noexcept
     case ScriptReply::Kind::kVerdict:
         take_counts(state, decoded);
         break;
-
-    case ScriptReply::Kind::kNoScript:
-        // A Redis restarted or flushed behind our back: send the script
-        // itself once, which also caches it for the calls that follow.
-        if (!state->retried) {
-            std::string_view script = window_script();
-            state->retried = true;
-            state->argv[0] = kEval;
-            state->argvlen[0] = sizeof(kEval) - 1;
-            state->argv[1] = script.data();
-            state->argvlen[1] = script.size();
-
-            RedisLink *link = main_conf(state->r)->link;
-
-            if (link->send(state, state->argc, state->argv, state->argvlen)
-                == RedisLink::SendResult::kSent)
-            {
-                return;
-            }
-        }
-        fail(state, "redis does not have the script: ", decoded.error);
-        break;
-
     case ScriptReply::Kind::kError:
         fail(state, "redis answered an error: ", decoded.error);
         break;
-
     case ScriptReply::Kind::kMalformed:
-        fail(state, reply == nullptr ? "redis connection failed"
-                                     : "unexpected reply from redis");
+        fail(state, "unexpected reply from redis");
         break;
     }
 
-    if (state->wake.timer_set) {
-        ngx_del_timer(&state->wake);
-    }
+    wake_up(state);
+}
 
-    // Resumed from the event loop, not from here inside hiredis: the
-    // request may go on to anything, and the Redis context must not be
-    // under it.
-    ngx_post_event(&state->wake, &ngx_posted_events);
+void fail_call(RequestState *state, const char *why,
+               std::string_view detail) noexcept
+{
+    fail(state, why, detail);
+    wake_up(state);
 }
 
 }  // namespace ratelimit

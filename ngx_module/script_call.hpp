@@ -1,26 +1,31 @@
 // One request's call of the window script: built from the request's zones
-// and subjects, sent on the worker's Redis link, waited for under an nginx
-// timer, and decoded into the request's state.
+// and subjects, queued in the worker's batch for Redis, waited for under an
+// nginx timer, and decoded into the request's state.
 #pragma once
 
 #include "request_state.hpp"
 
 namespace ratelimit {
 
-// Builds the call for state->refs and state->subjects (state->zones of
-// them), counting or, with state->peek, reporting only; false on no memory.
-bool build_call(ngx_http_request_t *r, RequestState *state,
+// Makes state->keys, the Redis keys of state->subjects in the zones of
+// state->refs (state->zones of them); false on no memory.
+bool build_keys(ngx_http_request_t *r, RequestState *state,
                 const MainConf *mcf) noexcept;
 
-// Sends the call and arms the timeout.  True if the request now waits:
+// Queues the call, counting or, with state->peek, reporting only, and arms
+// the timeout.  True if the request now waits:
 // state->resume runs when the result is in.  False if the result is known
 // without waiting: kRejected for a subject this worker saw Redis reject
 // and whose reset has not passed, kError if nothing could be sent.
 bool send_call(RequestState *state) noexcept;
 
-// The reply to the request's call, or nullptr when the connection failed
-// with the call in flight.  Called by the Redis link, only while the
-// request waits for it.
-void on_script_reply(RequestState *state, const redisReply *reply) noexcept;
+// The request's own reply in its batch's.  Called from inside hiredis, only
+// while the request waits for it.
+void take_reply(RequestState *state, const redisReply *reply) noexcept;
+
+// The request's batch got no replies: `why` and `detail` say why, for the
+// log.  Called only while the request waits.
+void fail_call(RequestState *state, const char *why,
+               std::string_view detail) noexcept;
 
 }  // namespace ratelimit

@@ -22,7 +22,6 @@ namespace {
 constexpr char kScript[] = R"lua(
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
-local counting = ARGV[1] == 'count'
 
 local function drop(key, ids)
     for i = 1, #ids, 256 do
@@ -86,100 +85,123 @@ local function ahead(current, newest, span)
     return current
 end
 
-local zones = #KEYS
-local rejected = 0
--- Per zone, kept flat (no table per zone): key, count, oldest, newest,
--- count of the current bucket, whether the script slid the window.
-local st = {}
+-- Decides one request, in `zones` zones: its keys are KEYS[k] on, its zones'
+-- arguments ARGV[a] on, kArgsPerZone of them per zone.
+local function decide(k, a, zones, counting)
+    local rejected = 0
+    -- Per zone, kept flat (no table per zone): count, oldest, newest,
+    -- count of the current bucket, whether the script slid the window,
+    -- current bucket.
+    local st = {}
 
-for i = 1, zones do
-    local key = KEYS[i]
-    local a = 1 + (i - 1) * 5
-    local width = tonumber(ARGV[a + 2])
-    local span = tonumber(ARGV[a + 3])
-    local current = math.floor(now / width)
-    local count, oldest, newest, here, slid = 0, 0, 0, 0, false
+    for i = 1, zones do
+        local key = KEYS[k + i - 1]
+        local z = a + (i - 1) * 5
+        local width = tonumber(ARGV[z + 1])
+        local span = tonumber(ARGV[z + 2])
+        local current = math.floor(now / width)
+        local count, oldest, newest, here, slid = 0, 0, 0, 0, false
 
-    if ARGV[a + 4] == 'f' then
-        local h = redis.call('HMGET', key, 't', 'n')
-        current = ahead(current, tonumber(h[2]), span)
-        if tonumber(h[2]) == current and tonumber(h[1]) then
-            count, oldest, newest = tonumber(h[1]), current, current
-        elseif h[1] or h[2] then
-            redis.call('DEL', key)
-        end
-    else
-        local h = redis.call('HMGET', key, 't', 'o', 'n', current)
-        local c, o, n = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
-        if n and n > current and ahead(current, n, span) == n then
-            current = n
-            h[4] = redis.call('HGET', key, current)
-        end
-        local first = current - span + 1
-        if c and o and n and n >= first and n <= current then
-            count, oldest, newest = c, o, n
-            here = tonumber(h[4]) or 0
-            if oldest < first then
-                count, oldest = slide(key, count, oldest, newest, first)
-                slid = true
+        if ARGV[z + 3] == 'f' then
+            local h = redis.call('HMGET', key, 't', 'n')
+            current = ahead(current, tonumber(h[2]), span)
+            if tonumber(h[2]) == current and tonumber(h[1]) then
+                count, oldest, newest = tonumber(h[1]), current, current
+            elseif h[1] or h[2] then
+                redis.call('DEL', key)
             end
-        elseif h[1] or h[2] or h[3] then
-            redis.call('DEL', key)
-        end
-    end
-
-    if count + 1 > tonumber(ARGV[a + 1]) and ARGV[a + 5] == '1' then
-        rejected = 1
-    end
-    local s = (i - 1) * 6
-    st[s + 1], st[s + 2], st[s + 3] = count, oldest, newest
-    st[s + 4], st[s + 5], st[s + 6] = here, slid, current
-end
-
-local reply = {now, rejected}
-local r = 2
-
-for i = 1, zones do
-    local key = KEYS[i]
-    local a = 1 + (i - 1) * 5
-    local s = (i - 1) * 6
-    local count, oldest, newest = st[s + 1], st[s + 2], st[s + 3]
-    local here, slid, current = st[s + 4], st[s + 5], st[s + 6]
-    local over = count + 1 > tonumber(ARGV[a + 1])
-
-    if counting and rejected == 0 and not over then
-        local fixed = ARGV[a + 4] == 'f'
-        if newest == current and fixed then
-            redis.call('HSET', key, 't', count + 1)
-        elseif newest == current and slid then
-            redis.call('HSET', key, current, here + 1, 't', count + 1,
-                       'o', oldest)
-        elseif newest == current then
-            redis.call('HSET', key, current, here + 1, 't', count + 1)
         else
-            if oldest == 0 then
-                oldest = current
+            local h = redis.call('HMGET', key, 't', 'o', 'n', current)
+            local c, o, n = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+            if n and n > current and ahead(current, n, span) == n then
+                current = n
+                h[4] = redis.call('HGET', key, current)
             end
-            if fixed then
-                redis.call('HSET', key, 't', count + 1, 'n', current)
-            else
-                redis.call('HSET', key, current, 1, 't', count + 1,
-                           'o', oldest, 'n', current)
+            local first = current - span + 1
+            if c and o and n and n >= first and n <= current then
+                count, oldest, newest = c, o, n
+                here = tonumber(h[4]) or 0
+                if oldest < first then
+                    count, oldest = slide(key, count, oldest, newest, first)
+                    slid = true
+                end
+            elseif h[1] or h[2] or h[3] then
+                redis.call('DEL', key)
             end
-            redis.call('PEXPIREAT', key,
-                       (current + tonumber(ARGV[a + 3]))
-                       * tonumber(ARGV[a + 2]))
         end
-        count = count + 1
-    elseif slid then
-        redis.call('HSET', key, 't', count, 'o', oldest)
+
+        if count + 1 > tonumber(ARGV[z]) and ARGV[z + 4] == '1' then
+            rejected = 1
+        end
+        local s = (i - 1) * 6
+        st[s + 1], st[s + 2], st[s + 3] = count, oldest, newest
+        st[s + 4], st[s + 5], st[s + 6] = here, slid, current
     end
-    reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest,
-                                              over and 1 or 0
-    r = r + 3
+
+    local reply = {now, rejected}
+    local r = 2
+
+    for i = 1, zones do
+        local key = KEYS[k + i - 1]
+        local z = a + (i - 1) * 5
+        local s = (i - 1) * 6
+        local count, oldest, newest = st[s + 1], st[s + 2], st[s + 3]
+        local here, slid, current = st[s + 4], st[s + 5], st[s + 6]
+        local over = count + 1 > tonumber(ARGV[z])
+
+        if counting and rejected == 0 and not over then
+            local fixed = ARGV[z + 3] == 'f'
+            if newest == current and fixed then
+                redis.call('HSET', key, 't', count + 1)
+            elseif newest == current and slid then
+                redis.call('HSET', key, current, here + 1, 't', count + 1,
+                           'o', oldest)
+            elseif newest == current then
+                redis.call('HSET', key, current, here + 1, 't', count + 1)
+            else
+                if oldest == 0 then
+                    oldest = current
+                end
+                if fixed then
+                    redis.call('HSET', key, 't', count + 1, 'n', current)
+                else
+                    redis.call('HSET', key, current, 1, 't', count + 1,
+                               'o', oldest, 'n', current)
+                end
+                redis.call('PEXPIREAT', key,
+                           (current + tonumber(ARGV[z + 2]))
+                           * tonumber(ARGV[z + 1]))
+            end
+            count = count + 1
+        elseif slid then
+            redis.call('HSET', key, 't', count, 'o', oldest)
+        end
+        reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest,
+                                                  over and 1 or 0
+        r = r + 3
+    end
+
+    return reply
 end
 
-return reply
+-- The requests one after another, as if each were its own call, but at one
+-- Redis time.  An error (a key of another type, OOM) is that request's
+-- reply: the others are still decided.
+local replies = {}
+local k, a = 1, 1
+
+while a <= #ARGV do
+    local zones = tonumber(ARGV[a + 1])
+    local ok, reply = pcall(decide, k, a + 2, zones, ARGV[a] == 'c')
+    if not ok and type(reply) ~= 'table' then
+        reply = {err = tostring(reply)}
+    end
+    replies[#replies + 1] = reply
+    k = k + zones
+    a = a + 2 + zones * 5
+end
+
+return replies
 )lua";
 
 struct ScriptDigest {
@@ -213,6 +235,24 @@ std::string_view window_script_sha1()
     return {digest.hex, kSha1HexLength};
 }
 
+BatchReply decode_batch_reply(const redisReply *reply, std::size_t requests)
+{
+    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+        std::string_view error(reply->str, reply->len);
+        return {error.substr(0, 8) == "NOSCRIPT" ? BatchReply::Kind::kNoScript
+                                                 : BatchReply::Kind::kError,
+                error};
+    }
+
+    if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY
+        || reply->elements != requests)
+    {
+        return {BatchReply::Kind::kMalformed, {}};
+    }
+
+    return {BatchReply::Kind::kReplies, {}};
+}
+
 ScriptReply decode_script_reply(const redisReply *reply, std::size_t zones,
                                 ZoneCount *counts)
 {
@@ -224,9 +264,7 @@ ScriptReply decode_script_reply(const redisReply *reply, std::size_t zones,
 
     if (reply->type == REDIS_REPLY_ERROR) {
         out.error = std::string_view(reply->str, reply->len);
-        out.kind = out.error.substr(0, 8) == "NOSCRIPT"
-                   ? ScriptReply::Kind::kNoScript
-                   : ScriptReply::Kind::kError;
+        out.kind = ScriptReply::Kind::kError;
         return out;
     }
 

@@ -1,17 +1,20 @@
-// The Redis script that decides a request for all its zones at once, and the
-// decoding of its reply.
+// The Redis script that decides a batch of requests, each for all its zones
+// at once, and the decoding of its reply.
 //
-// Call: EVALSHA <sha> <zones> KEY... MODE ARG... with one key per zone, MODE
-// "count" (decide and count the request) or "peek" (report, count nothing),
-// then kArgsPerZone arguments per zone, in the order of the keys:
-//   limit; bucket length in ms; buckets per window; "s" for a sliding
-//   window of buckets, "f" for a fixed window (one bucket, the whole
-//   window, aligned to Redis time); "1" to enforce the limit, "0" for dry
-//   run.
-// Reply: an array of integers, 2 + kRepliesPerZone * zones long:
-//   Redis time in ms, 1 if the request was rejected, then per zone the count
-//   in the window after this request, the oldest non-empty bucket (0 if
-//   none), and 1 if this request did not fit in the zone.
+// Call (see ScriptBatch): EVALSHA <sha> <keys> KEY... ENTRY... with the keys
+// of every request in turn, one per zone, then per request an entry:
+//   "c" (decide and count the request) or "p" (report, count nothing); its
+//   number of zones; then per zone, in the order of its keys,
+//   kArgsPerZone arguments: limit; bucket length in ms; buckets per
+//   window; "s" for a sliding window of buckets, "f" for a fixed window
+//   (one bucket, the whole window, aligned to Redis time); "1" to enforce
+//   the limit, "0" for dry run.
+// Reply: an array with one reply per request, in their order, each either
+// an error (that request's alone) or an array of integers, 2 +
+// kRepliesPerZone * zones long: Redis time in ms, 1 if the request was
+// rejected, then per zone the count in the window after this request, the
+// oldest non-empty bucket (0 if none), and 1 if this request did not fit in
+// the zone.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +48,6 @@ struct ZoneCount {
 struct ScriptReply {
     enum class Kind {
         kVerdict,    // now_ms, rejected and the zone counts are set
-        kNoScript,   // Redis does not have the script: load it and retry
         kError,      // an error reply; `error` holds its text
         kMalformed,  // not the shape the script answers with
     };
@@ -56,7 +58,23 @@ struct ScriptReply {
     std::string_view error;  // points into the decoded reply
 };
 
-// Decodes a reply to the script for `zones` zones into `out` and `counts`
+struct BatchReply {
+    enum class Kind {
+        kReplies,    // an array of one reply per request
+        kNoScript,   // Redis does not have the script: load it and retry
+        kError,      // an error reply; `error` holds its text
+        kMalformed,  // not an array of one element per request
+    };
+
+    Kind kind;
+    std::string_view error;  // points into the decoded reply
+};
+
+// Decodes the reply to a batch of `requests` requests; with kReplies,
+// request i's reply is reply->element[i], for decode_script_reply().
+BatchReply decode_batch_reply(const redisReply *reply, std::size_t requests);
+
+// Decodes one request's reply, for `zones` zones into `out` and `counts`
 // (which holds `zones` entries).  Never trusts the reply's shape: a null
 // reply, wrong types, wrong lengths and negative numbers are kMalformed.
 ScriptReply decode_script_reply(const redisReply *reply, std::size_t zones,

@@ -8,11 +8,12 @@
 # closed), error.log names the error (WRONGTYPE), the worker is fine and other
 # subjects are unaffected.
 #
-# Part 2, a fake Redis speaking RESP: replies of the wrong type or shape,
-# errors, NOSCRIPT forever, protocol garbage, truncated replies.  Expected:
-# never a crash, every request answered within timeout + margin by the fail
-# policy, NOSCRIPT retried with EVAL only once, and the module recovers when
-# sane replies come back.
+# Part 2, a fake Redis speaking RESP: replies of the wrong type or shape, for
+# the whole batch of calls or for each request in it, errors, NOSCRIPT
+# forever, protocol garbage, truncated replies.  Expected: never a crash,
+# every request answered within timeout + margin by the fail policy,
+# NOSCRIPT retried with EVAL only once, and the module recovers when sane
+# replies come back.
 
 use strict;
 use warnings;
@@ -76,6 +77,18 @@ $t->start_nginx;
     ok(!defined rhdr($o[0], 'X-RateLimit-Remaining'), 'string key: no rate limit headers on ERROR');
     ok($t->wait_log(qr/ratelimit: redis answered an error: .*WRONGTYPE/, 1, 2), 'error.log: redis answered an error ... WRONGTYPE');
     is($t->redis('GET', 'rl:api:str'), 'garbage', 'the operator\'s value is left alone');
+
+    # requests arriving together share a script call: the bad key's error
+    # is its request's alone, the others in the call are decided
+    {
+        my $calls = $t->commandstat('evalsha');
+        my @b = $t->burst(12, sub { ('/open/index.html', { 'X-Api-Key' => $_[0] % 4 ? "mix$_[0]" : 'str' }) }, 5);
+        my $used = $t->commandstat('evalsha') - $calls;
+        is(join(' ', map { sr($_) } @b),
+           join(' ', map { $_ % 4 ? '200/PASSED' : '200/ERROR' } 0 .. 11),
+           'a batch with the string key: only its requests get ERROR');
+        cmp_ok($used, '<', 12, "12 requests at once went in fewer script calls ($used)");
+    }
 
     # a list
     $t->redis('RPUSH', 'rl:api:list', 'a', 'b');
@@ -193,6 +206,18 @@ sub verdict_reply {
     return "*5\r\n:$now\r\n:$rej\r\n:$count\r\n:$oldest\r\n:$over\r\n";
 }
 
+# requests in a batch: after the keys, each is "c" or "p", its zone count
+# and 5 arguments per zone
+sub batch_size {
+    my ($argv) = @_;
+    my ($i, $n) = (3 + $argv->[2], 0);
+    while ($i < @$argv) {
+        $i += 2 + 5 * $argv->[$i + 1];
+        $n++;
+    }
+    return $n;
+}
+
 sub fake_reply {
     my ($mode, $argv) = @_;
     my $cmd = uc $argv->[0];
@@ -200,15 +225,32 @@ sub fake_reply {
     return '$40' . "\r\n" . ('a' x 40) . "\r\n" if $cmd eq 'SCRIPT';
     my $now = int(time * 1000);
     my $b = int($now / 1000);
-    my %r = (
-        valid    => verdict_reply($now, 0, 1, $b, 0),
+    my $n = batch_size($argv);
+    # the whole batch's reply
+    my %batch = (
         ok       => "+OK\r\n",
         int      => ":1\r\n",
         nil      => "\$-1\r\n",
         empty    => "*0\r\n",
-        short    => "*1\r\n:5\r\n",
-        long     => "*9\r\n" . (":1\r\n" x 9),
+        short    => "*" . ($n - 1) . "\r\n" . verdict_reply($now, 0, 1, $b, 0) x ($n - 1),
+        long     => "*" . ($n + 1) . "\r\n" . verdict_reply($now, 0, 1, $b, 0) x ($n + 1),
         err      => "-ERR injected failure\r\n",
+        noscript => "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+        garbage  => "HTTP/1.1 400 Bad Request\r\n\r\n",
+        deep     => ("*1\r\n" x 64) . ":1\r\n",
+        partial  => "*$n\r\n*5\r\n:17",
+        bigbulk  => "\$2147483647\r\n",
+        extraerr => "*$n\r\n" . verdict_reply($now, 0, 1, $b, 0) x $n . "-ERR unsolicited\r\n",
+    );
+    return $batch{$mode} if exists $batch{$mode};
+    # each request's reply in the batch
+    my %r = (
+        valid    => verdict_reply($now, 0, 1, $b, 0),
+        int1     => ":1\r\n",
+        empty1   => "*0\r\n",
+        short1   => "*1\r\n:5\r\n",
+        long1    => "*9\r\n" . (":1\r\n" x 9),
+        err1     => "-ERR injected failure\r\n",
         neg      => verdict_reply($now, 0, -1, $b, 0),
         rej2     => verdict_reply($now, 2, 1, $b, 0),
         over2    => verdict_reply($now, 0, 1, $b, 2),
@@ -219,15 +261,10 @@ sub fake_reply {
         hugerej  => verdict_reply('9223372036854775807', 1, '9223372036854775807', '9223372036854775807', 1),
         zero     => verdict_reply(0, 1, 0, 0, 1),
         rejnoover => verdict_reply($now, 1, 0, 0, 0),
-        noscript => "-NOSCRIPT No matching script. Please use EVAL.\r\n",
-        garbage  => "HTTP/1.1 400 Bad Request\r\n\r\n",
-        deep     => ("*1\r\n" x 64) . ":1\r\n",
-        partial  => "*5\r\n:17",
-        bigbulk  => "\$2147483647\r\n",
         badint   => "*5\r\n:12abc\r\n:0\r\n:1\r\n:1\r\n:0\r\n",
-        extraerr => verdict_reply($now, 0, 1, $b, 0) . "-ERR unsolicited\r\n",
     );
-    return $r{$mode} // "-ERR unknown fake mode\r\n";
+    return "-ERR unknown fake mode\r\n" unless exists $r{$mode};
+    return "*$n\r\n" . $r{$mode} x $n;
 }
 
 sub start_fake {
@@ -318,8 +355,7 @@ ok(wait_valid(), 'fake redis: a sane verdict is taken (PASSED)');
 }
 
 # modes whose replies are well-formed RESP but wrong for the script
-my %expect_error = map { $_ => 1 } qw(ok int nil empty short long err neg rej2 over2 strs nested nullelem noscript badint);
-for my $mode (qw(ok int nil empty short long err neg rej2 over2 strs nested nullelem badint)) {
+for my $mode (qw(ok int nil empty short long err int1 empty1 short1 long1 err1 neg rej2 over2 strs nested nullelem badint)) {
     ok(wait_valid(), "before '$mode': sane replies taken");
     set_mode($mode);
     my @o = map { $t->req('open', "$mode-$_") } 1 .. 2;

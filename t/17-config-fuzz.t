@@ -380,9 +380,11 @@ $t->start_redis;
         my @st;
         for my $k (1 .. 3) {
             my $r = $t->get("/index.html?k=v$n", { 'X-Api-Key' => "v$n" }, timeout => 5);
-            push @st, $r->{status};
+            # HTTP::Tiny's own 599 (no answer) has no Server header; a
+            # variant may well say "ratelimit_status 599" itself
+            push @st, $r->{status} . ($r->{headers}{server} ? '' : '/no answer');
         }
-        ok(!(grep { $_ == 599 } @st), "accepted variant $n answers requests (@st)") or diag(report($v));
+        ok(!(grep { m{/no answer} } @st), "accepted variant $n answers requests (@st)") or diag(report($v));
         $t->stop_nginx;
     }
 }

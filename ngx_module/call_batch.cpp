@@ -1,0 +1,208 @@
+#include "call_batch.hpp"
+
+#include <new>
+
+#include "redis_link.hpp"
+#include "request_state.hpp"
+#include "script_call.hpp"
+#include "window_script.hpp"
+
+namespace ratelimit {
+
+CallBatcher::CallBatcher(RedisLink *link, ngx_log_t *log) noexcept
+    : link_(link)
+{
+    ngx_memzero(&turn_end_, sizeof(ngx_event_t));
+    turn_end_.handler = on_turn_end;
+    turn_end_.data = this;
+    turn_end_.log = log;
+}
+
+CallBatcher::~CallBatcher()
+{
+    if (turn_end_.posted) {
+        ngx_delete_posted_event(&turn_end_);
+    }
+
+    delete open_;
+
+    while (free_ != nullptr) {
+        Batch *next = free_->next_free;
+        delete free_;
+        free_ = next;
+    }
+}
+
+CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
+{
+    if (!link_->up()) {
+        return QueueResult::kDown;
+    }
+
+    if (in_flight_ >= kMaxInFlight) {
+        return QueueResult::kSaturated;
+    }
+
+    if (open_ == nullptr) {
+        open_ = free_;
+
+        if (open_ != nullptr) {
+            free_ = open_->next_free;
+            free_count_--;
+        } else {
+            open_ = new (std::nothrow) Batch();
+
+            if (open_ == nullptr) {
+                return QueueResult::kNoMemory;
+            }
+
+            open_->owner = this;
+        }
+
+        open_->retried = false;
+    }
+
+    std::string_view keys[kMaxZonesPerRequest];
+    std::string_view args[kMaxZonesPerRequest];
+    bool enforce[kMaxZonesPerRequest];
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        keys[i] = view(state->keys[i]);
+        args[i] = view(state->refs[i]->zone->script_args);
+        enforce[i] = enforced(state, i);
+    }
+
+    ngx_uint_t slot = open_->call.entries();
+
+    if (!open_->call.add(state->peek, state->zones, keys, args, enforce)) {
+        return QueueResult::kNoMemory;
+    }
+
+    open_->states[slot] = state;
+    state->batch = open_;
+    state->slot = slot;
+    in_flight_++;
+
+    if (slot + 1 == Batch::kMaxRequests) {
+        send_open();
+    } else if (!turn_end_.posted) {
+        ngx_post_event(&turn_end_, &ngx_posted_events);
+    }
+
+    return QueueResult::kQueued;
+}
+
+void CallBatcher::forget(RequestState *state) noexcept
+{
+    if (state->batch != nullptr) {
+        state->batch->states[state->slot] = nullptr;
+        state->batch = nullptr;
+    }
+}
+
+// Hands the open batch to hiredis.  The batch may be answered (with NULL, if
+// the write fails) and released before send() returns.
+void CallBatcher::send_open() noexcept
+{
+    Batch *batch = open_;
+    open_ = nullptr;
+
+    if (turn_end_.posted) {
+        ngx_delete_posted_event(&turn_end_);
+    }
+
+    if (!send(batch, false)) {
+        fail_all(batch, "redis is not connected", {});
+    }
+}
+
+// hiredis copies the command: one buffer serves every batch.
+bool CallBatcher::send(Batch *batch, bool eval) noexcept
+{
+    return batch->call.write_command(eval, &command_)
+           && link_->send(batch, command_) == RedisLink::SendResult::kSent;
+}
+
+void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
+{
+    auto *batcher = static_cast<CallBatcher *>(ev->data);
+
+    if (batcher->open_ != nullptr) {
+        batcher->send_open();
+    }
+}
+
+void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
+{
+    ngx_uint_t requests = batch->call.entries();
+    BatchReply decoded = decode_batch_reply(reply, requests);
+
+    switch (decoded.kind) {
+    case BatchReply::Kind::kReplies:
+        for (ngx_uint_t i = 0; i < requests; i++) {
+            RequestState *state = batch->states[i];
+
+            if (state != nullptr) {
+                state->batch = nullptr;
+                take_reply(state, reply->element[i]);
+            }
+        }
+        release(batch);
+        return;
+
+    case BatchReply::Kind::kNoScript:
+        // A Redis restarted or flushed behind our back: send the script
+        // itself once, which also caches it for the calls that follow.
+        if (!batch->retried) {
+            batch->retried = true;
+
+            if (send(batch, true)) {
+                return;
+            }
+        }
+        fail_all(batch, "redis does not have the script: ", decoded.error);
+        return;
+
+    case BatchReply::Kind::kError:
+        fail_all(batch, "redis answered an error: ", decoded.error);
+        return;
+
+    case BatchReply::Kind::kMalformed:
+        fail_all(batch, reply == nullptr ? "redis connection failed"
+                                         : "unexpected reply from redis",
+                 {});
+        return;
+    }
+}
+
+void CallBatcher::fail_all(Batch *batch, const char *why,
+                           std::string_view detail) noexcept
+{
+    for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
+        RequestState *state = batch->states[i];
+
+        if (state != nullptr) {
+            state->batch = nullptr;
+            fail_call(state, why, detail);
+        }
+    }
+
+    release(batch);
+}
+
+void CallBatcher::release(Batch *batch) noexcept
+{
+    in_flight_ -= batch->call.entries();
+
+    if (free_count_ == kMaxFree) {
+        delete batch;
+        return;
+    }
+
+    batch->call.clear();
+    batch->next_free = free_;
+    free_ = batch;
+    free_count_++;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,83 @@
+// A worker's script calls, gathered into batches: the requests that one turn
+// of the event loop decides go to Redis together, in one call of the window
+// script per kMaxRequests of them.  Redis runs the script, reads its clock
+// and parses a command once per batch instead of once per request, and
+// nginx hands hiredis one preformatted command.
+#pragma once
+
+#include <string>
+
+#include "ratelimit_conf.hpp"
+#include "script_batch.hpp"
+
+namespace ratelimit {
+
+struct RequestState;
+class CallBatcher;
+
+// A batch being filled, or in flight.  hiredis cannot cancel a callback and
+// runs every pending one, with a NULL reply if the connection fails, so the
+// record handed to it cannot live in a request's pool: the batcher owns it,
+// and a request that stops waiting (timeout, client gone) clears its slot.
+struct Batch {
+    // Requests per batch.  Sending a full batch at once, before the loop
+    // turn ends, lets Redis run it while nginx reads more requests.
+    static constexpr ngx_uint_t kMaxRequests = 16;
+
+    CallBatcher *owner;
+    ScriptBatch call;
+    RequestState *states[kMaxRequests];  // nullptr: stopped waiting
+    bool retried;                        // sent again after NOSCRIPT
+    Batch *next_free;
+};
+
+class CallBatcher {
+public:
+    CallBatcher(RedisLink *link, ngx_log_t *log) noexcept;
+    ~CallBatcher();
+
+    CallBatcher(const CallBatcher &) = delete;
+    CallBatcher &operator=(const CallBatcher &) = delete;
+
+    enum class QueueResult { kQueued, kDown, kSaturated, kNoMemory };
+
+    // Adds the call of a waiting request (state->keys, refs, peek) to the
+    // open batch.  Unless kQueued, nothing was added: the link is down,
+    // kMaxInFlight requests already wait for Redis, or no memory.
+    QueueResult queue(RequestState *state) noexcept;
+
+    // Requests a worker keeps waiting for Redis at most.  A stalled Redis
+    // leaves every batch queued (its bytes, its callback) even after its
+    // requests timed out; this bounds that memory (a few hundred bytes a
+    // request) and makes requests past it fail at once instead of waiting.
+    static constexpr ngx_uint_t kMaxInFlight = 65536;
+
+    // Answered batches kept for reuse, with their buffers; after a stall
+    // the rest are freed.
+    static constexpr ngx_uint_t kMaxFree = 64;
+
+    // The request stops waiting: its reply, when it comes, goes nowhere.
+    static void forget(RequestState *state) noexcept;
+
+    // The reply to a batch, or nullptr when the connection failed with it
+    // in flight.  Called by the Redis link, from inside hiredis.
+    void on_reply(Batch *batch, const redisReply *reply) noexcept;
+
+private:
+    void send_open() noexcept;
+    bool send(Batch *batch, bool eval) noexcept;
+    void fail_all(Batch *batch, const char *why,
+                  std::string_view detail) noexcept;
+    void release(Batch *batch) noexcept;
+    static void on_turn_end(ngx_event_t *ev) noexcept;
+
+    RedisLink *link_;
+    Batch *open_ = nullptr;     // being filled during this loop turn
+    Batch *free_ = nullptr;
+    ngx_uint_t free_count_ = 0;
+    ngx_uint_t in_flight_ = 0;  // requests queued and not yet answered
+    std::string command_;       // the batch being sent, for hiredis to copy
+    ngx_event_t turn_end_;      // posted while a batch is open
+};
+
+}  // namespace ratelimit

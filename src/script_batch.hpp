@@ -1,0 +1,47 @@
+// The requests a worker sends Redis in one call of the window script,
+// encoded in Redis's protocol (RESP) as they are added: sending a batch
+// copies bytes and formats nothing, and one script call, one TIME and one
+// round of parsing serve every request in it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "policy.hpp"
+
+namespace ratelimit {
+
+// The arguments of a zone that do not depend on the request (limit, bucket
+// length in ms, buckets per window, algorithm), as RESP bulk strings: at
+// most kZoneArgsMaxSize bytes, four bulks of at most 20 digits.
+constexpr std::size_t kZoneArgsMaxSize = 4 * (1 + 20 + 2 + 20 + 2);
+std::size_t write_zone_args(const Policy &policy, bool fixed, char *out);
+
+class ScriptBatch {
+public:
+    // Adds a request deciding `zones` zones (1 to kMaxZonesPerRequest):
+    // keys[i] is its Redis key in zone i, zone_args[i] what
+    // write_zone_args() wrote for that zone, enforce[i] false to dry-run
+    // it.  `peek` reports on the zones and counts nothing.  False, with the
+    // batch as it was, on no memory.
+    bool add(bool peek, std::size_t zones, const std::string_view *keys,
+             const std::string_view *zone_args, const bool *enforce) noexcept;
+
+    std::size_t entries() const noexcept { return entries_; }
+
+    // Writes the whole command into `out`: EVALSHA with the script's
+    // digest or, with `eval`, EVAL with its text.  False on no memory.
+    bool write_command(bool eval, std::string *out) const noexcept;
+
+    void clear() noexcept;
+
+private:
+    std::string keys_;     // RESP bulks, in the order of the entries
+    std::string args_;
+    std::size_t entries_ = 0;
+    std::size_t key_count_ = 0;
+    std::size_t arg_count_ = 0;
+};
+
+}  // namespace ratelimit
