@@ -62,8 +62,9 @@ end
 
 -- Sliding window: EVALSHA of the module's script with the module's
 -- arguments (cfg.args, built by run.pl from src/window_script.hpp's call
--- convention: a batch of this one request, "c", 1 zone, limit, bucket ms,
--- buckets, "s", "1"); on NOSCRIPT, SCRIPT LOAD it and retry once.
+-- convention: a batch of this one request in one zone: 1, limit, bucket
+-- ms, buckets, "s", "1", then "c\0"); on NOSCRIPT, SCRIPT LOAD it and retry
+-- once.
 function _M.sliding()
     local subject, red = subject_and_connection()
     if not red then

@@ -104,11 +104,19 @@ sub window_script {
 }
 
 # The script's call convention (src/window_script.hpp) for a batch of one
-# request in one zone: "c" to count, 1 zone, then its limit, bucket length
-# in ms, buckets, "s" for sliding, "1" to enforce.
+# request in one zone: 1 zone, its limit, bucket length in ms, buckets, "s"
+# for sliding, "1" to enforce; then the request, "c" to count and the byte
+# 0 for that zone.
+# A Lua string literal of any bytes.
+sub lua_string {
+    my ($s) = @_;
+    $s =~ s/([^\x20-\x7e]|["\\])/sprintf('\\%03d', ord $1)/ge;
+    return "\"$s\"";
+}
+
 sub script_args {
     my ($limit, $bucket_ms, $buckets) = @_;
-    return ('c', 1, $limit, $bucket_ms, $buckets, 's', '1');
+    return (1, $limit, $bucket_ms, $buckets, 's', '1', "c\0");
 }
 
 # ---------------------------------------------------------------------------
@@ -239,7 +247,7 @@ sub lua_config {
         . "    prefix = \"$o{prefix}\",\n"
         . "    limit = $o{limit},\n    bucket_ms = 1000,\n    buckets = 60,\n"
         . "    window_s = 60,\n"
-        . "    args = {" . join(', ', map { "\"$_\"" } @args) . "},\n"
+        . "    args = {" . join(', ', map { lua_string($_) } @args) . "},\n"
         . "    sha = \"$SCRIPT_SHA\",\n"
         # a long bracket drops the newline right after it: add one
         . "    script = [${eq}[\n$SCRIPT]${eq}],\n}\n";

@@ -52,8 +52,6 @@ void append_decimal_bulk(std::string &out, std::uint64_t value)
     append_bulk(out, {digits, write_decimal(value, digits)});
 }
 
-constexpr std::string_view kCount = "$1\r\nc\r\n";
-constexpr std::string_view kPeek = "$1\r\np\r\n";
 constexpr std::string_view kEnforce = "$1\r\n1\r\n";
 constexpr std::string_view kDryRun = "$1\r\n0\r\n";
 
@@ -73,41 +71,87 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
                       const std::string_view *zone_args,
                       const bool *enforce) noexcept
 {
-    std::size_t keys_size = keys_.size();
-    std::size_t args_size = args_.size();
-
-    try {
-        args_.append(peek ? kPeek : kCount);
-        append_decimal_bulk(args_, zones);
-
-        for (std::size_t i = 0; i < zones; i++) {
-            append_bulk(keys_, keys[i]);
-            args_.append(zone_args[i]).append(enforce[i] ? kEnforce
-                                                         : kDryRun);
-        }
-    } catch (const std::bad_alloc &) {
-        keys_.erase(keys_size);
-        args_.erase(args_size);
+    if (zones == 0 || zones > kMaxZonesPerRequest) {
         return false;
     }
 
-    entries_++;
+    // The entry: the mode, then each zone's descriptor by number.  New
+    // descriptors are recorded past described_, which moves only once the
+    // request is in.
+    char entry[1 + kMaxZonesPerRequest];
+    std::size_t described = described_;
+    std::size_t first_use[kMaxZonesPerRequest];  // of each new descriptor
+
+    entry[0] = peek ? 'p' : 'c';
+
+    for (std::size_t i = 0; i < zones; i++) {
+        std::size_t d = 0;
+
+        while (d < described
+               && !(described_args_[d] == zone_args[i].data()
+                    && described_enforce_[d] == enforce[i]))
+        {
+            d++;
+        }
+
+        if (d == described) {
+            if (described == kMaxZoneDescriptors) {
+                return false;
+            }
+
+            described_args_[d] = zone_args[i].data();
+            described_enforce_[d] = enforce[i];
+            first_use[d - described_] = i;
+            described++;
+        }
+
+        entry[1 + i] = static_cast<char>(d);
+    }
+
+    std::size_t keys_size = keys_.size();
+    std::size_t zones_size = zones_.size();
+    std::size_t entries_size = entries_.size();
+
+    try {
+        for (std::size_t d = described_; d < described; d++) {
+            std::size_t i = first_use[d - described_];
+            zones_.append(zone_args[i]).append(enforce[i] ? kEnforce
+                                                          : kDryRun);
+        }
+
+        for (std::size_t i = 0; i < zones; i++) {
+            append_bulk(keys_, keys[i]);
+        }
+
+        append_bulk(entries_, {entry, 1 + zones});
+    } catch (const std::bad_alloc &) {
+        keys_.erase(keys_size);
+        zones_.erase(zones_size);
+        entries_.erase(entries_size);
+        return false;
+    }
+
+    described_ = described;
+    requests_++;
     key_count_ += zones;
-    arg_count_ += 2 + zones * kArgsPerZone;
     return true;
 }
 
 bool ScriptBatch::write_command(bool eval, std::string *out) const noexcept
 {
     char head[kMaxDigits + 3];
-    std::size_t n = put_head(head, '*', 3 + key_count_ + arg_count_);
+    std::size_t argc = 4 + key_count_ + described_ * kArgsPerZone
+                       + requests_;
+    std::size_t n = put_head(head, '*', argc);
 
     try {
         out->assign(head, n);
         append_bulk(*out, eval ? "EVAL" : "EVALSHA");
         append_bulk(*out, eval ? window_script() : window_script_sha1());
         append_decimal_bulk(*out, key_count_);
-        out->append(keys_).append(args_);
+        out->append(keys_);
+        append_decimal_bulk(*out, described_);
+        out->append(zones_).append(entries_);
     } catch (const std::bad_alloc &) {
         out->clear();
         return false;
@@ -119,10 +163,11 @@ bool ScriptBatch::write_command(bool eval, std::string *out) const noexcept
 void ScriptBatch::clear() noexcept
 {
     keys_.clear();
-    args_.clear();
-    entries_ = 0;
+    zones_.clear();
+    entries_.clear();
+    described_ = 0;
+    requests_ = 0;
     key_count_ = 0;
-    arg_count_ = 0;
 }
 
 }  // namespace ratelimit

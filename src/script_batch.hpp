@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "policy.hpp"
+#include "window_script.hpp"
 
 namespace ratelimit {
 
@@ -23,12 +24,15 @@ public:
     // Adds a request deciding `zones` zones (1 to kMaxZonesPerRequest):
     // keys[i] is its Redis key in zone i, zone_args[i] what
     // write_zone_args() wrote for that zone, enforce[i] false to dry-run
-    // it.  `peek` reports on the zones and counts nothing.  False, with the
-    // batch as it was, on no memory.
+    // it.  `peek` reports on the zones and counts nothing.  A zone's
+    // arguments go once into the batch, however many requests use it: two
+    // zones are the same if their zone_args point to the same bytes and
+    // they are enforced alike.  False, with the batch as it was, on no
+    // memory or past kMaxZoneDescriptors distinct zones.
     bool add(bool peek, std::size_t zones, const std::string_view *keys,
              const std::string_view *zone_args, const bool *enforce) noexcept;
 
-    std::size_t entries() const noexcept { return entries_; }
+    std::size_t entries() const noexcept { return requests_; }
 
     // Writes the whole command into `out`: EVALSHA with the script's
     // digest or, with `eval`, EVAL with its text.  False on no memory.
@@ -36,12 +40,20 @@ public:
 
     void clear() noexcept;
 
+    // Zones one batch can name: a request names each of its zones by one
+    // byte.
+    static constexpr std::size_t kMaxZoneDescriptors = 256;
+
 private:
-    std::string keys_;     // RESP bulks, in the order of the entries
-    std::string args_;
-    std::size_t entries_ = 0;
+    // RESP bulks: the keys, the zones' arguments, one entry per request.
+    std::string keys_;
+    std::string zones_;
+    std::string entries_;
+    const char *described_args_[kMaxZoneDescriptors];
+    bool described_enforce_[kMaxZoneDescriptors];
+    std::size_t described_ = 0;
+    std::size_t requests_ = 0;
     std::size_t key_count_ = 0;
-    std::size_t arg_count_ = 0;
 };
 
 }  // namespace ratelimit

@@ -85,41 +85,63 @@ local function ahead(current, newest, span)
     return current
 end
 
--- Decides one request, in `zones` zones: its keys are KEYS[k] on, its zones'
--- arguments ARGV[a] on, kArgsPerZone of them per zone.
-local function decide(k, a, zones, counting)
-    local rejected = 0
-    -- Per zone, kept flat (no table per zone): count, oldest, newest,
-    -- count of the current bucket, whether the script slid the window,
-    -- current bucket.
-    local st = {}
+-- The zones of the batch, read once: ARGV[1] of them, kArgsPerZone
+-- arguments each.  A zone's current bucket number is also kept as text,
+-- the field name, so that no request formats it again.
+local zones = tonumber(ARGV[1])
+local limit, width, span, fixed, enforce = {}, {}, {}, {}, {}
+local bucket, bucket_field = {}, {}
 
-    for i = 1, zones do
+for d = 1, zones do
+    local z = 2 + (d - 1) * 5
+    limit[d] = tonumber(ARGV[z])
+    width[d] = tonumber(ARGV[z + 1])
+    span[d] = tonumber(ARGV[z + 2])
+    fixed[d] = ARGV[z + 3] == 'f'
+    enforce[d] = ARGV[z + 4] == '1'
+    bucket[d] = math.floor(now / width[d])
+    bucket_field[d] = string.format('%d', bucket[d])
+end
+
+local byte = string.byte
+
+-- Decides one request: `entry` is "c" (count) or "p" (peek), then a byte per
+-- zone, the zone's number from 0; its keys are KEYS[k] on.
+local function decide(k, entry)
+    local n = #entry - 1
+    local rejected = 0
+    -- Per zone, kept flat (no table per zone): zone, count, oldest, newest,
+    -- count of the current bucket, whether the script slid the window,
+    -- current bucket and its field name.
+    local st = {0, 0, 0, 0, 0, false, 0, ''}
+
+    for i = 1, n do
         local key = KEYS[k + i - 1]
-        local z = a + (i - 1) * 5
-        local width = tonumber(ARGV[z + 1])
-        local span = tonumber(ARGV[z + 2])
-        local current = math.floor(now / width)
+        local d = byte(entry, i + 1) + 1
+        local current, field = bucket[d], bucket_field[d]
         local count, oldest, newest, here, slid = 0, 0, 0, 0, false
 
-        if ARGV[z + 3] == 'f' then
+        if fixed[d] then
             local h = redis.call('HMGET', key, 't', 'n')
-            current = ahead(current, tonumber(h[2]), span)
+            current = ahead(current, tonumber(h[2]), span[d])
+            if current ~= bucket[d] then
+                field = current
+            end
             if tonumber(h[2]) == current and tonumber(h[1]) then
                 count, oldest, newest = tonumber(h[1]), current, current
             elseif h[1] or h[2] then
                 redis.call('DEL', key)
             end
         else
-            local h = redis.call('HMGET', key, 't', 'o', 'n', current)
-            local c, o, n = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
-            if n and n > current and ahead(current, n, span) == n then
-                current = n
-                h[4] = redis.call('HGET', key, current)
+            local h = redis.call('HMGET', key, 't', 'o', 'n', field)
+            local c, o, m = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+            if m and m > current and ahead(current, m, span[d]) == m then
+                current, field = m, m
+                h[4] = redis.call('HGET', key, field)
             end
-            local first = current - span + 1
-            if c and o and n and n >= first and n <= current then
-                count, oldest, newest = c, o, n
+            local first = current - span[d] + 1
+            if c and o and m and m >= first and m <= current then
+                count, oldest, newest = c, o, m
                 here = tonumber(h[4]) or 0
                 if oldest < first then
                     count, oldest = slide(key, count, oldest, newest, first)
@@ -130,47 +152,46 @@ local function decide(k, a, zones, counting)
             end
         end
 
-        if count + 1 > tonumber(ARGV[z]) and ARGV[z + 4] == '1' then
+        if count + 1 > limit[d] and enforce[d] then
             rejected = 1
         end
-        local s = (i - 1) * 6
-        st[s + 1], st[s + 2], st[s + 3] = count, oldest, newest
-        st[s + 4], st[s + 5], st[s + 6] = here, slid, current
+        local s = (i - 1) * 8
+        st[s + 1], st[s + 2], st[s + 3], st[s + 4] = d, count, oldest, newest
+        st[s + 5], st[s + 6], st[s + 7], st[s + 8] = here, slid, current,
+                                                     field
     end
 
-    local reply = {now, rejected}
+    local reply = {now, rejected, 0, 0, 0}
     local r = 2
 
-    for i = 1, zones do
+    for i = 1, n do
         local key = KEYS[k + i - 1]
-        local z = a + (i - 1) * 5
-        local s = (i - 1) * 6
-        local count, oldest, newest = st[s + 1], st[s + 2], st[s + 3]
-        local here, slid, current = st[s + 4], st[s + 5], st[s + 6]
-        local over = count + 1 > tonumber(ARGV[z])
+        local s = (i - 1) * 8
+        local d, count, oldest, newest = st[s + 1], st[s + 2], st[s + 3],
+                                         st[s + 4]
+        local here, slid, current, field = st[s + 5], st[s + 6], st[s + 7],
+                                           st[s + 8]
+        local over = count + 1 > limit[d]
 
-        if counting and rejected == 0 and not over then
-            local fixed = ARGV[z + 3] == 'f'
-            if newest == current and fixed then
+        if byte(entry, 1) == 99 and rejected == 0 and not over then
+            if newest == current and fixed[d] then
                 redis.call('HSET', key, 't', count + 1)
             elseif newest == current and slid then
-                redis.call('HSET', key, current, here + 1, 't', count + 1,
+                redis.call('HSET', key, field, here + 1, 't', count + 1,
                            'o', oldest)
             elseif newest == current then
-                redis.call('HSET', key, current, here + 1, 't', count + 1)
+                redis.call('HSET', key, field, here + 1, 't', count + 1)
             else
                 if oldest == 0 then
                     oldest = current
                 end
-                if fixed then
-                    redis.call('HSET', key, 't', count + 1, 'n', current)
+                if fixed[d] then
+                    redis.call('HSET', key, 't', count + 1, 'n', field)
                 else
-                    redis.call('HSET', key, current, 1, 't', count + 1,
-                               'o', oldest, 'n', current)
+                    redis.call('HSET', key, field, 1, 't', count + 1,
+                               'o', oldest, 'n', field)
                 end
-                redis.call('PEXPIREAT', key,
-                           (current + tonumber(ARGV[z + 2]))
-                           * tonumber(ARGV[z + 1]))
+                redis.call('PEXPIREAT', key, (current + span[d]) * width[d])
             end
             count = count + 1
         elseif slid then
@@ -188,17 +209,16 @@ end
 -- Redis time.  An error (a key of another type, OOM) is that request's
 -- reply: the others are still decided.
 local replies = {}
-local k, a = 1, 1
+local k = 1
 
-while a <= #ARGV do
-    local zones = tonumber(ARGV[a + 1])
-    local ok, reply = pcall(decide, k, a + 2, zones, ARGV[a] == 'c')
+for a = 2 + zones * 5, #ARGV do
+    local entry = ARGV[a]
+    local ok, reply = pcall(decide, k, entry)
     if not ok and type(reply) ~= 'table' then
         reply = {err = tostring(reply)}
     end
     replies[#replies + 1] = reply
-    k = k + zones
-    a = a + 2 + zones * 5
+    k = k + #entry - 1
 end
 
 return replies

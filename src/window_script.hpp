@@ -1,14 +1,15 @@
 // The Redis script that decides a batch of requests, each for all its zones
 // at once, and the decoding of its reply.
 //
-// Call (see ScriptBatch): EVALSHA <sha> <keys> KEY... ENTRY... with the keys
-// of every request in turn, one per zone, then per request an entry:
-//   "c" (decide and count the request) or "p" (report, count nothing); its
-//   number of zones; then per zone, in the order of its keys,
-//   kArgsPerZone arguments: limit; bucket length in ms; buckets per
-//   window; "s" for a sliding window of buckets, "f" for a fixed window
-//   (one bucket, the whole window, aligned to Redis time); "1" to enforce
-//   the limit, "0" for dry run.
+// Call (see ScriptBatch): EVALSHA <sha> <keys> KEY... ZONES ZONE-ARG...
+// ENTRY... with the keys of every request in turn, one per zone; then the
+// number of distinct zones in the batch and kArgsPerZone arguments for
+// each: limit; bucket length in ms; buckets per window; "s" for a sliding
+// window of buckets, "f" for a fixed window (one bucket, the whole window,
+// aligned to Redis time); "1" to enforce the limit, "0" for dry run.  Then
+// one entry per request: "c" (decide and count the request) or "p" (report,
+// count nothing), followed by one byte per zone of the request, in the
+// order of its keys: the zone's number among the batch's, from 0.
 // Reply: an array with one reply per request, in their order, each either
 // an error (that request's alone) or an array of integers, 2 +
 // kRepliesPerZone * zones long: Redis time in ms, 1 if the request was

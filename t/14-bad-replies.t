@@ -79,15 +79,25 @@ $t->start_nginx;
     is($t->redis('GET', 'rl:api:str'), 'garbage', 'the operator\'s value is left alone');
 
     # requests arriving together share a script call: the bad key's error
-    # is its request's alone, the others in the call are decided
+    # is its request's alone, the others in the call are decided.  Whether
+    # a burst's requests arrive in one loop turn is up to the kernel:
+    # bursts are sent until one shared a call, every one checked.
     {
-        my $calls = $t->commandstat('evalsha');
-        my @b = $t->burst(12, sub { ('/open/index.html', { 'X-Api-Key' => $_[0] % 4 ? "mix$_[0]" : 'str' }) }, 5);
-        my $used = $t->commandstat('evalsha') - $calls;
-        is(join(' ', map { sr($_) } @b),
-           join(' ', map { $_ % 4 ? '200/PASSED' : '200/ERROR' } 0 .. 11),
-           'a batch with the string key: only its requests get ERROR');
-        cmp_ok($used, '<', 12, "12 requests at once went in fewer script calls ($used)");
+        my $want = join(' ', map { $_ % 4 ? '200/PASSED' : '200/ERROR' } 0 .. 11);
+        my ($shared, @wrong);
+        for my $try (1 .. 5) {
+            my $calls = $t->commandstat('evalsha');
+            my @b = $t->burst(12, sub { ('/open/index.html', { 'X-Api-Key' => $_[0] % 4 ? "mix$try-$_[0]" : 'str' }) }, 5);
+            my $used = $t->commandstat('evalsha') - $calls;
+            my $got = join(' ', map { sr($_) } @b);
+            push @wrong, "try $try: $got" if $got ne $want;
+            if ($used < 12) {
+                $shared = "try $try: $used calls";
+                last;
+            }
+        }
+        is(join('; ', @wrong), '', 'bursts with the string key: only its requests get ERROR');
+        ok($shared, '12 requests at once went in fewer script calls (' . ($shared // 'never') . ')');
     }
 
     # a list
@@ -206,16 +216,12 @@ sub verdict_reply {
     return "*5\r\n:$now\r\n:$rej\r\n:$count\r\n:$oldest\r\n:$over\r\n";
 }
 
-# requests in a batch: after the keys, each is "c" or "p", its zone count
-# and 5 arguments per zone
+# requests in a batch: after the keys, the zone count, 5 arguments per
+# zone, then one argument per request
 sub batch_size {
     my ($argv) = @_;
-    my ($i, $n) = (3 + $argv->[2], 0);
-    while ($i < @$argv) {
-        $i += 2 + 5 * $argv->[$i + 1];
-        $n++;
-    }
-    return $n;
+    my $zones_at = 3 + $argv->[2];
+    return @$argv - ($zones_at + 1 + 5 * $argv->[$zones_at]);
 }
 
 sub fake_reply {

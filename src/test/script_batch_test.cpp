@@ -50,7 +50,7 @@ std::string zone_args(const Policy &p, bool fixed)
     return std::string(out, write_zone_args(p, fixed, out));
 }
 
-TEST(ScriptBatch, RequestsInOrderKeysFirst)
+TEST(ScriptBatch, KeysThenZonesOnceThenEntries)
 {
     std::string minute = zone_args({100, 60000, 1000}, false);
     std::string day = zone_args({5000, 86400000, 86400000}, true);
@@ -63,17 +63,25 @@ TEST(ScriptBatch, RequestsInOrderKeysFirst)
     std::string_view keys2[] = {""};
     std::string_view args2[] = {day};
     bool enforce2[] = {true};
+    std::string_view keys3[] = {"rl:a:2", "rl:b:2"};
+    bool enforce3[] = {true, false};
 
     ASSERT_TRUE(batch.add(false, 2, keys1, args1, enforce1));
     ASSERT_TRUE(batch.add(true, 1, keys2, args2, enforce2));
-    EXPECT_EQ(batch.entries(), 2u);
+    ASSERT_TRUE(batch.add(false, 2, keys3, args1, enforce3));
+    EXPECT_EQ(batch.entries(), 3u);
 
+    // The day zone enforced in request 2 is not the day zone dry-run in
+    // request 1: three zones.
     std::vector<std::string> want = {
-        "EVALSHA", std::string(window_script_sha1()), "3",
-        "rl:a:1", binary, "",
-        "c", "2", "100", "1000", "60", "s", "1",
+        "EVALSHA", std::string(window_script_sha1()), "5",
+        "rl:a:1", binary, "", "rl:a:2", "rl:b:2",
+        "3",
+        "100", "1000", "60", "s", "1",
         "5000", "86400000", "1", "f", "0",
-        "p", "1", "5000", "86400000", "1", "f", "1",
+        "5000", "86400000", "1", "f", "1",
+        std::string("c\0\1", 3), std::string("p\2", 2),
+        std::string("c\0\1", 3),
     };
     EXPECT_EQ(arguments(batch, false), want);
 
@@ -97,7 +105,7 @@ TEST(ScriptBatch, ClearStartsAfresh)
 
     std::vector<std::string> want = {
         "EVALSHA", std::string(window_script_sha1()), "1", "x",
-        "c", "1", "1", "1000", "1", "f", "1",
+        "1", "1", "1000", "1", "f", "1", std::string("c\0", 2),
     };
     EXPECT_EQ(arguments(batch, false), want);
 }
@@ -116,12 +124,12 @@ TEST(ScriptBatch, LargestNumbersFit)
 
     std::vector<std::string> got = arguments(batch, false);
     ASSERT_EQ(got.size(), 11u);
-    EXPECT_EQ(got[6], "18446744073709551615");
-    EXPECT_EQ(got[7], "1");
-    EXPECT_EQ(got[8], "18446744073709551615");
+    EXPECT_EQ(got[5], "18446744073709551615");
+    EXPECT_EQ(got[6], "1");
+    EXPECT_EQ(got[7], "18446744073709551615");
 }
 
-TEST(ScriptBatch, ManyRequests)
+TEST(ScriptBatch, ManyRequestsOneZone)
 {
     std::string args = zone_args({10, 1000, 1000}, false);
     ScriptBatch batch;
@@ -131,20 +139,70 @@ TEST(ScriptBatch, ManyRequests)
         keys.push_back(std::string(300, static_cast<char>('a' + i % 26))
                        + std::to_string(i));
     }
-    for (const std::string &k : keys) {
-        std::string_view key[] = {k};
+    for (std::size_t i = 0; i < keys.size(); i++) {
+        std::string_view key[] = {keys[i]};
         std::string_view zone[] = {args};
         bool enforce[] = {true};
-        ASSERT_TRUE(batch.add(false, 1, key, zone, enforce));
+        ASSERT_TRUE(batch.add(i % 3 == 0, 1, key, zone, enforce));
     }
 
     std::vector<std::string> got = arguments(batch, false);
-    ASSERT_EQ(got.size(), 3 + 500 + 500 * 7u);
+    ASSERT_EQ(got.size(), 3 + 500 + 1 + 5 + 500u);
     EXPECT_EQ(got[2], "500");
+    EXPECT_EQ(got[503], "1");
     for (std::size_t i = 0; i < keys.size(); i++) {
         EXPECT_EQ(got[3 + i], keys[i]);
-        EXPECT_EQ(got[3 + 500 + i * 7], "c");
+        EXPECT_EQ(got[509 + i], std::string(i % 3 == 0 ? "p" : "c") + '\0');
     }
+}
+
+// Each zone costs a byte in its request's entry: a batch names at most
+// kMaxZoneDescriptors of them, and a request that would pass that is
+// refused whole, leaving the batch as it was.
+TEST(ScriptBatch, AtMostMaxZoneDescriptors)
+{
+    std::vector<std::string> zones;
+    for (std::size_t i = 0; i < ScriptBatch::kMaxZoneDescriptors + 8; i++) {
+        zones.push_back(zone_args({i + 1, 1000, 1000}, false));
+    }
+
+    ScriptBatch batch;
+    std::size_t next = 0;
+    std::string_view keys[kMaxZonesPerRequest];
+    std::string_view args[kMaxZonesPerRequest];
+    bool enforce[kMaxZonesPerRequest];
+    for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
+        keys[i] = "k";
+        enforce[i] = true;
+    }
+
+    while (next + kMaxZonesPerRequest <= ScriptBatch::kMaxZoneDescriptors) {
+        for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
+            args[i] = zones[next + i];
+        }
+        ASSERT_TRUE(batch.add(false, kMaxZonesPerRequest, keys, args,
+                              enforce));
+        next += kMaxZonesPerRequest;
+    }
+    EXPECT_EQ(next, ScriptBatch::kMaxZoneDescriptors);
+
+    // One new zone too many, even with known ones beside it.
+    args[0] = zones[0];
+    args[1] = zones[next];
+    std::vector<std::string> before = arguments(batch, false);
+    EXPECT_FALSE(batch.add(false, 2, keys, args, enforce));
+    EXPECT_EQ(arguments(batch, false), before);
+
+    // Known zones only: still fine, and the last one is numbered 255.
+    args[0] = zones[0];
+    args[1] = zones[next - 1];
+    ASSERT_TRUE(batch.add(true, 2, keys, args, enforce));
+    std::vector<std::string> got = arguments(batch, false);
+    EXPECT_EQ(got.back(), std::string("p\0\xff", 3));
+
+    EXPECT_FALSE(batch.add(false, 0, keys, args, enforce));
+    EXPECT_FALSE(batch.add(false, kMaxZonesPerRequest + 1, keys, args,
+                           enforce));
 }
 
 }  // namespace
