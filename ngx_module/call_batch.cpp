@@ -24,7 +24,17 @@ CallBatcher::~CallBatcher()
         ngx_delete_posted_event(&turn_end_);
     }
 
-    delete open_;
+    // Only when the worker exits, after every request: none can be left in
+    // it, but none may keep a pointer to it either.
+    if (open_ != nullptr) {
+        for (ngx_uint_t i = 0; i < open_->call.entries(); i++) {
+            if (open_->states[i] != nullptr) {
+                open_->states[i]->batch = nullptr;
+            }
+        }
+
+        delete open_;
+    }
 
     while (free_ != nullptr) {
         Batch *next = free_->next_free;
@@ -111,16 +121,24 @@ void CallBatcher::send_open() noexcept
         ngx_delete_posted_event(&turn_end_);
     }
 
-    if (!send(batch, false)) {
-        fail_all(batch, "redis is not connected", {});
+    if (const char *failure = send(batch, false)) {
+        fail_all(batch, failure, {});
     }
 }
 
-// hiredis copies the command: one buffer serves every batch.
-bool CallBatcher::send(Batch *batch, bool eval) noexcept
+// hiredis copies the command: one buffer serves every batch.  Returns what
+// went wrong, or nullptr once the batch is sent.
+const char *CallBatcher::send(Batch *batch, bool eval) noexcept
 {
-    return batch->call.write_command(eval, &command_)
-           && link_->send(batch, command_) == RedisLink::SendResult::kSent;
+    if (!batch->call.write_command(eval, &command_)) {
+        return "no memory for the call to redis";
+    }
+
+    if (link_->send(batch, command_) != RedisLink::SendResult::kSent) {
+        return "redis is not connected";
+    }
+
+    return nullptr;
 }
 
 void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
@@ -156,7 +174,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         if (!batch->retried) {
             batch->retried = true;
 
-            if (send(batch, true)) {
+            if (send(batch, true) == nullptr) {
                 return;
             }
         }

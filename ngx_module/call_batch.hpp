@@ -24,6 +24,11 @@ struct Batch {
     // turn ends, lets Redis run it while nginx reads more requests.
     static constexpr ngx_uint_t kMaxRequests = 16;
 
+    // Each request names its zones by one byte: a full batch of requests
+    // in the most zones each must fit.
+    static_assert(kMaxRequests * kMaxZonesPerRequest
+                  <= ScriptBatch::kMaxZoneDescriptors);
+
     CallBatcher *owner;
     ScriptBatch call;
     RequestState *states[kMaxRequests];  // nullptr: stopped waiting
@@ -48,8 +53,9 @@ public:
 
     // Requests a worker keeps waiting for Redis at most.  A stalled Redis
     // leaves every batch queued (its bytes, its callback) even after its
-    // requests timed out; this bounds that memory (a few hundred bytes a
-    // request) and makes requests past it fail at once instead of waiting.
+    // requests timed out; this bounds that memory (about 1 KB for a request
+    // alone in its batch, its share of a few KB in a full one) and makes
+    // requests past it fail at once instead of waiting.
     static constexpr ngx_uint_t kMaxInFlight = 65536;
 
     // Answered batches kept for reuse, with their buffers; after a stall
@@ -65,7 +71,7 @@ public:
 
 private:
     void send_open() noexcept;
-    bool send(Batch *batch, bool eval) noexcept;
+    const char *send(Batch *batch, bool eval) noexcept;
     void fail_all(Batch *batch, const char *why,
                   std::string_view detail) noexcept;
     void release(Batch *batch) noexcept;

@@ -75,34 +75,35 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
         return false;
     }
 
-    // The entry: the mode, then each zone's descriptor by number.  New
-    // descriptors are recorded past described_, which moves only once the
-    // request is in.
+    // The entry: the mode, then each zone's descriptor by number.  The
+    // request's new descriptors are numbered after the batch's known ones
+    // and join them only once the whole request is in.
     char entry[1 + kMaxZonesPerRequest];
-    std::size_t described = described_;
-    std::size_t first_use[kMaxZonesPerRequest];  // of each new descriptor
+    Descriptor fresh[kMaxZonesPerRequest];
+    std::size_t fresh_from[kMaxZonesPerRequest];  // its first zone
+    std::size_t known = described_.size();
+    std::size_t added = 0;
 
     entry[0] = peek ? 'p' : 'c';
 
     for (std::size_t i = 0; i < zones; i++) {
+        Descriptor want{zone_args[i].data(), enforce[i]};
         std::size_t d = 0;
 
-        while (d < described
-               && !(described_args_[d] == zone_args[i].data()
-                    && described_enforce_[d] == enforce[i]))
+        while (d < known + added
+               && !(d < known ? described_[d] : fresh[d - known]).same(want))
         {
             d++;
         }
 
-        if (d == described) {
-            if (described == kMaxZoneDescriptors) {
+        if (d == known + added) {
+            if (d == kMaxZoneDescriptors) {
                 return false;
             }
 
-            described_args_[d] = zone_args[i].data();
-            described_enforce_[d] = enforce[i];
-            first_use[d - described_] = i;
-            described++;
+            fresh[added] = want;
+            fresh_from[added] = i;
+            added++;
         }
 
         entry[1 + i] = static_cast<char>(d);
@@ -113,8 +114,9 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
     std::size_t entries_size = entries_.size();
 
     try {
-        for (std::size_t d = described_; d < described; d++) {
-            std::size_t i = first_use[d - described_];
+        for (std::size_t n = 0; n < added; n++) {
+            std::size_t i = fresh_from[n];
+            described_.push_back(fresh[n]);
             zones_.append(zone_args[i]).append(enforce[i] ? kEnforce
                                                           : kDryRun);
         }
@@ -125,13 +127,13 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
 
         append_bulk(entries_, {entry, 1 + zones});
     } catch (const std::bad_alloc &) {
+        described_.resize(known);
         keys_.erase(keys_size);
         zones_.erase(zones_size);
         entries_.erase(entries_size);
         return false;
     }
 
-    described_ = described;
     requests_++;
     key_count_ += zones;
     return true;
@@ -140,7 +142,7 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
 bool ScriptBatch::write_command(bool eval, std::string *out) const noexcept
 {
     char head[kMaxDigits + 3];
-    std::size_t argc = 4 + key_count_ + described_ * kArgsPerZone
+    std::size_t argc = 4 + key_count_ + described_.size() * kArgsPerZone
                        + requests_;
     std::size_t n = put_head(head, '*', argc);
 
@@ -150,7 +152,7 @@ bool ScriptBatch::write_command(bool eval, std::string *out) const noexcept
         append_bulk(*out, eval ? window_script() : window_script_sha1());
         append_decimal_bulk(*out, key_count_);
         out->append(keys_);
-        append_decimal_bulk(*out, described_);
+        append_decimal_bulk(*out, described_.size());
         out->append(zones_).append(entries_);
     } catch (const std::bad_alloc &) {
         out->clear();
@@ -165,7 +167,7 @@ void ScriptBatch::clear() noexcept
     keys_.clear();
     zones_.clear();
     entries_.clear();
-    described_ = 0;
+    described_.clear();
     requests_ = 0;
     key_count_ = 0;
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "policy.hpp"
 #include "window_script.hpp"
@@ -49,9 +50,17 @@ private:
     std::string keys_;
     std::string zones_;
     std::string entries_;
-    const char *described_args_[kMaxZoneDescriptors];
-    bool described_enforce_[kMaxZoneDescriptors];
-    std::size_t described_ = 0;
+    struct Descriptor {
+        const char *args;  // the zone's write_zone_args() bytes
+        bool enforce;
+
+        bool same(const Descriptor &o) const
+        {
+            return args == o.args && enforce == o.enforce;
+        }
+    };
+
+    std::vector<Descriptor> described_;
     std::size_t requests_ = 0;
     std::size_t key_count_ = 0;
 };
