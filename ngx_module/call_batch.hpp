@@ -21,7 +21,9 @@ class CallBatcher;
 // and a request that stops waiting (timeout, client gone) clears its slot.
 struct Batch {
     // Requests per batch.  Sending a full batch at once, before the loop
-    // turn ends, lets Redis run it while nginx reads more requests.
+    // turn ends, lets Redis run it while nginx reads more requests, and
+    // bounds how long one call holds Redis (about 16 x 15 us).  4, 16 and
+    // 64 measured alike in the benchmark, within its noise.
     static constexpr ngx_uint_t kMaxRequests = 16;
 
     // Each request names its zones by one byte: a full batch of requests
