@@ -89,7 +89,6 @@ bool wants_peek(ngx_http_request_t *r, const ngx_str_t &name)
 
 ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
 {
-    MainConf *mcf = main_conf(r);
     RequestState *state = create_state(r, true);
 
     if (state == nullptr) {
@@ -141,7 +140,7 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
         return act_on(state);
     }
 
-    if (!build_keys(r, state, mcf)) {
+    if (!build_keys(state)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

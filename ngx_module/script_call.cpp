@@ -2,7 +2,6 @@
 
 #include "call_batch.hpp"
 #include "deny_cache.hpp"
-#include "rate_headers.hpp"
 #include "redis_link.hpp"
 #include "sliding_window.hpp"
 #include "subject_key.hpp"
@@ -31,17 +30,12 @@ void fail(RequestState *state, const char *why, std::string_view detail = {})
                   outcome);
 }
 
-std::string_view zone_key(const RequestState *state, ngx_uint_t zone)
-{
-    return view(state->keys[zone]);
-}
-
 // A rejection this worker remembers, answered without asking Redis.
 bool reject_from_memory(RequestState *state, const DenyCache &denied)
 {
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::uint64_t ms = enforced(state, i)
-                           ? denied.denied_for(zone_key(state, i),
+                           ? denied.denied_for(view(state->keys[i]),
                                                ngx_current_msec)
                            : 0;
 
@@ -104,7 +98,7 @@ void take_counts(RequestState *state, const ScriptReply &reply)
         // Measured from when the call left, not from now: Redis decided
         // after that, so the remembered rejection never outlasts its own.
         if (denied != nullptr && v.status.reset_ms > 0) {
-            denied->deny(zone_key(state, v.zone),
+            denied->deny(view(state->keys[v.zone]),
                          state->sent_msec + v.status.reset_ms);
         }
         break;
@@ -159,16 +153,15 @@ void wake_up(RequestState *state)
 
 }  // namespace
 
-bool build_keys(ngx_http_request_t *r, RequestState *state,
-                const MainConf *mcf) noexcept
+bool build_keys(RequestState *state) noexcept
 {
-    std::string_view prefix = view(mcf->prefix);
+    std::string_view prefix = view(main_conf(state->r)->prefix);
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::string_view name = view(state->refs[i]->zone->name);
         std::string_view subject = view(state->subjects[i]);
         auto *key = static_cast<char *>(ngx_pnalloc(
-            r->pool, subject_key_size(prefix, name, subject)));
+            state->r->pool, subject_key_size(prefix, name, subject)));
 
         if (key == nullptr) {
             return false;

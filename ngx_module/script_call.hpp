@@ -8,9 +8,9 @@
 namespace ratelimit {
 
 // Makes state->keys, the Redis keys of state->subjects in the zones of
-// state->refs (state->zones of them); false on no memory.
-bool build_keys(ngx_http_request_t *r, RequestState *state,
-                const MainConf *mcf) noexcept;
+// state->refs (state->zones of them), in state->r's pool; false on no
+// memory.
+bool build_keys(RequestState *state) noexcept;
 
 // Queues the call, counting or, with state->peek, reporting only, and arms
 // the timeout.  True if the request now waits:

@@ -187,7 +187,7 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
 
     state->zones = lcf->query->nelts;
 
-    if (!build_keys(r, state, main_conf(r))) {
+    if (!build_keys(state)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

@@ -75,58 +75,49 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
         return false;
     }
 
-    // The entry: the mode, then each zone's descriptor by number.  The
-    // request's new descriptors are numbered after the batch's known ones
-    // and join them only once the whole request is in.
+    // The entry: the mode, then each zone's descriptor by number.  A zone
+    // new to the batch is described as it is met.
     char entry[1 + kMaxZonesPerRequest];
-    Descriptor fresh[kMaxZonesPerRequest];
-    std::size_t fresh_from[kMaxZonesPerRequest];  // its first zone
     std::size_t known = described_.size();
-    std::size_t added = 0;
-
-    entry[0] = peek ? 'p' : 'c';
-
-    for (std::size_t i = 0; i < zones; i++) {
-        Descriptor want{zone_args[i].data(), enforce[i]};
-        std::size_t d = 0;
-
-        while (d < known + added
-               && !(d < known ? described_[d] : fresh[d - known]).same(want))
-        {
-            d++;
-        }
-
-        if (d == known + added) {
-            if (d == kMaxZoneDescriptors) {
-                return false;
-            }
-
-            fresh[added] = want;
-            fresh_from[added] = i;
-            added++;
-        }
-
-        entry[1 + i] = static_cast<char>(d);
-    }
-
     std::size_t keys_size = keys_.size();
     std::size_t zones_size = zones_.size();
     std::size_t entries_size = entries_.size();
+    bool fits = true;
+
+    entry[0] = peek ? 'p' : 'c';
 
     try {
-        for (std::size_t n = 0; n < added; n++) {
-            std::size_t i = fresh_from[n];
-            described_.push_back(fresh[n]);
-            zones_.append(zone_args[i]).append(enforce[i] ? kEnforce
-                                                          : kDryRun);
-        }
-
         for (std::size_t i = 0; i < zones; i++) {
+            Descriptor want{zone_args[i].data(), enforce[i]};
+            std::size_t d = 0;
+
+            while (d < described_.size() && !described_[d].same(want)) {
+                d++;
+            }
+
+            if (d == kMaxZoneDescriptors) {
+                fits = false;
+                break;
+            }
+
+            if (d == described_.size()) {
+                described_.push_back(want);
+                zones_.append(zone_args[i]).append(enforce[i] ? kEnforce
+                                                              : kDryRun);
+            }
+
+            entry[1 + i] = static_cast<char>(d);
             append_bulk(keys_, keys[i]);
         }
 
-        append_bulk(entries_, {entry, 1 + zones});
+        if (fits) {
+            append_bulk(entries_, {entry, 1 + zones});
+        }
     } catch (const std::bad_alloc &) {
+        fits = false;
+    }
+
+    if (!fits) {
         described_.resize(known);
         keys_.erase(keys_size);
         zones_.erase(zones_size);

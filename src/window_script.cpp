@@ -1,7 +1,5 @@
 #include "window_script.hpp"
 
-#include <cstring>
-
 namespace ratelimit {
 
 namespace {
@@ -105,10 +103,11 @@ end
 
 local byte = string.byte
 
--- Decides one request: `entry` is "c" (count) or "p" (peek), then a byte per
--- zone, the zone's number from 0; its keys are KEYS[k] on.
+-- Decides one request: `entry` is "c" (count, byte 99) or "p" (peek), then a
+-- byte per zone, the zone's number from 0; its keys are KEYS[k] on.
 local function decide(k, entry)
     local n = #entry - 1
+    local counting = byte(entry, 1) == 99
     local rejected = 0
     -- Per zone, kept flat (no table per zone): zone, count, oldest, newest,
     -- count of the current bucket, whether the script slid the window,
@@ -173,7 +172,7 @@ local function decide(k, entry)
                                            st[s + 8]
         local over = count + 1 > limit[d]
 
-        if byte(entry, 1) == 99 and rejected == 0 and not over then
+        if counting and rejected == 0 and not over then
             if newest == current and fixed[d] then
                 redis.call('HSET', key, 't', count + 1)
             elseif newest == current and slid then
