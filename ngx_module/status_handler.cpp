@@ -52,16 +52,6 @@ ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status,
     return send_json(r, status, body, static_cast<size_t>(end - body));
 }
 
-int hex_value(u_char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-
-    c |= 0x20;
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 // ?key= percent-decoded, or ?key_hex= hex-decoded, into `subject`.
 // Returns nullptr on success, else the error to answer 400 with.
 const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject)
@@ -94,14 +84,13 @@ const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject)
         }
 
         for (size_t i = 0; i < subject->len; i++) {
-            int hi = hex_value(raw.data[2 * i]);
-            int lo = hex_value(raw.data[2 * i + 1]);
+            ngx_int_t byte = ngx_hextoi(raw.data + 2 * i, 2);
 
-            if (hi < 0 || lo < 0) {
+            if (byte == NGX_ERROR) {
                 return "key_hex must hold hex digits only";
             }
 
-            subject->data[i] = static_cast<u_char>(hi << 4 | lo);
+            subject->data[i] = static_cast<u_char>(byte);
         }
 
     } else {
