@@ -82,8 +82,8 @@ function _M.sliding()
         res, err = red:evalsha(sha, 1, key, unpack(cfg.args))
     end
     res = finish(red, res, err)
-    local mine = res and res[1]
-    if type(mine) == "table" and mine[2] == 1 then
+    -- The reply: Redis time, then this request's rejected flag and counts.
+    if res and res[2] == 1 then
         return ngx.exit(429)
     end
 end

@@ -152,17 +152,18 @@ void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
 
 void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
 {
-    ngx_uint_t requests = batch->call.entries();
-    BatchReply decoded = decode_batch_reply(reply, requests);
+    const ScriptBatch &call = batch->call;
+    BatchReply decoded = decode_batch_reply(reply, call.reply_elements());
 
     switch (decoded.kind) {
     case BatchReply::Kind::kReplies:
-        for (ngx_uint_t i = 0; i < requests; i++) {
+        for (ngx_uint_t i = 0; i < call.entries(); i++) {
             RequestState *state = batch->states[i];
 
             if (state != nullptr) {
                 state->batch = nullptr;
-                take_reply(state, reply->element[i]);
+                take_reply(state, decoded.now_ms,
+                           reply->element + call.reply_offset(i));
             }
         }
         release(batch);

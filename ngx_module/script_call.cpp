@@ -58,9 +58,10 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
     return false;
 }
 
-void take_counts(RequestState *state, const ScriptReply &reply)
+void take_counts(RequestState *state, std::uint64_t now_ms,
+                 const ScriptReply &reply)
 {
-    state->now_ms = reply.now_ms;
+    state->now_ms = now_ms;
     state->stage = RequestState::Stage::kDecided;
 
     if (state->peek) {
@@ -77,7 +78,7 @@ void take_counts(RequestState *state, const ScriptReply &reply)
     }
 
     std::optional<Verdict> verdict = decide(policies, enforcing, state->counts,
-                                            state->zones, reply.now_ms,
+                                            state->zones, now_ms,
                                             reply.rejected);
 
     if (!verdict) {
@@ -86,7 +87,7 @@ void take_counts(RequestState *state, const ScriptReply &reply)
     }
 
     state->verdict = *verdict;
-    state->reset_epoch_s = seconds_ceil(reply.now_ms
+    state->reset_epoch_s = seconds_ceil(now_ms
                                         + state->verdict.status.reset_ms);
 
     DenyCache *denied = main_conf(state->r)->denied;
@@ -217,14 +218,15 @@ bool send_call(RequestState *state) noexcept
     return true;
 }
 
-void take_reply(RequestState *state, const redisReply *reply) noexcept
+void take_reply(RequestState *state, std::uint64_t now_ms,
+                const redisReply *const *reply) noexcept
 {
     ScriptReply decoded = decode_script_reply(reply, state->zones,
                                               state->counts);
 
     switch (decoded.kind) {
     case ScriptReply::Kind::kVerdict:
-        take_counts(state, decoded);
+        take_counts(state, now_ms, decoded);
         break;
     case ScriptReply::Kind::kError:
         fail(state, "redis answered an error: ", decoded.error);

@@ -19,9 +19,11 @@ bool build_keys(RequestState *state) noexcept;
 // and whose reset has not passed, kError if nothing could be sent.
 bool send_call(RequestState *state) noexcept;
 
-// The request's own reply in its batch's.  Called from inside hiredis, only
-// while the request waits for it.
-void take_reply(RequestState *state, const redisReply *reply) noexcept;
+// The request's own reply in its batch's, from `reply` on, and the batch's
+// Redis time.  Called from inside hiredis, only while the request waits for
+// it.
+void take_reply(RequestState *state, std::uint64_t now_ms,
+                const redisReply *const *reply) noexcept;
 
 // The request's batch got no replies: `why` and `detail` say why, for the
 // log.  Called only while the request waits.

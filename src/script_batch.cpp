@@ -112,6 +112,7 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
 
         if (fits) {
             append_bulk(entries_, {entry, 1 + zones});
+            reply_offsets_.push_back(reply_elements());
         }
     } catch (const std::bad_alloc &) {
         fits = false;
@@ -159,6 +160,7 @@ void ScriptBatch::clear() noexcept
     zones_.clear();
     entries_.clear();
     described_.clear();
+    reply_offsets_.clear();
     requests_ = 0;
     key_count_ = 0;
 }

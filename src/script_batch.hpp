@@ -35,6 +35,18 @@ public:
 
     std::size_t entries() const noexcept { return requests_; }
 
+    // The length of the script's reply to this batch, and where in it
+    // request `entry`'s reply starts (see window_script.hpp).
+    std::size_t reply_elements() const noexcept
+    {
+        return 1 + requests_ + kRepliesPerZone * key_count_;
+    }
+
+    std::size_t reply_offset(std::size_t entry) const noexcept
+    {
+        return reply_offsets_[entry];
+    }
+
     // Writes the whole command into `out`: EVALSHA with the script's
     // digest or, with `eval`, EVAL with its text.  False on no memory.
     bool write_command(bool eval, std::string *out) const noexcept;
@@ -61,6 +73,7 @@ private:
     };
 
     std::vector<Descriptor> described_;
+    std::vector<std::size_t> reply_offsets_;
     std::size_t requests_ = 0;
     std::size_t key_count_ = 0;
 };

@@ -10,12 +10,13 @@
 // one entry per request: "c" (decide and count the request) or "p" (report,
 // count nothing), followed by one byte per zone of the request, in the
 // order of its keys: the zone's number among the batch's, from 0.
-// Reply: an array with one reply per request, in their order, each either
-// an error (that request's alone) or an array of integers, 2 +
-// kRepliesPerZone * zones long: Redis time in ms, 1 if the request was
-// rejected, then per zone the count in the window after this request, the
-// oldest non-empty bucket (0 if none), and 1 if this request did not fit in
-// the zone.
+// Reply: one flat array (nested ones cost Redis a table per request): Redis
+// time in ms, then each request's reply in their order, 1 +
+// kRepliesPerZone * zones elements: 1 if the request was rejected, then per
+// zone the count in the window after this request, the oldest non-empty
+// bucket (0 if none), and 1 if this request did not fit in the zone.  A
+// request the script failed on (a key of another type, OOM) has an error in
+// place of its first element, that request's alone, and zeros after it.
 #pragma once
 
 #include <cstddef>
@@ -48,37 +49,40 @@ struct ZoneCount {
 
 struct ScriptReply {
     enum class Kind {
-        kVerdict,    // now_ms, rejected and the zone counts are set
+        kVerdict,    // rejected and the zone counts are set
         kError,      // an error reply; `error` holds its text
         kMalformed,  // not the shape the script answers with
     };
 
     Kind kind;
-    std::uint64_t now_ms;
     bool rejected;
     std::string_view error;  // points into the decoded reply
 };
 
 struct BatchReply {
     enum class Kind {
-        kReplies,    // an array of one reply per request
+        kReplies,    // now_ms is set; the requests' replies follow it
         kNoScript,   // Redis does not have the script: load it and retry
         kError,      // an error reply; `error` holds its text
-        kMalformed,  // not an array of one element per request
+        kMalformed,  // not an array of `elements` starting with the time
     };
 
     Kind kind;
+    std::uint64_t now_ms;    // Redis time of the whole batch
     std::string_view error;  // points into the decoded reply
 };
 
-// Decodes the reply to a batch of `requests` requests; with kReplies,
-// request i's reply is reply->element[i], for decode_script_reply().
-BatchReply decode_batch_reply(const redisReply *reply, std::size_t requests);
+// Decodes the reply to a batch whose reply is `elements` long (see
+// ScriptBatch::reply_elements()); with kReplies, each request's reply
+// starts at reply->element[ScriptBatch::reply_offset(i)], for
+// decode_script_reply().
+BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements);
 
-// Decodes one request's reply, for `zones` zones into `out` and `counts`
-// (which holds `zones` entries).  Never trusts the reply's shape: a null
-// reply, wrong types, wrong lengths and negative numbers are kMalformed.
-ScriptReply decode_script_reply(const redisReply *reply, std::size_t zones,
-                                ZoneCount *counts);
+// Decodes one request's reply for `zones` zones, the 1 + kRepliesPerZone *
+// zones elements from `reply` on, into the result and `counts` (which holds
+// `zones` entries).  Never trusts an element: a null one, wrong types and
+// negative numbers are kMalformed.
+ScriptReply decode_script_reply(const redisReply *const *reply,
+                                std::size_t zones, ZoneCount *counts);
 
 }  // namespace ratelimit

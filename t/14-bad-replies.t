@@ -211,17 +211,27 @@ sub parse_cmd {
     return \@argv;
 }
 
-sub verdict_reply {
-    my ($now, $rej, $count, $oldest, $over) = @_;
-    return "*5\r\n:$now\r\n:$rej\r\n:$count\r\n:$oldest\r\n:$over\r\n";
+# RESP integers
+sub ints { join '', map { ":$_\r\n" } @_ }
+
+# the script's reply: one flat array, the time, then each request's elements
+sub flat_reply {
+    my ($now, @each) = @_;
+    my $n = 1;
+    $n += $_->[0] for @each;
+    return "*$n\r\n" . ints($now) . join('', map { $_->[1] } @each);
 }
 
-# requests in a batch: after the keys, the zone count, 5 arguments per
-# zone, then one argument per request
-sub batch_size {
+# one request's elements for one zone: rejected, count, oldest, over
+sub verdict { [4, ints(@_)] }
+
+# each request's zone count: after the keys, the zone count, 5 arguments per
+# zone, then one argument per request, its mode and a byte per zone
+sub batch_zones {
     my ($argv) = @_;
     my $zones_at = 3 + $argv->[2];
-    return @$argv - ($zones_at + 1 + 5 * $argv->[$zones_at]);
+    my @entries = @$argv[$zones_at + 1 + 5 * $argv->[$zones_at] .. $#$argv];
+    return map { length($_) - 1 } @entries;
 }
 
 sub fake_reply {
@@ -231,46 +241,51 @@ sub fake_reply {
     return '$40' . "\r\n" . ('a' x 40) . "\r\n" if $cmd eq 'SCRIPT';
     my $now = int(time * 1000);
     my $b = int($now / 1000);
-    my $n = batch_size($argv);
+    my @zones = batch_zones($argv);
+    my $n = @zones;
+    my $ok = verdict(0, 1, $b, 0);
     # the whole batch's reply
     my %batch = (
         ok       => "+OK\r\n",
         int      => ":1\r\n",
         nil      => "\$-1\r\n",
         empty    => "*0\r\n",
-        short    => "*" . ($n - 1) . "\r\n" . verdict_reply($now, 0, 1, $b, 0) x ($n - 1),
-        long     => "*" . ($n + 1) . "\r\n" . verdict_reply($now, 0, 1, $b, 0) x ($n + 1),
+        short    => flat_reply($now, ($ok) x ($n - 1)),
+        long     => flat_reply($now, ($ok) x ($n + 1)),
+        nownil   => flat_reply($now, ($ok) x $n) =~ s/^(\*\d+\r\n):\d+\r\n/$1\$-1\r\n/r,
+        nowneg   => flat_reply(-1, ($ok) x $n),
+        nowstr   => flat_reply($now, ($ok) x $n) =~ s/^(\*\d+\r\n):(\d+)\r\n/$1\$13\r\n$2\r\n/r,
+        nested   => "*$n\r\n" . ("*5\r\n" . ints($now, 0, 1, $b, 0)) x $n,
         err      => "-ERR injected failure\r\n",
         noscript => "-NOSCRIPT No matching script. Please use EVAL.\r\n",
         garbage  => "HTTP/1.1 400 Bad Request\r\n\r\n",
         deep     => ("*1\r\n" x 64) . ":1\r\n",
-        partial  => "*$n\r\n*5\r\n:17",
+        partial  => "*" . (1 + 4 * $n) . "\r\n:17",
         bigbulk  => "\$2147483647\r\n",
-        extraerr => "*$n\r\n" . verdict_reply($now, 0, 1, $b, 0) x $n . "-ERR unsolicited\r\n",
+        extraerr => flat_reply($now, ($ok) x $n) . "-ERR unsolicited\r\n",
+        huge     => flat_reply('9223372036854775807', (verdict(0, ('9223372036854775807') x 2, 0)) x $n),
+        hugerej  => flat_reply('9223372036854775807', (verdict(1, ('9223372036854775807') x 2, 1)) x $n),
+        zero     => flat_reply(0, (verdict(1, 0, 0, 1)) x $n),
     );
     return $batch{$mode} if exists $batch{$mode};
-    # each request's reply in the batch
+    # each request's elements in the batch, for its one zone
     my %r = (
-        valid    => verdict_reply($now, 0, 1, $b, 0),
-        int1     => ":1\r\n",
-        empty1   => "*0\r\n",
-        short1   => "*1\r\n:5\r\n",
-        long1    => "*9\r\n" . (":1\r\n" x 9),
-        err1     => "-ERR injected failure\r\n",
-        neg      => verdict_reply($now, 0, -1, $b, 0),
-        rej2     => verdict_reply($now, 2, 1, $b, 0),
-        over2    => verdict_reply($now, 0, 1, $b, 2),
-        strs     => "*5\r\n" . join('', map { '$' . length($_) . "\r\n$_\r\n" } $now, 0, 1, $b, 0),
-        nested   => "*5\r\n" . ("*0\r\n" x 5),
-        nullelem => "*5\r\n:$now\r\n:0\r\n\$-1\r\n:$b\r\n:0\r\n",
-        huge     => verdict_reply('9223372036854775807', 0, '9223372036854775807', '9223372036854775807', 0),
-        hugerej  => verdict_reply('9223372036854775807', 1, '9223372036854775807', '9223372036854775807', 1),
-        zero     => verdict_reply(0, 1, 0, 0, 1),
-        rejnoover => verdict_reply($now, 1, 0, 0, 0),
-        badint   => "*5\r\n:12abc\r\n:0\r\n:1\r\n:1\r\n:0\r\n",
+        valid     => $ok,
+        empty1    => [0, ''],
+        short1    => [1, ints(0)],
+        long1     => [9, ints((1) x 9)],
+        err1      => [4, "-ERR injected failure\r\n" . ints(0, 0, 0)],
+        neg       => verdict(0, -1, $b, 0),
+        rej2      => verdict(2, 1, $b, 0),
+        over2     => verdict(0, 1, $b, 2),
+        strs      => [4, join('', map { '$' . length($_) . "\r\n$_\r\n" } 0, 1, $b, 0)],
+        arrays    => [4, "*0\r\n" x 4],
+        nullelem  => [4, ints(0) . "\$-1\r\n" . ints($b, 0)],
+        rejnoover => verdict(1, 0, 0, 0),
+        badint    => [4, ":12abc\r\n" . ints(1, 1, 0)],
     );
     return "-ERR unknown fake mode\r\n" unless exists $r{$mode};
-    return "*$n\r\n" . $r{$mode} x $n;
+    return flat_reply($now, ($r{$mode}) x $n);
 }
 
 sub start_fake {
@@ -361,7 +376,7 @@ ok(wait_valid(), 'fake redis: a sane verdict is taken (PASSED)');
 }
 
 # modes whose replies are well-formed RESP but wrong for the script
-for my $mode (qw(ok int nil empty short long err int1 empty1 short1 long1 err1 neg rej2 over2 strs nested nullelem badint)) {
+for my $mode (qw(ok int nil empty short long nownil nowneg nowstr nested err empty1 short1 long1 err1 neg rej2 over2 strs arrays nullelem badint)) {
     ok(wait_valid(), "before '$mode': sane replies taken");
     set_mode($mode);
     my @o = map { $t->req('open', "$mode-$_") } 1 .. 2;

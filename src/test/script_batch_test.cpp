@@ -190,19 +190,78 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
     args[0] = zones[0];
     args[1] = zones[next];
     std::vector<std::string> before = arguments(batch, false);
+    std::size_t elements = batch.reply_elements();
     EXPECT_FALSE(batch.add(false, 2, keys, args, enforce));
     EXPECT_EQ(arguments(batch, false), before);
+    EXPECT_EQ(batch.reply_elements(), elements);
 
-    // Known zones only: still fine, and the last one is numbered 255.
+    // Known zones only: still fine, and the last one is numbered 255.  The
+    // refused request left no reply behind either: the next ones' replies
+    // start where its would have and follow on.
     args[0] = zones[0];
     args[1] = zones[next - 1];
-    ASSERT_TRUE(batch.add(true, 2, keys, args, enforce));
+    for (std::size_t offset : {elements, elements + 1 + 2 * kRepliesPerZone}) {
+        ASSERT_TRUE(batch.add(true, 2, keys, args, enforce));
+        EXPECT_EQ(batch.reply_offset(batch.entries() - 1), offset);
+    }
     std::vector<std::string> got = arguments(batch, false);
     EXPECT_EQ(got.back(), std::string("p\0\xff", 3));
+}
 
-    EXPECT_FALSE(batch.add(false, 0, keys, args, enforce));
-    EXPECT_FALSE(batch.add(false, kMaxZonesPerRequest + 1, keys, args,
+// The script's flat reply: the time, then per request rejected and
+// kRepliesPerZone elements per zone.  A zone shared by requests is named
+// once in the command but answered for each of them.
+TEST(ScriptBatch, ReplyLayout)
+{
+    std::string args = zone_args({10, 1000, 1000}, false);
+    std::string_view keys[kMaxZonesPerRequest];
+    std::string_view zone[kMaxZonesPerRequest];
+    bool enforce[kMaxZonesPerRequest];
+    for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
+        keys[i] = "k";
+        zone[i] = args;
+        enforce[i] = true;
+    }
+
+    ScriptBatch batch;
+    EXPECT_EQ(batch.reply_elements(), 1u);
+
+    // Each request's zones, then where its reply starts and the reply's
+    // length with it.
+    const struct {
+        std::size_t zones, offset, elements;
+    } kRequests[] = {
+        {2, 1, 8},
+        {1, 8, 12},
+        {3, 12, 22},
+        {kMaxZonesPerRequest, 22, 22 + 1 + 3 * kMaxZonesPerRequest},
+        {1, 71, 75},
+    };
+    for (const auto &want : kRequests) {
+        SCOPED_TRACE(want.offset);
+        ASSERT_TRUE(batch.add(false, want.zones, keys, zone, enforce));
+        EXPECT_EQ(batch.reply_offset(batch.entries() - 1), want.offset);
+        EXPECT_EQ(batch.reply_elements(), want.elements);
+    }
+
+    // Refused for their zone counts, without a trace.
+    EXPECT_FALSE(batch.add(false, 0, keys, zone, enforce));
+    EXPECT_FALSE(batch.add(false, kMaxZonesPerRequest + 1, keys, zone,
                            enforce));
+    EXPECT_EQ(batch.entries(), std::size(kRequests));
+    EXPECT_EQ(batch.reply_elements(), 75u);
+    for (std::size_t i = 0; i < std::size(kRequests); i++) {
+        EXPECT_EQ(batch.reply_offset(i), kRequests[i].offset) << i;
+    }
+
+    // Afresh: the second request follows the first, not the old second.
+    batch.clear();
+    EXPECT_EQ(batch.reply_elements(), 1u);
+    ASSERT_TRUE(batch.add(false, 1, keys, zone, enforce));
+    ASSERT_TRUE(batch.add(false, 1, keys, zone, enforce));
+    EXPECT_EQ(batch.reply_offset(0), 1u);
+    EXPECT_EQ(batch.reply_offset(1), 5u);
+    EXPECT_EQ(batch.reply_elements(), 9u);
 }
 
 }  // namespace

@@ -1,9 +1,14 @@
 #include "window_script.hpp"
 
 #include <cstdint>
+#include <cstdlib>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,6 +18,7 @@ namespace ratelimit {
 namespace {
 
 using Kind = ScriptReply::Kind;
+using BatchKind = BatchReply::Kind;
 
 struct ReplyDeleter {
     void operator()(redisReply *r) const { freeReplyObject(r); }
@@ -56,6 +62,56 @@ std::string array_of(const std::vector<std::string> &items)
     return out;
 }
 
+// One request's reply as the script writes it: rejected, then per zone the
+// count, the oldest bucket and over.
+std::vector<std::string> verdict(bool rejected,
+                                 const std::vector<ZoneCount> &zones)
+{
+    std::vector<std::string> items = {integer(rejected)};
+    for (const ZoneCount &z : zones) {
+        items.push_back(integer(static_cast<long long>(z.total)));
+        items.push_back(integer(static_cast<long long>(z.oldest)));
+        items.push_back(integer(z.over));
+    }
+    return items;
+}
+
+// The reply of a request the script failed on: the error in place of
+// rejected, zeros after it.
+std::vector<std::string> failed(const std::string &text, std::size_t zones)
+{
+    std::vector<std::string> items(1 + kRepliesPerZone * zones, integer(0));
+    items[0] = "-" + text + "\r\n";
+    return items;
+}
+
+// A batch's flat reply: the time, then every request's elements.
+std::string batch_of(long long now_ms,
+                     const std::vector<std::vector<std::string>> &requests)
+{
+    std::vector<std::string> items = {integer(now_ms)};
+    for (const std::vector<std::string> &request : requests) {
+        items.insert(items.end(), request.begin(), request.end());
+    }
+    return array_of(items);
+}
+
+// Elements the script never sends where it sends a number.
+const char *const kBadElements[] = {
+    "$1\r\n1\r\n",   // a string holding a number
+    "$0\r\n\r\n",
+    "+1\r\n",
+    "-ERR inner\r\n",
+    "$-1\r\n",       // nil
+    "*-1\r\n",       // nil array
+    "*0\r\n",
+    "*1\r\n:1\r\n",  // nested
+    "*2\r\n*1\r\n:0\r\n:1\r\n",
+    ":-1\r\n",
+    ":-9223372036854775808\r\n",
+};
+
+// A batch of one one-zone request, which starts at element 1.
 const char kOneZone[] =
     "*5\r\n:1700000000123\r\n:0\r\n:3\r\n:1700000000\r\n:0\r\n";
 
@@ -65,9 +121,8 @@ TEST(DecodeScriptReply, OneZonePassed)
     ASSERT_NE(r, nullptr);
     ZoneCount counts[1] = {{99, 99, true}};
 
-    ScriptReply out = decode_script_reply(r.get(), 1, counts);
+    ScriptReply out = decode_script_reply(r->element + 1, 1, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
-    EXPECT_EQ(out.now_ms, 1700000000123u);
     EXPECT_FALSE(out.rejected);
     EXPECT_EQ(counts[0].total, 3u);
     EXPECT_EQ(counts[0].oldest, 1700000000u);
@@ -84,9 +139,8 @@ TEST(DecodeScriptReply, TwoZonesRejected)
     ASSERT_NE(r, nullptr);
     ZoneCount counts[3] = {{7, 7, false}, {7, 7, true}, {42, 43, true}};
 
-    ScriptReply out = decode_script_reply(r.get(), 2, counts);
+    ScriptReply out = decode_script_reply(r->element + 1, 2, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
-    EXPECT_EQ(out.now_ms, 1700000000999u);
     EXPECT_TRUE(out.rejected);
     EXPECT_EQ(counts[0].total, 10u);
     EXPECT_EQ(counts[0].oldest, 1699999941u);
@@ -110,7 +164,7 @@ TEST(DecodeScriptReply, OverWithoutRejection)
     ASSERT_NE(r, nullptr);
     ZoneCount counts[2] = {};
 
-    ScriptReply out = decode_script_reply(r.get(), 2, counts);
+    ScriptReply out = decode_script_reply(r->element + 1, 2, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
     EXPECT_FALSE(out.rejected);
     EXPECT_FALSE(counts[0].over);
@@ -122,15 +176,14 @@ TEST(DecodeScriptReply, OverWithoutRejection)
 TEST(DecodeScriptReply, LargestInteger)
 {
     ReplyPtr r = must_parse(array_of({
-        integer(INT64_MAX), integer(0),
+        integer(1), integer(0),
         integer(INT64_MAX), integer(INT64_MAX), integer(0),
     }));
     ASSERT_NE(r, nullptr);
     ZoneCount counts[1] = {};
 
-    ScriptReply out = decode_script_reply(r.get(), 1, counts);
+    ScriptReply out = decode_script_reply(r->element + 1, 1, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
-    EXPECT_EQ(out.now_ms, std::uint64_t{INT64_MAX});
     EXPECT_EQ(counts[0].total, std::uint64_t{INT64_MAX});
     EXPECT_EQ(counts[0].oldest, std::uint64_t{INT64_MAX});
 }
@@ -147,7 +200,7 @@ TEST(DecodeScriptReply, MaxZones)
     ASSERT_NE(r, nullptr);
     ZoneCount counts[kMaxZonesPerRequest] = {};
 
-    ScriptReply out = decode_script_reply(r.get(), kMaxZonesPerRequest,
+    ScriptReply out = decode_script_reply(r->element + 1, kMaxZonesPerRequest,
                                           counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
     for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
@@ -157,47 +210,221 @@ TEST(DecodeScriptReply, MaxZones)
     }
 }
 
+// An error is the request's whole answer: the script pads after it with
+// zeros, but the decoder does not rely on them.
 TEST(DecodeScriptReply, OtherError)
 {
     const char text[] = "ERR Error running script (call to f_0123): "
                         "@user_script:1: OOM command not allowed";
-    ReplyPtr r = must_parse(std::string("-") + text + "\r\n");
-    ASSERT_NE(r, nullptr);
-    ZoneCount counts[1] = {};
 
-    ScriptReply out = decode_script_reply(r.get(), 1, counts);
-    EXPECT_EQ(out.kind, Kind::kError);
-    EXPECT_EQ(out.error, text);
-    EXPECT_EQ(out.error.data(), r->str);
+    for (const char *padding : {":0\r\n", "$-1\r\n", ":-1\r\n", "+x\r\n"}) {
+        SCOPED_TRACE(padding);
+        std::vector<std::string> items(1 + kRepliesPerZone, padding);
+        items[0] = std::string("-") + text + "\r\n";
+        ReplyPtr r = must_parse(batch_of(1, {items}));
+        ASSERT_NE(r, nullptr);
+        ZoneCount counts[1] = {};
+
+        ScriptReply out = decode_script_reply(r->element + 1, 1, counts);
+        EXPECT_EQ(out.kind, Kind::kError);
+        EXPECT_EQ(out.error, text);
+        EXPECT_EQ(out.error.data(), r->element[1]->str);
+    }
 }
 
-using BatchKind = BatchReply::Kind;
-
-TEST(DecodeBatchReply, OneReplyPerRequest)
+TEST(DecodeScriptReply, NoScriptIsJustAnError)
 {
-    ReplyPtr r = must_parse(array_of({kOneZone, "-ERR x\r\n", kOneZone}));
+    ReplyPtr r = must_parse(batch_of(1, {failed("NOSCRIPT x", 1)}));
     ASSERT_NE(r, nullptr);
-    EXPECT_EQ(decode_batch_reply(r.get(), 3).kind, BatchKind::kReplies);
-
     ZoneCount counts[1] = {};
-    EXPECT_EQ(decode_script_reply(r->element[0], 1, counts).kind,
-              Kind::kVerdict);
-    EXPECT_EQ(decode_script_reply(r->element[1], 1, counts).kind,
+    EXPECT_EQ(decode_script_reply(r->element + 1, 1, counts).kind,
               Kind::kError);
+}
+
+// A request's reply does not say where it ends (the batch's length is
+// checked once for all): the decoder reads its 1 + kRepliesPerZone * zones
+// elements, every one of them and no more.
+TEST(DecodeScriptReply, ReadsItsElementsOnly)
+{
+    ZoneCount counts[4] = {};
+
+    for (std::size_t zones = 0; zones < std::size(counts); zones++) {
+        SCOPED_TRACE(zones);
+        std::vector<std::string> items =
+            verdict(false, std::vector<ZoneCount>(zones, {1, 2, false}));
+        // A zone's worth of elements that no zone could be decoded from.
+        items.insert(items.end(), kRepliesPerZone, "$-1\r\n");
+        ReplyPtr r = must_parse(batch_of(1, {items}));
+        ASSERT_NE(r, nullptr);
+
+        EXPECT_EQ(decode_script_reply(r->element + 1, zones, counts).kind,
+                  Kind::kVerdict);
+        EXPECT_EQ(decode_script_reply(r->element + 1, zones + 1, counts).kind,
+                  Kind::kMalformed);
+    }
+}
+
+TEST(DecodeScriptReply, ZeroZones)
+{
+    ReplyPtr r = must_parse("*2\r\n:77\r\n:1\r\n");
+    ASSERT_NE(r, nullptr);
+
+    ScriptReply out = decode_script_reply(r->element + 1, 0, nullptr);
+    ASSERT_EQ(out.kind, Kind::kVerdict);
+    EXPECT_TRUE(out.rejected);
+}
+
+// The elements of a good two-zone request.
+constexpr std::size_t kTwoZoneElements = 1 + 2 * kRepliesPerZone;
+
+// A batch of a good two-zone request, its element `at` replaced by `bad`.
+std::string with_element(std::size_t at, const std::string &bad)
+{
+    std::vector<std::string> items =
+        verdict(false, {{3, 1700000000, false}, {1, 1700000000, false}});
+    items[at] = bad;
+    return batch_of(1700000000123, {items});
+}
+
+TEST(DecodeScriptReply, BadElementAnywhereIsMalformed)
+{
+    ReplyPtr good = must_parse(with_element(0, integer(0)));
+    ASSERT_NE(good, nullptr);
+
+    for (std::size_t at = 0; at < kTwoZoneElements; at++) {
+        for (const char *bad : kBadElements) {
+            SCOPED_TRACE("element " + std::to_string(at) + ": " + bad);
+            ReplyPtr r = must_parse(with_element(at, bad));
+            ASSERT_NE(r, nullptr);
+            ZoneCount counts[2] = {};
+            // An error first is how the script says it failed the request.
+            Kind want = at == 0 && bad[0] == '-' ? Kind::kError
+                                                 : Kind::kMalformed;
+            EXPECT_EQ(decode_script_reply(r->element + 1, 2, counts).kind,
+                      want);
+        }
+
+        // hiredis makes no null element, but the decoder does not trust it.
+        std::vector<const redisReply *> elements(
+            good->element + 1, good->element + 1 + kTwoZoneElements);
+        elements[at] = nullptr;
+        ZoneCount counts[2] = {};
+        EXPECT_EQ(decode_script_reply(elements.data(), 2, counts).kind,
+                  Kind::kMalformed)
+            << "null element " << at;
+    }
+}
+
+TEST(DecodeScriptReply, FlagsAboveOneAreMalformed)
+{
+    // Element 0 is the rejected flag, 3 and 6 the zones' over flags.
+    const long long kFlags[] = {2, 3, 255, INT64_MAX};
+    for (std::size_t at : {0, 3, 6}) {
+        for (long long v : kFlags) {
+            SCOPED_TRACE(std::to_string(at) + " = " + std::to_string(v));
+            ReplyPtr r = must_parse(with_element(at, integer(v)));
+            ASSERT_NE(r, nullptr);
+            ZoneCount counts[2] = {};
+            EXPECT_EQ(decode_script_reply(r->element + 1, 2, counts).kind,
+                      Kind::kMalformed);
+        }
+    }
+
+    for (std::size_t at : {0, 3, 6}) {
+        ReplyPtr r = must_parse(with_element(at, integer(1)));
+        ASSERT_NE(r, nullptr);
+        ZoneCount counts[2] = {};
+        ScriptReply out = decode_script_reply(r->element + 1, 2, counts);
+        EXPECT_EQ(out.kind, Kind::kVerdict) << at;
+        EXPECT_EQ(out.rejected, at == 0);
+        EXPECT_EQ(counts[0].over, at == 3);
+        EXPECT_EQ(counts[1].over, at == 6);
+    }
+}
+
+TEST(DecodeBatchReply, TimeIsTheFirstElement)
+{
+    const long long kTimes[] = {0, 1, 1700000000123, INT64_MAX};
+    for (long long now : kTimes) {
+        SCOPED_TRACE(now);
+        ReplyPtr r =
+            must_parse(batch_of(now, {verdict(true, {{1, 2, true}})}));
+        ASSERT_NE(r, nullptr);
+
+        BatchReply out = decode_batch_reply(r.get(), 5);
+        ASSERT_EQ(out.kind, BatchKind::kReplies);
+        EXPECT_EQ(out.now_ms, static_cast<std::uint64_t>(now));
+    }
+}
+
+// A request the script failed on spoils no other: its neighbours, of other
+// zone counts, decode at their offsets.
+TEST(DecodeBatchReply, FailedRequestBetweenOthers)
+{
+    const char text[] = "WRONGTYPE Operation against a key holding the "
+                        "wrong kind of value";
+    ReplyPtr r = must_parse(batch_of(1700000000123, {
+        verdict(false, {{3, 1700000000, false}}),
+        failed(text, 2),
+        verdict(true, {{5, 1699999999, true}, {8, 1699999990, false}}),
+    }));
+    ASSERT_NE(r, nullptr);
+
+    // Offsets 1, 1 + 4 and 5 + 7; the last request ends the 19 elements.
+    BatchReply batch = decode_batch_reply(r.get(), 19);
+    ASSERT_EQ(batch.kind, BatchKind::kReplies);
+    EXPECT_EQ(batch.now_ms, 1700000000123u);
+
+    ZoneCount counts[2] = {};
+    ScriptReply out = decode_script_reply(r->element + 1, 1, counts);
+    ASSERT_EQ(out.kind, Kind::kVerdict);
+    EXPECT_FALSE(out.rejected);
+    EXPECT_EQ(counts[0].total, 3u);
+    EXPECT_EQ(counts[0].oldest, 1700000000u);
+    EXPECT_FALSE(counts[0].over);
+
+    out = decode_script_reply(r->element + 5, 2, counts);
+    ASSERT_EQ(out.kind, Kind::kError);
+    EXPECT_EQ(out.error, text);
+
+    out = decode_script_reply(r->element + 12, 2, counts);
+    ASSERT_EQ(out.kind, Kind::kVerdict);
+    EXPECT_TRUE(out.rejected);
+    EXPECT_EQ(counts[0].total, 5u);
+    EXPECT_EQ(counts[0].oldest, 1699999999u);
+    EXPECT_TRUE(counts[0].over);
+    EXPECT_EQ(counts[1].total, 8u);
+    EXPECT_EQ(counts[1].oldest, 1699999990u);
+    EXPECT_FALSE(counts[1].over);
 }
 
 TEST(DecodeBatchReply, WrongShapeIsMalformed)
 {
     EXPECT_EQ(decode_batch_reply(nullptr, 1).kind, BatchKind::kMalformed);
 
-    for (const char *resp : {":5\r\n", "+OK\r\n", "$-1\r\n", "*-1\r\n",
-                             "$5\r\nhello\r\n", "*0\r\n",
-                             "*2\r\n:1\r\n:2\r\n"})
-    {
-        SCOPED_TRACE(resp);
+    // Not an array, not `elements` long, or nothing to hold the time.
+    const std::pair<const char *, std::size_t> kShapes[] = {
+        {":5\r\n", 1}, {"+OK\r\n", 1}, {"$-1\r\n", 1}, {"*-1\r\n", 1},
+        {"$5\r\nhello\r\n", 1}, {"*0\r\n", 1}, {"*0\r\n", 0},
+        {"*2\r\n:1\r\n:2\r\n", 1}, {kOneZone, 0}, {kOneZone, 4},
+        {kOneZone, 6},
+    };
+    for (const auto &[resp, elements] : kShapes) {
+        SCOPED_TRACE(testing::PrintToString(resp) + " of "
+                     + std::to_string(elements));
         ReplyPtr r = must_parse(resp);
         ASSERT_NE(r, nullptr);
-        EXPECT_EQ(decode_batch_reply(r.get(), 1).kind, BatchKind::kMalformed);
+        EXPECT_EQ(decode_batch_reply(r.get(), elements).kind,
+                  BatchKind::kMalformed);
+    }
+
+    // The right length, but no time first.
+    for (const char *bad : kBadElements) {
+        SCOPED_TRACE(bad);
+        ReplyPtr r = must_parse(array_of({bad, integer(0), integer(3),
+                                          integer(1700000000), integer(0)}));
+        ASSERT_NE(r, nullptr);
+        EXPECT_EQ(decode_batch_reply(r.get(), 5).kind, BatchKind::kMalformed);
     }
 }
 
@@ -227,144 +454,7 @@ TEST(DecodeBatchReply, ErrorsThatAreNotNoScript)
     }
 }
 
-TEST(DecodeScriptReply, NoScriptIsJustAnError)
-{
-    ReplyPtr r = must_parse("-NOSCRIPT x\r\n");
-    ASSERT_NE(r, nullptr);
-    ZoneCount counts[1] = {};
-    EXPECT_EQ(decode_script_reply(r.get(), 1, counts).kind, Kind::kError);
-}
-
-TEST(DecodeScriptReply, NullIsMalformed)
-{
-    ZoneCount counts[1] = {};
-    EXPECT_EQ(decode_script_reply(nullptr, 1, counts).kind, Kind::kMalformed);
-}
-
-TEST(DecodeScriptReply, WrongTopLevelType)
-{
-    for (const char *resp : {":5\r\n", "+OK\r\n", "$-1\r\n", "*-1\r\n",
-                             "$5\r\nhello\r\n", "*0\r\n"})
-    {
-        SCOPED_TRACE(resp);
-        ReplyPtr r = must_parse(resp);
-        ASSERT_NE(r, nullptr);
-        ZoneCount counts[1] = {};
-        EXPECT_EQ(decode_script_reply(r.get(), 1, counts).kind,
-                  Kind::kMalformed);
-    }
-}
-
-TEST(DecodeScriptReply, WrongElementCount)
-{
-    ReplyPtr one = must_parse(kOneZone);
-    ASSERT_NE(one, nullptr);
-    ZoneCount counts[3] = {};
-
-    EXPECT_EQ(decode_script_reply(one.get(), 0, counts).kind,
-              Kind::kMalformed);
-    EXPECT_EQ(decode_script_reply(one.get(), 2, counts).kind,
-              Kind::kMalformed);
-
-    for (int n : {0, 1, 2, 3, 4, 6, 7, 8}) {
-        SCOPED_TRACE(n);
-        std::vector<std::string> items(static_cast<std::size_t>(n),
-                                       integer(0));
-        ReplyPtr r = must_parse(array_of(items));
-        ASSERT_NE(r, nullptr);
-        EXPECT_EQ(decode_script_reply(r.get(), 1, counts).kind,
-                  Kind::kMalformed);
-    }
-}
-
-TEST(DecodeScriptReply, ZeroZones)
-{
-    ReplyPtr r = must_parse("*2\r\n:77\r\n:1\r\n");
-    ASSERT_NE(r, nullptr);
-
-    ScriptReply out = decode_script_reply(r.get(), 0, nullptr);
-    ASSERT_EQ(out.kind, Kind::kVerdict);
-    EXPECT_EQ(out.now_ms, 77u);
-    EXPECT_TRUE(out.rejected);
-}
-
-// The good two-zone reply with element `at` replaced by `bad`.
-std::string with_element(std::size_t at, const std::string &bad)
-{
-    std::vector<std::string> items = {
-        integer(1700000000123), integer(0),
-        integer(3), integer(1700000000), integer(0),
-        integer(1), integer(1700000000), integer(0),
-    };
-    items[at] = bad;
-    return array_of(items);
-}
-
-TEST(DecodeScriptReply, BadElementAnywhereIsMalformed)
-{
-    const std::string bad[] = {
-        "$1\r\n1\r\n",          // a string holding a number
-        "$0\r\n\r\n",
-        "+1\r\n",
-        "-ERR inner\r\n",
-        "$-1\r\n",              // nil
-        "*-1\r\n",              // nil array
-        "*0\r\n",
-        "*1\r\n:1\r\n",         // nested
-        "*2\r\n*1\r\n:0\r\n:1\r\n",
-        ":-1\r\n",
-        ":-9223372036854775808\r\n",
-    };
-
-    for (std::size_t at = 0; at < 8; at++) {
-        for (const std::string &b : bad) {
-            SCOPED_TRACE("element " + std::to_string(at) + ": " + b);
-            ReplyPtr r = must_parse(with_element(at, b));
-            ASSERT_NE(r, nullptr);
-            ZoneCount counts[2] = {};
-            EXPECT_EQ(decode_script_reply(r.get(), 2, counts).kind,
-                      Kind::kMalformed);
-        }
-    }
-}
-
-TEST(DecodeScriptReply, FlagsAboveOneAreMalformed)
-{
-    // Element 1 is the rejected flag, 4 and 7 the zones' over flags.
-    const long long kFlags[] = {2, 3, 255, INT64_MAX};
-    for (std::size_t at : {1, 4, 7}) {
-        for (long long v : kFlags) {
-            SCOPED_TRACE(std::to_string(at) + " = " + std::to_string(v));
-            ReplyPtr r = must_parse(with_element(at, integer(v)));
-            ASSERT_NE(r, nullptr);
-            ZoneCount counts[2] = {};
-            EXPECT_EQ(decode_script_reply(r.get(), 2, counts).kind,
-                      Kind::kMalformed);
-        }
-    }
-
-    for (std::size_t at : {1, 4, 7}) {
-        ReplyPtr r = must_parse(with_element(at, integer(1)));
-        ASSERT_NE(r, nullptr);
-        ZoneCount counts[2] = {};
-        ScriptReply out = decode_script_reply(r.get(), 2, counts);
-        EXPECT_EQ(out.kind, Kind::kVerdict) << at;
-        EXPECT_EQ(out.rejected, at == 1);
-        EXPECT_EQ(counts[0].over, at == 4);
-        EXPECT_EQ(counts[1].over, at == 7);
-    }
-}
-
-// What decode_script_reply must answer, worked out from the header alone.
-struct Expected {
-    explicit Expected(Kind k) : kind(k) {}
-
-    Kind kind;
-    std::uint64_t now_ms = 0;
-    bool rejected = false;
-    std::vector<ZoneCount> counts;
-};
-
+// What the decoders must answer, worked out from the header alone.
 bool good_count(const redisReply *e, std::uint64_t max, std::uint64_t *out)
 {
     if (e == nullptr || e->type != REDIS_REPLY_INTEGER || e->integer < 0
@@ -376,31 +466,54 @@ bool good_count(const redisReply *e, std::uint64_t max, std::uint64_t *out)
     return true;
 }
 
-Expected expected_for(const redisReply *r, std::size_t zones)
+constexpr std::uint64_t kAny = UINT64_MAX;
+
+struct ExpectedBatch {
+    BatchKind kind;
+    std::uint64_t now_ms = 0;
+};
+
+ExpectedBatch expected_batch(const redisReply *r, std::size_t elements)
 {
     if (r->type == REDIS_REPLY_ERROR) {
+        std::string_view text(r->str, r->len);
+        return {text.substr(0, 8) == "NOSCRIPT" ? BatchKind::kNoScript
+                                                : BatchKind::kError};
+    }
+
+    ExpectedBatch e{BatchKind::kReplies};
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != elements
+        || elements == 0 || !good_count(r->element[0], kAny, &e.now_ms))
+    {
+        return {BatchKind::kMalformed};
+    }
+    return e;
+}
+
+struct Expected {
+    explicit Expected(Kind k) : kind(k) {}
+
+    Kind kind;
+    bool rejected = false;
+    std::vector<ZoneCount> counts;
+};
+
+Expected expected_for(const redisReply *const *reply, std::size_t zones)
+{
+    if (reply[0] != nullptr && reply[0]->type == REDIS_REPLY_ERROR) {
         return Expected(Kind::kError);
     }
 
     Expected malformed(Kind::kMalformed);
-    if (r->type != REDIS_REPLY_ARRAY
-        || r->elements != 2 + kRepliesPerZone * zones)
-    {
-        return malformed;
-    }
-
-    constexpr std::uint64_t kAny = UINT64_MAX;
     Expected e(Kind::kVerdict);
     std::uint64_t rejected;
-    if (!good_count(r->element[0], kAny, &e.now_ms)
-        || !good_count(r->element[1], 1, &rejected))
-    {
+    if (!good_count(reply[0], 1, &rejected)) {
         return malformed;
     }
     e.rejected = rejected == 1;
 
     for (std::size_t i = 0; i < zones; i++) {
-        redisReply **z = r->element + 2 + 3 * i;
+        const redisReply *const *z = reply + 1 + 3 * i;
         ZoneCount c;
         std::uint64_t over;
         if (!good_count(z[0], kAny, &c.total)
@@ -413,6 +526,58 @@ Expected expected_for(const redisReply *r, std::size_t zones)
         e.counts.push_back(c);
     }
     return e;
+}
+
+// A batch's requests and where each one's reply starts in the flat reply,
+// worked out here afresh rather than taken from ScriptBatch.
+struct Layout {
+    std::vector<std::size_t> zones;
+    std::vector<std::size_t> offsets;
+    std::size_t elements = 1;  // the time
+};
+
+Layout random_layout(std::mt19937 &rng)
+{
+    std::uniform_int_distribution<std::size_t> requests(1, 4), zones(0, 4);
+    Layout l;
+    for (std::size_t n = requests(rng); n > 0; n--) {
+        l.zones.push_back(zones(rng));
+        l.offsets.push_back(l.elements);
+        l.elements += 1 + kRepliesPerZone * l.zones.back();
+    }
+    return l;
+}
+
+// A reply to a batch of `layout`: mostly what the script answers, now and
+// then a request it failed on, a flag above one or an element no script
+// sends.
+std::string random_batch_reply(std::mt19937 &rng, const Layout &layout)
+{
+    auto pick = [&](long long lo, long long hi) {
+        return std::uniform_int_distribution<long long>(lo, hi)(rng);
+    };
+    auto flag = [&]() { return integer(pick(0, 30) == 0 ? 2 : pick(0, 1)); };
+    std::vector<std::string> items = {integer(pick(0, 1LL << 45))};
+
+    for (std::size_t zones : layout.zones) {
+        if (pick(0, 9) == 0) {
+            std::vector<std::string> error = failed("ERR x", zones);
+            items.insert(items.end(), error.begin(), error.end());
+            continue;
+        }
+        items.push_back(flag());
+        for (std::size_t i = 0; i < zones; i++) {
+            items.push_back(integer(pick(0, 100000)));
+            items.push_back(integer(pick(0, 1LL << 40)));
+            items.push_back(flag());
+        }
+    }
+    for (std::string &item : items) {
+        if (pick(0, 60) == 0) {
+            item = kBadElements[pick(0, std::size(kBadElements) - 1)];
+        }
+    }
+    return array_of(items);
 }
 
 // hiredis 0.14 allocates an array's element table as soon as it reads the
@@ -436,21 +601,6 @@ bool has_huge_array_count(const std::string &resp)
         }
     }
     return false;
-}
-
-std::string random_valid_reply(std::mt19937 &rng, std::size_t zones)
-{
-    auto pick = [&](long long lo, long long hi) {
-        return std::uniform_int_distribution<long long>(lo, hi)(rng);
-    };
-    std::vector<std::string> items = {integer(pick(0, 1LL << 45)),
-                                      integer(pick(0, 1))};
-    for (std::size_t i = 0; i < zones; i++) {
-        items.push_back(integer(pick(0, 100000)));
-        items.push_back(integer(pick(0, 1LL << 40)));
-        items.push_back(integer(pick(0, 1)));
-    }
-    return array_of(items);
 }
 
 std::string mutate(std::mt19937 &rng, std::string s)
@@ -487,17 +637,20 @@ std::string mutate(std::mt19937 &rng, std::string s)
                 "*-1\r\n", "*1\r\n:1\r\n", "$1\r\n1\r\n", "+OK\r\n",
                 "-NOSCRIPT x\r\n", "-ERR x\r\n",
             };
+            // Half the time first, where hiredis reads it as the whole
+            // reply: the batch's own shape and errors get tried too.
             std::string piece = kPieces[below(std::size(kPieces))];
-            s.insert(below(s.size() + 1), piece);
+            s.insert(below(2) == 0 ? 0 : below(s.size() + 1), piece);
             break;
         }
         default: {
-            // Swap the element count for a nearby one.
-            if (s.size() > 1 && s[0] == '*') {
-                std::size_t end = s.find('\r');
-                if (end != std::string::npos) {
-                    s.replace(1, end - 1, std::to_string(below(12)));
-                }
+            // Make the element count a nearby one: a reply a little short
+            // or long.  (A count that wraps is left to
+            // has_huge_array_count.)
+            std::size_t end = s.find('\r');
+            if (s.size() > 1 && s[0] == '*' && end != std::string::npos) {
+                std::size_t count = std::strtoul(s.c_str() + 1, nullptr, 10);
+                s.replace(1, end - 1, std::to_string(count + below(5) - 2));
             }
             break;
         }
@@ -520,24 +673,70 @@ std::string random_bytes(std::mt19937 &rng)
     return s;
 }
 
-TEST(DecodeScriptReply, Fuzz)
+struct Tally {
+    int verdicts = 0;
+    int errors = 0;
+    int malformed = 0;
+};
+
+// Decodes the request whose reply starts at `reply` and checks it against
+// expected_for().
+void check_request(const redisReply *const *reply, std::size_t zones,
+                   Tally *tally)
+{
+    ZoneCount counts[kMaxZonesPerRequest + 1];
+    for (ZoneCount &c : counts) {
+        c = {0xdead, 0xbeef, true};
+    }
+    ScriptReply out = decode_script_reply(reply, zones, counts);
+    Expected want = expected_for(reply, zones);
+
+    ASSERT_EQ(out.kind, want.kind);
+    switch (out.kind) {
+    case Kind::kVerdict:
+        tally->verdicts++;
+        EXPECT_EQ(out.rejected, want.rejected);
+        for (std::size_t i = 0; i < zones; i++) {
+            EXPECT_EQ(counts[i].total, want.counts[i].total);
+            EXPECT_EQ(counts[i].oldest, want.counts[i].oldest);
+            EXPECT_EQ(counts[i].over, want.counts[i].over);
+        }
+        break;
+    case Kind::kError:
+        tally->errors++;
+        EXPECT_EQ(out.error.data(), reply[0]->str);
+        EXPECT_EQ(out.error.size(), reply[0]->len);
+        break;
+    case Kind::kMalformed:
+        tally->malformed++;
+        break;
+    }
+    for (std::size_t i = zones; i <= kMaxZonesPerRequest; i++) {
+        EXPECT_EQ(counts[i].total, 0xdeadu) << "wrote entry " << i;
+    }
+}
+
+// Whole batches, as the module decodes them: every request at its offset,
+// but only once the batch's shape has been accepted.
+TEST(DecodeBatchReply, Fuzz)
 {
     std::mt19937 rng(20240611);
-    std::uniform_int_distribution<std::size_t> zones_of(0, 4);
-    int parsed = 0, verdicts = 0, errors = 0;
+    int parsed = 0;
+    std::map<BatchKind, int> batches;
+    Tally requests;
 
     for (int iter = 0; iter < 20000; iter++) {
-        std::size_t zones = zones_of(rng);
+        Layout layout = random_layout(rng);
         std::string resp;
         switch (iter % 4) {
         case 0:
-            resp = random_valid_reply(rng, zones);
+            resp = random_batch_reply(rng, layout);
             break;
         case 3:
             resp = random_bytes(rng);
             break;
         default:
-            resp = mutate(rng, random_valid_reply(rng, zones_of(rng)));
+            resp = mutate(rng, random_batch_reply(rng, layout));
             break;
         }
         if (has_huge_array_count(resp)) {
@@ -550,38 +749,35 @@ TEST(DecodeScriptReply, Fuzz)
         }
         parsed++;
 
-        ZoneCount counts[kMaxZonesPerRequest + 1];
-        for (ZoneCount &c : counts) {
-            c = {0xdead, 0xbeef, true};
-        }
-        ScriptReply out = decode_script_reply(r.get(), zones, counts);
-        Expected want = expected_for(r.get(), zones);
-
-        SCOPED_TRACE(testing::PrintToString(resp) + " zones "
-                     + std::to_string(zones));
+        SCOPED_TRACE(testing::PrintToString(resp) + " of "
+                     + std::to_string(layout.elements));
+        BatchReply out = decode_batch_reply(r.get(), layout.elements);
+        ExpectedBatch want = expected_batch(r.get(), layout.elements);
         ASSERT_EQ(out.kind, want.kind);
-        if (out.kind == Kind::kVerdict) {
-            verdicts++;
+        batches[out.kind]++;
+
+        if (out.kind == BatchKind::kReplies) {
             EXPECT_EQ(out.now_ms, want.now_ms);
-            EXPECT_EQ(out.rejected, want.rejected);
-            for (std::size_t i = 0; i < zones; i++) {
-                EXPECT_EQ(counts[i].total, want.counts[i].total);
-                EXPECT_EQ(counts[i].oldest, want.counts[i].oldest);
-                EXPECT_EQ(counts[i].over, want.counts[i].over);
+            for (std::size_t i = 0; i < layout.zones.size(); i++) {
+                SCOPED_TRACE("request " + std::to_string(i));
+                ASSERT_NO_FATAL_FAILURE(check_request(
+                    r->element + layout.offsets[i], layout.zones[i],
+                    &requests));
             }
-        } else if (out.kind != Kind::kMalformed) {
-            errors++;
+        } else if (out.kind != BatchKind::kMalformed) {
             EXPECT_EQ(out.error, std::string_view(r->str, r->len));
-        }
-        for (std::size_t i = zones; i <= kMaxZonesPerRequest; i++) {
-            EXPECT_EQ(counts[i].total, 0xdeadu) << "wrote entry " << i;
         }
     }
 
     // The generator must reach every branch for the test to mean much.
-    EXPECT_GT(parsed, 5000);
-    EXPECT_GT(verdicts, 3000);
-    EXPECT_GT(errors, 10);
+    EXPECT_GT(parsed, 6000);
+    EXPECT_GT(batches[BatchKind::kReplies], 4000);
+    EXPECT_GT(batches[BatchKind::kNoScript], 100);
+    EXPECT_GT(batches[BatchKind::kError], 100);
+    EXPECT_GT(batches[BatchKind::kMalformed], 1500);
+    EXPECT_GT(requests.verdicts, 7000);
+    EXPECT_GT(requests.errors, 800);
+    EXPECT_GT(requests.malformed, 1500);
 }
 
 }  // namespace
