@@ -111,10 +111,86 @@ end
 local byte = string.byte
 local keys = KEYS
 
--- Per zone of the request being decided, kept flat (no table per zone) and
--- shared by all requests: zone, count, oldest, newest, count of the current
--- bucket, whether the script slid the window, current bucket and its field
+-- Reads the zone `d` of a request, its key `key`: returns the count in the
+-- window, the oldest and newest buckets (0 if none), the count of the
+-- current bucket, whether the window slid, the current bucket and its field
 -- name.
+local function read_zone(key, d)
+    local current, field = bucket[d], bucket_field[d]
+    local count, oldest, newest, here, slid = 0, 0, 0, 0, false
+
+    if fixed[d] then
+        local h = call('HMGET', key, 't', 'n')
+        current = ahead(current, tonumber(h[2]), span[d])
+        if current ~= bucket[d] then
+            field = fmt('%d', current)
+        end
+        if tonumber(h[2]) == current and tonumber(h[1]) then
+            count, oldest, newest = tonumber(h[1]), current, current
+        elseif h[1] or h[2] then
+            call('DEL', key)
+        end
+    else
+        local h = call('HMGET', key, 't', 'o', 'n', field)
+        local c, o, m = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+        if m and m > current and ahead(current, m, span[d]) == m then
+            current, field = m, fmt('%d', m)
+            h[4] = call('HGET', key, field)
+        end
+        local first = current - span[d] + 1
+        if c and o and m and m >= first and m <= current then
+            count, oldest, newest = c, o, m
+            here = tonumber(h[4]) or 0
+            if oldest < first then
+                count, oldest = slide(key, count, oldest, newest, first)
+                slid = true
+            end
+        elseif h[1] or h[2] or h[3] then
+            call('DEL', key)
+        end
+    end
+
+    return count, oldest, newest, here, slid, current, field
+end
+
+-- Writes back a zone read by read_zone(), counting the request in it if
+-- `counts`; returns the zone's count and oldest bucket after that.
+local function write_zone(key, d, counts, count, oldest, newest, here, slid,
+                          current, field)
+    if counts then
+        if newest == current and fixed[d] then
+            call('HSET', key, 't', fmt('%d', count + 1))
+        elseif newest == current and slid then
+            call('HSET', key, field, fmt('%d', here + 1),
+                 't', fmt('%d', count + 1), 'o', fmt('%d', oldest))
+        elseif newest == current then
+            call('HSET', key, field, fmt('%d', here + 1),
+                 't', fmt('%d', count + 1))
+        else
+            if oldest == 0 then
+                oldest = current
+            end
+            if fixed[d] then
+                call('HSET', key, 't', fmt('%d', count + 1), 'n', field)
+            else
+                call('HSET', key, field, '1', 't', fmt('%d', count + 1),
+                     'o', fmt('%d', oldest), 'n', field)
+            end
+            call('PEXPIREAT', key, fmt('%d', (current + span[d]) * width[d]))
+        end
+        return count + 1, oldest
+    end
+
+    if slid then
+        call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
+    end
+    return count, oldest
+end
+
+-- What read_zone() returned for each zone of a request of several, 8
+-- values a zone (its number first), while its other zones are read: a
+-- zone is written only once all are known not to reject the request.
+-- Kept flat and shared by all requests, so that no request makes a table.
 local st = {}
 
 -- Decides one request: `entry` is "c" (count, byte 99) or "p" (peek), then a
@@ -124,95 +200,49 @@ local st = {}
 local function decide(k, entry, reply, r)
     local n = #entry - 1
     local counting = byte(entry, 1) == 99
-    local rejected = 0
 
-    for i = 1, n do
-        local key = keys[k + i - 1]
-        local d = byte(entry, i + 1) + 1
-        local current, field = bucket[d], bucket_field[d]
-        local count, oldest, newest, here, slid = 0, 0, 0, 0, false
-
-        if fixed[d] then
-            local h = call('HMGET', key, 't', 'n')
-            current = ahead(current, tonumber(h[2]), span[d])
-            if current ~= bucket[d] then
-                field = fmt('%d', current)
-            end
-            if tonumber(h[2]) == current and tonumber(h[1]) then
-                count, oldest, newest = tonumber(h[1]), current, current
-            elseif h[1] or h[2] then
-                call('DEL', key)
-            end
-        else
-            local h = call('HMGET', key, 't', 'o', 'n', field)
-            local c, o, m = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
-            if m and m > current and ahead(current, m, span[d]) == m then
-                current, field = m, fmt('%d', m)
-                h[4] = call('HGET', key, field)
-            end
-            local first = current - span[d] + 1
-            if c and o and m and m >= first and m <= current then
-                count, oldest, newest = c, o, m
-                here = tonumber(h[4]) or 0
-                if oldest < first then
-                    count, oldest = slide(key, count, oldest, newest, first)
-                    slid = true
-                end
-            elseif h[1] or h[2] or h[3] then
-                call('DEL', key)
-            end
-        end
-
-        if count + 1 > limit[d] and enforce[d] then
-            rejected = 1
-        end
-        local s = (i - 1) * 8
-        st[s + 1], st[s + 2], st[s + 3], st[s + 4] = d, count, oldest, newest
-        st[s + 5], st[s + 6], st[s + 7], st[s + 8] = here, slid, current,
-                                                     field
+    -- One zone, the common case: nothing to hold while others are read
+    -- (about 5% of Redis's instructions, callgrind).
+    if n == 1 then
+        local key, d = keys[k], byte(entry, 2) + 1
+        local count, oldest, newest, here, slid, current, field =
+            read_zone(key, d)
+        local over = count + 1 > limit[d]
+        reply[r] = over and enforce[d] and 1 or 0
+        reply[r + 1], reply[r + 2] =
+            write_zone(key, d, counting and not over, count, oldest, newest,
+                       here, slid, current, field)
+        reply[r + 3] = over and 1 or 0
+        return
     end
 
-    reply[r] = rejected
+    local rejected = false
 
     for i = 1, n do
-        local key = keys[k + i - 1]
+        local d = byte(entry, i + 1) + 1
         local s = (i - 1) * 8
-        local d, count, oldest, newest = st[s + 1], st[s + 2], st[s + 3],
-                                         st[s + 4]
-        local here, slid, current, field = st[s + 5], st[s + 6], st[s + 7],
-                                           st[s + 8]
-        local over = count + 1 > limit[d]
-
-        if counting and rejected == 0 and not over then
-            if newest == current and fixed[d] then
-                call('HSET', key, 't', fmt('%d', count + 1))
-            elseif newest == current and slid then
-                call('HSET', key, field, fmt('%d', here + 1),
-                     't', fmt('%d', count + 1), 'o', fmt('%d', oldest))
-            elseif newest == current then
-                call('HSET', key, field, fmt('%d', here + 1),
-                     't', fmt('%d', count + 1))
-            else
-                if oldest == 0 then
-                    oldest = current
-                end
-                if fixed[d] then
-                    call('HSET', key, 't', fmt('%d', count + 1),
-                         'n', field)
-                else
-                    call('HSET', key, field, '1', 't', fmt('%d', count + 1),
-                         'o', fmt('%d', oldest), 'n', field)
-                end
-                call('PEXPIREAT', key,
-                     fmt('%d', (current + span[d]) * width[d]))
-            end
-            count = count + 1
-        elseif slid then
-            call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
+        local count
+        st[s + 1] = d
+        count, st[s + 3], st[s + 4], st[s + 5], st[s + 6], st[s + 7],
+            st[s + 8] = read_zone(keys[k + i - 1], d)
+        st[s + 2] = count
+        if count + 1 > limit[d] and enforce[d] then
+            rejected = true
         end
-        reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest,
-                                                  over and 1 or 0
-        r = r + 3
+    end
+
+    reply[r] = rejected and 1 or 0
+
+    for i = 1, n do
+        local s = (i - 1) * 8
+        local d, count = st[s + 1], st[s + 2]
+        local over = count + 1 > limit[d]
+        local q = r + 3 * i - 2
+        reply[q], reply[q + 1] =
+            write_zone(keys[k + i - 1], d, counting and not rejected
+                       and not over, count, st[s + 3], st[s + 4], st[s + 5],
+                       st[s + 6], st[s + 7], st[s + 8])
+        reply[q + 2] = over and 1 or 0
     end
 end
 
