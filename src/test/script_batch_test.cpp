@@ -50,6 +50,29 @@ std::string zone_args(const Policy &p, bool fixed)
     return std::string(out, write_zone_args(p, fixed, out));
 }
 
+// The arrays add() reads for a request in as many zones as one may have:
+// every key "k", every zone enforced, its arguments `zone_args` until a
+// test sets them.
+struct LargestRequest {
+    std::string_view keys[kMaxZonesPerRequest];
+    std::string_view args[kMaxZonesPerRequest];
+    bool enforce[kMaxZonesPerRequest];
+
+    explicit LargestRequest(std::string_view zone_args = {})
+    {
+        for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
+            keys[i] = "k";
+            args[i] = zone_args;
+            enforce[i] = true;
+        }
+    }
+
+    bool add_to(ScriptBatch &batch, bool peek, std::size_t zones) const
+    {
+        return batch.add(peek, zones, keys, args, enforce);
+    }
+};
+
 TEST(ScriptBatch, KeysThenZonesOnceThenEntries)
 {
     std::string minute = zone_args({100, 60000, 1000}, false);
@@ -168,40 +191,33 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
 
     ScriptBatch batch;
     std::size_t next = 0;
-    std::string_view keys[kMaxZonesPerRequest];
-    std::string_view args[kMaxZonesPerRequest];
-    bool enforce[kMaxZonesPerRequest];
-    for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
-        keys[i] = "k";
-        enforce[i] = true;
-    }
+    LargestRequest request;
 
     while (next + kMaxZonesPerRequest <= ScriptBatch::kMaxZoneDescriptors) {
         for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
-            args[i] = zones[next + i];
+            request.args[i] = zones[next + i];
         }
-        ASSERT_TRUE(batch.add(false, kMaxZonesPerRequest, keys, args,
-                              enforce));
+        ASSERT_TRUE(request.add_to(batch, false, kMaxZonesPerRequest));
         next += kMaxZonesPerRequest;
     }
     EXPECT_EQ(next, ScriptBatch::kMaxZoneDescriptors);
 
     // One new zone too many, even with known ones beside it.
-    args[0] = zones[0];
-    args[1] = zones[next];
+    request.args[0] = zones[0];
+    request.args[1] = zones[next];
     std::vector<std::string> before = arguments(batch, false);
     std::size_t elements = batch.reply_elements();
-    EXPECT_FALSE(batch.add(false, 2, keys, args, enforce));
+    EXPECT_FALSE(request.add_to(batch, false, 2));
     EXPECT_EQ(arguments(batch, false), before);
     EXPECT_EQ(batch.reply_elements(), elements);
 
     // Known zones only: still fine, and the last one is numbered 255.  The
     // refused request left no reply behind either: the next ones' replies
     // start where its would have and follow on.
-    args[0] = zones[0];
-    args[1] = zones[next - 1];
+    request.args[0] = zones[0];
+    request.args[1] = zones[next - 1];
     for (std::size_t offset : {elements, elements + 1 + 2 * kRepliesPerZone}) {
-        ASSERT_TRUE(batch.add(true, 2, keys, args, enforce));
+        ASSERT_TRUE(request.add_to(batch, true, 2));
         EXPECT_EQ(batch.reply_offset(batch.entries() - 1), offset);
     }
     std::vector<std::string> got = arguments(batch, false);
@@ -214,14 +230,7 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
 TEST(ScriptBatch, ReplyLayout)
 {
     std::string args = zone_args({10, 1000, 1000}, false);
-    std::string_view keys[kMaxZonesPerRequest];
-    std::string_view zone[kMaxZonesPerRequest];
-    bool enforce[kMaxZonesPerRequest];
-    for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
-        keys[i] = "k";
-        zone[i] = args;
-        enforce[i] = true;
-    }
+    const LargestRequest request(args);
 
     ScriptBatch batch;
     EXPECT_EQ(batch.reply_elements(), 1u);
@@ -239,15 +248,14 @@ TEST(ScriptBatch, ReplyLayout)
     };
     for (const auto &want : kRequests) {
         SCOPED_TRACE(want.offset);
-        ASSERT_TRUE(batch.add(false, want.zones, keys, zone, enforce));
+        ASSERT_TRUE(request.add_to(batch, false, want.zones));
         EXPECT_EQ(batch.reply_offset(batch.entries() - 1), want.offset);
         EXPECT_EQ(batch.reply_elements(), want.elements);
     }
 
     // Refused for their zone counts, without a trace.
-    EXPECT_FALSE(batch.add(false, 0, keys, zone, enforce));
-    EXPECT_FALSE(batch.add(false, kMaxZonesPerRequest + 1, keys, zone,
-                           enforce));
+    EXPECT_FALSE(request.add_to(batch, false, 0));
+    EXPECT_FALSE(request.add_to(batch, false, kMaxZonesPerRequest + 1));
     EXPECT_EQ(batch.entries(), std::size(kRequests));
     EXPECT_EQ(batch.reply_elements(), 75u);
     for (std::size_t i = 0; i < std::size(kRequests); i++) {
@@ -257,8 +265,8 @@ TEST(ScriptBatch, ReplyLayout)
     // Afresh: the second request follows the first, not the old second.
     batch.clear();
     EXPECT_EQ(batch.reply_elements(), 1u);
-    ASSERT_TRUE(batch.add(false, 1, keys, zone, enforce));
-    ASSERT_TRUE(batch.add(false, 1, keys, zone, enforce));
+    ASSERT_TRUE(request.add_to(batch, false, 1));
+    ASSERT_TRUE(request.add_to(batch, false, 1));
     EXPECT_EQ(batch.reply_offset(0), 1u);
     EXPECT_EQ(batch.reply_offset(1), 5u);
     EXPECT_EQ(batch.reply_elements(), 9u);

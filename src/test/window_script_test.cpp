@@ -96,6 +96,15 @@ std::string batch_of(long long now_ms,
     return array_of(items);
 }
 
+// The decoder wrote `want` for zone `zone`.
+void expect_count(const ZoneCount &got, const ZoneCount &want,
+                  std::size_t zone)
+{
+    EXPECT_EQ(got.total, want.total) << "zone " << zone;
+    EXPECT_EQ(got.oldest, want.oldest) << "zone " << zone;
+    EXPECT_EQ(got.over, want.over) << "zone " << zone;
+}
+
 // Elements the script never sends where it sends a number.
 const char *const kBadElements[] = {
     "$1\r\n1\r\n",   // a string holding a number
@@ -124,9 +133,7 @@ TEST(DecodeScriptReply, OneZonePassed)
     ScriptReply out = decode_script_reply(r->element + 1, 1, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
     EXPECT_FALSE(out.rejected);
-    EXPECT_EQ(counts[0].total, 3u);
-    EXPECT_EQ(counts[0].oldest, 1700000000u);
-    EXPECT_FALSE(counts[0].over);
+    expect_count(counts[0], {3, 1700000000, false}, 0);
 }
 
 TEST(DecodeScriptReply, TwoZonesRejected)
@@ -142,16 +149,10 @@ TEST(DecodeScriptReply, TwoZonesRejected)
     ScriptReply out = decode_script_reply(r->element + 1, 2, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
     EXPECT_TRUE(out.rejected);
-    EXPECT_EQ(counts[0].total, 10u);
-    EXPECT_EQ(counts[0].oldest, 1699999941u);
-    EXPECT_TRUE(counts[0].over);
-    EXPECT_EQ(counts[1].total, 0u);
-    EXPECT_EQ(counts[1].oldest, 0u);
-    EXPECT_FALSE(counts[1].over);
+    expect_count(counts[0], {10, 1699999941, true}, 0);
+    expect_count(counts[1], {0, 0, false}, 1);
     // Not one of the `zones` entries: left alone.
-    EXPECT_EQ(counts[2].total, 42u);
-    EXPECT_EQ(counts[2].oldest, 43u);
-    EXPECT_TRUE(counts[2].over);
+    expect_count(counts[2], {42, 43, true}, 2);
 }
 
 TEST(DecodeScriptReply, OverWithoutRejection)
@@ -167,10 +168,8 @@ TEST(DecodeScriptReply, OverWithoutRejection)
     ScriptReply out = decode_script_reply(r->element + 1, 2, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
     EXPECT_FALSE(out.rejected);
-    EXPECT_FALSE(counts[0].over);
-    EXPECT_TRUE(counts[1].over);
-    EXPECT_EQ(counts[1].total, 9u);
-    EXPECT_EQ(counts[1].oldest, 3u);
+    expect_count(counts[0], {4, 2, false}, 0);
+    expect_count(counts[1], {9, 3, true}, 1);
 }
 
 TEST(DecodeScriptReply, LargestInteger)
@@ -204,9 +203,7 @@ TEST(DecodeScriptReply, MaxZones)
                                           counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
     for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
-        EXPECT_EQ(counts[i].total, i + 1);
-        EXPECT_EQ(counts[i].oldest, 1000 + i);
-        EXPECT_FALSE(counts[i].over);
+        expect_count(counts[i], {i + 1, 1000 + i, false}, i);
     }
 }
 
@@ -379,9 +376,7 @@ TEST(DecodeBatchReply, FailedRequestBetweenOthers)
     ScriptReply out = decode_script_reply(r->element + 1, 1, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
     EXPECT_FALSE(out.rejected);
-    EXPECT_EQ(counts[0].total, 3u);
-    EXPECT_EQ(counts[0].oldest, 1700000000u);
-    EXPECT_FALSE(counts[0].over);
+    expect_count(counts[0], {3, 1700000000, false}, 0);
 
     out = decode_script_reply(r->element + 5, 2, counts);
     ASSERT_EQ(out.kind, Kind::kError);
@@ -390,12 +385,8 @@ TEST(DecodeBatchReply, FailedRequestBetweenOthers)
     out = decode_script_reply(r->element + 12, 2, counts);
     ASSERT_EQ(out.kind, Kind::kVerdict);
     EXPECT_TRUE(out.rejected);
-    EXPECT_EQ(counts[0].total, 5u);
-    EXPECT_EQ(counts[0].oldest, 1699999999u);
-    EXPECT_TRUE(counts[0].over);
-    EXPECT_EQ(counts[1].total, 8u);
-    EXPECT_EQ(counts[1].oldest, 1699999990u);
-    EXPECT_FALSE(counts[1].over);
+    expect_count(counts[0], {5, 1699999999, true}, 0);
+    expect_count(counts[1], {8, 1699999990, false}, 1);
 }
 
 TEST(DecodeBatchReply, WrongShapeIsMalformed)
@@ -697,9 +688,7 @@ void check_request(const redisReply *const *reply, std::size_t zones,
         tally->verdicts++;
         EXPECT_EQ(out.rejected, want.rejected);
         for (std::size_t i = 0; i < zones; i++) {
-            EXPECT_EQ(counts[i].total, want.counts[i].total);
-            EXPECT_EQ(counts[i].oldest, want.counts[i].oldest);
-            EXPECT_EQ(counts[i].over, want.counts[i].over);
+            expect_count(counts[i], want.counts[i], i);
         }
         break;
     case Kind::kError:
