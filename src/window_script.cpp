@@ -32,8 +32,11 @@ local function drop(key, ids)
     end
 end
 
--- Deletes the buckets of `key` older than `first` and returns the new count
--- and oldest bucket.  `oldest` and `newest` are non-empty, newest >= first.
+-- Finds the buckets of `key` older than `first`: returns the count without
+-- them, the oldest bucket left and the names of those to delete, which
+-- write_zone() deletes once the zone's new count is written, so that a
+-- request failing before that (a later zone's key of another type) leaves
+-- the key as it was.  `oldest` and `newest` are non-empty, newest >= first.
 -- Steps through bucket numbers from `oldest`, 16 at a time; past 64 numbers
 -- the live buckets are sparse, and reading the hash once is cheaper.  So a
 -- call costs at most 4 reads, or one read of the live fields: never the
@@ -42,6 +45,9 @@ local function slide(key, count, oldest, newest, first)
     local gone = {}
     local at = oldest
     for _ = 1, 4 do
+        if at > newest then
+            break
+        end
         local last = math.min(at + 15, newest)
         local names = {}
         for id = at, last do
@@ -52,8 +58,7 @@ local function slide(key, count, oldest, newest, first)
             if counts[j] then
                 local id = at + j - 1
                 if id >= first then
-                    drop(key, gone)
-                    return count, id
+                    return count, id, gone
                 end
                 count = count - tonumber(counts[j])
                 gone[#gone + 1] = names[j]
@@ -61,21 +66,25 @@ local function slide(key, count, oldest, newest, first)
         end
         at = last + 1
     end
-    drop(key, gone)
-    gone = {}
+
+    -- The count is summed afresh from the live fields: the fields found
+    -- above are read again, and a count that disagrees with its buckets
+    -- (a hand-edited key) is mended.
+    gone, count = {}, 0
     local all = call('HGETALL', key)
     local next = newest
     for j = 1, #all, 2 do
         local id = tonumber(all[j])
         if id and id < first then
-            count = count - tonumber(all[j + 1])
             gone[#gone + 1] = all[j]
-        elseif id and id < next then
-            next = id
+        elseif id then
+            count = count + tonumber(all[j + 1])
+            if id < next then
+                next = id
+            end
         end
     end
-    drop(key, gone)
-    return count, next
+    return count, next, gone
 end
 
 -- The bucket to count in: `newest` when Redis's clock has stepped back by
@@ -117,11 +126,12 @@ local keys = KEYS
 
 -- Reads the zone `d` of a request, its key `key`: returns the count in the
 -- window, the oldest and newest buckets (0 if none), the count of the
--- current bucket, whether the window slid, the current bucket and its field
--- name.  `read`, if given, is what run() read of the zone.
+-- current bucket, the buckets to delete as the window slid (false if it did
+-- not), the current bucket and its field name.  Writes nothing but a DEL of
+-- a key it starts afresh.  `read`, if given, is what run() read of the zone.
 local function read_zone(key, d, read)
     local current, field = bucket[d], bucket_field[d]
-    local count, oldest, newest, here, slid = 0, 0, 0, 0, false
+    local count, oldest, newest, here, gone = 0, 0, 0, 0, false
 
     if fixed[d] then
         local h = read or call('HMGET', key, 't', 'n')
@@ -146,25 +156,26 @@ local function read_zone(key, d, read)
             count, oldest, newest = c, o, m
             here = tonumber(h[4]) or 0
             if oldest < first then
-                count, oldest = slide(key, count, oldest, newest, first)
-                slid = true
+                count, oldest, gone = slide(key, count, oldest, newest, first)
             end
         elseif h[1] or h[2] or h[3] then
             call('DEL', key)
         end
     end
 
-    return count, oldest, newest, here, slid, current, field
+    return count, oldest, newest, here, gone, current, field
 end
 
 -- Writes back a zone read by read_zone(), counting the request in it if
--- `counts`; returns the zone's count and oldest bucket after that.
-local function write_zone(key, d, counts, count, oldest, newest, here, slid,
+-- `counts`, then deletes the buckets the window slid past: a write that
+-- fails (OOM) leaves the key as it was.  Returns the zone's count and
+-- oldest bucket after that.
+local function write_zone(key, d, counts, count, oldest, newest, here, gone,
                           current, field)
     if counts then
         if newest == current and fixed[d] then
             call('HSET', key, 't', fmt('%d', count + 1))
-        elseif newest == current and slid then
+        elseif newest == current and gone then
             call('HSET', key, field, fmt('%d', here + 1),
                  't', fmt('%d', count + 1), 'o', fmt('%d', oldest))
         elseif newest == current then
@@ -182,11 +193,13 @@ local function write_zone(key, d, counts, count, oldest, newest, here, slid,
             end
             call('PEXPIREAT', key, fmt('%d', (current + span[d]) * width[d]))
         end
-        return count + 1, oldest
+        count = count + 1
+    elseif gone then
+        call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
     end
 
-    if slid then
-        call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
+    if gone then
+        drop(key, gone)
     end
     return count, oldest
 end
@@ -210,13 +223,13 @@ local function decide(k, entry, reply, r, read)
     -- instructions, callgrind).
     if n == 1 then
         local key, d = keys[k], byte(entry, 2) + 1
-        local count, oldest, newest, here, slid, current, field =
+        local count, oldest, newest, here, gone, current, field =
             read_zone(key, d, read)
         local over = count + 1 > limit[d]
         reply[r] = over and enforce[d] and 1 or 0
         reply[r + 1], reply[r + 2] =
             write_zone(key, d, counting and not over, count, oldest, newest,
-                       here, slid, current, field)
+                       here, gone, current, field)
         reply[r + 3] = over and 1 or 0
         return
     end

@@ -1,0 +1,387 @@
+#!/usr/bin/perl
+# The Redis script alone, without nginx: random batches of requests sent with
+# EVALSHA to a real redis-server, every reply and every key the script leaves
+# compared with a model of the windows written here.  The script decides a
+# counted request of one zone whose key needs nothing deleted in its main
+# loop, and every other request (several zones, peeks, dry-run zones, slides
+# of old buckets, keys started afresh) through decide(); the batches mix both,
+# small windows make buckets and fixed windows roll during the run, and small
+# limits make requests go over often.
+#
+# Expected (spec: src/window_script.cpp, README "Algorithms" and "Redis data
+# layout"):
+# - the reply starts with Redis time `now` (ms); a zone's bucket is
+#   floor(now / bucket length), a sliding window its last `buckets` buckets,
+#   a fixed window one bucket of the window's length;
+# - each request, in order and after the earlier ones of its batch, does not
+#   fit in a zone when count + 1 > limit; it is rejected when it does not fit
+#   in an enforced zone; a counted request that is not rejected is counted in
+#   the current bucket of every zone it fits in (not in a dry-run zone it does
+#   not fit in); a peek counts nothing.  Its reply: rejected, then per zone
+#   the count after it, the oldest non-empty bucket (the window's number for a
+#   fixed window, 0 when empty) and whether it did not fit;
+# - a sliding key is a hash of "t" (the count), "o" and "n" (oldest and newest
+#   bucket) and one field per non-empty bucket; a fixed one of "t" and "n"
+#   (the window).  Every call that reads a key deletes the buckets that left
+#   its window (the others stay until then), and the key expires exactly when
+#   its newest bucket leaves the window (PEXPIRETIME);
+# - a request with a key of another type (a string), in any of its zones,
+#   gets an error in place of `rejected` and zeros after it, changes no key
+#   (the buckets an earlier zone's window slid past are still there), and
+#   the other requests of the batch are decided as usual; the string is left
+#   alone.  A hash of junk fields (not numbers, or buckets long gone) is
+#   started afresh;
+# - every situation above occurs at least once, so the run is not vacuous.
+#
+# The seed (default 24) is printed; rerun with MODEL_SEED=<seed>.  It fixes
+# the requests, not the times they reach Redis at, so runs still differ.
+# Runs about 11 s.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep);
+use POSIX qw(floor);
+use List::Util qw(any min pairs shuffle sum);
+use RateLimitTest;
+
+my $SEED = $ENV{MODEL_SEED} // 24;
+srand($SEED);
+diag("script model seed: $SEED (rerun with MODEL_SEED=$SEED)");
+my $BATCHES = 250;
+
+my $t = RateLimitTest->new;
+$t->start_redis;
+
+# The script as the module sends it (as bench/run.pl reads it).
+my $src = do {
+    my $path = RateLimitTest::repo_dir() . '/src/window_script.cpp';
+    open my $fh, '<', $path or die "open $path: $!";
+    local $/;
+    <$fh>;
+};
+$src =~ /R"lua\((.*?)\)lua"/s or die "no R\"lua( ... )lua\" script in src/window_script.cpp";
+my $SHA = rcmd('SCRIPT', 'LOAD', $1);
+
+# A Redis command that must not fail.
+sub rcmd {
+    my $r = $t->redis(@_);
+    die "redis @_[0 .. min(1, $#_)]: $r\n" if RateLimitTest::is_redis_error($r);
+    return $r;
+}
+
+sub redis_ms {
+    my $r = rcmd('TIME');
+    return $r->[0] * 1000 + int($r->[1] / 1000);
+}
+
+# The zones of a batch are chosen from these.  b-dry is zone b in a dry-run
+# location: another zone to the script, with b's keys.  fine's window has
+# 500 buckets, so that a slide often finds no live bucket among the 64
+# after the oldest and reads the whole hash instead.
+my @ZONES = map {
+    my ($name, $prefix, $limit, $width, $span, $kind, $enforce) = @$_;
+    { name => $name, prefix => $prefix, limit => $limit, width => $width,
+      span => $span, kind => $kind, enforce => $enforce };
+} (
+    # name     keys   limit  bucket ms  buckets  kind  enforce
+    ['a',      'm:a', 5,     100,       10,      's',  1],
+    ['b',      'm:b', 4,     50,        20,      's',  1],
+    ['b-dry',  'm:b', 4,     50,        20,      's',  0],
+    ['c',      'm:c', 3,     200,       5,       's',  1],
+    ['fine',   'm:e', 4,     2,         500,     's',  1],
+    ['f',      'm:f', 2,     300,       1,       'f',  1],
+    ['f-dry',  'm:g', 3,     250,       1,       'f',  0],
+);
+my %PREFIXES = map { $_->{prefix} => $_ } @ZONES;
+
+# Subjects, some much more often than others: frequent ones keep their keys
+# alive over many windows (slides), rare ones find theirs expired.
+my @SUBJECTS = (('s0') x 8, ('s1') x 6, ('s2') x 4, ('s3') x 2);
+
+# Each prefix's key of the subject "wrong" is a string.
+my %STRINGS = map { ("$_:wrong" => "not a hash ($_)") } keys %PREFIXES;
+rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
+
+# ---------------------------------------------------------------------------
+# the model
+
+my %state;      # key => { bucket number => count }, as the script left it
+my %zone_of;    # key => a zone it belongs to (for its bucket length, kind)
+my %junk;       # key => 1: holds junk fields until the next call reads it
+my %seen;       # situation => times
+
+# Reads `key` in zone `z` at `now` as the script does: the buckets that left
+# the window are deleted (or the key expired).  Returns how the key was
+# found, and the current bucket.
+sub model_read {
+    my ($z, $key, $now) = @_;
+    my $cur = floor($now / $z->{width});
+    my $first = $cur - $z->{span} + 1;
+    my $buckets = $state{$key} //= {};
+    $zone_of{$key} = $z;
+    my @ids = sort { $a <=> $b } keys %$buckets;
+    my @live = grep { $_ >= $first } @ids;
+    # The script's slide steps through the 64 bucket numbers after the
+    # oldest for the first live one, else reads the whole hash.
+    my $found = delete $junk{$key} ? 'junk'
+              : !@ids              ? 'new key'
+              : !@live             ? 'expired'
+              : $ids[0] < $first   ? ($live[0] > $ids[0] + 63 ? 'slide, whole hash read' : 'slide, stepped')
+              : $buckets->{$cur}   ? 'same bucket'
+              :                      'new bucket';
+    delete @$buckets{ grep { $_ < $first } @ids };
+    return ($found, $cur);
+}
+
+sub model_count { sum(values %{ $state{ $_[0] } }) // 0 }
+sub model_oldest { min(keys %{ $state{ $_[0] } }) // 0 }
+
+# Decides request `q` at `now` in the model; returns its expected reply, an
+# error as "WRONGTYPE", and counts the situations it shows.
+sub model_request {
+    my ($q, $now) = @_;
+    my @zones = @{ $q->{zones} };
+    my @keys = @{ $q->{keys} };
+    if ($q->{wrong}) {
+        $seen{'key of another type: an error'}++;
+        return ('WRONGTYPE', (0) x (3 * @zones));
+    }
+
+    my (@found, @cur, @over);
+    for my $i (0 .. $#zones) {
+        ($found[$i], $cur[$i]) = model_read($zones[$i], $keys[$i], $now);
+        $over[$i] = model_count($keys[$i]) + 1 > $zones[$i]{limit} ? 1 : 0;
+    }
+    my $rejected = (any { $over[$_] && $zones[$_]{enforce} } 0 .. $#zones) ? 1 : 0;
+    my $counting = !$q->{peek} && !$rejected;
+
+    my @reply = ($rejected);
+    for my $i (0 .. $#zones) {
+        $state{ $keys[$i] }{ $cur[$i] }++ if $counting && !$over[$i];
+        push @reply, model_count($keys[$i]), model_oldest($keys[$i]), $over[$i];
+    }
+
+    # The situations, named by the path the script takes.  A key found
+    # expired is left out: Redis may still hold it for the script's first
+    # millisecond (it expires keys at the time the script started), and then
+    # decide() deletes it.
+    my $fast = !$q->{peek} && @zones == 1 && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
+    $seen{'fast-path requests'}++ if $fast;
+    if ($fast && $over[0]) {
+        $seen{ $rejected ? 'fast path: rejected' : 'fast path: over in dry run, not counted' }++;
+    } elsif ($fast) {
+        my ($kind, $found) = ($zones[0]{kind} eq 'f' ? 'fixed' : 'sliding', $found[0]);
+        $found =~ s/bucket/window/ if $kind eq 'fixed';
+        $seen{"fast path, $kind: $found"}++;
+    }
+    $seen{'peek'}++ if $q->{peek};
+    $seen{$_}++ for grep { /^slide/ } @found;
+    $seen{'junk hash started afresh'} += grep { $_ eq 'junk' } @found;
+    if (@zones > 1 && $rejected && any { !$_ } @over) {
+        $seen{'several zones: rejected, not counted where it fits'}++;
+    } elsif (@zones > 1 && $counting && any { $_ } @over) {
+        $seen{'several zones: counted, not where over in dry run'}++;
+    }
+    return @reply;
+}
+
+# The hash the script leaves for `key`, as "field=value ..." ('' for none),
+# and the time it expires at.
+sub model_hash {
+    my ($key) = @_;
+    my $buckets = $state{$key};
+    return ('', -2) unless $buckets && %$buckets;
+    my $z = $zone_of{$key};
+    my @ids = sort { $a <=> $b } keys %$buckets;
+    my %h = (t => model_count($key), n => $ids[-1]);
+    %h = (%h, o => $ids[0], %$buckets) if $z->{kind} eq 's';
+    return (join(' ', map { "$_=$h{$_}" } sort keys %h), ($ids[-1] + $z->{span}) * $z->{width});
+}
+
+# Compares the keys' hashes and expiry times with the model; a key may be
+# missing if it expired by the Redis time read after it.  Returns mismatches.
+sub check_keys {
+    my ($where, @keys) = @_;
+    my @got = map {
+        my %h = @{ rcmd('HGETALL', $_) };
+        [$_, join(' ', map { "$_=$h{$_}" } sort keys %h), rcmd('PEXPIRETIME', $_)];
+    } @keys;
+    my $after = redis_ms();
+    my @bad;
+    for (@got) {
+        my ($key, $fields, $expires) = @$_;
+        my ($want, $at) = model_hash($key);
+        next if $fields eq $want && $expires == $at;
+        next if $expires == -2 && $at != -2 && $at <= $after && ($fields eq '' || $fields eq $want);
+        push @bad, "$where: key $key: expected {$want} expiring at $at, got {$fields} expiring at $expires";
+    }
+    return @bad;
+}
+
+# ---------------------------------------------------------------------------
+# random batches
+
+# A random request; `zone` and `subject`, if given, are its first zone and
+# its subject.  Zones of one request have distinct keys (b and b-dry never
+# together).  Sometimes one of its keys is a string: the script must fail on
+# it having written none of the request's keys.
+sub gen_request {
+    my ($zone, $subject) = @_;
+    my $r = rand;
+    my $peek = $r >= 0.85;
+    my $n = $r < 0.6 ? 1 : $peek ? 1 + int rand 3 : 2 + int rand 2;
+    my @zones = grep { defined } $zone;
+    my %prefix = map { $_->{prefix} => 1 } @zones;
+    while (@zones < $n) {
+        my $z = $ZONES[rand @ZONES];
+        push @zones, $z unless $prefix{ $z->{prefix} }++;
+    }
+    $subject //= $SUBJECTS[rand @SUBJECTS];
+    my @keys = map { "$_->{prefix}:$subject" } @zones;
+    my $wrong = !defined $zone && rand() < 0.03;
+    if ($wrong) {
+        my $i = int rand @keys;
+        $keys[$i] = "$zones[$i]{prefix}:wrong";
+    }
+    return { peek => $peek, zones => \@zones, keys => \@keys, wrong => $wrong };
+}
+
+sub describe {
+    my ($q) = @_;
+    return ($q->{peek} ? 'peek' : 'count') . ' '
+        . join(' ', map { "$q->{zones}[$_]{name}:$q->{keys}[$_]" } 0 .. $#{ $q->{keys} });
+}
+
+my (@bad_replies, @bad_keys);
+my ($replies, $prev_now) = (0, 0);
+
+for my $batch (1 .. $BATCHES) {
+    my @reqs;
+    # Now and then a key holds junk, overwritten by "an operator": a request
+    # of this batch reads it (the model has the key empty from now on).
+    if (rand() < 0.05) {
+        my $z = $ZONES[rand @ZONES];
+        my $s = $SUBJECTS[rand @SUBJECTS];
+        my $key = "$z->{prefix}:$s";
+        rcmd('DEL', $key);
+        rcmd('HSET', $key, rand() < 0.5 ? (t => 'abc', o => 'x', n => 'zz')
+                                        : (t => 5, o => 3, n => 7, 3 => 2, 7 => 3));
+        ($state{$key}, $zone_of{$key}, $junk{$key}) = ({}, $z, 1);
+        push @reqs, gen_request($z, $s);
+    }
+    push @reqs, gen_request() while @reqs < 1 + int rand 8;
+    @reqs = shuffle @reqs;
+
+    # The batch's zones in random order, each request's by their number.
+    my %number;
+    my @zones = shuffle grep { !$number{ $_->{name} }++ } map { @{ $_->{zones} } } @reqs;
+    @number{ map { $_->{name} } @zones } = 0 .. $#zones;
+    my @keys = map { @{ $_->{keys} } } @reqs;
+    my $reply = rcmd('EVALSHA', $SHA, scalar @keys, @keys, scalar @zones,
+        (map { @$_{qw(limit width span kind enforce)} } @zones),
+        map {
+            my $q = $_;
+            ($q->{peek} ? 'p' : 'c') . join('', map { chr $number{ $_->{name} } } @{ $q->{zones} });
+        } @reqs);
+
+    my $now = shift @$reply;
+    die "batch $batch: Redis time went back from $prev_now to $now: the model needs a steady clock\n"
+        if $now < $prev_now;
+    $prev_now = $now;
+    for my $i (0 .. $#reqs) {
+        my $q = $reqs[$i];
+        my @want = model_request($q, $now);
+        my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ }
+                  splice(@$reply, 0, 1 + 3 * @{ $q->{zones} });
+        $replies++;
+        push @bad_replies, "batch $batch at $now, request $i (" . describe($q)
+            . "): expected [@want], got [@got]"
+            if "@want" ne "@got";
+    }
+    push @bad_replies, "batch $batch: " . @$reply . " elements too many in the reply" if @$reply;
+
+    my %touched = map { $_ => 1 } grep { !$STRINGS{$_} } @keys;
+    push @bad_keys, check_keys("after batch $batch", sort keys %touched);
+
+    sleep(rand() < 0.3 ? 0 : rand 0.12);
+}
+
+ok(!@bad_replies, "all $replies replies of $BATCHES batches match the model")
+    or diag(join "\n", @bad_replies[0 .. min(4, $#bad_replies)]);
+ok(!@bad_keys, 'after every batch, the hashes and expiry times of its keys match the model')
+    or diag(join "\n", @bad_keys[0 .. min(4, $#bad_keys)]);
+
+# At the end: every key as the model has it, no other key, the strings
+# untouched.
+my @left = grep { !$STRINGS{$_} } $t->redis_keys('m:*');
+my @all = sort keys %{ { map { $_ => 1 } @left, keys %state } };
+my @bad_end = check_keys('at the end', @all);
+ok(!@bad_end, 'at the end, ' . @all . ' keys match the model, no other key')
+    or diag(join "\n", @bad_end[0 .. min(4, $#bad_end)]);
+is_deeply({ map { $_ => [rcmd('TYPE', $_), rcmd('GET', $_), rcmd('PEXPIRETIME', $_)] } keys %STRINGS },
+          { map { $_ => ['string', $STRINGS{$_}, -1] } keys %STRINGS },
+          'the string keys are left alone');
+
+note("$_: $seen{$_}") for sort keys %seen;
+for my $situation ('fast-path requests',
+                   'fast path, sliding: same bucket',
+                   'fast path, sliding: new bucket',
+                   'fast path, sliding: new key',
+                   'fast path, fixed: same window',
+                   'fast path, fixed: new key',
+                   'fast path: rejected',
+                   'fast path: over in dry run, not counted',
+                   'slide, stepped',
+                   'slide, whole hash read',
+                   'peek',
+                   'several zones: rejected, not counted where it fits',
+                   'several zones: counted, not where over in dry run',
+                   'key of another type: an error',
+                   'junk hash started afresh') {
+    cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
+}
+
+# ---------------------------------------------------------------------------
+# a key of another type behind a zone that slides
+
+# The request reads its first zone, whose oldest bucket left the window,
+# then fails on its second key, a string.  Expected: the error, and the
+# first zone's key as it was; the next call slides it: the one live bucket
+# counts.  (A script that deleted the bucket while reading, and wrote "t"
+# and "o" only with the request's counts, left the subject counted 3 too
+# many until its key expired.)
+{
+    my @zone = (5, 1000, 100, 's', '1');    # 1 s buckets, a window of 100
+    my $cur = floor(redis_ms() / 1000);
+    rcmd('HSET', 'm2:slid', t => 5, o => $cur - 150, n => $cur - 1, $cur - 150 => 3, $cur - 1 => 2);
+    rcmd('SET', 'm2:wrong', 'not a hash');
+    my $r = rcmd('EVALSHA', $SHA, 2, 'm2:slid', 'm2:wrong', 2, @zone, @zone, "c\x00\x01");
+    like("$r->[1]", qr/^WRONGTYPE/, 'a string in the second zone: the request gets the error');
+    is(join(' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', 'm2:slid') })),
+       join(' ', sort map { "$_->[0]=$_->[1]" } [t => 5], [o => $cur - 150], [n => $cur - 1], [$cur - 150 => 3], [$cur - 1 => 2]),
+       'a string in the second zone: the first zone\'s key is left as it was');
+    $r = rcmd('EVALSHA', $SHA, 1, 'm2:slid', 1, @zone, "p\x00");
+    is("@$r[1 .. 4]", '0 2 ' . ($cur - 1) . ' 0', 'the first zone then counts its one live bucket');
+}
+
+# ---------------------------------------------------------------------------
+# a hand-edited key whose newest bucket has no field
+
+# "o" left the window, "n" did not, and no field holds either: the slide
+# must not ask for an empty list of fields, and the count is summed afresh
+# from the fields there are (none).  Expected: the request is counted as
+# the first.
+{
+    my @zone = (5, 1000, 100, 's', '1');
+    my $cur = floor(redis_ms() / 1000);
+    rcmd('HSET', 'm2:edited', t => 4, o => $cur - 120, n => $cur - 90);
+    my $r = rcmd('EVALSHA', $SHA, 1, 'm2:edited', 1, @zone, "c\x00");
+    is("@$r[1, 2, 4]", '0 1 0', 'edited key, no bucket fields: counted as the first');
+    is(rcmd('HGET', 'm2:edited', 't'), 1, 'edited key, no bucket fields: the count mended');
+}
+
+$t->stop_redis;
+done_testing();
