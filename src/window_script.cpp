@@ -37,18 +37,21 @@ end
 -- write_zone() deletes once the zone's new count is written, so that a
 -- request failing before that (a later zone's key of another type) leaves
 -- the key as it was.  `oldest` and `newest` are non-empty, newest >= first.
--- Steps through bucket numbers from `oldest`, 16 at a time; past 64 numbers
--- the live buckets are sparse, and reading the hash once is cheaper.  So a
--- call costs at most 4 reads, or one read of the live fields: never the
--- number of buckets in a window.
+-- Steps through bucket numbers from `oldest`, 2, 14, 16 and 32 at a time: a
+-- subject seen in every bucket loses one bucket a bucket, and the first
+-- step finds it and the next; past 64 numbers the live buckets are sparse,
+-- and reading the hash once is cheaper.  So a call costs at most 4 reads,
+-- or one read of the live fields: never the number of buckets in a window.
+local steps = {2, 14, 16, 32}
+
 local function slide(key, count, oldest, newest, first)
     local gone = {}
     local at = oldest
-    for _ = 1, 4 do
+    for i = 1, 4 do
         if at > newest then
             break
         end
-        local last = math.min(at + 15, newest)
+        local last = math.min(at + steps[i] - 1, newest)
         local names = {}
         for id = at, last do
             names[#names + 1] = fmt('%d', id)
