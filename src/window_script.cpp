@@ -34,14 +34,15 @@ end
 
 -- Finds the buckets of `key` older than `first`: returns the count without
 -- them, the oldest bucket left and the names of those to delete, which
--- write_zone() deletes once the zone's new count is written, so that a
+-- write_zone() deletes once every zone of the request is read, so that a
 -- request failing before that (a later zone's key of another type) leaves
 -- the key as it was.  `oldest` and `newest` are non-empty, newest >= first.
 -- Steps through bucket numbers from `oldest`, 2, 14, 16 and 32 at a time: a
 -- subject seen in every bucket loses one bucket a bucket, and the first
 -- step finds it and the next; past 64 numbers the live buckets are sparse,
--- and reading the hash once is cheaper.  So a call costs at most 4 reads,
--- or one read of the live fields: never the number of buckets in a window.
+-- and reading the whole hash once is cheaper.  So a call costs at most 5
+-- reads, the last of them of the hash's fields: never the number of
+-- buckets in a window.
 local steps = {2, 14, 16, 32}
 
 local function slide(key, count, oldest, newest, first)
@@ -81,7 +82,7 @@ local function slide(key, count, oldest, newest, first)
         if id and id < first then
             gone[#gone + 1] = all[j]
         elseif id then
-            count = count + tonumber(all[j + 1])
+            count = count + (tonumber(all[j + 1]) or 0)
             if id < next then
                 next = id
             end
@@ -105,8 +106,8 @@ end
 -- The zones of the batch, read once: ARGV[1] of them, kArgsPerZone
 -- arguments each.  A zone's current bucket number is also kept as text,
 -- the field name, and so is the time its keys expire at if counted now, so
--- that no request formats them again; `first` is the oldest bucket in the
--- window.
+-- that run() does not format them again; `first` is the oldest bucket in
+-- the window.
 local zones = tonumber(ARGV[1])
 local limit, width, span, fixed, enforce = {}, {}, {}, {}, {}
 local bucket, bucket_field, first, expire_at = {}, {}, {}, {}
@@ -169,12 +170,17 @@ local function read_zone(key, d, read)
     return count, oldest, newest, here, gone, current, field
 end
 
--- Writes back a zone read by read_zone(), counting the request in it if
--- `counts`, then deletes the buckets the window slid past: a write that
--- fails (OOM) leaves the key as it was.  Returns the zone's count and
--- oldest bucket after that.
+-- Writes back a zone read by read_zone(): deletes the buckets the window
+-- slid past, then counts the request in it if `counts`.  Deleting first
+-- matters under maxmemory: Redis refuses a script's writes with OOM only
+-- until it has written something, and HDEL is never refused.  Returns the
+-- zone's count and oldest bucket after that.
 local function write_zone(key, d, counts, count, oldest, newest, here, gone,
                           current, field)
+    if gone then
+        drop(key, gone)
+    end
+
     if counts then
         if newest == current and fixed[d] then
             call('HSET', key, 't', fmt('%d', count + 1))
@@ -200,10 +206,6 @@ local function write_zone(key, d, counts, count, oldest, newest, here, gone,
     elseif gone then
         call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
     end
-
-    if gone then
-        drop(key, gone)
-    end
     return count, oldest
 end
 
@@ -221,9 +223,9 @@ local function decide(k, entry, reply, r, read)
     local n = #entry - 1
     local counting = byte(entry, 1) == 99
 
-    -- One zone (a peek, a slide, a new fixed window, a key started
-    -- afresh): nothing to hold while others are read (about 5% of Redis's
-    -- instructions, callgrind).
+    -- One zone (a peek, a slide, a clock stepped back, a key started
+    -- afresh, a request run() raised on): nothing to hold while others are
+    -- read (about 5% of Redis's instructions, callgrind).
     if n == 1 then
         local key, d = keys[k], byte(entry, 2) + 1
         local count, oldest, newest, here, gone, current, field =
@@ -303,11 +305,11 @@ end
 -- or in a new bucket, or a new key.  That is most requests; taken here, a
 -- request costs Redis a sixth (sliding) to a quarter (fixed) fewer
 -- instructions (callgrind), mostly function calls and pcalls saved, and
--- "+ 0" converts a field once where tonumber() does it twice.  Everything else goes to careful(), with what
--- was read.  Anything here that raises (a field that is not a number, a
--- key of another type, OOM) does so before it writes, or in the one write
--- that failed: run() is left, and careful() takes that request again from
--- the start.
+-- "+ 0" converts a field once where tonumber() does it twice.  Everything
+-- else goes to careful(), with what was read.  Anything here that raises (a
+-- field that is not a number, a key of another type, OOM) does so before it
+-- writes, or in the one write that failed: run() is left, and careful()
+-- takes that request again from the start.
 local function run()
     while a <= entries do
         local d = solo[ARGV[a]]

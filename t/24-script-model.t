@@ -383,5 +383,25 @@ for my $situation ('fast-path requests',
     is(rcmd('HGET', 'm2:edited', 't'), 1, 'edited key, no bucket fields: the count mended');
 }
 
+# ---------------------------------------------------------------------------
+# out of memory, with a bucket to delete
+
+# With maxmemory and noeviction, Redis refuses a script's writes only until
+# it has written something; the slide's HDEL is never refused.  Expected:
+# the subject over its limit is rejected (an HSET before the HDEL got OOM,
+# and the subject passed with fail open).
+{
+    my @zone = (3, 1000, 10, 's', '1');
+    my $cur = floor(redis_ms() / 1000);
+    rcmd('HSET', 'm2:oom', t => 4, o => $cur - 20, n => $cur, $cur - 20 => 1, $cur => 3);
+    rcmd('PEXPIRE', 'm2:oom', 60000);
+    rcmd('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+    rcmd('CONFIG', 'SET', 'maxmemory', 1);
+    my $r = rcmd('EVALSHA', $SHA, 1, 'm2:oom', 1, @zone, "c\x00");
+    rcmd('CONFIG', 'SET', 'maxmemory', 0);
+    is("@$r[1 .. 4]", "1 3 $cur 1", 'out of memory, a bucket to delete: over the limit, rejected');
+    is(rcmd('HGET', 'm2:oom', 't'), 3, 'out of memory: the bucket deleted, the count written');
+}
+
 $t->stop_redis;
 done_testing();
