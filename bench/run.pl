@@ -32,7 +32,6 @@ use Time::HiRes qw(time sleep);
 
 $| = 1;
 
-my $ROOT        = "$Bin/..";
 my $ROUNDS      = $ENV{BENCH_ROUNDS}      // 3;
 my $SECONDS     = $ENV{BENCH_SECONDS}     // 6;
 my $WARMUP      = $ENV{BENCH_WARMUP}      // 1;
@@ -69,7 +68,8 @@ for my $f (qw(keys.lua unique.lua openresty_peer.lua)) {
     die "$Bin/$f missing\n" unless -f "$Bin/$f";
 }
 
-my ($SCRIPT, $SCRIPT_SHA) = window_script("$ROOT/src/window_script.cpp");
+my $SCRIPT = RateLimitTest::window_script();
+my $SCRIPT_SHA = sha1_hex($SCRIPT);
 
 sub find_bin {
     my ($name) = @_;
@@ -93,14 +93,6 @@ sub spew {
     print {$fh} $content;
     close $fh or die "close $path: $!\n";
     chmod 0644, $path;
-}
-
-# The module's Redis script: the text between R"lua( and )lua".
-sub window_script {
-    my ($path) = @_;
-    my $src = slurp($path);
-    $src =~ /R"lua\((.*?)\)lua"/s or die "no R\"lua( ... )lua\" script in $path\n";
-    return ($1, sha1_hex($1));
 }
 
 # The script's call convention (src/window_script.hpp) for a batch of one

@@ -55,15 +55,7 @@ my $BATCHES = 250;
 my $t = RateLimitTest->new;
 $t->start_redis;
 
-# The script as the module sends it (as bench/run.pl reads it).
-my $src = do {
-    my $path = RateLimitTest::repo_dir() . '/src/window_script.cpp';
-    open my $fh, '<', $path or die "open $path: $!";
-    local $/;
-    <$fh>;
-};
-$src =~ /R"lua\((.*?)\)lua"/s or die "no R\"lua( ... )lua\" script in src/window_script.cpp";
-my $SHA = rcmd('SCRIPT', 'LOAD', $1);
+my $SHA = rcmd('SCRIPT', 'LOAD', RateLimitTest::window_script());
 
 # A Redis command that must not fail.
 sub rcmd {
