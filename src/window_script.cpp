@@ -106,11 +106,11 @@ end
 -- The zones of the batch, read once: ARGV[1] of them, kArgsPerZone
 -- arguments each.  A zone's current bucket number is also kept as text,
 -- the field name, and so is the time its keys expire at if counted now, so
--- that run() does not format them again; `first` is the oldest bucket in
--- the window.
+-- that run() does not format them again; `first_bucket` is the oldest
+-- bucket in the window.
 local zones = tonumber(ARGV[1])
 local limit, width, span, fixed, enforce = {}, {}, {}, {}, {}
-local bucket, bucket_field, first, expire_at = {}, {}, {}, {}
+local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
 
 for d = 1, zones do
     local z = 2 + (d - 1) * 5
@@ -121,7 +121,7 @@ for d = 1, zones do
     enforce[d] = ARGV[z + 4] == '1'
     bucket[d] = math.floor(now / width[d])
     bucket_field[d] = fmt('%d', bucket[d])
-    first[d] = bucket[d] - span[d] + 1
+    first_bucket[d] = bucket[d] - span[d] + 1
     expire_at[d] = fmt('%d', (bucket[d] + span[d]) * width[d])
 end
 
@@ -335,9 +335,9 @@ local function run()
                     if not same then
                         newest = newest + 0
                         same = newest == bucket[d]
-                        take = newest <= bucket[d] and newest >= first[d]
+                        take = newest <= bucket[d] and newest >= first_bucket[d]
                     end
-                    take = take and oldest >= first[d]
+                    take = take and oldest >= first_bucket[d]
                 else
                     count, oldest, same = 0, 0, false
                     take = not (h[1] or h[2])
