@@ -96,17 +96,11 @@ sub query {
     return ($r, $j);
 }
 
-# Redis time in milliseconds (the clock the windows are aligned to).
-sub redis_now_ms {
-    my $r = $t->redis('TIME');
-    return $r->[0] * 1000 + int($r->[1] / 1000);
-}
-
 # Sleep until Redis time >= $target_ms; returns Redis time then.
 sub wait_until_ms {
     my ($target) = @_;
     while (1) {
-        my $now = redis_now_ms();
+        my $now = $t->redis_time_ms;
         return $now if $now >= $target;
         sleep(($target - $now) / 1000 + 0.001);
     }
@@ -116,7 +110,7 @@ sub wait_until_ms {
 # such moment); returns Redis time then.
 sub wait_phase {
     my ($period, $phase) = @_;
-    my $now = redis_now_ms();
+    my $now = $t->redis_time_ms;
     my $target = int($now / $period) * $period + $phase;
     $target += $period if $target <= $now;
     return wait_until_ms($target);
@@ -126,7 +120,7 @@ sub wait_phase {
 # (else wait until just after its end); returns Redis time then.
 sub ensure_room {
     my ($period, $need) = @_;
-    my $now = redis_now_ms();
+    my $now = $t->redis_time_ms;
     my $end = (int($now / $period) + 1) * $period;
     return $now if $end - $now >= $need;
     return wait_until_ms($end + 20);
@@ -163,7 +157,7 @@ req('fe', 'warmup') for 1 .. 4;
         my ($try) = @_;
         my $t0 = ensure_room(60_000, 5_000);
         my @r = map { req('fe', "ex$try") } 1 .. 7;
-        my $t1 = redis_now_ms();
+        my $t1 = $t->redis_time_ms;
         return { valid => window_end($t0, 60_000) == window_end($t1, 60_000), why => 'crossed a boundary',
                  r => \@r, key => "ex$try" };
     });
@@ -198,12 +192,12 @@ req('fe', 'warmup') for 1 .. 4;
         my $end = window_end($t0, 5000);
         my (@r, @before, @after);
         for (1 .. 3) {
-            push @before, redis_now_ms();
+            push @before, $t->redis_time_ms;
             push @r, req('fx', $key);
-            push @after, redis_now_ms();
+            push @after, $t->redis_time_ms;
         }
         my ($qr, $j) = query('fx', $key);
-        my $tq = redis_now_ms();
+        my $tq = $t->redis_time_ms;
         return { valid => $tq < $end, why => 'crossed a boundary', r => \@r, before => \@before,
                  after => \@after, end => $end, key => $key, qr => $qr, j => $j };
     });
@@ -251,11 +245,11 @@ req('fe', 'warmup') for 1 .. 4;
         # wait for Retry-After: the next window has a fresh counter
         my $ra = hdr($r[2], 'Retry-After') // 5;
         sleep($ra + 0.1);
-        my $now = redis_now_ms();
+        my $now = $t->redis_time_ms;
         ok($now >= $end, 'Retry-After seconds later the window has ended');
-        my $b = redis_now_ms();
+        my $b = $t->redis_time_ms;
         my $r4 = req('fx', $obs->{key});
-        my $a = redis_now_ms();
+        my $a = $t->redis_time_ms;
         is($r4->{status}, 200, 'after Retry-After: admitted again');
         my ($rem, $tt) = rl($r4);
         is($rem, 1, 'after Retry-After: fresh counter, r=1');
@@ -274,7 +268,7 @@ req('fe', 'warmup') for 1 .. 4;
         my ($try) = @_;
         my $t0 = wait_phase(1000, 100);
         my @r = map { req('fr', "rs$try") } 1 .. 3;
-        my $t1 = redis_now_ms();
+        my $t1 = $t->redis_time_ms;
         return { valid => window_end($t0, 1000) == window_end($t1, 1000), why => 'crossed a boundary', r => \@r };
     });
     if ($obs) {
@@ -297,18 +291,18 @@ req('fe', 'warmup') for 1 .. 4;
         my $t0 = wait_phase(2000, 200);
         my $end = window_end($t0, 2000);
         $o{first} = [ map { req('fb', $key) } 1 .. 4 ];
-        return { valid => 0, why => 'first requests too slow' } if redis_now_ms() >= $end - 500;
+        return { valid => 0, why => 'first requests too slow' } if $t->redis_time_ms >= $end - 500;
 
         wait_until_ms($end - 400);
-        $o{before_ms} = redis_now_ms();
+        $o{before_ms} = $t->redis_time_ms;
         $o{before} = req('fb', $key);
-        my $after = redis_now_ms();
+        my $after = $t->redis_time_ms;
         return { valid => 0, why => 'request before the boundary answered after it' } if $after >= $end;
 
         $o{at} = wait_until_ms($end + 30);
         $o{second} = [ map { req('fb', $key) } 1 .. 4 ];
         return { valid => 0, why => 'requests after the boundary crossed the next one' }
-            if redis_now_ms() >= $end + 2000;
+            if $t->redis_time_ms >= $end + 2000;
         $o{end} = $end;
         $o{valid} = 1;
         return \%o;
@@ -348,7 +342,7 @@ req('fe', 'warmup') for 1 .. 4;
         $o{fixed1}   = [ map { req('fb', $key) } 1 .. 3 ];
         $o{sliding1} = [ map { req('sb', $key) } 1 .. 3 ];
         return { valid => 0, why => 'requests before the boundary answered after it' }
-            if redis_now_ms() >= $end;
+            if $t->redis_time_ms >= $end;
 
         wait_until_ms($end + 30);
         $o{fixed2}   = [ map { req('fb', $key) } 1 .. 3 ];
@@ -356,7 +350,7 @@ req('fe', 'warmup') for 1 .. 4;
         $o{fixed3}   = req('fb', $key);
         $o{sliding2} = req('sb', $key);
         return { valid => 0, why => 'requests after the boundary crossed the next one' }
-            if redis_now_ms() >= $end + 1900;
+            if $t->redis_time_ms >= $end + 1900;
         $o{valid} = 1;
         return \%o;
     });
@@ -379,7 +373,7 @@ req('fe', 'warmup') for 1 .. 4;
         my $t0 = ensure_room(3_600_000, 30_000);
         my @res = $t->parallel_get(clients => 6, requests => 72, path => '/fc/index.html',
             headers => { 'X-Api-Key' => "conc$try" });
-        my $t1 = redis_now_ms();
+        my $t1 = $t->redis_time_ms;
         return { valid => window_end($t0, 3_600_000) == window_end($t1, 3_600_000),
                  why => 'crossed a boundary', res => \@res, key => "conc$try" };
     });

@@ -64,11 +64,6 @@ sub rcmd {
     return $r;
 }
 
-sub redis_ms {
-    my $r = rcmd('TIME');
-    return $r->[0] * 1000 + int($r->[1] / 1000);
-}
-
 # The zones of a batch are chosen from these.  b-dry is zone b in a dry-run
 # location: another zone to the script, with b's keys.  fine's window has
 # 500 buckets, so that a slide often finds no live bucket among the 64
@@ -201,7 +196,7 @@ sub check_keys {
         my %h = @{ rcmd('HGETALL', $_) };
         [$_, join(' ', map { "$_=$h{$_}" } sort keys %h), rcmd('PEXPIRETIME', $_)];
     } @keys;
-    my $after = redis_ms();
+    my $after = $t->redis_time_ms;
     my @bad;
     for (@got) {
         my ($key, $fields, $expires) = @$_;
@@ -347,7 +342,7 @@ for my $situation ('fast-path requests',
 # many until its key expired.)
 {
     my @zone = (5, 1000, 100, 's', '1');    # 1 s buckets, a window of 100
-    my $cur = floor(redis_ms() / 1000);
+    my $cur = floor($t->redis_time_ms / 1000);
     rcmd('HSET', 'm2:slid', t => 5, o => $cur - 150, n => $cur - 1, $cur - 150 => 3, $cur - 1 => 2);
     rcmd('SET', 'm2:wrong', 'not a hash');
     my $r = rcmd('EVALSHA', $SHA, 2, 'm2:slid', 'm2:wrong', 2, @zone, @zone, "c\x00\x01");
@@ -368,7 +363,7 @@ for my $situation ('fast-path requests',
 # the first.
 {
     my @zone = (5, 1000, 100, 's', '1');
-    my $cur = floor(redis_ms() / 1000);
+    my $cur = floor($t->redis_time_ms / 1000);
     rcmd('HSET', 'm2:edited', t => 4, o => $cur - 120, n => $cur - 90);
     my $r = rcmd('EVALSHA', $SHA, 1, 'm2:edited', 1, @zone, "c\x00");
     is("@$r[1, 2, 4]", '0 1 0', 'edited key, no bucket fields: counted as the first');
@@ -384,7 +379,7 @@ for my $situation ('fast-path requests',
 # and the subject passed with fail open).
 {
     my @zone = (3, 1000, 10, 's', '1');
-    my $cur = floor(redis_ms() / 1000);
+    my $cur = floor($t->redis_time_ms / 1000);
     rcmd('HSET', 'm2:oom', t => 4, o => $cur - 20, n => $cur, $cur - 20 => 1, $cur => 3);
     rcmd('PEXPIRE', 'm2:oom', 60000);
     rcmd('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');

@@ -457,6 +457,13 @@ sub _redis_reply {
     die "unexpected redis reply line: $line\n";
 }
 
+# Redis time in milliseconds: the clock the script's windows are aligned to.
+sub redis_time_ms {
+    my ($self) = @_;
+    my $r = $self->redis('TIME');
+    return $r->[0] * 1000 + int($r->[1] / 1000);
+}
+
 # Total count held in a per-subject Redis hash: the sum of the bucket counters.
 # Bucket fields are taken to be the fields with purely numeric names (bucket
 # numbers); bookkeeping fields with other names are ignored.  If no field has a
