@@ -34,22 +34,20 @@ void fail(RequestState *state, const char *why, std::string_view detail = {})
 bool reject_from_memory(RequestState *state, const DenyCache &denied)
 {
     for (ngx_uint_t i = 0; i < state->zones; i++) {
+        std::uint64_t reset_epoch_s = 0;
         std::uint64_t ms = enforced(state, i)
                            ? denied.denied_for(view(state->keys[i]),
-                                               ngx_current_msec)
+                                               ngx_current_msec,
+                                               &reset_epoch_s)
                            : 0;
 
         if (ms == 0) {
             continue;
         }
 
-        ngx_time_t *tp = ngx_timeofday();
-        std::uint64_t now_ms = static_cast<std::uint64_t>(tp->sec) * 1000
-                               + tp->msec;
-
         state->verdict = {Outcome::kRejected, i,
                           {state->refs[i]->zone->policy.limit, 0, ms}};
-        state->reset_epoch_s = seconds_ceil(now_ms + ms);
+        state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
         state->stage = RequestState::Stage::kDecided;
         return true;
@@ -100,7 +98,8 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         // after that, so the remembered rejection never outlasts its own.
         if (denied != nullptr && v.status.reset_ms > 0) {
             denied->deny(view(state->keys[v.zone]),
-                         state->sent_msec + v.status.reset_ms);
+                         state->sent_msec + v.status.reset_ms,
+                         state->reset_epoch_s);
         }
         break;
     case Outcome::kRejectedDryRun:

@@ -19,7 +19,8 @@ std::size_t DenyCache::slot_of(std::string_view key)
 }
 
 std::uint64_t DenyCache::denied_for(std::string_view key,
-                                    std::uint64_t now_ms) const
+                                    std::uint64_t now_ms,
+                                    std::uint64_t *reset_epoch_s) const
 {
     if (key.size() > kMaxKey) {
         return 0;
@@ -33,10 +34,15 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
         return 0;
     }
 
+    if (reset_epoch_s != nullptr) {
+        *reset_epoch_s = slot.reset_epoch_s;
+    }
+
     return slot.until_ms - now_ms;
 }
 
-void DenyCache::deny(std::string_view key, std::uint64_t until_ms)
+void DenyCache::deny(std::string_view key, std::uint64_t until_ms,
+                     std::uint64_t reset_epoch_s)
 {
     if (key.size() > kMaxKey) {
         return;
@@ -44,6 +50,7 @@ void DenyCache::deny(std::string_view key, std::uint64_t until_ms)
 
     Slot &slot = slots_[slot_of(key)];
     slot.until_ms = until_ms;
+    slot.reset_epoch_s = reset_epoch_s;
     slot.len = static_cast<std::uint8_t>(key.size());
     std::memcpy(slot.key, key.data(), key.size());
 }

@@ -25,15 +25,21 @@ public:
     static constexpr std::size_t kMaxKey = 118;
 
     // Milliseconds `key` stays rejected after now_ms; 0 if not known to be.
-    std::uint64_t denied_for(std::string_view key,
-                             std::uint64_t now_ms) const;
+    // When it is, *reset_epoch_s (if given) is the Unix time, in seconds,
+    // that Redis gave as the rejection's reset: answered again as it was,
+    // not recomputed from this worker's clock, which rounds differently.
+    std::uint64_t denied_for(std::string_view key, std::uint64_t now_ms,
+                             std::uint64_t *reset_epoch_s = nullptr) const;
 
-    // `key` was rejected and stays so until until_ms.
-    void deny(std::string_view key, std::uint64_t until_ms);
+    // `key` was rejected and stays so until until_ms (this worker's
+    // monotonic clock); Redis said it resets at reset_epoch_s.
+    void deny(std::string_view key, std::uint64_t until_ms,
+              std::uint64_t reset_epoch_s = 0);
 
 private:
     struct Slot {
         std::uint64_t until_ms = 0;
+        std::uint64_t reset_epoch_s = 0;
         std::uint8_t len = 0;
         char key[kMaxKey];
     };

@@ -31,6 +31,21 @@ TEST(DenyCache, DeniedUntilTheGivenTimeOnly)
     EXPECT_EQ(cache->denied_for("rl:api:a", 9000), 0u);
 }
 
+TEST(DenyCache, AnswersTheResetRedisGave)
+{
+    auto cache = make_cache();
+    cache->deny("rl:api:a", 5000, 1700000017);
+    cache->deny("rl:api:b", 5000, 1700000099);
+
+    std::uint64_t reset = 0;
+    EXPECT_EQ(cache->denied_for("rl:api:a", 1000, &reset), 4000u);
+    EXPECT_EQ(reset, 1700000017u);
+
+    reset = 7;
+    EXPECT_EQ(cache->denied_for("rl:api:a", 5000, &reset), 0u);
+    EXPECT_EQ(reset, 7u);
+}
+
 TEST(DenyCache, OnlyTheExactKeyIsDenied)
 {
     auto cache = make_cache();
