@@ -21,6 +21,10 @@ package RateLimitTest;
 #     %o: port, requirepass, unixsocket => 1|path, args => [...]
 #   redis(@argv), redis_db($db, @argv), redis_keys($pattern[, $db]),
 #   redis_hash_total($key[, $db]), is_redis_error($reply)
+#   start_redis_server(%o) / stop_process($pid) / start_child($desc, $code)
+#                                  more Redis processes (replicas, sentinels, other
+#                                  addresses), forked helpers (a DNS server)
+#   redis_at({host, port, auth}, @argv)   one command to any Redis / sentinel
 #   write_conf($http_body, %o)     %o: workers, no_module, main, error_log_level
 #   conf_line($re)                 line number of the written conf matching $re
 #   nginx_t                        (exit status, output) of "nginx -t"
@@ -888,6 +892,94 @@ sub sleep_until_phase {
     $wait += $p if $wait < 0;
     sleep($wait / 1000) if $wait > 0;
     return time;
+}
+
+# ---------------------------------------------------------------------------
+# more Redis processes (replicas, sentinels, a second server on another
+# address) and a one-shot client for any of them
+
+# start_redis_server(name => 'replica', port => P, bind => '127.0.0.1',
+#                    args => [...], conf => $text, sentinel => 1, auth => [pw])
+# Starts redis-server (with conf => ..., a config file TMP/NAME.conf, which a
+# sentinel needs writable) in its own process group, registered for cleanup,
+# and waits until it answers PING on bind:port (sending AUTH @auth first if
+# given).  Returns the pid.  Its output goes to TMP/NAME.out.
+sub start_redis_server {
+    my ($self, %o) = @_;
+    my $name = $o{name} // 'redis2';
+    my $bind = $o{bind} // '127.0.0.1';
+    my $port = $o{port} // die "start_redis_server: port needed";
+    my @cmd = (redis_bin());
+    if (defined $o{conf}) {
+        my $cf = "$self->{tmp}/$name.conf";
+        _write_file($cf, $o{conf});
+        chmod 0644, $cf;
+        push @cmd, $cf;
+    }
+    push @cmd, '--sentinel' if $o{sentinel};
+    push @cmd, '--port', $port, '--bind', $bind, '--daemonize', 'no', '--dir', $self->{tmp},
+        '--protected-mode', 'no', '--loglevel', 'notice';
+    push @cmd, '--save', '', '--appendonly', 'no' unless $o{sentinel};
+    push @cmd, @{ $o{args} } if $o{args};
+    my $out = "$self->{tmp}/$name.out";
+    my $pid = $self->_spawn($name, $out, @cmd);
+    my $deadline = time + 5;
+    while (1) {
+        if (!_alive($pid)) {
+            die "$name exited at start:\n" . _read_file($out);
+        }
+        my $r = eval { redis_at({ host => $bind, port => $port, auth => $o{auth} }, 'PING') };
+        last if defined $r && !ref $r && $r eq 'PONG';
+        die "$name did not answer PING within 5s:\n" . _read_file($out) if time > $deadline;
+        sleep 0.05;
+    }
+    return $pid;
+}
+
+# Stops a process started here (start_redis_server, start_child): $sig
+# (default TERM), then SIGKILL of its group after $timeout (default 5) s.
+# True if it exited by itself.
+sub stop_process {
+    my ($self, $pid, $sig, $timeout) = @_;
+    return 1 unless $pid;
+    return _terminate($pid, $sig // 'TERM', $timeout // 5);
+}
+
+# Runs a forked child (its own process group, registered for cleanup) that
+# calls $code->() and exits.  Returns the pid.
+sub start_child {
+    my ($self, $desc, $code) = @_;
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if ($pid == 0) {
+        POSIX::setpgid(0, 0);
+        eval { $code->(); 1 } or print STDERR "$desc: $@";
+        POSIX::_exit(0);
+    }
+    POSIX::setpgid($pid, $pid);
+    $CHILDREN{$pid} = $desc;
+    return $pid;
+}
+
+# redis_at({ host => '127.0.0.1', port => P, auth => [user, pw] | [pw], timeout => 2 }, @argv)
+# One command on a fresh connection; reply as for redis().  Dies when it
+# cannot connect, or when AUTH is refused.
+sub redis_at {
+    my ($c, @argv) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => $c->{host} // '127.0.0.1', PeerPort => $c->{port},
+        Proto => 'tcp', Timeout => $c->{timeout} // 2)
+        or die "cannot connect to redis at " . ($c->{host} // '127.0.0.1') . ":$c->{port}: $!\n";
+    binmode $s;
+    my $cl = bless { rsock => $s, rbuf => '' }, 'RateLimitTest';
+    if ($c->{auth}) {
+        my $a = $cl->_redis_cmd('AUTH', @{ $c->{auth} });
+        if (is_redis_error($a)) { close $s; die "redis AUTH failed: $$a\n" }
+    }
+    my $r = eval { $cl->_redis_cmd(@argv) };
+    my $e = $@;
+    close $s;
+    die $e if $e;
+    return $r;
 }
 
 1;
