@@ -21,6 +21,8 @@ package FaultTest;
 #   start_load(%o) / finish_load($load)      forked sequential clients
 #   commandstat($name)            calls of a Redis command (INFO commandstats)
 #   served_pids                   distinct worker pids in the access log
+#   live_workers, fd_count($pid)  worker pids (not zombies) of this nginx; open fds
+#   redis_clients                 CLIENT LIST lines of Redis, the test's own excluded
 #   throttle_ok($name)            test: log throttle held
 #   final_checks([$alerts_name])  tests: no crashed worker, no [alert]/[emerg]
 
@@ -135,6 +137,7 @@ sub wait_passed {
 
 # Fires $n requests at once on non-blocking sockets; returns the results
 # (same shape as raw_get) in order.  $make->($i) gives ($path, \%headers).
+# or ($path, \%headers, $port) to send that one to another server.
 sub burst {
     my ($self, $n, $make, $timeout) = @_;
     my $port = $self->port('PORT');
@@ -142,8 +145,9 @@ sub burst {
     my $sel = IO::Select->new;
     my $t0 = time;
     for my $i (0 .. $n - 1) {
-        my $req = _request_text($make->($i));
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp', Timeout => 5);
+        my ($path, $h, $to_port) = $make->($i);    # a third value: another server's port
+        my $req = _request_text($path, $h);
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $to_port // $port, Proto => 'tcp', Timeout => 5);
         my $e = { status => 0, headers => {}, body => '', err => '', buf => '', t0 => time };
         push @c, $e;
         if (!$s) { $e->{err} = "connect: $!"; next }
@@ -290,6 +294,43 @@ sub final_checks {
     local $Test::Builder::Level = $Test::Builder::Level + 1;
     Test::More::ok(!@crash, 'no worker exited on a signal') or Test::More::diag(join "\n", @crash);
     $self->no_alerts($alerts_name // 'no [alert] or [emerg] in error.log');
+}
+
+# ---------------------------------------------------------------------------
+# processes and connections
+
+# Worker processes of this nginx (children of its master, zombies left out).
+sub live_workers {
+    my ($self) = @_;
+    my $master = $self->nginx_pid or return ();
+    my @w;
+    opendir my $d, '/proc' or die "/proc: $!";
+    for my $p (grep { /^\d+$/ } readdir $d) {
+        open my $fh, '<', "/proc/$p/stat" or next;
+        my $st = do { local $/; <$fh> } // '';
+        push @w, $p if $st =~ /^\d+ \(.*\) (\S) (\d+) /s && $2 == $master && $1 ne 'Z';
+    }
+    closedir $d;
+    return sort { $a <=> $b } @w;
+}
+
+# Number of open file descriptors of a process (undef if it is gone).
+sub fd_count {
+    my ($self, $pid) = @_;
+    opendir my $d, "/proc/$pid/fd" or return undef;
+    my $n = grep { /^\d+$/ } readdir $d;
+    closedir $d;
+    return $n;
+}
+
+# CLIENT LIST of the harness's Redis, one line per client, without the
+# test's own connection.
+sub redis_clients {
+    my ($self) = @_;
+    my $me = $self->redis('CLIENT', 'ID');
+    my $list = $self->redis('CLIENT', 'LIST');
+    die "CLIENT LIST failed: $list" if RateLimitTest::is_redis_error($list);
+    return grep { !/\bid=$me\b/ } split /\n/, $list;
 }
 
 1;
