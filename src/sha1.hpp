@@ -1,5 +1,5 @@
-// SHA-1 (FIPS 180-4), for the script digest EVALSHA names and for shortening
-// long subjects.  Not used for anything that needs collision resistance
+// SHA-1, OpenSSL's (nginx links it already), for the script digest EVALSHA
+// names and for shortening long subjects.  Not used for anything that needs collision resistance
 // against a chosen-prefix attacker.
 #pragma once
 
