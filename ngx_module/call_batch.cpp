@@ -16,6 +16,46 @@ CallBatcher::CallBatcher(RedisLink *link, ngx_log_t *log) noexcept
     turn_end_.handler = on_turn_end;
     turn_end_.data = this;
     turn_end_.log = log;
+    link->on_up(on_link_up, this);
+}
+
+void CallBatcher::on_link_up(void *data) noexcept
+{
+    auto *batcher = static_cast<CallBatcher *>(data);
+    std::string_view script = window_script();
+    const char *argv[3] = {"SCRIPT", "LOAD", script.data()};
+    size_t lens[3] = {6, 4, script.size()};
+
+    if (!batcher->link_->send_argv(3, argv, lens, on_script_loaded,
+                                   batcher))
+    {
+        batcher->link_->reconnect();
+    }
+}
+
+void CallBatcher::on_script_loaded(void *data,
+                                   const redisReply *reply) noexcept
+{
+    auto *batcher = static_cast<CallBatcher *>(data);
+
+    if (reply == nullptr || reply->type != REDIS_REPLY_ERROR) {
+        return;
+    }
+
+    if (batcher->link_->may_log()) {
+        ngx_log_error(NGX_LOG_ERR, batcher->turn_end_.log, 0,
+                      "ratelimit: redis at \"%V\" refused SCRIPT LOAD: %*s",
+                      &batcher->link_->server(),
+                      static_cast<size_t>(reply->len), reply->str);
+    }
+
+    batcher->link_->reconnect();
+}
+
+void CallBatcher::on_batch_reply(void *data, const redisReply *reply) noexcept
+{
+    auto *batch = static_cast<Batch *>(data);
+    batch->owner->on_reply(batch, reply);
 }
 
 CallBatcher::~CallBatcher()
@@ -134,7 +174,7 @@ const char *CallBatcher::send(Batch *batch, bool eval) noexcept
         return "no memory for the call to redis";
     }
 
-    if (link_->send(batch, command_) != RedisLink::SendResult::kSent) {
+    if (!link_->send(command_, on_batch_reply, batch)) {
         return "redis is not connected";
     }
 
@@ -184,6 +224,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
 
     case BatchReply::Kind::kError:
         fail_all(batch, "redis answered an error: ", decoded.error);
+        link_->on_error_reply(decoded.error);
         return;
 
     case BatchReply::Kind::kMalformed:

@@ -67,11 +67,17 @@ public:
     // The request stops waiting: its reply, when it comes, goes nowhere.
     static void forget(RequestState *state) noexcept;
 
-    // The reply to a batch, or nullptr when the connection failed with it
-    // in flight.  Called by the Redis link, from inside hiredis.
-    void on_reply(Batch *batch, const redisReply *reply) noexcept;
-
 private:
+    // The reply to a batch, or nullptr when the connection failed with it
+    // in flight.
+    void on_reply(Batch *batch, const redisReply *reply) noexcept;
+    static void on_batch_reply(void *data, const redisReply *reply) noexcept;
+    // Each new connection loads the script, so that the first calls on it
+    // need not send it.
+    static void on_link_up(void *data) noexcept;
+    static void on_script_loaded(void *data,
+                                 const redisReply *reply) noexcept;
+
     void send_open() noexcept;
     const char *send(Batch *batch, bool eval) noexcept;
     void fail_all(Batch *batch, const char *why,

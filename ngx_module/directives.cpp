@@ -2,7 +2,9 @@
 
 #include <new>
 
+#include "conf_params.hpp"
 #include "rate_headers.hpp"
+#include "redis_directives.hpp"
 #include "script_batch.hpp"
 #include "status_handler.hpp"
 
@@ -10,7 +12,6 @@ namespace ratelimit {
 
 namespace {
 
-char *set_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
@@ -44,39 +45,6 @@ ngx_conf_enum_t log_levels[] = {
     {ngx_null_string, 0},
 };
 
-constexpr ngx_msec_t kDefaultTimeout = 50;
-constexpr ngx_msec_t kDefaultConnectTimeout = 1000;
-constexpr int kDefaultRedisPort = 6379;
-
-// "name=value" parameters: the value after `name`, or an empty ngx_str_t
-// with a null data pointer if the parameter has another name.
-bool take_param(const ngx_str_t &param, const char *name, ngx_str_t *value)
-{
-    size_t len = ngx_strlen(name);
-
-    if (param.len < len || ngx_strncmp(param.data, name, len) != 0) {
-        return false;
-    }
-
-    value->data = param.data + len;
-    value->len = param.len - len;
-    return true;
-}
-
-// TIME in nginx syntax ("50ms", "2s", "1h"), in milliseconds, > 0.
-bool parse_msec(const ngx_str_t &text, ngx_msec_t *out)
-{
-    ngx_str_t copy = text;
-    ngx_int_t ms = ngx_parse_time(&copy, 0);
-
-    if (ms == NGX_ERROR || ms == 0) {
-        return false;
-    }
-
-    *out = static_cast<ngx_msec_t>(ms);
-    return true;
-}
-
 // Zone names go into Redis keys and quoted header members: tokens only, and
 // never '#', which marks hashed subjects in keys.
 bool valid_zone_name(const ngx_str_t &name)
@@ -97,177 +65,6 @@ bool valid_zone_name(const ngx_str_t &name)
     }
 
     return true;
-}
-
-char *duplicate_param(ngx_conf_t *cf, const ngx_str_t &param)
-{
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "duplicate parameter \"%V\"",
-                       &param);
-    return static_cast<char *>(NGX_CONF_ERROR);
-}
-
-char *invalid_param(ngx_conf_t *cf, const ngx_str_t &param)
-{
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       &param);
-    return static_cast<char *>(NGX_CONF_ERROR);
-}
-
-bool copy_cstring(ngx_pool_t *pool, const u_char *data, size_t len,
-                  ngx_str_t *out)
-{
-    out->data = static_cast<u_char *>(ngx_pnalloc(pool, len + 1));
-
-    if (out->data == nullptr) {
-        return false;
-    }
-
-    ngx_memcpy(out->data, data, len);
-    out->data[len] = '\0';
-    out->len = len;
-    return true;
-}
-
-// Resolves host:port once, at configuration time, so that the worker's
-// connects never wait for DNS.
-char *parse_redis_address(ngx_conf_t *cf, const ngx_str_t &address,
-                          RedisTarget *target)
-{
-    static const char kUnix[] = "unix:";
-    size_t unix_len = sizeof(kUnix) - 1;
-
-    target->display = address;
-
-    if (address.len > unix_len
-        && ngx_strncmp(address.data, kUnix, unix_len) == 0)
-    {
-        if (!copy_cstring(cf->pool, address.data + unix_len,
-                          address.len - unix_len, &target->unix_path))
-        {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    ngx_url_t url;
-    ngx_memzero(&url, sizeof(ngx_url_t));
-    url.url = address;
-    url.default_port = kDefaultRedisPort;
-
-    if (ngx_parse_url(cf->pool, &url) != NGX_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "%s in ratelimit_redis \"%V\"",
-                           url.err ? url.err : "invalid address", &address);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    if (url.naddrs == 0 || url.addrs == nullptr) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "no address found for ratelimit_redis \"%V\"",
-                           &address);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    u_char text[NGX_SOCKADDR_STRLEN];
-    size_t len = ngx_sock_ntop(url.addrs[0].sockaddr, url.addrs[0].socklen,
-                               text, NGX_SOCKADDR_STRLEN, 0);
-
-    if (!copy_cstring(cf->pool, text, len, &target->host)) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    target->port = ngx_inet_get_port(url.addrs[0].sockaddr);
-    return NGX_CONF_OK;
-}
-
-char *set_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
-{
-    auto *mcf = static_cast<MainConf *>(conf);
-    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
-
-    if (mcf->redis != nullptr) {
-        return const_cast<char *>("is duplicate");
-    }
-
-    auto *target = static_cast<RedisTarget *>(
-        ngx_pcalloc(cf->pool, sizeof(RedisTarget)));
-
-    if (target == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    if (parse_redis_address(cf, args[1], target) != NGX_CONF_OK) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    target->db = NGX_CONF_UNSET;
-    target->timeout = NGX_CONF_UNSET_MSEC;
-    target->connect_timeout = NGX_CONF_UNSET_MSEC;
-
-    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
-        ngx_str_t value;
-
-        if (take_param(args[i], "db=", &value)) {
-            if (target->db != NGX_CONF_UNSET) {
-                return duplicate_param(cf, args[i]);
-            }
-            target->db = ngx_atoi(value.data, value.len);
-            if (target->db == NGX_ERROR) {
-                return invalid_param(cf, args[i]);
-            }
-
-        } else if (take_param(args[i], "user=", &value)) {
-            if (target->user.data != nullptr) {
-                return duplicate_param(cf, args[i]);
-            }
-            if (value.len == 0) {
-                return invalid_param(cf, args[i]);
-            }
-            target->user = value;
-
-        } else if (take_param(args[i], "password=", &value)) {
-            if (target->password.data != nullptr) {
-                return duplicate_param(cf, args[i]);
-            }
-            if (value.len == 0) {
-                return invalid_param(cf, args[i]);
-            }
-            target->password = value;
-
-        } else if (take_param(args[i], "timeout=", &value)) {
-            if (target->timeout != NGX_CONF_UNSET_MSEC) {
-                return duplicate_param(cf, args[i]);
-            }
-            if (!parse_msec(value, &target->timeout)) {
-                return invalid_param(cf, args[i]);
-            }
-
-        } else if (take_param(args[i], "connect_timeout=", &value)) {
-            if (target->connect_timeout != NGX_CONF_UNSET_MSEC) {
-                return duplicate_param(cf, args[i]);
-            }
-            if (!parse_msec(value, &target->connect_timeout)) {
-                return invalid_param(cf, args[i]);
-            }
-
-        } else {
-            return invalid_param(cf, args[i]);
-        }
-    }
-
-    if (target->user.data != nullptr && target->password.data == nullptr) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"user=\" requires \"password=\"");
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    ngx_conf_init_value(target->db, 0);
-    ngx_conf_init_msec_value(target->timeout, kDefaultTimeout);
-    ngx_conf_init_msec_value(target->connect_timeout, kDefaultConnectTimeout);
-
-    mcf->redis = target;
-    return NGX_CONF_OK;
 }
 
 // The zone's request-independent script arguments and header text.
@@ -654,6 +451,76 @@ ngx_command_t commands[] = {
      0,
      nullptr},
 
+    {ngx_string("ratelimit_redis_ssl"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.enable),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_verify"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.verify),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_verify_depth"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.verify_depth),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_name"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.name),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_server_name"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.server_name),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_trusted_certificate"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     set_tls_file,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.trusted_certificate),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_certificate"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     set_tls_file,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.certificate),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_certificate_key"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     set_tls_file,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.certificate_key),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_protocols"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
+     ngx_conf_set_bitmask_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.protocols),
+     tls_protocols},
+
+    {ngx_string("ratelimit_redis_ssl_ciphers"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.ciphers),
+     nullptr},
+
     {ngx_string("ratelimit_zone"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE,
      set_zone,
@@ -747,6 +614,7 @@ void *create_main_conf(ngx_conf_t *cf) noexcept
         return nullptr;
     }
 
+    init_redis_defaults(mcf);
     return mcf;
 }
 
@@ -758,7 +626,7 @@ char *init_main_conf(ngx_conf_t *cf, void *conf) noexcept
         ngx_str_set(&mcf->prefix, "rl");
     }
 
-    return NGX_CONF_OK;
+    return finish_redis_conf(cf, mcf);
 }
 
 void *create_loc_conf(ngx_conf_t *cf) noexcept

@@ -7,6 +7,7 @@
 #include "deny_cache.hpp"
 #include "directives.hpp"
 #include "header_filter.hpp"
+#include "redis_directives.hpp"
 #include "redis_link.hpp"
 #include "variables.hpp"
 
@@ -35,6 +36,10 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
     }
 
     *h = preaccess_handler;
+
+    find_resolver(cf, static_cast<MainConf *>(
+                          ngx_http_conf_get_module_main_conf(
+                              cf, ngx_http_ratelimit_module)));
     return install_header_filter(cf);
 }
 
@@ -61,7 +66,7 @@ ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
         return NGX_OK;
     }
 
-    mcf->link = new (std::nothrow) RedisLink(*mcf->redis, cycle->log);
+    mcf->link = new (std::nothrow) RedisLink(*mcf, cycle->log);
     mcf->denied = new (std::nothrow) DenyCache();
 
     if (mcf->link == nullptr || mcf->denied == nullptr) {

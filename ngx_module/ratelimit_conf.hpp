@@ -20,17 +20,65 @@ class CallBatcher;
 class DenyCache;
 class RedisLink;
 
+// One ADDRESS of `ratelimit_redis`: a Redis server, or a sentinel.
+struct RedisAddress {
+    ngx_str_t text;         // as written, for log lines
+    ngx_addr_t addr;        // resolved when the configuration is read
+    ngx_str_t host;         // as written, NUL-terminated; empty for unix:
+    bool named;             // host is a name, not an IP address
+    in_port_t port;
+};
+
+// Who the module is to a Redis server: AUTH [user] password, SELECT db.
+struct RedisCredentials {
+    ngx_str_t user;         // Redis 6 ACL user; empty for none
+    ngx_str_t password;     // empty: no AUTH
+    ngx_int_t db;           // SELECT unless 0
+};
+
+// A file a directive names, and where the directive stands, for errors
+// found once the whole http block is read.
+struct ConfFile {
+    ngx_str_t path;              // full name, NUL-terminated; empty if unset
+    ngx_str_t conf_file;
+    ngx_uint_t line;
+};
+
+// The `ratelimit_redis_ssl*` directives, and what they make.
+struct RedisTls {
+    ngx_flag_t enable;
+    ngx_flag_t verify;
+    ngx_int_t verify_depth;
+    ngx_flag_t server_name;      // send SNI; unset: if the host is a name
+    ngx_uint_t protocols;
+    ngx_str_t ciphers;
+    ConfFile trusted_certificate;
+    ConfFile certificate;
+    ConfFile certificate_key;
+    ngx_str_t name;              // checked against the certificate, and
+                                 // sent as SNI; NUL-terminated
+#if (NGX_SSL)
+    ngx_ssl_t *ssl;              // with `on`: the context every connection
+                                 // to Redis and the sentinels uses
+#endif
+};
+
 // Where `ratelimit_redis` points, and how to talk to it.
 struct RedisTarget {
-    ngx_str_t display;      // the address as written, for log lines
-    ngx_str_t host;         // numeric address, NUL-terminated; empty for unix
-    int port;
-    ngx_str_t unix_path;    // NUL-terminated; empty for TCP
-    ngx_int_t db;           // SELECT unless 0
-    ngx_str_t user;         // AUTH user password when set (Redis 6 ACL)
-    ngx_str_t password;     // AUTH password when set
-    ngx_msec_t timeout;     // a request's wait for its verdict
-    ngx_msec_t connect_timeout;
+    ngx_array_t addresses;      // of RedisAddress: the server, or sentinels
+    ngx_str_t sentinel_master;  // empty: addresses holds the server itself
+    RedisCredentials data;      // for the Redis server
+    RedisCredentials sentinel;  // for the sentinels (db unused)
+    ngx_msec_t timeout;         // a request's wait for its verdict
+    ngx_msec_t connect_timeout; // each step of a connect: TCP, TLS, asking
+                                // a sentinel, checking ROLE
+    ngx_str_t file;             // where the directive stands
+    ngx_uint_t line;
+
+    const RedisAddress &first() const
+    {
+        return static_cast<const RedisAddress *>(addresses.elts)[0];
+    }
 };
 
 struct Zone {
@@ -56,6 +104,11 @@ struct ZoneRef {
 struct MainConf {
     ngx_array_t zones;     // of Zone *
     RedisTarget *redis;    // nullptr without `ratelimit_redis`
+    RedisTls tls;
+    // nginx's `resolver` of the http block, if one is configured: host
+    // names of Redis are resolved again on each reconnect through it.
+    ngx_resolver_t *resolver;
+    ngx_msec_t resolver_timeout;
     ngx_str_t prefix;      // Redis key prefix
     bool used;             // some location applies a zone
     RedisLink *link;       // this worker's connection, from init_process

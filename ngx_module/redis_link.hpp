@@ -1,96 +1,116 @@
-// A worker's connection to Redis: one hiredis async context driven by the
-// nginx event loop, reconnected with backoff, carrying the worker's batches
-// of script calls pipelined.
+// A worker's data link to Redis: finds the server (the configured address,
+// a host name resolved again on each reconnect, or the master the sentinels
+// name), keeps one RedisConnection to it, and reconnects with backoff.
 #pragma once
 
-#include "ratelimit_conf.hpp"
-
-#include <hiredis/async.h>
+#include "redis_connection.hpp"
+#include "sentinel_query.hpp"
 
 namespace ratelimit {
 
-struct Batch;
-
-class RedisLink {
+class RedisLink final : public RedisConnection::Owner {
 public:
-    RedisLink(const RedisTarget &target, ngx_log_t *log) noexcept;
+    RedisLink(const MainConf &mcf, ngx_log_t *log) noexcept;
+    ~RedisLink();
 
     RedisLink(const RedisLink &) = delete;
     RedisLink &operator=(const RedisLink &) = delete;
 
+    // Called each time the link comes up, before any call is sent on it
+    // (the batcher loads its script then).
+    void on_up(void (*handler)(void *data) noexcept, void *data) noexcept
+    {
+        on_up_ = handler;
+        on_up_data_ = data;
+    }
+
     void start() noexcept;
 
-    // Closes the connection for good: pending calls get their NULL reply.
+    // Closes the connection for good: waiting handlers get nullptr.
     void shutdown() noexcept;
 
-    // Connected, and the handshake sent: commands may be sent.
-    bool up() const noexcept { return state_ == State::kUp; }
+    // Connected to the server (to the master, checked by ROLE, with
+    // sentinels): commands may be sent.
+    bool up() const noexcept { return up_; }
 
-    enum class SendResult { kSent, kDown };
+    bool send(std::string_view command, RedisConnection::ReplyHandler handler,
+              void *data) noexcept
+    {
+        return up_ && conn_.send(command, handler, data);
+    }
 
-    // Sends a batch's command, a complete RESP command that hiredis copies;
-    // its reply goes to batch->owner.  Unless kSent, nothing was sent.
-    // Written at once, unless called from inside hiredis (a reply callback
-    // resending after NOSCRIPT): then the posted write event writes it.
-    SendResult send(Batch *batch, std::string_view command) noexcept;
+    bool send_argv(int argc, const char **argv, const size_t *lens,
+                   RedisConnection::ReplyHandler handler, void *data) noexcept
+    {
+        return up_ && conn_.send_argv(argc, argv, lens, handler, data);
+    }
 
     // At most once a second, so a Redis outage under load is one log line a
     // second per worker, not one per request.
-    bool may_log() noexcept;
+    bool may_log() noexcept { return throttle_.allow(); }
 
-    // A request gave up waiting.  If Redis has answered nothing for
-    // kStallMs while calls wait, the connection is taken for wedged (a
-    // half-open TCP connection after a partition, a reply that never ends)
-    // and is replaced: its calls fail at once and a new one is opened.
-    void on_request_timeout() noexcept;
+    // A request gave up waiting: a connection that has answered nothing for
+    // kStallMs while calls wait is replaced.
+    void on_request_timeout() noexcept { conn_.check_stall(kStallMs); }
+
+    // An error Redis answered.  -READONLY says the server cannot take
+    // writes, a replica now after a failover: with sentinels, or a host
+    // name resolved on reconnect, the link finds the master again.
+    void on_error_reply(std::string_view error) noexcept;
+
+    // The server refused what the link is for (a script it cannot load):
+    // dropped, and tried again with backoff.
+    void reconnect() noexcept;
+
+    const ngx_str_t &server() const noexcept { return conn_.display(); }
 
     static constexpr ngx_msec_t kStallMs = 2000;
 
-    const RedisTarget &target() const { return target_; }
-
 private:
-    enum class State { kDown, kConnecting, kUp };
-
     void connect() noexcept;
-    bool attach() noexcept;
-    void handshake() noexcept;
+    void resolve(const RedisAddress &address) noexcept;
+    void connect_to(const sockaddr *sa, socklen_t len,
+                    const ngx_str_t &display) noexcept;
+    void became_up() noexcept;
+    void log_master() noexcept;
     void schedule_reconnect() noexcept;
-    void release_connection() noexcept;
-    void flush() noexcept;
-    void watch(ngx_event_t *ev, ngx_uint_t event) noexcept;
-    void unwatch(ngx_event_t *ev, ngx_uint_t event) noexcept;
-
-    static void on_connect(const redisAsyncContext *ac, int status) noexcept;
-    static void on_disconnect(const redisAsyncContext *ac,
-                              int status) noexcept;
-    static void on_reply(redisAsyncContext *ac, void *reply,
-                         void *privdata) noexcept;
-    static void on_handshake_reply(redisAsyncContext *ac, void *reply,
-                                   void *privdata) noexcept;
-    static void on_read(ngx_event_t *ev) noexcept;
-    static void on_write(ngx_event_t *ev) noexcept;
-    static void on_connect_timeout(ngx_event_t *ev) noexcept;
+    void on_open(RedisConnection *conn) noexcept override;
+    void on_close(RedisConnection *conn) noexcept override;
+    static void on_role(void *data, const redisReply *reply) noexcept;
+    static void on_master(void *data, const sockaddr *sa, socklen_t len,
+                          const ngx_str_t &text) noexcept;
+    static void on_resolved(ngx_resolver_ctx_t *ctx) noexcept;
     static void on_reconnect(ngx_event_t *ev) noexcept;
-
-    static void add_read(void *data) noexcept;
-    static void del_read(void *data) noexcept;
-    static void add_write(void *data) noexcept;
-    static void del_write(void *data) noexcept;
-    static void cleanup(void *data) noexcept;
+    static void on_drop(ngx_event_t *ev) noexcept;
 
     const RedisTarget &target_;
+    const RedisTls *tls_;
+    ngx_resolver_t *resolver_;        // nullptr: names resolved at start
+    ngx_msec_t resolver_timeout_;
     ngx_log_t *log_;
-    State state_ = State::kDown;
-    redisAsyncContext *ac_ = nullptr;
-    ngx_connection_t *conn_ = nullptr;
-    bool writing_ = false;    // inside redisAsyncHandleWrite
-    bool closing_ = false;    // shutdown() called: no reconnect
-    ngx_uint_t failures_ = 0; // consecutive, for the backoff
-    ngx_uint_t in_flight_ = 0;      // commands sent, not yet answered
-    ngx_msec_t progress_msec_ = 0;  // last reply, or first call after none
-    time_t last_log_ = 0;
-    ngx_event_t connect_timer_;
+    LogThrottle throttle_;
+    RedisConnection conn_;
+    SentinelQuery sentinels_;         // asked only with `sentinel=`
+    ngx_resolver_ctx_t *resolving_ = nullptr;
+
+    bool up_ = false;
+    bool closing_ = false;
+    ngx_uint_t failures_ = 0;         // consecutive, for the backoff
+    ngx_msec_t up_since_ = 0;
     ngx_event_t reconnect_timer_;
+    ngx_event_t drop_;                // posted: close and find the server
+
+    void (*on_up_)(void *data) noexcept = nullptr;
+    void *on_up_data_ = nullptr;
+
+    // The address connected to, when found at run time (sentinels, DNS),
+    // and the master last confirmed, to log a switch once.
+    ngx_sockaddr_t addr_;
+    socklen_t addr_len_ = 0;
+    u_char addr_text_[NGX_SOCKADDR_STRLEN];
+    ngx_str_t display_ = ngx_null_string;
+    u_char master_text_[NGX_SOCKADDR_STRLEN];
+    size_t master_len_ = 0;
 };
 
 }  // namespace ratelimit

@@ -229,6 +229,7 @@ void take_reply(RequestState *state, std::uint64_t now_ms,
         break;
     case ScriptReply::Kind::kError:
         fail(state, "redis answered an error: ", decoded.error);
+        main_conf(state->r)->link->on_error_reply(decoded.error);
         break;
     case ScriptReply::Kind::kMalformed:
         fail(state, "unexpected reply from redis");

@@ -269,6 +269,7 @@ sub fake_reply {
         partial  => "*" . (1 + 4 * $n) . "\r\n:17",
         bigbulk  => "\$2147483647\r\n",
         extraerr => flat_reply($now, ($ok) x $n) . "-ERR unsolicited\r\n",
+        extraint => flat_reply($now, ($ok) x $n) . ":1\r\n",
         huge     => flat_reply('9223372036854775807', (verdict(0, ('9223372036854775807') x 2, 0)) x $n),
         hugerej  => flat_reply('9223372036854775807', (verdict(1, ('9223372036854775807') x 2, 1)) x $n),
         zero     => flat_reply(0, (verdict(1, 0, 0, 1)) x $n),
@@ -472,12 +473,9 @@ for my $mode (qw(garbage deep partial bigbulk)) {
     }
 }
 
-# a reply nobody asked for (one more reply than commands): never a crash
-# An unsolicited error (Redis at maxclients sends one) must not hurt.  An
-# unsolicited reply of another type is not tested: hiredis 0.14.1 asserts
-# that a context without callbacks is subscribed and aborts the process, and
-# Redis never sends one to a client that does not subscribe (see README,
-# Failure behaviour).
+# a reply nobody asked for (one more reply than commands): never a crash.
+# An unsolicited error (Redis at maxclients sends one) or any other reply
+# (hiredis's own I/O used to abort the worker on one) drops the connection.
 # NOSCRIPT to a batch of calls, then the connection closes: the module
 # resends each call with EVAL from inside hiredis's reply callback, into a
 # dead socket, and must answer every request by the fail policy.  Writing
@@ -499,8 +497,9 @@ for my $mode (qw(garbage deep partial bigbulk)) {
     ok(wait_valid(), "after 'noscriptclose': recovers (PASSED again)");
 }
 
-for my $mode (qw(extraerr)) {
+for my $mode (qw(extraerr extraint)) {
     ok(wait_valid(), "before '$mode': sane replies taken");
+    sleep 1.1;    # next log second: its line is not throttled away
     set_mode($mode);
     my @o = map { $t->req('open', "$mode-$_") } 1 .. 3;
     like(join(' ', map { sr($_) } @o), qr{^(?:200/(?:PASSED|ERROR) ?){3}$}, "'$mode': requests pass (" . join(' ', map { sr($_) } @o) . ')');
@@ -509,6 +508,8 @@ for my $mode (qw(extraerr)) {
     my @crash = grep { /exited on signal/ } split /\n/, $t->error_log;
     is(scalar @crash, 0, "'$mode': no worker crash") or diag(join "\n", @crash);
     ok(wait_valid(), "after '$mode': recovers (PASSED again)");
+    ok($t->wait_log(qr/ratelimit: lost connection to redis at "[^"]+": a reply nobody asked for/, 1, 2),
+       "'$mode': error.log: a reply nobody asked for") if $mode eq 'extraint';
 }
 
 {

@@ -1,0 +1,169 @@
+#include "sentinel_query.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+const RedisAddress &sentinel_at(const RedisTarget &target, ngx_uint_t i)
+{
+    return static_cast<const RedisAddress *>(target.addresses.elts)[i];
+}
+
+// "IP" and "PORT" as sentinels answer them, into a socket address.
+bool parse_master(const redisReply *reply, ngx_sockaddr_t *sa,
+                  socklen_t *len)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[1]->type != REDIS_REPLY_STRING)
+    {
+        return false;
+    }
+
+    const redisReply *ip = reply->element[0];
+    ngx_int_t port = ngx_atoi(reinterpret_cast<u_char *>(
+                                  reply->element[1]->str),
+                              reply->element[1]->len);
+
+    if (port < 1 || port > 65535 || ip->len >= NGX_SOCKADDR_STRLEN) {
+        return false;
+    }
+
+    char text[NGX_SOCKADDR_STRLEN];
+    ngx_memcpy(text, ip->str, ip->len);
+    text[ip->len] = '\0';
+    ngx_memzero(sa, sizeof(ngx_sockaddr_t));
+
+    if (inet_pton(AF_INET, text, &sa->sockaddr_in.sin_addr) == 1) {
+        sa->sockaddr_in.sin_family = AF_INET;
+        *len = sizeof(sockaddr_in);
+#if (NGX_HAVE_INET6)
+    } else if (inet_pton(AF_INET6, text, &sa->sockaddr_in6.sin6_addr) == 1) {
+        sa->sockaddr_in6.sin6_family = AF_INET6;
+        *len = sizeof(sockaddr_in6);
+#endif
+    } else {
+        return false;
+    }
+
+    ngx_inet_set_port(&sa->sockaddr, static_cast<in_port_t>(port));
+    return true;
+}
+
+}  // namespace
+
+SentinelQuery::SentinelQuery(const RedisTarget &target, const RedisTls *tls,
+                             LogThrottle *throttle, ngx_log_t *log,
+                             Found found, void *data) noexcept
+    : target_(target), tls_(tls), throttle_(throttle), log_(log),
+      found_(found), data_(data), conn_(this, throttle, log)
+{
+    ngx_memzero(&next_, sizeof(ngx_event_t));
+    next_.handler = on_next;
+    next_.data = this;
+    next_.log = log;
+}
+
+void SentinelQuery::start() noexcept
+{
+    asked_ = 0;
+    ask();
+}
+
+void SentinelQuery::cancel() noexcept
+{
+    if (next_.posted) {
+        ngx_delete_posted_event(&next_);
+    }
+
+    conn_.close();
+}
+
+void SentinelQuery::ask() noexcept
+{
+    while (asked_ < target_.addresses.nelts) {
+        const RedisAddress &sentinel = sentinel_at(target_, current_);
+        asked_++;
+
+        if (conn_.open({sentinel.addr.sockaddr, sentinel.addr.socklen,
+                        sentinel.text, &target_.sentinel, tls_,
+                        target_.connect_timeout}))
+        {
+            return;
+        }
+
+        current_ = (current_ + 1) % target_.addresses.nelts;
+    }
+
+    found_(data_, nullptr, 0, {0, nullptr});
+}
+
+void SentinelQuery::on_open(RedisConnection *conn) noexcept
+{
+    static const char kSentinel[] = "SENTINEL";
+    static const char kGetMaster[] = "get-master-addr-by-name";
+    const char *argv[3] = {kSentinel, kGetMaster,
+                           reinterpret_cast<const char *>(
+                               target_.sentinel_master.data)};
+    size_t lens[3] = {sizeof(kSentinel) - 1, sizeof(kGetMaster) - 1,
+                      target_.sentinel_master.len};
+
+    if (!conn->send_argv(3, argv, lens, on_reply, this)) {
+        conn->close();
+        ngx_post_event(&next_, &ngx_posted_events);
+    }
+}
+
+// Closed before it answered: the next sentinel, from the event loop.
+void SentinelQuery::on_close(RedisConnection *) noexcept
+{
+    ngx_post_event(&next_, &ngx_posted_events);
+}
+
+void SentinelQuery::on_reply(void *data, const redisReply *reply) noexcept
+{
+    if (reply != nullptr) {
+        static_cast<SentinelQuery *>(data)->answer(reply);
+    }
+}
+
+void SentinelQuery::answer(const redisReply *reply) noexcept
+{
+    bool known = parse_master(reply, &master_, &master_len_);
+
+    conn_.close();
+
+    if (!known) {
+        bool error = reply->type == REDIS_REPLY_ERROR;
+
+        if (throttle_->allow()) {
+            ngx_log_error(NGX_LOG_WARN, log_, 0,
+                          "ratelimit: sentinel at \"%V\" does not know "
+                          "master \"%V\"%s%*s",
+                          &sentinel_at(target_, current_).text,
+                          &target_.sentinel_master,
+                          error ? ": " : "",
+                          error ? static_cast<size_t>(reply->len) : 0,
+                          error ? reply->str : "");
+        }
+
+        ngx_post_event(&next_, &ngx_posted_events);
+        return;
+    }
+
+    ngx_str_t text;
+    text.data = master_text_;
+    text.len = ngx_sock_ntop(&master_.sockaddr, master_len_, master_text_,
+                             NGX_SOCKADDR_STRLEN, 1);
+    found_(data_, &master_.sockaddr, master_len_, text);
+}
+
+void SentinelQuery::on_next(ngx_event_t *ev) noexcept
+{
+    auto *query = static_cast<SentinelQuery *>(ev->data);
+
+    query->current_ = (query->current_ + 1) % query->target_.addresses.nelts;
+    query->ask();
+}
+
+}  // namespace ratelimit
