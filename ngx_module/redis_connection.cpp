@@ -507,7 +507,7 @@ void RedisConnection::flush() noexcept
         }
 
         if (n <= 0) {
-            fail("lost connection to", captured());
+            fail_writing();
             return;
         }
 
@@ -516,6 +516,27 @@ void RedisConnection::flush() noexcept
 
     out_.clear();
     out_sent_ = 0;
+}
+
+// A peer that closes often says why first (a TLS alert such as "certificate
+// required", an error reply): what is left to read names the cause better
+// than the failed write.
+void RedisConnection::fail_writing() noexcept
+{
+    u_char cause[sizeof(last_error_)];
+    size_t len = ngx_cpystrn(cause,
+                             reinterpret_cast<u_char *>(
+                                 const_cast<char *>(captured())),
+                             sizeof(cause))
+                 - cause;
+    ngx_uint_t epoch = epoch_;
+
+    read();
+
+    if (epoch == epoch_) {
+        cause[len] = '\0';
+        fail("lost connection to", reinterpret_cast<char *>(cause));
+    }
 }
 
 // Edge-triggered: nothing tells us again about bytes left in the socket or

@@ -114,6 +114,7 @@ private:
     void fail(const char *what, const char *cause) noexcept;
     void drop() noexcept;
     void flush() noexcept;
+    void fail_writing() noexcept;
     void read() noexcept;
     void dispatch() noexcept;
     bool push(ReplyHandler handler, void *data) noexcept;
