@@ -17,6 +17,9 @@
 # tests with those sanitizers (in build/sanitize/) and runs both suites with
 # nginx wrapped to preload the sanitizer runtimes; any report fails the run.
 #
+# EXTRA_CC_OPT and EXTRA_LD_OPT add compiler and linker flags (debian/rules
+# passes Debian's hardening flags).
+#
 # NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of
 # Debian's nginx-dev tree (/usr/share/nginx/src), which makes a module
 # binary-compatible with Debian's nginx package.
@@ -63,7 +66,8 @@ install_missing() {
 # Configures a private copy of the nginx tree once per set of flags, then
 # lets nginx's own Makefile rebuild what changed.
 build_module() {
-    local tree=$BUILD/nginx flags=() cc_opt="-O2 -g $SAN_FLAGS"
+    local tree=$BUILD/nginx flags=() cc_opt="-O2 -g $SAN_FLAGS ${EXTRA_CC_OPT:-}"
+    local ld_opt="$SAN_FLAGS ${EXTRA_LD_OPT:-}"
     if [ -f "$NGINX_SRC/conf_flags" ]; then
         # shellcheck disable=SC1091
         . "$NGINX_SRC/conf_flags"
@@ -72,14 +76,14 @@ build_module() {
         flags=(--with-compat)
     fi
     local stamp
-    stamp="$NGINX_SRC ${flags[*]} $cc_opt $(cksum < "$ROOT/config")"
+    stamp="$NGINX_SRC ${flags[*]} $cc_opt $ld_opt $(cksum < "$ROOT/config")"
     if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$tree/.stamp" 2>/dev/null)" != "$stamp" ]; then
         say "configuring nginx tree from $NGINX_SRC"
         rm -rf "$tree"
         mkdir -p "$BUILD"
         cp -a "$NGINX_SRC" "$tree"
         (cd "$tree" && ./configure "${flags[@]}" --with-cc-opt="$cc_opt" \
-            --with-ld-opt="$SAN_FLAGS" \
+            --with-ld-opt="$ld_opt" \
             --add-dynamic-module="$ROOT" >"$BUILD/configure.log" 2>&1) \
             || { cat "$BUILD/configure.log" >&2; return 1; }
         printf '%s' "$stamp" >"$tree/.stamp"
