@@ -5,6 +5,10 @@
 #   ./build.sh test     build, then unit tests (ctest) and integration tests (prove)
 #   ./build.sh demo     build, then show requests turning from 200 into 429
 #   ./build.sh bench    build, then the benchmark (bench/)
+#   ./build.sh deb      build the Debian package libnginx-mod-http-ratelimit
+#                       in build/deb/ from debian/, check it with lintian,
+#                       print its path
+#   ./build.sh module   build the module only, installing nothing (debian/rules)
 #
 #   ./build.sh valgrind build, then integration tests with nginx under valgrind
 #                       (VALGRIND_TESTS="t/01-limit.t ..." picks them)
@@ -12,6 +16,9 @@
 # SANITIZE=address,undefined ./build.sh test builds the module and the unit
 # tests with those sanitizers (in build/sanitize/) and runs both suites with
 # nginx wrapped to preload the sanitizer runtimes; any report fails the run.
+#
+# EXTRA_CC_OPT and EXTRA_LD_OPT add compiler and linker flags (debian/rules
+# passes Debian's hardening flags).
 #
 # NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of
 # Debian's nginx-dev tree (/usr/share/nginx/src), which makes a module
@@ -32,6 +39,8 @@ MODULE=$BUILD/ngx_http_ratelimit_module.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev redis-server g++ make cmake
           libgtest-dev perl)
+# For ./build.sh deb, and for the test that installs what it makes.
+DEB_PACKAGES=(dpkg-dev debhelper lintian)
 VALGRIND_TESTS=${VALGRIND_TESTS:-t/01-limit.t t/03-zones.t t/05-once.t
     t/07-redis-down.t t/14-bad-replies.t t/21-query.t t/22-peek.t}
 
@@ -57,7 +66,8 @@ install_missing() {
 # Configures a private copy of the nginx tree once per set of flags, then
 # lets nginx's own Makefile rebuild what changed.
 build_module() {
-    local tree=$BUILD/nginx flags=() cc_opt="-O2 -g $SAN_FLAGS"
+    local tree=$BUILD/nginx flags=() cc_opt="-O2 -g $SAN_FLAGS ${EXTRA_CC_OPT:-}"
+    local ld_opt="$SAN_FLAGS ${EXTRA_LD_OPT:-}"
     if [ -f "$NGINX_SRC/conf_flags" ]; then
         # shellcheck disable=SC1091
         . "$NGINX_SRC/conf_flags"
@@ -66,14 +76,14 @@ build_module() {
         flags=(--with-compat)
     fi
     local stamp
-    stamp="$NGINX_SRC ${flags[*]} $cc_opt $(cksum < "$ROOT/config")"
+    stamp="$NGINX_SRC ${flags[*]} $cc_opt $ld_opt $(cksum < "$ROOT/config")"
     if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$tree/.stamp" 2>/dev/null)" != "$stamp" ]; then
         say "configuring nginx tree from $NGINX_SRC"
         rm -rf "$tree"
         mkdir -p "$BUILD"
         cp -a "$NGINX_SRC" "$tree"
         (cd "$tree" && ./configure "${flags[@]}" --with-cc-opt="$cc_opt" \
-            --with-ld-opt="$SAN_FLAGS" \
+            --with-ld-opt="$ld_opt" \
             --add-dynamic-module="$ROOT" >"$BUILD/configure.log" 2>&1) \
             || { cat "$BUILD/configure.log" >&2; return 1; }
         printf '%s' "$stamp" >"$tree/.stamp"
@@ -137,6 +147,26 @@ EOW
 # waits and Redis timeouts); what is judged is valgrind's report: no invalid
 # access, no uninitialised use and no definite leak with a frame in the
 # module.
+# dpkg-buildpackage writes its results next to the tree it builds, so it builds
+# a copy of the tree inside build/deb/. The version is debian/changelog's.
+make_deb() {
+    local out=$ROOT/build/deb name version deb
+    name=$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Source)
+    version=$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Version)
+    deb=$out/${name}_${version}_$(dpkg --print-architecture).deb
+    say "building $deb"
+    rm -rf "$out"
+    mkdir -p "$out/$name-$version"
+    tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - . \
+        | tar -C "$out/$name-$version" -xf -
+    (cd "$out/$name-$version" && dpkg-buildpackage -b --no-sign) \
+        >"$out/dpkg-buildpackage.log" 2>&1 \
+        || { cat "$out/dpkg-buildpackage.log" >&2; return 1; }
+    say "lintian"
+    lintian --fail-on error "$deb" >&2
+    echo "$deb"
+}
+
 valgrind_tests() {
     say "integration tests under valgrind: $VALGRIND_TESTS"
     local logs=$BUILD/valgrind wrapper=$BUILD/nginx-valgrind
@@ -161,7 +191,7 @@ case "${1:-build}" in
         build_module
         ;;
     test)
-        install_missing
+        install_missing "${DEB_PACKAGES[@]}"
         build_module
         unit_tests
         integration_tests
@@ -181,8 +211,15 @@ case "${1:-build}" in
         build_module
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/run.pl"
         ;;
+    deb)
+        install_missing "${DEB_PACKAGES[@]}"
+        make_deb
+        ;;
+    module)
+        build_module
+        ;;
     *)
-        echo "usage: $0 [build|test|demo|bench|valgrind]" >&2
+        echo "usage: $0 [build|test|demo|bench|valgrind|deb|module]" >&2
         exit 2
         ;;
 esac
