@@ -37,7 +37,7 @@ else
 fi
 MODULE=$BUILD/ngx_http_ratelimit_module.so
 
-PACKAGES=(nginx nginx-dev libhiredis-dev redis-server g++ make cmake
+PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
           libgtest-dev perl)
 # For ./build.sh deb, and for the test that installs what it makes.
 DEB_PACKAGES=(dpkg-dev debhelper lintian)
