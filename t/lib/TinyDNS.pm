@@ -9,7 +9,9 @@ package TinyDNS;
 #   my $dns = TinyDNS->start($t, records => { 'redis.test' => '127.0.0.1' }, ttl => 1);
 #   $dns->port                      UDP port on 127.0.0.1
 #   $dns->set('redis.test', '127.0.0.2')   later queries get the new address
+#   $dns->remove('redis.test')             later queries get NXDOMAIN
 #   $dns->queries('redis.test'[, 'A'])     how many queries it received
+#   $dns->last_query('redis.test')         when the last one came (epoch s)
 #   $dns->stop
 #   TinyDNS::query($port, $name[, $type])  a client: list of addresses, or
 #                                          ('NXDOMAIN') / () on no answer
@@ -52,6 +54,12 @@ sub set {
     $self->_write_records;
 }
 
+sub remove {
+    my ($self, $name) = @_;
+    delete $self->{records}{ lc $name };
+    $self->_write_records;
+}
+
 sub _write_records {
     my ($self) = @_;
     my $tmp = "$self->{records_file}.new";
@@ -81,6 +89,18 @@ sub queries {
     return $n;
 }
 
+# Time of the last query for $name (undef if none).
+sub last_query {
+    my ($self, $name) = @_;
+    open my $fh, '<', $self->{log_file} or return undef;
+    my $last;
+    while (<$fh>) {
+        my ($qt, $qn, $ans, $when) = split;
+        $last = $when if defined $when && lc $qn eq lc $name;
+    }
+    return $last;
+}
+
 sub stop {
     my ($self) = @_;
     my $pid = delete $self->{pid} or return;
@@ -103,9 +123,11 @@ sub _serve {
         next unless defined $peer && length $q >= 12;
         my ($name, $qtype, $qend) = _parse_question($q);
         next unless defined $name;
-        print {$log} ($TYPE_NAME{$qtype} // $qtype), " $name\n";
         my $rec = $self->_read_records;
         my $addr = $rec->{ lc $name };
+        # "TYPE NAME ANSWER TIME" (ANSWER: the A record, or - / NXDOMAIN)
+        printf {$log} "%s %s %s %.3f\n", ($TYPE_NAME{$qtype} // $qtype), $name,
+            (defined $addr ? ($qtype == $TYPE{A} ? $addr : '-') : 'NXDOMAIN'), time;
         my ($id, $qflags) = unpack 'n n', $q;
         my $rcode = defined $addr ? 0 : 3;    # NXDOMAIN for unknown names
         my @ans;
