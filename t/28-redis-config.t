@@ -1,0 +1,201 @@
+#!/usr/bin/perl
+# Configuration of the Redis connection: TLS directives, sentinel= and its
+# credentials, password_file=.
+#
+# Expected (spec): bad combinations (sentinel_user without sentinel=, a
+# certificate key without a certificate or the reverse, an unreadable CA
+# file, two addresses without sentinel=) and an unreadable password_file fail
+# "nginx -t" with nginx.conf:LINE and a message naming the directive or file;
+# password_file's secret is its first line (the newline is not part of it);
+# no secret (password=, password_file's content, sentinel_password=) ever
+# appears in nginx -t's output or in the error log, also at debug level and
+# when Redis refuses it.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(time sleep);
+use FaultTest qw(rhdr);
+use TestCerts;
+
+RateLimitTest::require_module();
+
+my $t = FaultTest->new(workers => 2);
+my $tmp = $t->tmp;
+my $pki = TestCerts->new("$tmp/pki");
+
+my $ZONE = <<'EOF';
+ratelimit_zone api key=$http_x_api_key limit=2 window=60s;
+server {
+    listen 127.0.0.1:%%PORT%%;
+    add_header X-RL-Status "$ratelimit_status" always;
+    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
+    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
+}
+EOF
+
+sub write_secret {
+    my ($name, $content) = @_;
+    my $p = "$tmp/$name";
+    open my $fh, '>', $p or die "$p: $!";
+    print {$fh} $content;
+    close $fh;
+    chmod 0644, $p;
+    return $p;
+}
+
+sub conf_ok {
+    my ($name, $http) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $t->write_conf($http . $ZONE);
+    my ($st, $out) = $t->nginx_t;
+    is($st, 0, "valid: $name") or diag($out);
+    return $out;
+}
+
+# conf_err(name, http text, [regexes of the lines that may be named], [words one of which must be named])
+sub conf_err {
+    my ($name, $http, $line_res, $names) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $t->write_conf($http . $ZONE);
+    my ($st, $out) = $t->nginx_t;
+    isnt($st, 0, "invalid: $name: nginx -t fails");
+    note("nginx -t: $1") if $out =~ /(\[emerg\][^\n]*)/;
+    my @lines = map { $t->conf_line($_) // die "test bug: no line $_" } @$line_res;
+    my $lre = join '|', @lines;
+    like($out, qr/\[emerg\].*in \Q$tmp\E\/nginx\.conf:(?:$lre)\b/, "invalid: $name: [emerg] ... nginx.conf:" . join('/', @lines))
+        or diag($out);
+    my $alt = join '|', map { quotemeta } @$names;
+    like($out, qr/\[emerg\][^\n]*(?:$alt)/, "invalid: $name: the message names " . join(' or ', @$names))
+        or diag($out);
+    return $out;
+}
+
+# --- valid ------------------------------------------------------------------------
+
+my $pwfile = write_secret('redis.pw', "pw-from-file-7Q\nsecond line is not the password\n");
+
+conf_ok('every TLS directive', <<"EOF");
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=100ms connect_timeout=500ms;
+ratelimit_redis_ssl on;
+ratelimit_redis_ssl_trusted_certificate $pki->{ca};
+ratelimit_redis_ssl_verify on;
+ratelimit_redis_ssl_verify_depth 2;
+ratelimit_redis_ssl_name redis.test;
+ratelimit_redis_ssl_server_name on;
+ratelimit_redis_ssl_certificate $pki->{client};
+ratelimit_redis_ssl_certificate_key $pki->{client_key};
+ratelimit_redis_ssl_protocols TLSv1.2 TLSv1.3;
+ratelimit_redis_ssl_ciphers HIGH:!aNULL;
+EOF
+conf_ok('ratelimit_redis_ssl off, verify off', <<'EOF');
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%%;
+ratelimit_redis_ssl off;
+ratelimit_redis_ssl_verify off;
+EOF
+conf_ok('sentinel= with three sentinels and every credential', <<"EOF");
+ratelimit_redis 127.0.0.1:%%S1%% 127.0.0.1:%%S2%% localhost:%%S3%% sentinel=mymaster db=3 user=u password=p sentinel_user=su sentinel_password=sp timeout=100ms;
+EOF
+conf_ok('sentinel= with one sentinel', <<'EOF');
+ratelimit_redis 127.0.0.1:%%S1%% sentinel=mymaster;
+EOF
+conf_ok('password_file=', <<"EOF");
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$pwfile;
+EOF
+
+# --- invalid ----------------------------------------------------------------------
+
+conf_err('sentinel_user= without sentinel=', <<'EOF', [qr/^\s*ratelimit_redis /], ['sentinel_user', 'sentinel=']);
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% sentinel_user=su sentinel_password=sp;
+EOF
+conf_err('two addresses without sentinel=', <<'EOF', [qr/^\s*ratelimit_redis /], ['sentinel', '127.0.0.1:' . $t->port('OTHER')]);
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% 127.0.0.1:%%OTHER%%;
+EOF
+conf_err('certificate key without certificate', <<"EOF",
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%%;
+ratelimit_redis_ssl on;
+ratelimit_redis_ssl_trusted_certificate $pki->{ca};
+ratelimit_redis_ssl_certificate_key $pki->{client_key};
+EOF
+    [qr/ratelimit_redis_ssl_certificate_key/], ['ratelimit_redis_ssl_certificate']);
+conf_err('certificate without certificate key', <<"EOF",
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%%;
+ratelimit_redis_ssl on;
+ratelimit_redis_ssl_trusted_certificate $pki->{ca};
+ratelimit_redis_ssl_certificate $pki->{client};
+EOF
+    [qr/ratelimit_redis_ssl_certificate /], ['ratelimit_redis_ssl_certificate_key']);
+conf_err('missing CA file', <<"EOF", [qr/ratelimit_redis_ssl_trusted_certificate/], ["$tmp/no-such-ca.crt"]);
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%%;
+ratelimit_redis_ssl on;
+ratelimit_redis_ssl_trusted_certificate $tmp/no-such-ca.crt;
+EOF
+write_secret('garbage.crt', "this is not a certificate\n");
+conf_err('CA file that is not a certificate', <<"EOF", [qr/ratelimit_redis_ssl_trusted_certificate/], ["$tmp/garbage.crt"]);
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%%;
+ratelimit_redis_ssl on;
+ratelimit_redis_ssl_trusted_certificate $tmp/garbage.crt;
+EOF
+conf_err('missing password_file', <<"EOF", [qr/^\s*ratelimit_redis /], ["$tmp/no-such.pw"]);
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$tmp/no-such.pw;
+EOF
+conf_err('password_file that is a directory', <<"EOF", [qr/^\s*ratelimit_redis /], ["$tmp/html"]);
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$tmp/html;
+EOF
+
+# --- password_file against a Redis with requirepass ---------------------------------
+
+$t->start_redis(requirepass => 'pw-from-file-7Q');
+
+sub run_nginx {
+    my ($http) = @_;
+    $t->stop_nginx;
+    unlink "$tmp/error.log";
+    $t->write_conf($http . $ZONE, error_log_level => 'debug');
+    my ($st, $out) = $t->nginx_t;
+    is($st, 0, 'nginx -t passes') or diag($out);
+    eval { $t->start_nginx; 1 } or do { fail("nginx starts: $@"); return undef };
+    return $out;
+}
+
+{
+    my $out = run_nginx("ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$pwfile timeout=200ms;\n") // '';
+    my ($when) = $t->wait_passed('open', 'pwf', 3);
+    ok(defined $when, 'password_file: the first line is the password: PASSED');
+    my @s = map { $t->req('closed', 'pwf-exact')->{status} } 1 .. 3;
+    is("@s", '200 200 429', 'password_file: exact limit');
+    is($t->redis_hash_total('rl:api:pwf-exact'), 2, 'password_file: counted in redis');
+    unlike($t->error_log . $out, qr/pw-from-file-7Q/, 'password_file: the secret is in no log line (debug level)');
+}
+
+# the secrets nginx holds must not show up when Redis refuses them
+my %SECRET = (
+    file => 'Wr0ng-File-Secret-91',
+    inline => 'Wr0ng-Inline-Secret-37',
+);
+my $badfile = write_secret('bad.pw', "$SECRET{file}\n");
+for my $case (['password_file', "password_file=$badfile", $SECRET{file}],
+              ['password=', "password=$SECRET{inline}", $SECRET{inline}],
+              ['user= password=', "user=nosuchuser password=$SECRET{inline}", $SECRET{inline}]) {
+    my ($name, $params, $secret) = @$case;
+    my $out = run_nginx("ratelimit_redis 127.0.0.1:%%REDIS_PORT%% $params timeout=200ms connect_timeout=300ms;\n");
+    next unless defined $out;
+    my $r = $t->req('closed', "bad-$name");
+    is($r->{status} . '/' . (rhdr($r, 'X-RL-Status') // '-'), '503/ERROR', "$name refused: fail closed 503 ERROR");
+    ok($t->wait_log(qr/ratelimit: redis at "127\.0\.0\.1:\d+" refused AUTH: WRONGPASS/, 1, 3),
+        "$name refused: error.log says AUTH was refused");
+    sleep 1.2;    # a few reconnects, each one refused
+    my @hits = grep { /\Q$secret\E/ } split /\n/, $t->error_log . $out;
+    is(scalar @hits, 0, "$name refused: the secret is in no log line (debug level, nginx -t output)")
+        or diag(join "\n", @hits[0 .. ($#hits < 4 ? $#hits : 4)]);
+    my $dbg = $t->count_log(qr/\[debug\]/);
+    ok($dbg > 0, "$name refused: the log ran at debug level ($dbg debug lines)");
+}
+
+$t->stop_nginx;
+$t->stop_redis;
+$t->final_checks;
+
+done_testing;
