@@ -1,0 +1,302 @@
+#!/usr/bin/perl
+# Redis Sentinel: ratelimit_redis S1 S2 S3 sentinel=mymaster, two nginx
+# servers (two workers each) on one master + one replica + three sentinels,
+# through a SIGKILL of the master and a SENTINEL FAILOVER back, under load.
+#
+# Expected (spec): the master is discovered through the sentinels (one
+# notice "redis master "mymaster" is at IP:PORT" per worker); after a
+# failover each worker follows the new master without restart or reload and
+# logs exactly one warning "redis master "mymaster" moved from IP:PORT to
+# IP:PORT" per switch; no request waits longer than `timeout` (+ 50 ms); a
+# hammer on one fresh key from both servers admits exactly the limit again
+# within 3 s of the promotion; no [alert], no crashed worker.  With
+# requirepass on the sentinels (sentinel_password=) and on the data nodes
+# (password=) limiting works; a wrong secret gives the fail policy and a log
+# line without the secret; a "master" that answers ROLE as a replica is not
+# used.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(time sleep);
+use FaultTest qw(raw_get rhdr sr);
+use SentinelTest;
+
+RateLimitTest::require_module();
+
+my $WORKERS = 2;
+my $LIMIT = 5;
+my $TIMEOUT = 0.1;       # timeout=100ms
+my $LATE = 0.05;         # the spec's bound: timeout + 50 ms
+my $t1 = FaultTest->new(workers => $WORKERS);
+my $t2 = FaultTest->new(workers => $WORKERS);
+my @T = ($t1, $t2);
+
+my $s = SentinelTest->new($t1, down_after => 500, failover_timeout => 3000);
+my $t_start = time;
+$s->start;
+ok($s->wait_ready(15), sprintf('sentinels ready (replica and each other known) after %.1fs', time - $t_start));
+my ($PA, $PB) = ($s->port('A'), $s->port('B'));
+my $SENT = join ' ', map { "127.0.0.1:$_" } $s->sentinel_ports;
+is($s->master_addr(0), "127.0.0.1:$PA", 'the sentinels say A is the master');
+
+sub conf {
+    my ($t, $redis_line) = @_;
+    my $ms = int($TIMEOUT * 1000);
+    $t->write_conf(<<"EOC" . <<'EOC2');
+$redis_line
+ratelimit_zone api key=\$http_x_api_key limit=$LIMIT window=60s;
+EOC
+server {
+    listen 127.0.0.1:%%PORT%%;
+    add_header X-RL-Status "$ratelimit_status" always;
+    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
+    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
+}
+EOC2
+}
+
+# $n concurrent requests for one key, alternately to each server: "passed/rejected/other".
+sub hammer {
+    my ($key, $n) = @_;
+    my @r = $t1->burst($n, sub {
+        my $i = shift;
+        ('/closed/index.html', { 'X-Api-Key' => $key }, $T[$i % 2]->port('PORT'));
+    }, 5);
+    my %c;
+    for (@r) {
+        my $k = $_->{status} == 200 && (rhdr($_, 'X-RL-Status') // '') eq 'PASSED' ? 'p'
+              : $_->{status} == 429 ? 'r' : 'o';
+        $c{$k}++;
+    }
+    return join '/', map { $c{$_} // 0 } qw(p r o);
+}
+
+my $EXACT = "$LIMIT/5/0";
+# Hammers fresh keys until one is exact; the time it was, or undef after $secs.
+sub wait_exact {
+    my ($tag, $secs) = @_;
+    my $deadline = time + $secs;
+    my ($i, $last) = (0, '');
+    while (time < $deadline) {
+        my $t0 = time;
+        $last = hammer("$tag-" . $i++, $LIMIT + 5);
+        return ($t0, $last, $i) if $last eq $EXACT;
+        sleep 0.1;
+    }
+    return (undef, $last, $i);
+}
+
+# error-log lines matching $re, counted per worker pid
+sub per_pid {
+    my ($t, $re) = @_;
+    my %n;
+    for (split /\n/, $t->error_log) { $n{$1}++ if /^\S+ \S+ \[\w+\] (\d+)#\d+: .*$re/ }
+    return \%n;
+}
+
+# every current worker has exactly $n lines matching $re, and no other pid has any
+sub one_line_per_worker {
+    my ($t, $re, $name, $n) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my $c = per_pid($t, $re);
+    my @w = $t->live_workers;
+    my $got = join ' ', map { "$_=" . ($c->{$_} // 0) } sort keys %{ { map { $_ => 1 } @w, keys %$c } };
+    my $want = join ' ', map { "$_=" . ($n // 1) } @w;
+    is($got, $want, $name) or diag(join "\n", grep { /ratelimit: redis master/ } split /\n/, $t->error_log);
+}
+
+sub wait_lines_per_worker {
+    my ($t, $re, $secs) = @_;
+    my $deadline = time + $secs;
+    while (time < $deadline) {
+        my $c = per_pid($t, $re);
+        my @w = $t->live_workers;
+        return time if @w == $WORKERS && !grep { ($c->{$_} // 0) < 1 } @w;
+        sleep 0.1;
+    }
+    return undef;
+}
+
+# --- discovery ----------------------------------------------------------------------
+
+for my $t (@T) {
+    conf($t, "ratelimit_redis $SENT sentinel=mymaster timeout=100ms connect_timeout=200ms;");
+    $t->start_nginx;
+}
+for my $i (0, 1) {
+    my ($when, $r) = $T[$i]->wait_passed('open', 'up', 5);
+    ok(defined $when, "server " . ($i + 1) . ": PASSED through the discovered master") or diag(sr($r));
+}
+my %W0 = map { my $t = $_; ($t => join ' ', $t->live_workers) } @T;
+my $IS_AT = qr/ratelimit: redis master "mymaster" is at 127\.0\.0\.1:$PA\b/;
+for my $i (0, 1) {
+    my $t = $T[$i];
+    $t->burst(8, sub { ('/open/index.html', { 'X-Api-Key' => "warm$_[0]" }) }, 3);    # reach both workers
+    wait_lines_per_worker($t, $IS_AT, 3);
+    one_line_per_worker($t, $IS_AT, 'server ' . ($i + 1) . ': one "redis master "mymaster" is at A" notice per worker');
+    like($t->error_log, qr/\[notice\] \d+#\d+: $IS_AT/, 'server ' . ($i + 1) . ': ... at level notice');
+}
+is(hammer('base', $LIMIT + 5), $EXACT, "both servers, one key: exactly $LIMIT passed");
+is($s->node('A', 'EXISTS', 'rl:api:base'), 1, 'the counts are on A');
+
+# --- load on both servers through two failovers --------------------------------------
+
+my @loads = map {
+    $_->start_load(clients => 2, max_seconds => 40, max_requests => 20000, pause => 0.01,
+        pick => sub { my ($c, $i) = @_; (($c ? 'closed' : 'open'), "L$c-$i") })
+} @T;
+sleep 0.5;
+
+# 1. SIGKILL of the master
+my $t_kill = time;
+$s->kill_node('A', 'KILL');
+my $t_promo = $s->wait_role('B', 'master', 15);
+ok(defined $t_promo, sprintf('SIGKILL of A: B promoted after %.2fs', ($t_promo // time) - $t_kill));
+$t_promo //= time;
+my ($ex1, $last1, $n1) = wait_exact('kill', 6);
+ok(defined $ex1 && $ex1 - $t_promo <= 3,
+    sprintf('SIGKILL of A: exact limit from both servers %.2fs after the promotion (<= 3s; %d tries, last %s)',
+        ($ex1 // time) - $t_promo, $n1, $last1));
+ok($s->wait_sentinels_say($PB, 5), 'the sentinels say B');
+my $MOVED_AB = qr/ratelimit: redis master "mymaster" moved from 127\.0\.0\.1:$PA to 127\.0\.0\.1:$PB\b/;
+for my $t (@T) { wait_lines_per_worker($t, $MOVED_AB, 5) }
+is(hammer('on-b', $LIMIT + 5), $EXACT, 'after the switch to B: exact limit');
+is($s->node('B', 'EXISTS', 'rl:api:on-b'), 1, 'the counts are on B');
+
+# 2. A back as a replica of B, then SENTINEL FAILOVER back to A
+$s->start_node('A', replicaof => 'B');
+ok($s->wait_synced('A', 10), 'A restarted as a replica of B, in sync');
+my ($fo, $t_fo);
+my $deadline = time + 15;
+while (time < $deadline) {
+    $fo = eval { $s->sentinel(0, 'SENTINEL', 'FAILOVER', 'mymaster') } // "$@";
+    if (!ref $fo && $fo eq 'OK') { $t_fo = time; last }
+    sleep 0.25;    # NOGOODSLAVE until the sentinel has fresh INFO of A
+}
+ok(defined $t_fo, 'SENTINEL FAILOVER mymaster: OK') or diag(ref $fo ? $$fo : $fo);
+my $t_promo2 = $s->wait_role('A', 'master', 10);
+ok(defined $t_promo2, sprintf('SENTINEL FAILOVER: A promoted after %.2fs', ($t_promo2 // time) - ($t_fo // time)));
+$t_promo2 //= time;
+my ($ex2, $last2, $n2) = wait_exact('failover', 6);
+ok(defined $ex2 && $ex2 - $t_promo2 <= 3,
+    sprintf('SENTINEL FAILOVER: exact limit from both servers %.2fs after the promotion (<= 3s; %d tries, last %s)',
+        ($ex2 // time) - $t_promo2, $n2, $last2));
+# the old master B stays a master until the sentinels turn it into a replica
+# (some 10 s later); then the workers, disconnected, move to A
+my $MOVED_BA = qr/ratelimit: redis master "mymaster" moved from 127\.0\.0\.1:$PB to 127\.0\.0\.1:$PA\b/;
+my $t_demote = $s->wait_role('B', 'slave', 20);
+ok(defined $t_demote, sprintf('B turned into a replica %.1fs after the failover', ($t_demote // time) - ($t_fo // time)));
+my @moved2 = map { wait_lines_per_worker($_, $MOVED_BA, 5) } @T;
+ok(!(grep { !defined } @moved2), 'every worker of both servers moved to A');
+my ($ex3, $last3, $n3) = wait_exact('after-demotion', 4);
+ok(defined $ex3 && $ex3 - ($t_demote // time) <= 3,
+    sprintf('B demoted: exact limit from both servers %.2fs later (<= 3s; last %s)', ($ex3 // time) - ($t_demote // time), $last3));
+is($s->node('A', 'EXISTS', 'rl:api:after-demotion-' . ($n3 - 1)), 1, 'the counts are on A again');
+sleep 0.5;
+
+my @rec;
+for my $i (0, 1) { push @rec, $T[$i]->finish_load($loads[$i]) }
+note(scalar(@rec) . ' load requests over ' . sprintf('%.1fs', time - $t_kill));
+ok(@rec > 200, 'load ran on both servers (' . scalar(@rec) . ' requests)');
+my @errs = grep { $_->{err} ne '-' || !$_->{status} } @rec;
+is(scalar @errs, 0, 'every load request answered') or diag(join "\n", map { "$_->{loc} $_->{err}" } @errs[0 .. ($#errs < 9 ? $#errs : 9)]);
+my @late = sort { $b->{el} <=> $a->{el} } grep { $_->{el} > $TIMEOUT + $LATE } @rec;
+is(scalar @late, 0, sprintf('no request answered later than timeout + 50 ms (%.0f ms)', 1000 * ($TIMEOUT + $LATE)))
+    or diag(scalar(@late) . " late, slowest: " . join(', ', map { sprintf '%s %s/%s %.0fms at +%.2fs', $_->{loc}, $_->{status}, $_->{rs}, 1000 * $_->{el}, $_->{t0} - $t_kill } @late[0 .. ($#late < 9 ? $#late : 9)]));
+my ($max) = sort { $b <=> $a } map { $_->{el} } @rec;
+note(sprintf 'slowest load request: %.0f ms', 1000 * ($max // 0));
+my @ob = grep { $_->{loc} eq 'open' && $_->{status} != 200 } @rec;
+is(scalar @ob, 0, 'fail open: 200 throughout');
+my %rs;
+$rs{"$_->{loc}:$_->{status}/$_->{rs}"}++ for @rec;
+note('load outcomes: ' . join(', ', map { "$_=$rs{$_}" } sort keys %rs));
+
+for my $i (0, 1) {
+    my $t = $T[$i];
+    my $n = $i + 1;
+    is(join(' ', $t->live_workers), $W0{$t}, "server $n: the same workers throughout (no respawn)");
+    one_line_per_worker($t, $MOVED_AB, "server $n: exactly one \"moved from A to B\" line per worker");
+    one_line_per_worker($t, $MOVED_BA, "server $n: exactly one \"moved from B to A\" line per worker");
+    like($t->error_log, qr/\[warn\] \d+#\d+: $MOVED_AB/, "server $n: \"moved\" at level warn");
+    one_line_per_worker($t, $IS_AT, "server $n: still one \"is at\" notice per worker (first discovery only)");
+    my $moves = $t->count_log(qr/ratelimit: redis master "mymaster" moved/);
+    is($moves, 2 * $WORKERS, "server $n: no other \"moved\" line ($moves)");
+    $t->throttle_ok("server $n: redis problems logged at most once a second per worker (\"moved\" lines apart)",
+        qr/ratelimit: redis master "mymaster" moved from /);
+    $t->stop_nginx;
+    $t->final_checks("server $n: no [alert] or [emerg]");
+}
+$s->kill_node($_, 'TERM') for 'A', 'B';
+$t1->stop_process($_, 'TERM', 3) for @{ $s->{spids} };
+
+# --- sentinel and data-node passwords; a "master" that is a replica -------------------
+
+{
+    my $sa = SentinelTest->new($t2, nodes => ['M', 'R'], sentinels => 1, quorum => 1,
+        data_pass => 'data-pw-4Kq', sentinel_pass => 'sent-pw-9Zx', master_name => 'authmaster');
+    $sa->start;
+    # the same sentinel also "monitors" the replica under another name
+    is($sa->sentinel(0, 'SENTINEL', 'MONITOR', 'notmaster', '127.0.0.1', $sa->port('R'), 1), 'OK', 'sentinel monitors the replica as "notmaster"');
+    is($sa->sentinel(0, 'SENTINEL', 'SET', 'notmaster', 'auth-pass', 'data-pw-4Kq'), 'OK', '... with its password');
+    my ($SP) = $sa->sentinel_ports;
+    my $t = $t2;
+    my $run = sub {
+        my ($name, $line) = @_;
+        $t->stop_nginx;
+        unlink $t->tmp . '/error.log';
+        conf($t, $line);
+        my ($st, $out) = $t->nginx_t;
+        is($st, 0, "$name: nginx -t") or diag($out);
+        $t->start_nginx;
+        return $out;
+    };
+
+    $run->('auth', "ratelimit_redis 127.0.0.1:$SP sentinel=authmaster sentinel_password=sent-pw-9Zx password=data-pw-4Kq timeout=100ms connect_timeout=200ms;");
+    my ($when) = $t->wait_passed('open', 'auth', 5);
+    ok(defined $when, 'sentinel_password= and password=: PASSED');
+    my @st = map { $t->req('closed', 'auth-exact')->{status} } 1 .. $LIMIT + 2;
+    is("@st", join(' ', (200) x $LIMIT, 429, 429), 'sentinel_password= and password=: exact limit');
+    is($sa->node('M', 'EXISTS', 'rl:api:auth-exact'), 1, 'counted on the master');
+    $t->stop_nginx;
+    $t->final_checks('auth: no [alert] or [emerg]');
+
+    my @cases = (
+        ['wrong sentinel_password', "sentinel_password=Bad-Sentinel-Secret-1 password=data-pw-4Kq",
+            qr/ratelimit: [^\n]*127\.0\.0\.1:$SP[^\n]*(?:WRONGPASS|AUTH)/, 'Bad-Sentinel-Secret-1'],
+        ['no sentinel_password', "password=data-pw-4Kq",
+            qr/ratelimit: [^\n]*127\.0\.0\.1:$SP[^\n]*NOAUTH/, undef],
+        ['wrong data password', "sentinel_password=sent-pw-9Zx password=Bad-Data-Secret-2",
+            qr/ratelimit: redis at "127\.0\.0\.1:${\ $sa->port('M')}" refused AUTH: WRONGPASS/, 'Bad-Data-Secret-2'],
+    );
+    for my $c (@cases) {
+        my ($name, $params, $re, $secret) = @$c;
+        my $out = $run->($name, "ratelimit_redis 127.0.0.1:$SP sentinel=authmaster $params timeout=100ms connect_timeout=200ms;");
+        my @r = map { $t->req('closed', "bad$_") } 1 .. 3;
+        is(join(' ', map { sr($_) } @r), '503/ERROR 503/ERROR 503/ERROR', "$name: fail closed 503 ERROR");
+        ok($t->wait_log($re, 1, 3), "$name: error.log names the refusal")
+            or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+        if (defined $secret) {
+            sleep 0.6;
+            unlike($t->error_log . $out, qr/\Q$secret\E/, "$name: the secret is in no log line");
+        }
+        $t->throttle_ok("$name: logged at most once a second per worker");
+        $t->stop_nginx;
+        $t->final_checks("$name: no [alert] or [emerg]");
+    }
+
+    # the sentinel names the replica R: ROLE says slave, the module must not use it
+    $run->('ROLE check', "ratelimit_redis 127.0.0.1:$SP sentinel=notmaster sentinel_password=sent-pw-9Zx password=data-pw-4Kq timeout=100ms connect_timeout=200ms;");
+    my @r = map { $t->req('closed', "role$_") } 1 .. 3;
+    is(join(' ', map { sr($_) } @r), '503/ERROR 503/ERROR 503/ERROR', 'a replica given as the master: not used (fail closed 503 ERROR)');
+    ok($t->wait_log(qr/ratelimit: [^\n]*(?:role|replica|slave|not (?:a |the )?master)/i, 1, 3),
+        'a replica given as the master: error.log says it is not a master')
+        or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+    is($sa->node('R', 'EXISTS', 'rl:api:role1'), 0, 'nothing counted on the replica');
+    $t->stop_nginx;
+    $t->final_checks('ROLE check: no [alert] or [emerg]');
+}
+
+done_testing;
