@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # Redis Sentinel: ratelimit_redis S1 S2 S3 sentinel=mymaster, two nginx
 # servers (two workers each) on one master + one replica + three sentinels,
-# through a SIGKILL of the master and a SENTINEL FAILOVER back, under load.
+# through a SIGKILL of the master, a SENTINEL FAILOVER back, and a hung
+# (SIGSTOPped) master, under load.
 #
 # Expected (spec): the master is discovered through the sentinels (one
 # notice "redis master "mymaster" is at IP:PORT" per worker); after a
@@ -109,12 +110,12 @@ sub one_line_per_worker {
 }
 
 sub wait_lines_per_worker {
-    my ($t, $re, $secs) = @_;
+    my ($t, $re, $secs, $n) = @_;
     my $deadline = time + $secs;
     while (time < $deadline) {
         my $c = per_pid($t, $re);
         my @w = $t->live_workers;
-        return time if @w == $WORKERS && !grep { ($c->{$_} // 0) < 1 } @w;
+        return time if @w == $WORKERS && !grep { ($c->{$_} // 0) < ($n // 1) } @w;
         sleep 0.1;
     }
     return undef;
@@ -145,7 +146,7 @@ is($s->node('A', 'EXISTS', 'rl:api:base'), 1, 'the counts are on A');
 # --- load on both servers through two failovers --------------------------------------
 
 my @loads = map {
-    $_->start_load(clients => 2, max_seconds => 40, max_requests => 20000, pause => 0.01,
+    $_->start_load(clients => 2, max_seconds => 50, max_requests => 30000, pause => 0.01,
         pick => sub { my ($c, $i) = @_; (($c ? 'closed' : 'open'), "L$c-$i") })
 } @T;
 sleep 0.5;
@@ -195,6 +196,22 @@ my ($ex3, $last3, $n3) = wait_exact('after-demotion', 4);
 ok(defined $ex3 && $ex3 - ($t_demote // time) <= 3,
     sprintf('B demoted: exact limit from both servers %.2fs later (<= 3s; last %s)', ($ex3 // time) - ($t_demote // time), $last3));
 is($s->node('A', 'EXISTS', 'rl:api:after-demotion-' . ($n3 - 1)), 1, 'the counts are on A again');
+
+# 3. the master hangs (SIGSTOP): connections stay open, requests time out; the
+#    workers must give up on it and ask the sentinels again
+my $t_stop = time;
+kill 'STOP', $s->node_pid('A');
+my $t_promo3 = $s->wait_role('B', 'master', 15);
+ok(defined $t_promo3, sprintf('SIGSTOP of A: B promoted after %.2fs', ($t_promo3 // time) - $t_stop));
+$t_promo3 //= time;
+my ($ex4, $last4, $n4) = wait_exact('stop', 6);
+ok(defined $ex4 && $ex4 - $t_promo3 <= 3,
+    sprintf('SIGSTOP of A: exact limit from both servers %.2fs after the promotion (<= 3s; %d tries, last %s)',
+        ($ex4 // time) - $t_promo3, $n4, $last4));
+my @moved3 = map { wait_lines_per_worker($_, $MOVED_AB, 5, 2) } @T;
+ok(!(grep { !defined } @moved3), 'SIGSTOP of A: every worker of both servers moved to B');
+is($s->node('B', 'EXISTS', "rl:api:stop-" . ($n4 - 1)), 1, 'SIGSTOP of A: the counts are on B');
+$s->kill_node('A', 'KILL');
 sleep 0.5;
 
 my @rec;
@@ -218,18 +235,18 @@ for my $i (0, 1) {
     my $t = $T[$i];
     my $n = $i + 1;
     is(join(' ', $t->live_workers), $W0{$t}, "server $n: the same workers throughout (no respawn)");
-    one_line_per_worker($t, $MOVED_AB, "server $n: exactly one \"moved from A to B\" line per worker");
+    one_line_per_worker($t, $MOVED_AB, "server $n: exactly two \"moved from A to B\" lines per worker (SIGKILL, SIGSTOP)", 2);
     one_line_per_worker($t, $MOVED_BA, "server $n: exactly one \"moved from B to A\" line per worker");
     like($t->error_log, qr/\[warn\] \d+#\d+: $MOVED_AB/, "server $n: \"moved\" at level warn");
     one_line_per_worker($t, $IS_AT, "server $n: still one \"is at\" notice per worker (first discovery only)");
     my $moves = $t->count_log(qr/ratelimit: redis master "mymaster" moved/);
-    is($moves, 2 * $WORKERS, "server $n: no other \"moved\" line ($moves)");
+    is($moves, 3 * $WORKERS, "server $n: no other \"moved\" line ($moves)");
     $t->throttle_ok("server $n: redis problems logged at most once a second per worker (\"moved\" lines apart)",
         qr/ratelimit: redis master "mymaster" moved from /);
     $t->stop_nginx;
     $t->final_checks("server $n: no [alert] or [emerg]");
 }
-$s->kill_node($_, 'TERM') for 'A', 'B';
+$s->kill_node('B', 'TERM');
 $t1->stop_process($_, 'TERM', 3) for @{ $s->{spids} };
 
 # --- sentinel and data-node passwords; a "master" that is a replica -------------------
