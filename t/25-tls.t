@@ -10,7 +10,8 @@
 # that wants a client certificate and got none gives one clear error-log line
 # naming the cause (at most once a second per worker), the fail policy, and
 # reconnects with backoff (no storm); with a client certificate, an ACL user
-# and a db limiting is exact and keys land in that db; SIGKILL + restart and
+# and a db limiting is exact and keys land in that db; TLS also to the
+# sentinels (sentinel=) and the master they name; SIGKILL + restart and
 # SIGSTOP of Redis under TLS are survived as over plain TCP; 10 reloads under
 # load leave no fds behind; ssl_verify off accepts any certificate. No
 # [alert], no crashed worker.
@@ -167,6 +168,25 @@ works('TLS, ratelimit_redis_ssl_name redis.test',
     ssl => "ratelimit_redis_ssl on;\nratelimit_redis_ssl_trusted_certificate $pki->{ca};\nratelimit_redis_ssl_name redis.test;\n");
 works('TLS, verify off, unrelated CA',
     ssl => "ratelimit_redis_ssl on;\nratelimit_redis_ssl_trusted_certificate $pki->{other_ca};\nratelimit_redis_ssl_verify off;\n");
+
+# TLS applies to the sentinels too: a sentinel with a TLS port only names the
+# TLS port of the master
+{
+    my ($SP, $ST) = ($t->port('SENT_PLAIN'), $t->port('SENT_TLS'));
+    my $pid = $t->start_redis_server(name => 'tls-sentinel', port => $SP, sentinel => 1, conf => <<"EOC");
+tls-port $ST
+tls-cert-file $pki->{server_chain}
+tls-key-file $pki->{server_key}
+tls-ca-cert-file $pki->{ca}
+tls-auth-clients no
+tls-replication yes
+sentinel monitor tlsmaster 127.0.0.1 $TLS 1
+EOC
+    my $addr = RateLimitTest::redis_at({ port => $SP }, 'SENTINEL', 'get-master-addr-by-name', 'tlsmaster');
+    is(ref $addr ? "@$addr" : $addr, "127.0.0.1 $TLS", 'the TLS sentinel names the TLS port of redis');
+    works('TLS to the sentinel and to the master it names', addr => "127.0.0.1:$ST", params => 'sentinel=tlsmaster');
+    $t->stop_process($pid);
+}
 
 # --- certificates refused ---------------------------------------------------------
 
