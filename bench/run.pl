@@ -26,6 +26,7 @@ use warnings;
 use FindBin qw($Bin);
 use lib "$Bin/../t/lib";
 use RateLimitTest;
+use TestCerts;
 use Digest::SHA qw(sha1_hex);
 use POSIX qw(strftime floor);
 use Time::HiRes qw(time sleep);
@@ -129,9 +130,11 @@ my $resty_version = (slurp($resty_redis) =~ /_VERSION\s*=\s*'([^']+)'/)[0] // '?
 # ---------------------------------------------------------------------------
 # redis
 
-note "starting redis-server";
+note "starting redis-server (TCP, and TLS on a second port)";
 my $rt = RateLimitTest->new(workers => 1);
-$rt->start_redis;
+my $PKI = TestCerts->new($rt->tmp . '/pki');
+my $TLS_PORT = $rt->port('TLS_PORT');
+$rt->start_redis(args => [$PKI->redis_tls_args($TLS_PORT)]);
 my $RPORT = $rt->redis_port;
 my $redis_version = ($rt->redis('INFO', 'server') =~ /^redis_version:(\S+)/m)[0] // '?';
 
@@ -296,6 +299,15 @@ my @CASES = (
     {
         id => 'sliding', label => '3. module sliding 60s/1s buckets', limiter => 1,
         http => $REDIS_LINE
+            . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60;',
+    },
+    {
+        # the same zone over TLS, to the same Redis's TLS port
+        id => 'sliding_tls', label => '3t. module sliding 60s/1s buckets over TLS', limiter => 1,
+        http => "    ratelimit_redis 127.0.0.1:$TLS_PORT timeout=1s;\n"
+            . "    ratelimit_redis_ssl on;\n"
+            . "    ratelimit_redis_ssl_trusted_certificate $PKI->{ca};\n"
             . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
         loc => '            ratelimit zone=z60;',
     },
@@ -682,6 +694,8 @@ sub target {
 }
 my $r_plain = median(ratios('sliding', 'plain'));
 target('module sliding >= 0.7x plain', defined $r_plain ? $r_plain >= 0.7 : undef, f('%.2fx', $r_plain));
+my $r_tls = median(ratios('sliding_tls', 'sliding'));
+target('module sliding over TLS >= 0.9x over TCP', defined $r_tls ? $r_tls >= 0.9 : undef, f('%.2fx', $r_tls));
 my $r_lua = median(ratios('sliding', 'lua_sliding'));
 target('module sliding >= 3x Lua sliding peer', defined $r_lua ? $r_lua >= 3 : undef, f('%.2fx', $r_lua));
 my $r_luaf = median(ratios('sliding', 'lua_fixed'));
