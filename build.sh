@@ -31,7 +31,7 @@ fi
 MODULE=$BUILD/ngx_http_ratelimit_module.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev redis-server g++ make cmake
-          libgtest-dev perl prometheus python3-prometheus-client)
+          libgtest-dev perl prometheus python3-prometheus-client wrk)
 VALGRIND_TESTS=${VALGRIND_TESTS:-t/01-limit.t t/03-zones.t t/05-once.t
     t/07-redis-down.t t/14-bad-replies.t t/21-query.t t/22-peek.t}
 

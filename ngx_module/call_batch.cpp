@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "metrics.hpp"
 #include "redis_link.hpp"
 #include "request_state.hpp"
 #include "script_call.hpp"
@@ -92,6 +93,7 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
     state->batch = open_;
     state->slot = slot;
     in_flight_++;
+    metrics::record_requests_waiting(in_flight_);
 
     if (slot + 1 == Batch::kMaxRequests) {
         send_open();
@@ -138,6 +140,7 @@ const char *CallBatcher::send(Batch *batch, bool eval) noexcept
         return "redis is not connected";
     }
 
+    metrics::record_call_sent(batch->call.entries());
     return nullptr;
 }
 
@@ -152,6 +155,8 @@ void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
 
 void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
 {
+    metrics::record_call_answered(reply != nullptr);
+
     const ScriptBatch &call = batch->call;
     BatchReply decoded = decode_batch_reply(reply, call.reply_elements());
 
@@ -170,6 +175,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         return;
 
     case BatchReply::Kind::kNoScript:
+        metrics::record_link_error(LinkError::kNoScript);
         // A Redis restarted or flushed behind our back: send the script
         // itself once, which also caches it for the calls that follow.
         if (!batch->retried) {
@@ -183,6 +189,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         return;
 
     case BatchReply::Kind::kError:
+        metrics::record_link_error(LinkError::kErrorReply);
         fail_all(batch, "redis answered an error: ", decoded.error);
         return;
 
@@ -212,6 +219,7 @@ void CallBatcher::fail_all(Batch *batch, const char *why,
 void CallBatcher::release(Batch *batch) noexcept
 {
     in_flight_ -= batch->call.entries();
+    metrics::record_requests_waiting(in_flight_);
 
     if (free_count_ == kMaxFree) {
         delete batch;

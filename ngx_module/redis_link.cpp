@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "call_batch.hpp"
+#include "metrics.hpp"
 #include "window_script.hpp"
 
 namespace ratelimit {
@@ -94,6 +95,8 @@ void RedisLink::connect() noexcept
                             target_.port);
 
     if (ac == nullptr || ac->err) {
+        metrics::record_link_error(LinkError::kConnect);
+
         if (may_log()) {
             ngx_log_error(NGX_LOG_WARN, log_, 0,
                           "ratelimit: cannot connect to redis at \"%V\": %s",
@@ -119,6 +122,7 @@ void RedisLink::connect() noexcept
     }
 
     state_ = State::kConnecting;
+    metrics::record_link_state(LinkState::kConnecting);
     ngx_add_timer(&connect_timer_, target_.connect_timeout);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     redisAsyncSetConnectCallback(ac, on_connect);
@@ -252,6 +256,7 @@ void RedisLink::release_connection() noexcept
     conn_ = nullptr;
     ac_ = nullptr;
     state_ = State::kDown;
+    metrics::record_link_state(LinkState::kDown);
     schedule_reconnect();
 }
 
@@ -291,6 +296,8 @@ void RedisLink::on_request_timeout() noexcept
     {
         return;
     }
+
+    metrics::record_link_error(LinkError::kClosed);
 
     if (may_log()) {
         ngx_log_error(NGX_LOG_WARN, log_, 0,
@@ -337,6 +344,7 @@ void RedisLink::on_connect(const redisAsyncContext *ac, int status) noexcept
 
     if (status != REDIS_OK) {
         // hiredis frees the context when this returns; cleanup() follows.
+        metrics::record_link_error(LinkError::kConnect);
         if (link->may_log()) {
             ngx_log_error(NGX_LOG_WARN, link->log_, 0,
                           "ratelimit: cannot connect to redis at \"%V\": %s",
@@ -350,6 +358,7 @@ void RedisLink::on_connect(const redisAsyncContext *ac, int status) noexcept
     }
 
     link->state_ = State::kUp;
+    metrics::record_link_state(LinkState::kUp);
     link->handshake();
 }
 
@@ -357,6 +366,10 @@ void RedisLink::on_disconnect(const redisAsyncContext *ac,
                               int status) noexcept
 {
     RedisLink *link = link_of(ac);
+
+    if (status != REDIS_OK && !link->closing_) {
+        metrics::record_link_error(LinkError::kClosed);
+    }
 
     if (status != REDIS_OK && !link->closing_ && link->may_log()) {
         ngx_log_error(NGX_LOG_WARN, link->log_, 0,
@@ -389,6 +402,8 @@ void RedisLink::on_handshake_reply(redisAsyncContext *ac, void *reply,
     }
 
     if (r->type == REDIS_REPLY_ERROR) {
+        metrics::record_link_error(LinkError::kErrorReply);
+
         if (link->may_log()) {
             ngx_log_error(NGX_LOG_ERR, link->log_, 0,
                           "ratelimit: redis at \"%V\" refused %s: %*s",
@@ -458,6 +473,8 @@ void RedisLink::on_connect_timeout(ngx_event_t *ev) noexcept
         return;
     }
 
+    metrics::record_link_error(LinkError::kConnect);
+
     if (link->may_log()) {
         ngx_log_error(NGX_LOG_WARN, link->log_, 0,
                       "ratelimit: connecting to redis at \"%V\" timed out",
@@ -469,6 +486,7 @@ void RedisLink::on_connect_timeout(ngx_event_t *ev) noexcept
 
 void RedisLink::on_reconnect(ngx_event_t *ev) noexcept
 {
+    metrics::record_reconnect();
     static_cast<RedisLink *>(ev->data)->connect();
 }
 

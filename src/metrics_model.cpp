@@ -4,8 +4,8 @@ namespace ratelimit {
 
 namespace {
 
-constexpr std::uint64_t kStartMask = (std::uint64_t{1} << 48) - 1;
-constexpr std::uint64_t kClosing = std::uint64_t{1} << 48;
+using busy_clock::kClosing;
+using busy_clock::kStartMask;
 constexpr unsigned kMaskShift = 49;
 
 // Bumped whenever ZoneCounters or LinkCounters change shape, so that a
@@ -152,7 +152,7 @@ std::uint64_t layout_signature(const std::string_view *names,
 }
 
 void busy_clock::enter(std::uint64_t *word, std::size_t slot,
-                       std::uint64_t now_ms)
+                       std::uint64_t now_us)
 {
     std::uint64_t bit = slot_bit(slot);
     std::uint64_t old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
@@ -164,13 +164,13 @@ void busy_clock::enter(std::uint64_t *word, std::size_t slot,
         }
 
         desired = (old >> kMaskShift) == 0
-                  ? bit | (old & kClosing) | (now_ms & kStartMask)
+                  ? bit | (old & kClosing) | (now_us & kStartMask)
                   : old | bit;
     } while (!cas(word, &old, desired));
 }
 
 void busy_clock::leave(std::uint64_t *word, std::size_t slot,
-                       std::uint64_t now_ms, std::uint64_t *busy_ms)
+                       std::uint64_t now_us, std::uint64_t *busy_us)
 {
     std::uint64_t bit = slot_bit(slot);
     std::uint64_t old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
@@ -192,12 +192,8 @@ void busy_clock::leave(std::uint64_t *word, std::size_t slot,
         return;  // other slots are still busy
     }
 
-    std::uint64_t start = old & kStartMask;
-
-    if ((now_ms & kStartMask) > start) {
-        __atomic_fetch_add(busy_ms, (now_ms & kStartMask) - start,
-                           __ATOMIC_RELEASE);
-    }
+    __atomic_fetch_add(busy_us, (now_us - old) & kStartMask,
+                       __ATOMIC_RELEASE);
 
     // The flag was already set if the closer of the interval before this
     // one has not cleared it yet: that one clears it.
@@ -217,8 +213,8 @@ void add_zone(const ZoneCounters &slot, ZoneCounters *sum)
     sum->deny_cache_hits += load_counter(&slot.deny_cache_hits);
     add_histogram(slot.check_us, &sum->check_us);
     sum->successes += load_counter(&slot.successes);
-    sum->response_ms += load_counter(&slot.response_ms);
-    sum->busy_ms += load_counter(&slot.busy_ms);
+    sum->response_us += load_counter(&slot.response_us);
+    sum->busy_us += load_counter(&slot.busy_us);
 }
 
 void add_link(const LinkCounters &slot, LinkCounters *sum)

@@ -72,8 +72,8 @@ struct ZoneCounters {
     std::uint64_t deny_cache_hits;
     DurationHistogram check_us;      // preaccess to verdict
     std::uint64_t successes;         // let through, answered below 400
-    std::uint64_t response_ms;       // their response times, summed
-    std::uint64_t busy_ms;           // see BusyClock
+    std::uint64_t response_us;       // their response times, summed
+    std::uint64_t busy_us;           // see busy_clock
     // Concurrency zones will add their in-flight, queued, outcome and
     // queue-wait counters here, per zone like these.
 };
@@ -126,25 +126,29 @@ std::uint64_t layout_signature(const std::string_view *names,
 // count of such requests and touches the zone's shared word only when that
 // count leaves or reaches 0; under load that is rarely.  The word holds
 // the mask of busy slots (15 bits; slot % 15), a flag set while a closed
-// interval is being added to busy_ms, and the start of the current
-// interval in milliseconds (48 bits).
+// interval is being added to busy_us, and the start of the current
+// interval in microseconds, modulo 2^48 (8.9 years): intervals are
+// differences modulo the same.
 namespace busy_clock {
 
 constexpr unsigned kMaskSlots = 15;
 
-void enter(std::uint64_t *word, std::size_t slot, std::uint64_t now_ms);
+constexpr std::uint64_t kStartMask = (std::uint64_t{1} << 48) - 1;
+constexpr std::uint64_t kClosing = std::uint64_t{1} << 48;
+
+void enter(std::uint64_t *word, std::size_t slot, std::uint64_t now_us);
 
 // Closes the interval if `slot` was the last busy one: its length is added
-// to *busy_ms before the flag is cleared, so that read() never sees it
+// to *busy_us before the flag is cleared, so that read() never sees it
 // neither in the word nor in the sum.
-void leave(std::uint64_t *word, std::size_t slot, std::uint64_t now_ms,
-           std::uint64_t *busy_ms);
+void leave(std::uint64_t *word, std::size_t slot, std::uint64_t now_us,
+           std::uint64_t *busy_us);
 
-// The busy time of the open interval at `now_ms` (0 if none), consistent
-// with `closed_ms()`, the sum of the closed ones read meanwhile.
+// The busy time of the open interval at `now_us` (0 if none) plus
+// `closed_us()`, the sum of the closed ones, read consistently.
 template <typename ClosedSum>
-std::uint64_t read(const std::uint64_t *word, std::uint64_t now_ms,
-                   ClosedSum closed_ms);
+std::uint64_t read(const std::uint64_t *word, std::uint64_t now_us,
+                   ClosedSum closed_us);
 
 }  // namespace busy_clock
 
@@ -159,10 +163,8 @@ void add_link(const LinkCounters &slot, LinkCounters *sum);
 
 template <typename ClosedSum>
 std::uint64_t busy_clock::read(const std::uint64_t *word,
-                               std::uint64_t now_ms, ClosedSum closed_ms)
+                               std::uint64_t now_us, ClosedSum closed_us)
 {
-    constexpr std::uint64_t kStartMask = (std::uint64_t{1} << 48) - 1;
-    constexpr std::uint64_t kClosing = std::uint64_t{1} << 48;
     // A writer holds the flag for two instructions; past this many tries
     // it was descheduled meanwhile, and the sum may lack its interval.
     constexpr int kTries = 1000;
@@ -175,15 +177,14 @@ std::uint64_t busy_clock::read(const std::uint64_t *word,
             continue;
         }
 
-        closed = closed_ms();
+        closed = closed_us();
 
         if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != before) {
             continue;
         }
 
-        std::uint64_t start = before & kStartMask;
         bool open = (before >> 49) != 0;
-        return closed + (open && now_ms > start ? now_ms - start : 0);
+        return closed + (open ? (now_us - before) & kStartMask : 0);
     }
 
     return closed;

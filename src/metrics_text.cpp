@@ -164,11 +164,11 @@ void write_zones(Exposition &e, const MetricsReport &r)
     per_zone(e, r, "response_time_seconds", "counter",
              "Response times of the successful responses, summed.",
              [](const ZoneMetrics &z) {
-                 return fixed_point(z.sum.response_ms, 3);
+                 return fixed_point(z.sum.response_us, 6);
              });
     per_zone(e, r, "busy_seconds", "counter",
              "Time in which a request the zone let through was in flight.",
-             [](const ZoneMetrics &z) { return fixed_point(z.sum.busy_ms, 3); });
+             [](const ZoneMetrics &z) { return fixed_point(z.sum.busy_us, 6); });
 
     e.family("check_duration_seconds", "histogram",
              "Time a request waited for its verdict.");
@@ -241,7 +241,7 @@ std::string prometheus(const MetricsReport &r, bool open_metrics)
     e.family("build_info", "gauge", "1, labelled with the versions.");
     e.sample("build_info",
              "version=\"" + std::string(kModuleVersion) + "\",nginx=\""
-                 + std::string(r.nginx_version) + "\"",
+                 + std::string(r.server_version) + "\"",
              "1");
     e.end();
     return out;
@@ -277,8 +277,8 @@ std::string json_zone(const ZoneMetrics &z)
                + number(c.decisions[d]) + ",";
     }
 
-    double rate = c.busy_ms > 0 ? c.successes * 1000.0 / c.busy_ms : 0;
-    double mean = c.successes > 0 ? c.response_ms / 1000.0 / c.successes : 0;
+    double rate = c.busy_us > 0 ? c.successes * 1e6 / c.busy_us : 0;
+    double mean = c.successes > 0 ? c.response_us / 1e6 / c.successes : 0;
 
     return out + "\"deny_cache_hits\":" + number(c.deny_cache_hits)
            + ",\"limit\":" + number(z.limit)
@@ -286,7 +286,7 @@ std::string json_zone(const ZoneMetrics &z)
            + ",\"check_duration\":"
            + json_histogram(c.check_us, kDurationBoundsText, 6)
            + ",\"successful_responses\":" + number(c.successes)
-           + ",\"busy_seconds\":" + fixed_point(c.busy_ms, 3)
+           + ",\"busy_seconds\":" + fixed_point(c.busy_us, 6)
            + ",\"requests_per_second\":" + ratio(rate)
            + ",\"mean_response_time\":" + ratio(mean) + "}";
 }
@@ -326,7 +326,7 @@ std::string json(const MetricsReport &r)
     }
 
     return "{\"build\":{\"version\":\"" + std::string(kModuleVersion)
-           + "\",\"nginx\":\"" + std::string(r.nginx_version)
+           + "\",\"nginx\":\"" + std::string(r.server_version)
            + "\"},\"limit_reqs\":{" + zones + "},\"redis\":" + json_link(r)
            + "}\n";
 }

@@ -19,7 +19,7 @@ struct ZoneMetrics {
     std::string_view name;
     std::uint64_t limit;
     std::uint64_t window_ms;
-    ZoneCounters sum;  // busy_ms includes the interval still open
+    ZoneCounters sum;  // busy_us includes the interval still open
 };
 
 // One worker slot's own gauges.
@@ -34,7 +34,7 @@ struct MetricsReport {
     LinkCounters link;  // summed; its state and waiting are unused
     const WorkerLink *workers;
     std::size_t worker_count;
-    std::string_view nginx_version;
+    std::string_view server_version;  // nginx's
 };
 
 enum class MetricsFormat { kPrometheus, kOpenMetrics, kJson };

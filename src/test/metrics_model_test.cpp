@@ -97,7 +97,13 @@ TEST(MetricsModel, BusyClockReadIsOpenIntervalPlusClosed)
 
     busy_clock::enter(&word, 20, 1000);  // slot 20 shares bit 5
     EXPECT_EQ(busy(word, closed, 1300), 800u);
-    EXPECT_EQ(busy(word, closed, 900), 500u);  // a clock behind the start
+    // Starts and ends are taken modulo 2^48: an interval across the wrap.
+    std::uint64_t wrap = std::uint64_t{1} << 48;
+    busy_clock::leave(&word, 20, 1400, &closed);
+    busy_clock::enter(&word, 3, wrap - 100);
+    EXPECT_EQ(busy(word, closed, wrap + 50), 1050u);
+    busy_clock::leave(&word, 3, wrap + 60, &closed);
+    EXPECT_EQ(closed, 1060u);
 }
 
 TEST(MetricsModel, SumsAddEverySlot)
@@ -107,13 +113,13 @@ TEST(MetricsModel, SumsAddEverySlot)
     b.decisions[0] = 3;
     a.check_us.buckets[kDurationBounds] = 1;
     b.check_us.sum = 7;
-    b.busy_ms = 9;
+    b.busy_us = 9;
     add_zone(a, &sum);
     add_zone(b, &sum);
     EXPECT_EQ(sum.decisions[0], 5u);
     EXPECT_EQ(sum.check_us.buckets[kDurationBounds], 1u);
     EXPECT_EQ(sum.check_us.sum, 7u);
-    EXPECT_EQ(sum.busy_ms, 9u);
+    EXPECT_EQ(sum.busy_us, 9u);
 
     LinkCounters l{}, lsum{};
     l.calls = 4;

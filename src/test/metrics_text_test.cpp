@@ -21,8 +21,8 @@ struct Fixture {
         zones[0].sum.check_us.buckets[3] = 5;
         zones[0].sum.check_us.sum = 2500;
         zones[0].sum.successes = 6;
-        zones[0].sum.response_ms = 30;
-        zones[0].sum.busy_ms = 2000;
+        zones[0].sum.response_us = 30000;
+        zones[0].sum.busy_us = 2000000;
         zones[1].name = "login.v2";
         zones[1].limit = 5;
         zones[1].window_ms = 1500;
@@ -33,7 +33,7 @@ struct Fixture {
         report.link.requests_per_call.sum = 6;
         report.workers = workers;
         report.worker_count = 2;
-        report.nginx_version = "1.22.1";
+        report.server_version = "1.22.1";
     }
 };
 
@@ -63,7 +63,7 @@ TEST(MetricsText, PrometheusNamesCountersWithTotal)
     EXPECT_TRUE(has(t, "nginx_ratelimit_zone_window_seconds{zone=\"login.v2\"}"
                        " 1.500\n"));
     EXPECT_TRUE(has(t, "nginx_ratelimit_busy_seconds_total{zone=\"api\"} "
-                       "2.000\n"));
+                       "2.000000\n"));
     EXPECT_FALSE(has(t, "# EOF"));
 }
 
