@@ -34,10 +34,10 @@ std::string fixed_point(std::uint64_t units, unsigned digits)
            + std::string(digits - fraction.size(), '0') + fraction;
 }
 
-std::string ratio(double value)
+std::string decimal(double value, int digits)
 {
     char text[64];
-    std::snprintf(text, sizeof(text), "%.3f", value);
+    std::snprintf(text, sizeof(text), "%.*f", digits, value);
     return text;
 }
 
@@ -287,8 +287,8 @@ std::string json_zone(const ZoneMetrics &z)
            + json_histogram(c.check_us, kDurationBoundsText, 6)
            + ",\"successful_responses\":" + number(c.successes)
            + ",\"busy_seconds\":" + fixed_point(c.busy_us, 6)
-           + ",\"requests_per_second\":" + ratio(rate)
-           + ",\"mean_response_time\":" + ratio(mean) + "}";
+           + ",\"requests_per_second\":" + decimal(rate, 3)
+           + ",\"mean_response_time\":" + decimal(mean, 6) + "}";
 }
 
 std::string json_link(const MetricsReport &r)

@@ -109,10 +109,10 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
     EXPECT_TRUE(has(t, "\"limit_reqs\":{\"api\":{\"passed\":7,\"rejected\":2,"));
     // 6 successes in 2 s busy; 30 ms over 6.
     EXPECT_TRUE(has(t, "\"requests_per_second\":3.000"));
-    EXPECT_TRUE(has(t, "\"mean_response_time\":0.005"));
+    EXPECT_TRUE(has(t, "\"mean_response_time\":0.005000"));
     EXPECT_TRUE(has(t, "\"login.v2\":{\"passed\":0,"));
     EXPECT_TRUE(has(t, "\"requests_per_second\":0.000,"
-                       "\"mean_response_time\":0.000}"));
+                       "\"mean_response_time\":0.000000}"));
     EXPECT_TRUE(has(t, "\"workers\":[{\"state\":\"up\",\"requests_waiting\":3},"
                        "{\"state\":\"down\",\"requests_waiting\":0}]"));
 }
