@@ -97,6 +97,21 @@ sub statuses {
     return join ' ', map { $t->get($path, { 'X-Api-Key' => $key })->{status} } 1 .. $n;
 }
 
+# --- the directive: no parameter, once per location ---------------------------
+
+for my $case (['ratelimit_metrics format=json;', qr/invalid number of arguments in "ratelimit_metrics" directive/],
+              ['ratelimit_metrics; ratelimit_metrics;', qr/"ratelimit_metrics" directive is duplicate/])
+{
+    my ($body, $error) = @$case;
+    $t->write_conf("server { listen 127.0.0.1:%%PORT%%;\n"
+                   . "location = /metrics { $body }\n}\n");
+    my $line = $t->conf_line(qr/location = \/metrics/);
+    my ($status, $output) = $t->nginx_t;
+    isnt($status, 0, "nginx -t refuses: $body");
+    like($output, qr/$error in \S+nginx\.conf:$line/, "  with the file and line")
+        or diag($output);
+}
+
 conf(4);
 $t->start_nginx;
 
@@ -229,6 +244,31 @@ is($p + $rj, $served, 'every request of the load counted once');
 is($p, $passed, 'passed = the 200s of the access log');
 is(zone_value($v, 'successful_responses_total', 'big'), $passed,
    'successful responses = the 200s of the access log');
+
+# --- the PromQL of the README and the Grafana dashboard parses -----------------
+
+{
+    my $repo = RateLimitTest::repo_dir();
+    my $dashboard = decode_json(RateLimitTest::_read_file("$repo/contrib/grafana-ratelimit.json"));
+    my @exprs = map { $_->{expr} } map { @{ $_->{targets} } } @{ $dashboard->{panels} };
+    my ($promql) = RateLimitTest::_read_file("$repo/README.md") =~ /```promql\n(.*?)```/s;
+    push @exprs, grep { /\S/ } split /\n\n/, join "\n", grep { !/^#/ } split /\n/, $promql // '';
+    ok(@exprs >= 12, scalar(@exprs) . ' expressions in the dashboard and README');
+    my $rules = "groups:\n- name: ratelimit\n  rules:\n";
+    for my $i (0 .. $#exprs) {
+        (my $e = $exprs[$i]) =~ s/\$__rate_interval/5m/g;
+        $e =~ s/\$(instance|zone)/.*/g;
+        $e =~ s/^[ \t]*/      /mg;
+        $rules .= "  - record: ratelimit:expr$i\n    expr: |\n$e\n";
+    }
+    my $file = $t->tmp . '/rules.yml';
+    open my $fh, '>', $file or die "$file: $!";
+    print {$fh} $rules;
+    close $fh;
+    my $out = `/usr/bin/promtool check rules $file 2>&1`;
+    my $rc = $? >> 8;
+    is($rc, 0, 'promtool check rules parses every expression') or diag("$out\n$rules");
+}
 
 $t->no_alerts;
 done_testing;
