@@ -168,7 +168,9 @@ void write_zones(Exposition &e, const MetricsReport &r)
              });
     per_zone(e, r, "busy_seconds", "counter",
              "Time in which a request the zone let through was in flight.",
-             [](const ZoneMetrics &z) { return fixed_point(z.sum.busy_us, 6); });
+             [](const ZoneMetrics &z) {
+                 return fixed_point(z.sum.busy_us, 6);
+             });
 
     e.family("check_duration_seconds", "histogram",
              "Time a request waited for its verdict.");

@@ -106,7 +106,8 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
     Fixture f;
     std::string t = render_metrics(f.report, MetricsFormat::kJson);
 
-    EXPECT_TRUE(has(t, "\"limit_reqs\":{\"api\":{\"passed\":7,\"rejected\":2,"));
+    EXPECT_TRUE(has(t, "\"limit_reqs\":{\"api\":{\"passed\":7,"
+                       "\"rejected\":2,"));
     // 6 successes in 2 s busy; 30 ms over 6.
     EXPECT_TRUE(has(t, "\"requests_per_second\":3.000"));
     EXPECT_TRUE(has(t, "\"mean_response_time\":0.005000"));
