@@ -38,7 +38,7 @@ fi
 MODULE=$BUILD/ngx_http_ratelimit_module.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
-          libgtest-dev perl)
+          libgtest-dev perl prometheus python3-prometheus-client wrk)
 # For ./build.sh deb, and for the test that installs what it makes.
 DEB_PACKAGES=(dpkg-dev debhelper lintian)
 VALGRIND_TESTS=${VALGRIND_TESTS:-t/01-limit.t t/03-zones.t t/05-once.t

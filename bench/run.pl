@@ -28,6 +28,7 @@ use lib "$Bin/../t/lib";
 use RateLimitTest;
 use TestCerts;
 use Digest::SHA qw(sha1_hex);
+use JSON::PP ();
 use POSIX qw(strftime floor);
 use Time::HiRes qw(time sleep);
 
@@ -253,8 +254,10 @@ sub lua_config {
 my $LUA_MAIN = "load_module $LUA_MODULES/ndk_http_module.so;\n"
              . "load_module $LUA_MODULES/ngx_http_lua_module.so;";
 
+# $extra: more locations of the server (the metrics endpoint).
 sub server_block {
-    my ($loc) = @_;
+    my ($loc, $extra) = @_;
+    $extra //= '';
     return <<"EOF";
     server {
         listen 127.0.0.1:%%PORT%% backlog=4096;
@@ -264,6 +267,7 @@ sub server_block {
         location / {
 $loc
         }
+$extra
     }
 EOF
 }
@@ -312,6 +316,15 @@ my @CASES = (
         loc => '            ratelimit zone=z60;',
     },
     {
+        # the same zone on keys of its own, with a metrics location: every
+        # request recorded in shared memory
+        id => 'sliding_metrics', label => '3m. module sliding 60s/1s, metrics on', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone z60m key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60m;',
+        extra => '        location = /metrics { ratelimit_metrics; }',
+    },
+    {
         id => 'sliding1h', label => '3b. module sliding 1h/1s buckets', limiter => 1,
         http => $REDIS_LINE
             . "    ratelimit_zone z1h key=\$http_x_api_key limit=$BIG_LIMIT window=1h bucket=1s;\n",
@@ -355,7 +368,7 @@ for my $c (@CASES) {
         $http .= "    lua_package_path \"%%TMP%%/?.lua;/usr/share/lua/5.1/?.lua;;\";\n"
                . "    init_by_lua_block { require \"openresty_peer\" }\n";
     }
-    $t->write_conf($http . server_block($c->{loc}),
+    $t->write_conf($http . server_block($c->{loc}, $c->{extra}),
         no_module => ($c->{no_module} || $c->{lua}) ? 1 : 0,
         main => $c->{lua} ? $LUA_MAIN : undef,
         error_log_level => 'notice');
@@ -558,6 +571,18 @@ for my $c (@CASES) {
     push @notes, "$c->{id}: $sockerr wrk socket errors over all rounds" if $sockerr;
 }
 
+# the metrics case recorded what it served: its scrape's count of decisions
+{
+    my $mc = $CASE{sliding_metrics};
+    my $m = $mc->{t}->get('/metrics?format=json');
+    my $z = $m->{status} == 200 ? eval { JSON::PP::decode_json($m->{content})->{limit_reqs}{z60m} } : undef;
+    my $served = sum(map { $_->{requests} } @{ $res{sliding_metrics} // [] });
+    push @notes, $z
+        ? sprintf('sliding_metrics: the scrape counted %d decisions (%d passed) against %d requests wrk completed in the measured rounds (warm-up not included)',
+            $z->{passed} + $z->{rejected}, $z->{passed}, $served)
+        : "sliding_metrics: the metrics scrape failed ($m->{status})";
+}
+
 # stop everything now (END blocks and RateLimitTest's handlers also do it)
 for my $c (@CASES) { $c->{t}->stop_nginx }
 $rt->stop_redis;
@@ -700,6 +725,10 @@ my $r_lua = median(ratios('sliding', 'lua_sliding'));
 target('module sliding >= 3x Lua sliding peer', defined $r_lua ? $r_lua >= 3 : undef, f('%.2fx', $r_lua));
 my $r_luaf = median(ratios('sliding', 'lua_fixed'));
 target('module sliding >= 1.7x Lua fixed peer', defined $r_luaf ? $r_luaf >= 1.7 : undef, f('%.2fx', $r_luaf));
+my $r_metrics = median(ratios('sliding_metrics', 'sliding'));
+target('metrics on >= 0.97x metrics off (module sliding)', defined $r_metrics ? $r_metrics >= 0.97 : undef,
+    sprintf('%sx (per round %s)', f('%.3f', $r_metrics),
+        join('/', map { sprintf '%.3f', $_ } ratios('sliding_metrics', 'sliding'))));
 my $us_adm  = median(col('sliding', 'usec_admitted'));
 my $cpu_adm = median(col('sliding', 'cpu_admitted'));
 target('Redis CPU per admitted request <= 5 us (module sliding, commandstats usec)', defined $us_adm ? $us_adm <= 5 : undef,

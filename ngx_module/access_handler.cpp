@@ -1,5 +1,6 @@
 #include "access_handler.hpp"
 
+#include "metrics.hpp"
 #include "script_call.hpp"
 #include "status_handler.hpp"
 #include "subject_key.hpp"
@@ -26,6 +27,7 @@ void log_limited(RequestState *state, bool dry_run)
 ngx_int_t act_on(RequestState *state)
 {
     state->stage = RequestState::Stage::kDone;
+    metrics::record_decision(state);
 
     if (state->peek) {
         ngx_http_finalize_request(state->r, send_status(state));
@@ -97,6 +99,7 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
 
     state->lcf = lcf;
     state->resume = resume_phases;
+    metrics::record_check_start(state);
     state->peek = lcf->peek_header.len > 0
                   && wants_peek(r, lcf->peek_header);
 

@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "metrics.hpp"
 #include "redis_link.hpp"
 #include "request_state.hpp"
 #include "script_call.hpp"
@@ -41,6 +42,8 @@ void CallBatcher::on_script_loaded(void *data,
     if (reply == nullptr || reply->type != REDIS_REPLY_ERROR) {
         return;
     }
+
+    metrics::record_link_error(LinkError::kErrorReply);
 
     if (batcher->link_->may_log()) {
         ngx_log_error(NGX_LOG_ERR, batcher->turn_end_.log, 0,
@@ -132,6 +135,7 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
     state->batch = open_;
     state->slot = slot;
     in_flight_++;
+    metrics::record_requests_waiting(in_flight_);
 
     if (slot + 1 == Batch::kMaxRequests) {
         send_open();
@@ -178,6 +182,7 @@ const char *CallBatcher::send(Batch *batch, bool eval) noexcept
         return "redis is not connected";
     }
 
+    metrics::record_call_sent(batch->call.entries());
     return nullptr;
 }
 
@@ -192,6 +197,8 @@ void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
 
 void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
 {
+    metrics::record_call_answered(reply != nullptr);
+
     const ScriptBatch &call = batch->call;
     BatchReply decoded = decode_batch_reply(reply, call.reply_elements());
 
@@ -210,6 +217,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         return;
 
     case BatchReply::Kind::kNoScript:
+        metrics::record_link_error(LinkError::kNoScript);
         // A Redis restarted or flushed behind our back: send the script
         // itself once, which also caches it for the calls that follow.
         if (!batch->retried) {
@@ -223,6 +231,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         return;
 
     case BatchReply::Kind::kError:
+        metrics::record_link_error(LinkError::kErrorReply);
         fail_all(batch, "redis answered an error: ", decoded.error);
         link_->on_error_reply(decoded.error);
         return;
@@ -253,6 +262,7 @@ void CallBatcher::fail_all(Batch *batch, const char *why,
 void CallBatcher::release(Batch *batch) noexcept
 {
     in_flight_ -= batch->call.entries();
+    metrics::record_requests_waiting(in_flight_);
 
     if (free_count_ == kMaxFree) {
         delete batch;

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "conf_params.hpp"
+#include "metrics_handler.hpp"
 #include "rate_headers.hpp"
 #include "redis_directives.hpp"
 #include "script_batch.hpp"
@@ -128,6 +129,7 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     }
 
     zone->name = name;
+    zone->index = mcf->zones.nelts;
 
     ngx_str_t key = ngx_null_string, rate = ngx_null_string,
               limit = ngx_null_string, window = ngx_null_string,
@@ -546,6 +548,13 @@ ngx_command_t commands[] = {
     {ngx_string("ratelimit_query"),
      NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
      set_query,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_metrics"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+     set_metrics,
      NGX_HTTP_LOC_CONF_OFFSET,
      0,
      nullptr},

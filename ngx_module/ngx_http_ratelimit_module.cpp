@@ -7,6 +7,7 @@
 #include "deny_cache.hpp"
 #include "directives.hpp"
 #include "header_filter.hpp"
+#include "metrics.hpp"
 #include "redis_directives.hpp"
 #include "redis_link.hpp"
 #include "variables.hpp"
@@ -37,9 +38,17 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
 
     *h = preaccess_handler;
 
-    find_resolver(cf, static_cast<MainConf *>(
-                          ngx_http_conf_get_module_main_conf(
-                              cf, ngx_http_ratelimit_module)));
+    auto *mcf = static_cast<MainConf *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
+
+    find_resolver(cf, mcf);
+
+    if (metrics::add_shared_zone(cf, mcf) != NGX_OK
+        || metrics::install_log_handler(cf) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     return install_header_filter(cf);
 }
 
@@ -62,7 +71,15 @@ ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
 
     MainConf *mcf = cycle_main_conf(cycle);
 
-    if (mcf == nullptr || mcf->redis == nullptr || !mcf->used) {
+    if (mcf == nullptr) {
+        return NGX_OK;
+    }
+
+    if (metrics::start_worker(cycle, mcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (mcf->redis == nullptr || !mcf->used) {
         return NGX_OK;
     }
 
@@ -104,6 +121,8 @@ void exit_process(ngx_cycle_t *cycle) noexcept
 
     delete mcf->denied;
     mcf->denied = nullptr;
+
+    metrics::stop_worker();
 }
 
 ngx_http_module_t module_ctx = {

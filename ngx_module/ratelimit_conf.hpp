@@ -83,6 +83,7 @@ struct RedisTarget {
 
 struct Zone {
     ngx_str_t name;
+    ngx_uint_t index;         // its place in MainConf::zones
     ngx_http_complex_value_t key;
     Policy policy;
     // The zone's script arguments that do not depend on the request, made
@@ -114,6 +115,8 @@ struct MainConf {
     RedisLink *link;       // this worker's connection, from init_process
     CallBatcher *calls;    // its script calls, likewise
     DenyCache *denied;     // this worker's rejected subjects, likewise
+    bool metrics;          // some location has `ratelimit_metrics`
+    ngx_shm_zone_t *metrics_zone;  // its counters, when it has
 };
 
 struct LocConf {
@@ -125,6 +128,7 @@ struct LocConf {
     ngx_uint_t log_level;  // of the line logged for a rejection
     ngx_str_t peek_header; // a request carrying it is only reported on
     ngx_array_t *query;    // of ZoneRef: `ratelimit_query` zones, or null
+    bool metrics;          // `ratelimit_metrics` answers here
 };
 
 enum FailPolicy : ngx_uint_t { kFailOpen = 0, kFailClosed = 1 };

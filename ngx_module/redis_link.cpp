@@ -1,5 +1,7 @@
 #include "redis_link.hpp"
 
+#include "metrics.hpp"
+
 namespace ratelimit {
 
 namespace {
@@ -115,6 +117,7 @@ void RedisLink::on_drop(ngx_event_t *ev) noexcept
 
     link->up_ = false;
     link->conn_.close();
+    metrics::record_link_state(LinkState::kDown);
     link->schedule_reconnect();
 }
 
@@ -123,6 +126,8 @@ void RedisLink::connect() noexcept
     if (closing_) {
         return;
     }
+
+    metrics::record_link_state(LinkState::kConnecting);
 
     if (target_.sentinel_master.len > 0) {
         sentinels_.start();
@@ -145,6 +150,7 @@ void RedisLink::connect_to(const sockaddr *sa, socklen_t len,
     if (!conn_.open({sa, len, display, &target_.data, tls_,
                      target_.connect_timeout}))
     {
+        metrics::record_link_error(LinkError::kConnect);
         schedule_reconnect();
     }
 }
@@ -309,6 +315,7 @@ void RedisLink::became_up() noexcept
 {
     up_ = true;
     up_since_ = ngx_current_msec;
+    metrics::record_link_state(LinkState::kUp);
     ngx_log_error(NGX_LOG_INFO, log_, 0,
                   "ratelimit: connected to redis at \"%V\"",
                   &conn_.display());
@@ -324,6 +331,8 @@ void RedisLink::on_close(RedisConnection *) noexcept
         failures_ = 0;
     }
 
+    metrics::record_link_error(up_ ? LinkError::kClosed : LinkError::kConnect);
+    metrics::record_link_state(LinkState::kDown);
     up_ = false;
     schedule_reconnect();
 }
@@ -345,6 +354,7 @@ void RedisLink::schedule_reconnect() noexcept
 
 void RedisLink::on_reconnect(ngx_event_t *ev) noexcept
 {
+    metrics::record_reconnect();
     static_cast<RedisLink *>(ev->data)->connect();
 }
 

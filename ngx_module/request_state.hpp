@@ -38,6 +38,8 @@ struct RequestState {
     ngx_event_t wake;        // the wait's timeout, or posted on the reply
     bool peek;               // report the zones, count nothing
     ngx_msec_t sent_msec;    // when the call left, on nginx's clock
+    std::uint64_t check_start_us;  // metrics: when the phase first saw it
+    bool in_flight;          // metrics: let through, its zones busy
     // Goes on with the request once the result is known, from an nginx
     // event (never from inside hiredis), which runs the posted requests
     // after it.

@@ -2,6 +2,7 @@
 
 #include "call_batch.hpp"
 #include "deny_cache.hpp"
+#include "metrics.hpp"
 #include "redis_link.hpp"
 #include "sliding_window.hpp"
 #include "subject_key.hpp"
@@ -49,6 +50,7 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
                           {state->refs[i]->zone->policy.limit, 0, ms}};
         state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
+        metrics::record_deny_cache_hit(state, i);
         state->stage = RequestState::Stage::kDecided;
         return true;
     }
@@ -119,6 +121,7 @@ void on_wake(ngx_event_t *ev) noexcept
         ev->timedout = 0;
 
         CallBatcher::forget(state);
+        metrics::record_link_error(LinkError::kTimeout);
 
         MainConf *mcf = main_conf(state->r);
         u_char text[NGX_INT_T_LEN + 16];
@@ -228,6 +231,7 @@ void take_reply(RequestState *state, std::uint64_t now_ms,
         take_counts(state, now_ms, decoded);
         break;
     case ScriptReply::Kind::kError:
+        metrics::record_link_error(LinkError::kErrorReply);
         fail(state, "redis answered an error: ", decoded.error);
         main_conf(state->r)->link->on_error_reply(decoded.error);
         break;

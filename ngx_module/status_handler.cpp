@@ -5,14 +5,15 @@
 
 namespace ratelimit {
 
-namespace {
-
-ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
-                    size_t len)
+ngx_int_t send_body(ngx_http_request_t *r, ngx_uint_t status,
+                    std::string_view content_type, u_char *body,
+                    size_t len) noexcept
 {
     r->headers_out.status = status;
     r->headers_out.content_length_n = static_cast<off_t>(len);
-    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type.len = content_type.size();
+    r->headers_out.content_type.data = reinterpret_cast<u_char *>(
+        const_cast<char *>(content_type.data()));
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     r->headers_out.content_type_lowcase = nullptr;
 
@@ -36,6 +37,14 @@ ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
 
     ngx_chain_t out = {b, nullptr};
     return ngx_http_output_filter(r, &out);
+}
+
+namespace {
+
+ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
+                    size_t len)
+{
+    return send_body(r, status, "application/json", body, len);
 }
 
 ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status,

@@ -1,0 +1,134 @@
+#include "metrics_text.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ratelimit {
+namespace {
+
+struct Fixture {
+    ZoneMetrics zones[2] = {};
+    WorkerLink workers[2] = {{LinkState::kUp, 3}, {LinkState::kDown, 0}};
+    MetricsReport report = {};
+
+    Fixture()
+    {
+        zones[0].name = "api";
+        zones[0].limit = 10;
+        zones[0].window_ms = 60000;
+        zones[0].sum.decisions[0] = 7;
+        zones[0].sum.decisions[1] = 2;
+        zones[0].sum.check_us.buckets[0] = 4;
+        zones[0].sum.check_us.buckets[3] = 5;
+        zones[0].sum.check_us.sum = 2500;
+        zones[0].sum.successes = 6;
+        zones[0].sum.response_us = 30000;
+        zones[0].sum.busy_us = 2000000;
+        zones[1].name = "login.v2";
+        zones[1].limit = 5;
+        zones[1].window_ms = 1500;
+        report.zones = zones;
+        report.zone_count = 2;
+        report.link.calls = 3;
+        report.link.requests_per_call.buckets[1] = 3;
+        report.link.requests_per_call.sum = 6;
+        report.workers = workers;
+        report.worker_count = 2;
+        report.server_version = "1.22.1";
+    }
+};
+
+bool has(const std::string &text, const std::string &line)
+{
+    return text.find(line) != std::string::npos;
+}
+
+void expect_all(const std::string &text,
+                std::initializer_list<std::string> lines)
+{
+    for (const std::string &line : lines) {
+        EXPECT_TRUE(has(text, line)) << line;
+    }
+}
+
+TEST(MetricsText, PrometheusNamesCountersWithTotal)
+{
+    Fixture f;
+    std::string t = render_metrics(f.report, MetricsFormat::kPrometheus);
+
+    EXPECT_TRUE(has(t, "# TYPE nginx_ratelimit_decisions_total counter\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_decisions_total{zone=\"api\","
+                       "decision=\"passed\"} 7\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_decisions_total{zone=\"login.v2\","
+                       "decision=\"error_rejected\"} 0\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_zone_window_seconds{zone=\"login.v2\"}"
+                       " 1.500\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_busy_seconds_total{zone=\"api\"} "
+                       "2.000000\n"));
+    EXPECT_FALSE(has(t, "# EOF"));
+}
+
+// Histograms cumulative, with count and sum; worker gauges; build info.
+TEST(MetricsText, HistogramsGaugesAndBuildInfo)
+{
+    Fixture f;
+    std::string t = render_metrics(f.report, MetricsFormat::kPrometheus);
+    std::string p = "nginx_ratelimit_check_duration_seconds_";
+    std::string s = "nginx_ratelimit_redis_connection_state";
+
+    expect_all(t, {p + "bucket{zone=\"api\",le=\"0.0001\"} 4\n",
+                   p + "bucket{zone=\"api\",le=\"0.0005\"} 4\n",
+                   p + "bucket{zone=\"api\",le=\"0.001\"} 9\n",
+                   p + "bucket{zone=\"api\",le=\"+Inf\"} 9\n",
+                   p + "count{zone=\"api\"} 9\n",
+                   p + "sum{zone=\"api\"} 0.002500\n",
+                   "nginx_ratelimit_redis_requests_per_call_sum 6\n",
+                   s + "{worker=\"0\",state=\"up\"} 1\n",
+                   s + "{worker=\"0\",state=\"down\"} 0\n",
+                   s + "{worker=\"1\",state=\"down\"} 1\n",
+                   "nginx_ratelimit_redis_requests_waiting{worker=\"0\"} 3\n",
+                   "nginx_ratelimit_build_info{version=\""
+                       + std::string(kModuleVersion)
+                       + "\",nginx=\"1.22.1\"} 1\n"});
+}
+
+TEST(MetricsText, OpenMetricsNamesFamiliesWithoutTotalAndEnds)
+{
+    Fixture f;
+    std::string t = render_metrics(f.report, MetricsFormat::kOpenMetrics);
+
+    EXPECT_TRUE(has(t, "# TYPE nginx_ratelimit_decisions counter\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_redis_calls_total 3\n"));
+    EXPECT_EQ(t.substr(t.size() - 6), "# EOF\n");
+}
+
+TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
+{
+    Fixture f;
+    std::string t = render_metrics(f.report, MetricsFormat::kJson);
+
+    EXPECT_TRUE(has(t, "\"limit_reqs\":{\"api\":{\"passed\":7,"
+                       "\"rejected\":2,"));
+    // 6 successes in 2 s busy; 30 ms over 6.
+    EXPECT_TRUE(has(t, "\"requests_per_second\":3.000"));
+    EXPECT_TRUE(has(t, "\"mean_response_time\":0.005000"));
+    EXPECT_TRUE(has(t, "\"login.v2\":{\"passed\":0,"));
+    EXPECT_TRUE(has(t, "\"requests_per_second\":0.000,"
+                       "\"mean_response_time\":0.000000}"));
+    EXPECT_TRUE(has(t, "\"workers\":[{\"state\":\"up\",\"requests_waiting\":3},"
+                       "{\"state\":\"down\",\"requests_waiting\":0}]"));
+}
+
+TEST(MetricsText, FormatFromArgumentThenAccept)
+{
+    EXPECT_EQ(choose_metrics_format("json", ""), MetricsFormat::kJson);
+    EXPECT_EQ(choose_metrics_format("", "application/openmetrics-text; "
+                                        "version=1.0.0,text/plain;q=0.5"),
+              MetricsFormat::kOpenMetrics);
+    EXPECT_EQ(choose_metrics_format("prometheus",
+                                    "application/openmetrics-text"),
+              MetricsFormat::kPrometheus);
+    EXPECT_EQ(choose_metrics_format("", "*/*"), MetricsFormat::kPrometheus);
+}
+
+}  // namespace
+}  // namespace ratelimit
