@@ -11,7 +11,11 @@ package TestCerts;
 #   $pki->{server_key}       SAN IP:127.0.0.1, DNS:redis.test, DNS:localhost
 #   $pki->{expired_chain}    same names and issuer, valid 2020-01-01..2021-01-01
 #   $pki->{expired_key}
-#   $pki->{other_ca}         an unrelated root CA (signs nothing used here)
+#   $pki->{server_root}      same names, signed by the root directly
+#   $pki->{server_root_key}
+#   $pki->{stranger_server}  same names, signed by the unrelated CA
+#   $pki->{stranger_server_key}
+#   $pki->{other_ca}         an unrelated root CA
 #   $pki->{client}           client certificate (signed by the root, clientAuth)
 #   $pki->{client_key}
 #   $pki->{other_client}     client certificate signed by the unrelated CA
@@ -119,6 +123,13 @@ EOF
         '-extfile', "$dir/ext.cnf", '-extensions', 'server_ext');
     _write("$dir/expired-chain.crt", _slurp("$dir/expired.crt") . _slurp("$dir/int.crt"));
 
+    # server leaves with the same names: one signed by the root itself (no
+    # chain needed), one by the unrelated CA (fails verification)
+    $self->_csr('server_root', 'redis.test');
+    $self->_sign('server_root', 'ca', 'server_ext');
+    $self->_csr('stranger_server', 'redis.test');
+    $self->_sign('stranger_server', 'other_ca', 'server_ext');
+
     # client certificates: one from the root (accepted), one from the other CA
     $self->_csr('client', 'ratelimit client');
     $self->_sign('client', 'ca', 'client_ext');
@@ -133,6 +144,8 @@ EOF
         ca => "$dir/ca.crt", int => "$dir/int.crt", other_ca => "$dir/other_ca.crt",
         server_chain => "$dir/server-chain.crt", server_key => "$dir/server.key",
         server_leaf => "$dir/server.crt",
+        server_root => "$dir/server_root.crt", server_root_key => "$dir/server_root.key",
+        stranger_server => "$dir/stranger_server.crt", stranger_server_key => "$dir/stranger_server.key",
         expired_chain => "$dir/expired-chain.crt", expired_key => "$dir/expired.key",
         client => "$dir/client.crt", client_key => "$dir/client.key",
         other_client => "$dir/other_client.crt", other_client_key => "$dir/other_client.key",
