@@ -11,7 +11,8 @@
 # naming the cause (at most once a second per worker), the fail policy, and
 # reconnects with backoff (no storm); with a client certificate, an ACL user
 # and a db limiting is exact and keys land in that db; TLS also to the
-# sentinels (sentinel=) and the master they name; SIGKILL + restart and
+# sentinels (sentinel=) and the master they name; SNI sent for a host name
+# (or when asked), with ratelimit_redis_ssl_name; SIGKILL + restart and
 # SIGSTOP of Redis under TLS are survived as over plain TCP; 10 reloads under
 # load leave no fds behind; ssl_verify off accepts any certificate. No
 # [alert], no crashed worker.
@@ -83,6 +84,18 @@ sub connections_received {
     my $n = $info =~ /^total_connections_received:(\d+)/m ? $1 : die "INFO stats: $info";
     my $out = RateLimitTest::_read_file("$tmp/redis.out");
     return $n + (() = $out =~ /Error accepting a client connection/g);
+}
+
+# Waits until redis has one connection per worker (all workers back).
+sub wait_all_connected {
+    my $deadline = time + 4;
+    my @c;
+    while (1) {
+        @c = $t->redis_clients;
+        return 1 if @c >= $WORKERS;
+        return 0 if time > $deadline;
+        sleep 0.05;
+    }
 }
 
 # $n concurrent requests for one fresh key: "passed/rejected/other".
@@ -188,6 +201,48 @@ EOC
     $t->stop_process($pid);
 }
 
+# --- SNI (ratelimit_redis_ssl_server_name), against openssl s_server: with the
+#     server name "localhost" it shows a certificate from our CA, without it one
+#     from the unrelated CA, and to another name it answers a fatal alert ----------
+{
+    my $SNI = $t->port('SNI_PORT');
+    my $pid = $t->_spawn('openssl s_server', "$tmp/s_server.out", 'openssl', 's_server',
+        '-accept', $SNI, '-quiet', '-www',
+        '-cert', $pki->{stranger_server}, '-key', $pki->{stranger_server_key},
+        '-cert2', $pki->{server_root}, '-key2', $pki->{server_root_key},
+        '-servername', 'localhost', '-servername_fatal');
+    my $deadline = time + 5;
+    sleep 0.05 until RateLimitTest::_port_open($SNI) || time > $deadline;
+    my $ca = "ratelimit_redis_ssl on;\nratelimit_redis_ssl_trusted_certificate $pki->{ca};\n";
+    my $VF = qr/ratelimit: cannot connect to redis at "[^"]+": certificate verify failed/;
+    for my $c (
+        ['host name: SNI by default', "localhost:$SNI", '', 'ok'],
+        ['host name, ratelimit_redis_ssl_server_name off', "localhost:$SNI", "ratelimit_redis_ssl_server_name off;\n", $VF],
+        ['IP address: no SNI by default', "127.0.0.1:$SNI", '', $VF],
+        ['IP address, ratelimit_redis_ssl_name localhost, server_name on', "127.0.0.1:$SNI",
+            "ratelimit_redis_ssl_name localhost;\nratelimit_redis_ssl_server_name on;\n", 'ok'],
+        ['host name, ratelimit_redis_ssl_name other.test: SNI other.test', "localhost:$SNI",
+            "ratelimit_redis_ssl_name other.test;\n", qr/ratelimit: cannot connect to redis at "[^"]+": [^\n]*handshake[^\n]*unrecognized name/i],
+    ) {
+        my ($name, $addr, $extra, $want) = @$c;
+        start_nginx_with(name => "SNI, $name", addr => $addr, ssl => $ca . $extra) or next;
+        $t->req('open', "sni$_") for 1 .. 2;
+        if (ref $want) {
+            ok($t->wait_log($want, 1, 3), "SNI, $name: the certificate for no / another name (the log says why)")
+                or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+        } else {
+            ok($t->wait_log(qr/ratelimit: (?:connected to|lost connection to) redis at "\Q$addr\E"/, 1, 3),
+                "SNI, $name: TLS established with the certificate for localhost")
+                or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+            is($t->count_log(qr/certificate verify failed|unrecognized name/), 0, "SNI, $name: no verification failure")
+                or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+        }
+        $t->stop_nginx;
+        $t->final_checks;
+    }
+    $t->stop_process($pid);
+}
+
 # --- certificates refused ---------------------------------------------------------
 
 my $A = qr/ratelimit: cannot connect to redis at "127\.0\.0\.1:$TLS": /;
@@ -268,6 +323,7 @@ start_nginx_with(name => 'kill under TLS load');
     is(scalar @ob, 0, 'kill: fail open answered 200 throughout');
     my @during = grep { $_->{loc} eq 'closed' && $_->{t0} > $t_kill + 0.1 && $_->{t1} < $t_up } @rec;
     ok(@during && !(grep { $_->{status} != 503 } @during), 'kill: fail closed 503 during the outage (' . scalar(@during) . ')');
+    ok(wait_all_connected(), 'both workers connected again');
     is(hammer('after-kill', $LIMIT + 3), "$LIMIT/3/0", 'kill: exact limit after the restart');
     my @w = $t->live_workers;
     is(scalar @w, $WORKERS, 'kill: workers alive');
@@ -301,6 +357,7 @@ start_nginx_with(name => 'kill under TLS load');
     cmp_ok($max // 99, '<', $TIMEOUT + $MARGIN, sprintf('stall: slowest request %.3fs < timeout + margin', $max // 99));
     my ($when) = $t->wait_passed('open', 'sc', 4);
     ok(defined $when, 'after SIGCONT: PASSED');
+    ok(wait_all_connected(), 'both workers connected again');
     is(hammer('after-stall', $LIMIT + 3), "$LIMIT/3/0", 'after SIGCONT: exact limit');
 }
 
@@ -336,6 +393,7 @@ start_nginx_with(name => 'kill under TLS load');
         my $n = $t->fd_count($p);
         ok(defined $n && $n <= $fd0 + 2, "reloads: worker $p has " . ($n // '?') . " fds, before $fd0 (+2 allowed)");
     }
+    ok(wait_all_connected(), 'both workers connected again');
     is(hammer('after-reloads', $LIMIT + 3), "$LIMIT/3/0", 'reloads: exact limit after');
     $t->throttle_ok('reloads: redis problems logged at most once a second per worker');
 }
