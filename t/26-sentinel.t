@@ -2,7 +2,7 @@
 # Redis Sentinel: ratelimit_redis S1 S2 S3 sentinel=mymaster, two nginx
 # servers (two workers each) on one master + one replica + three sentinels,
 # through a SIGKILL of the master, a SENTINEL FAILOVER back, and a hung
-# (SIGSTOPped) master, under load.
+# (SIGSTOPped) master, under load; then with two of the sentinels hung.
 #
 # Expected (spec): the master is discovered through the sentinels (one
 # notice "redis master "mymaster" is at IP:PORT" per worker); after a
@@ -10,7 +10,8 @@
 # logs exactly one warning "redis master "mymaster" moved from IP:PORT to
 # IP:PORT" per switch; no request waits longer than `timeout` (+ 50 ms); a
 # hammer on one fresh key from both servers admits exactly the limit again
-# within 3 s of the promotion; no [alert], no crashed worker.  With
+# within 3 s of the promotion; discovery goes on to the next sentinel when
+# one hangs; no [alert], no crashed worker.  With
 # requirepass on the sentinels (sentinel_password=) and on the data nodes
 # (password=) limiting works; a wrong secret gives the fail policy and a log
 # line without the secret; a "master" that answers ROLE as a replica is not
@@ -230,6 +231,29 @@ is(scalar @ob, 0, 'fail open: 200 throughout');
 my %rs;
 $rs{"$_->{loc}:$_->{status}/$_->{rs}"}++ for @rec;
 note('load outcomes: ' . join(', ', map { "$_=$rs{$_}" } sort keys %rs));
+
+# 4. discovery goes on to the next sentinel: the first two hang (SIGSTOP), the
+#    connections to the master are dropped, the workers must ask the third
+{
+    my @sp = @{ $s->{spids} };
+    my $conns = sub { ($s->sentinel(2, 'INFO', 'stats') =~ /^total_connections_received:(\d+)/m)[0] // 0 };
+    my $c0 = $conns->();
+    kill 'STOP', @sp[0, 1];
+    my $n = $s->node('B', 'CLIENT', 'KILL', 'TYPE', 'normal');
+    cmp_ok($n, '>=', 2 * $WORKERS, "two sentinels hung; the workers' connections to B killed ($n)");
+    my $t0 = time;
+    my @when = map { ($_->wait_passed('open', 'hung', 5))[0] } @T;
+    ok(!(grep { !defined } @when), sprintf('two sentinels hung: both servers PASSED again (%.2fs)', time - $t0));
+    my $asked = $conns->() - $c0;
+    cmp_ok($asked, '>=', 2 * $WORKERS, "two sentinels hung: every worker asked the third sentinel ($asked connections to it)");
+    my @r = map { my $t = $_; map { $t->req('closed', "hung-r$_") } 1 .. 5 } @T;
+    my ($max) = sort { $b <=> $a } map { $_->{elapsed} } @r;
+    cmp_ok($max, '<=', $TIMEOUT + $LATE, sprintf('two sentinels hung: requests answered within timeout + 50 ms (%.0f ms)', 1000 * $max));
+    for my $t (@T) { $t->burst(8, sub { ('/open/index.html', { 'X-Api-Key' => "hw$_[0]" }) }, 3) }
+    my ($ex, $last) = wait_exact('hung', 3);
+    ok(defined $ex, "two sentinels hung: exact limit from both servers through the third (last $last)");
+    kill 'CONT', @sp[0, 1];
+}
 
 for my $i (0, 1) {
     my $t = $T[$i];
