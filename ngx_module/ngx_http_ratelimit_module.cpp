@@ -8,7 +8,6 @@
 #include "directives.hpp"
 #include "header_filter.hpp"
 #include "metrics.hpp"
-#include "redis_directives.hpp"
 #include "redis_link.hpp"
 #include "variables.hpp"
 
@@ -40,8 +39,6 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
 
     auto *mcf = static_cast<MainConf *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
-
-    find_resolver(cf, mcf);
 
     if (metrics::add_shared_zone(cf, mcf) != NGX_OK
         || metrics::install_log_handler(cf) != NGX_OK)

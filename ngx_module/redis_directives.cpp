@@ -14,6 +14,7 @@ namespace {
 constexpr ngx_msec_t kDefaultTimeout = 50;
 constexpr ngx_msec_t kDefaultConnectTimeout = 1000;
 constexpr int kDefaultRedisPort = 6379;
+constexpr ngx_msec_t kDefaultResolverTimeout = 30000;  // nginx's own
 
 // A leaf, the intermediate CA that signed it and the root: what managed
 // services present.  nginx's proxy default, 1, rejects that chain.
@@ -26,15 +27,16 @@ void here(ngx_conf_t *cf, ngx_str_t *file, ngx_uint_t *line)
     *line = cf->conf_file->line;
 }
 
-// An address is resolved now, so that a worker never waits for DNS unless
-// nginx's resolver is configured (then names are resolved again on each
-// reconnect, without blocking).
+// Reads an address.  A host name is resolved once the http block is read
+// (resolve_addresses()), when it is known whether nginx's resolver will do
+// it instead on each reconnect, without blocking.
 char *parse_address(ngx_conf_t *cf, const ngx_str_t &text, RedisAddress *out)
 {
     ngx_url_t url;
     ngx_memzero(&url, sizeof(ngx_url_t));
     url.url = text;
     url.default_port = kDefaultRedisPort;
+    url.no_resolve = 1;
 
     if (ngx_parse_url(cf->pool, &url) != NGX_OK) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -43,16 +45,12 @@ char *parse_address(ngx_conf_t *cf, const ngx_str_t &text, RedisAddress *out)
         return conf_error();
     }
 
-    if (url.naddrs == 0 || url.addrs == nullptr) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "no address found for ratelimit_redis \"%V\"",
-                           &text);
-        return conf_error();
-    }
-
     out->text = text;
-    out->addr = url.addrs[0];
     out->port = url.port;
+
+    if (url.naddrs > 0) {
+        out->addr = url.addrs[0];
+    }
 
     if (url.family != AF_UNIX) {
         if (!copy_cstring(cf->pool, url.host.data, url.host.len,
@@ -64,6 +62,41 @@ char *parse_address(ngx_conf_t *cf, const ngx_str_t &text, RedisAddress *out)
         out->named = url.host.len > 0 && url.host.data[0] != '['
                      && ngx_inet_addr(url.host.data, url.host.len)
                         == INADDR_NONE;
+    }
+
+    return NGX_CONF_OK;
+}
+
+// The addresses the workers connect to as found now: every sentinel, and
+// Redis itself unless it is a host name that nginx's resolver looks up.
+char *resolve_addresses(ngx_conf_t *cf, RedisTarget *target,
+                        bool by_resolver)
+{
+    auto *addresses = static_cast<RedisAddress *>(target->addresses.elts);
+
+    for (ngx_uint_t i = 0; i < target->addresses.nelts; i++) {
+        RedisAddress &a = addresses[i];
+
+        if (a.addr.sockaddr != nullptr
+            || (by_resolver && target->sentinel_master.len == 0))
+        {
+            continue;
+        }
+
+        ngx_url_t url;
+        ngx_memzero(&url, sizeof(ngx_url_t));
+        url.url = a.text;
+        url.default_port = kDefaultRedisPort;
+
+        if (ngx_parse_url(cf->pool, &url) != NGX_OK || url.naddrs == 0) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "%s in ratelimit_redis \"%V\" in %V:%ui",
+                          url.err ? url.err : "host not found", &a.text,
+                          &target->file, target->line);
+            return conf_error();
+        }
+
+        a.addr = url.addrs[0];
     }
 
     return NGX_CONF_OK;
@@ -466,6 +499,24 @@ char *make_tls_context(ngx_conf_t *cf, RedisTls *)
 
 #endif
 
+// nginx's `resolver` of the http block, if one is configured there (read
+// before this, with the block).
+void find_resolver(ngx_conf_t *cf, MainConf *mcf)
+{
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+
+    if (clcf->resolver == nullptr || clcf->resolver->connections.nelts == 0) {
+        return;
+    }
+
+    mcf->resolver = clcf->resolver;
+    // Merged into the servers only: unset here unless given.
+    mcf->resolver_timeout = clcf->resolver_timeout == NGX_CONF_UNSET_MSEC
+                            ? kDefaultResolverTimeout
+                            : clcf->resolver_timeout;
+}
+
 }  // namespace
 
 char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
@@ -487,7 +538,19 @@ char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
         ngx_str_set(&tls.ciphers, "DEFAULT");
     }
 
-    if (mcf->redis == nullptr || tls.enable == 0) {
+    if (mcf->redis == nullptr) {
+        return NGX_CONF_OK;
+    }
+
+    find_resolver(cf, mcf);
+
+    if (resolve_addresses(cf, mcf->redis, mcf->resolver != nullptr)
+        != NGX_CONF_OK)
+    {
+        return conf_error();
+    }
+
+    if (tls.enable == 0) {
         return NGX_CONF_OK;
     }
 
@@ -504,19 +567,6 @@ char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
     ngx_conf_init_value(tls.server_name, first.named ? 1 : 0);
 
     return make_tls_context(cf, &tls);
-}
-
-void find_resolver(ngx_conf_t *cf, MainConf *mcf) noexcept
-{
-    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
-        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-
-    // Without a `resolver`, nginx gives the http block one that has no
-    // servers and resolves nothing.
-    if (clcf->resolver != nullptr && clcf->resolver->connections.nelts > 0) {
-        mcf->resolver = clcf->resolver;
-        mcf->resolver_timeout = clcf->resolver_timeout;
-    }
 }
 
 }  // namespace ratelimit

@@ -17,11 +17,8 @@ extern ngx_conf_bitmask_t tls_protocols[];
 // The unset values of a new main configuration's Redis part.
 void init_redis_defaults(MainConf *mcf) noexcept;
 
-// Once the http block is read: defaults, and the TLS context.
+// Once the http block is read: defaults, nginx's resolver if the block
+// has one, the addresses resolved, and the TLS context.
 char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept;
-
-// After every server is merged: nginx's resolver of the http block, if one
-// is configured.
-void find_resolver(ngx_conf_t *cf, MainConf *mcf) noexcept;
 
 }  // namespace ratelimit
