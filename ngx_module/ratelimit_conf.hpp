@@ -37,6 +37,7 @@ struct Zone {
     ngx_str_t name;
     ngx_http_complex_value_t key;
     Policy policy;
+    bool fixed;               // algorithm=fixed: one bucket, the window
     // The zone's script arguments that do not depend on the request, made
     // once, encoded: see write_zone_args().
     ngx_str_t script_args;
