@@ -21,6 +21,8 @@ namespace {
 // Numbers go to redis.call as text made by string.format('%d'): Redis 7.0
 // turns a Lua number argument into text with "%.17g", which cost about a
 // tenth of the script's instructions (callgrind).
+//
+// The text stays within kMaxScriptSize (see window_script.hpp).
 constexpr char kScript[] = R"lua(
 local call, fmt, tonumber = redis.call, string.format, tonumber
 local time = call('TIME')
@@ -215,9 +217,7 @@ end
 -- Kept flat and shared by all requests, so that no request makes a table.
 local st = {}
 
--- The number of zones of request `entry`, and the length of its reply.
--- An interval peek "i" names its zones after its intervals and the ":"
--- that ends them, and answers one more number per zone.
+-- An entry's zones and reply length; "i": see peek_interval().
 local function shape(entry)
     if byte(entry, 1) == 105 then
         local n = #entry - (string.find(entry, ':', 1, true) or #entry)
@@ -226,21 +226,12 @@ local function shape(entry)
     return #entry - 1, 3 * #entry - 2
 end
 
--- The count of the `wanted` newest buckets of the sliding window of zone
--- `d` in `key`, as decide() left it: its current bucket (the newest, if the
--- clock stepped back) and the wanted - 1 before it.  Reads the whole hash,
--- at most a window's buckets: only the status API asks.
+-- The sum of the `wanted` newest buckets of sliding zone `d` in `key` (a
+-- window decide() just read), the current one included.
 local function count_newest(key, d, wanted)
-    local all = call('HGETALL', key)
-    local newest
-    for j = 1, #all, 2 do
-        if all[j] == 'n' then
-            newest = tonumber(all[j + 1])
-        end
-    end
-
+    local newest = tonumber(call('HGET', key, 'n'))
     local before = ahead(bucket[d], newest, span[d]) - wanted
-    local count = 0
+    local all, count = call('HGETALL', key), 0
     for j = 1, #all, 2 do
         local id = tonumber(all[j])
         if id and id > before then
@@ -252,24 +243,18 @@ end
 
 local decide
 
--- Decides an interval peek, "i", then one bucket count per zone as
--- decimal text, each followed by "," but the last by ":", then a byte per
--- zone as for "p": the reply of "p" for those zones, then per zone the
--- count of its newest buckets, as many as its number says (for a fixed
--- window, one bucket: its count).  Arguments and result as for decide().
+-- An interval peek: "i", per zone a bucket count K >= 1 ("," between, ":"
+-- after), the zone bytes as for "p".  Replies as "p", then per zone the sum
+-- of its K newest buckets (a fixed window: its count).
 local function peek_interval(k, entry, reply, r)
     local wanted, at = string.match(entry, '^i([%d,]+):()')
     local zones = string.sub(entry, at)
-    local n = #zones
-    local counts = string.gmatch(wanted, '%d+')
-
+    local n, ks = #zones, string.gmatch(wanted, '%d+')
     decide(k, 'p' .. zones, reply, r)
-
     for i = 1, n do
-        local d, want = byte(zones, i) + 1, tonumber(counts())
+        local d, want = byte(zones, i) + 1, tonumber(ks())
         if not want or want < 1 then
-            error('an interval peek needs one bucket count of 1 or more '
-                  .. 'per zone')
+            error('bad interval peek')
         end
         reply[r + 3 * n + i] = fixed[d] and reply[r + 3 * i - 2]
                                or count_newest(keys[k + i - 1], d, want)
@@ -278,10 +263,9 @@ local function peek_interval(k, entry, reply, r)
 end
 
 -- Decides one request: `entry` is "c" (count, byte 99) or "p" (peek), then a
--- byte per zone, the zone's number from 0; its keys are KEYS[k] on; or an
--- interval peek (see peek_interval()).  Its reply goes into `reply` from
--- index r: rejected, then per zone count, oldest bucket and over.  `read`
--- as for read_zone().  Returns what shape() does.
+-- byte per zone, the zone's number from 0; its keys are KEYS[k] on; or "i".
+-- Its reply goes into `reply` from index r: rejected, then per zone count,
+-- oldest bucket and over.  `read` as for read_zone().  Returns its shape().
 function decide(k, entry, reply, r, read)
     local n = #entry - 1
     local counting = byte(entry, 1) == 99
@@ -355,8 +339,7 @@ local a, k, r = 2 + zones * 5, 1, 2
 -- Decides request `a` through decide(), under pcall: an error (a key of
 -- another type, OOM) takes the place of that request's `rejected`, its
 -- counts are zeros: the other requests are still decided.  `read` as for
--- read_zone().  The request's shape comes back from decide(), so that
--- only a failed one is looked at again.
+-- read_zone().  decide() returns its shape: only a failed one is parsed.
 local function careful(read)
     local entry = ARGV[a]
     local ok, n, width = pcall(decide, k, entry, replies, r, read)

@@ -44,6 +44,12 @@ constexpr std::size_t kRepliesPerZone = 3;
 // list and the per-request arrays.
 constexpr std::size_t kMaxZonesPerRequest = 16;
 
+// The script's text is at most this long: Redis 7 drops a connection that
+// has not authenticated when it sends a longer argument ("Protocol error:
+// unauthenticated bulk length"), so a Redis that wants a password the
+// configuration lacks would be reported as that instead of NOAUTH.
+constexpr std::size_t kMaxScriptSize = 16384;
+
 std::string_view window_script();
 
 // The script's SHA-1 in hex, as EVALSHA wants it.

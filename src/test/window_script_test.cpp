@@ -124,6 +124,11 @@ const char *const kBadElements[] = {
 const char kOneZone[] =
     "*5\r\n:1700000000123\r\n:0\r\n:3\r\n:1700000000\r\n:0\r\n";
 
+TEST(WindowScript, FitsAnUnauthenticatedBulk)
+{
+    EXPECT_LE(window_script().size(), kMaxScriptSize);
+}
+
 TEST(DecodeScriptReply, OneZonePassed)
 {
     ReplyPtr r = must_parse(kOneZone);
