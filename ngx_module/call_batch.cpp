@@ -127,7 +127,9 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
 
     ngx_uint_t slot = open_->call.entries();
 
-    if (!open_->call.add(state->peek, state->zones, keys, args, enforce)) {
+    if (!open_->call.add(state->peek, state->zones, keys, args, enforce,
+                         state->interval_buckets))
+    {
         return QueueResult::kNoMemory;
     }
 

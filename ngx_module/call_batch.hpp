@@ -48,9 +48,10 @@ public:
 
     enum class QueueResult { kQueued, kDown, kSaturated, kNoMemory };
 
-    // Adds the call of a waiting request (state->keys, refs, peek) to the
-    // open batch.  Unless kQueued, nothing was added: the link is down,
-    // kMaxInFlight requests already wait for Redis, or no memory.
+    // Adds the call of a waiting request (state->keys, refs, peek,
+    // interval_buckets) to the open batch.  Unless kQueued, nothing was
+    // added: the link is down, kMaxInFlight requests already wait for
+    // Redis, or no memory.
     QueueResult queue(RequestState *state) noexcept;
 
     // Requests a worker keeps waiting for Redis at most.  A stalled Redis

@@ -69,7 +69,7 @@ bool valid_zone_name(const ngx_str_t &name)
 }
 
 // The zone's request-independent script arguments and header text.
-bool render_zone(ngx_pool_t *pool, Zone *zone, bool fixed)
+bool render_zone(ngx_pool_t *pool, Zone *zone)
 {
     const Policy &p = zone->policy;
 
@@ -81,7 +81,7 @@ bool render_zone(ngx_pool_t *pool, Zone *zone, bool fixed)
     }
 
     zone->script_args.len = write_zone_args(
-        p, fixed, reinterpret_cast<char *>(zone->script_args.data));
+        p, zone->fixed, reinterpret_cast<char *>(zone->script_args.data));
 
     std::string_view name = view(zone->name);
     auto *member = static_cast<u_char *>(
@@ -277,7 +277,9 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         policy.bucket_ms = default_bucket_ms(policy.window_ms);
     }
 
-    if (!render_zone(cf->pool, zone, fixed)) {
+    zone->fixed = fixed;
+
+    if (!render_zone(cf->pool, zone)) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 

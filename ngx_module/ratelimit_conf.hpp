@@ -86,6 +86,7 @@ struct Zone {
     ngx_uint_t index;         // its place in MainConf::zones
     ngx_http_complex_value_t key;
     Policy policy;
+    bool fixed;               // algorithm=fixed: one bucket, the window
     // The zone's script arguments that do not depend on the request, made
     // once, encoded: see write_zone_args().
     ngx_str_t script_args;

@@ -37,6 +37,11 @@ struct RequestState {
     ngx_uint_t slot;         // the request's place in it
     ngx_event_t wake;        // the wait's timeout, or posted on the reply
     bool peek;               // report the zones, count nothing
+    // The status API's ?interval=, in ms, 1 to the shortest window of its
+    // zones, and per zone the newest buckets to count for it (in r's
+    // pool); 0 and nullptr if not asked.  Only with peek.
+    std::uint64_t interval_ms;
+    const std::uint64_t *interval_buckets;
     ngx_msec_t sent_msec;    // when the call left, on nginx's clock
     std::uint64_t check_start_us;  // metrics: when the phase first saw it
     bool in_flight;          // metrics: let through, its zones busy

@@ -224,7 +224,9 @@ void take_reply(RequestState *state, std::uint64_t now_ms,
                 const redisReply *const *reply) noexcept
 {
     ScriptReply decoded = decode_script_reply(reply, state->zones,
-                                              state->counts);
+                                              state->counts,
+                                              state->interval_buckets
+                                              != nullptr);
 
     switch (decoded.kind) {
     case ScriptReply::Kind::kVerdict:

@@ -1,6 +1,7 @@
 #include "status_handler.hpp"
 
 #include "script_call.hpp"
+#include "sliding_window.hpp"
 #include "status_json.hpp"
 
 namespace ratelimit {
@@ -110,6 +111,67 @@ const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject)
                             : "missing key: use ?key=... or ?key_hex=...";
 }
 
+// ?interval= in nginx's time syntax (20s, 500ms, 1m; a bare number is
+// seconds) into `ms`, 0 if absent.  Returns nullptr on success, else the
+// error to answer 400 with.
+const char *read_interval(ngx_http_request_t *r, std::uint64_t *ms)
+{
+    ngx_str_t raw;
+
+    *ms = 0;
+
+    if (ngx_http_arg(r, (u_char *) "interval", 8, &raw) != NGX_OK) {
+        return nullptr;
+    }
+
+    ngx_int_t parsed = ngx_parse_time(&raw, 0);
+
+    if (parsed == NGX_ERROR || parsed == 0) {
+        return "interval must be a time of 1ms or more: 20s, 500ms, 1m";
+    }
+
+    *ms = static_cast<std::uint64_t>(parsed);
+    return nullptr;
+}
+
+// Sets state->interval_ms and the buckets each of its zones sums for it.
+// Returns nullptr on success, else the error to answer 400 with (in r's
+// pool): the interval is longer than a zone's window.
+const char *plan_interval(RequestState *state, std::uint64_t interval_ms)
+{
+    ngx_pool_t *pool = state->r->pool;
+    auto *buckets = static_cast<std::uint64_t *>(
+        ngx_palloc(pool, state->zones * sizeof(std::uint64_t)));
+
+    if (buckets == nullptr) {
+        return "out of memory";
+    }
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        const Zone *zone = state->refs[i]->zone;
+
+        if (interval_ms > zone->policy.window_ms) {
+            auto *error = static_cast<u_char *>(
+                ngx_pnalloc(pool, 96 + zone->name.len + 2 * NGX_INT64_LEN));
+
+            if (error == nullptr) {
+                return "out of memory";
+            }
+
+            ngx_sprintf(error, "interval of %uL ms is longer than the "
+                        "window of zone %V, %uL ms%Z", interval_ms,
+                        &zone->name, zone->policy.window_ms);
+            return reinterpret_cast<const char *>(error);
+        }
+
+        buckets[i] = SlidingWindow(zone->policy).interval_buckets(interval_ms);
+    }
+
+    state->interval_ms = interval_ms;
+    state->interval_buckets = buckets;
+    return nullptr;
+}
+
 void finish_query(RequestState *state) noexcept
 {
     ngx_http_finalize_request(state->r, send_status(state));
@@ -133,6 +195,11 @@ ngx_int_t send_status(RequestState *state) noexcept
         reports[i] = report_zone(view(zone->name),
                                  view(state->subjects[i]), zone->policy,
                                  state->counts[i], state->now_ms);
+
+        if (state->interval_ms > 0) {
+            report_interval(&reports[i], zone->policy, zone->fixed,
+                            state->interval_ms, state->counts[i]);
+        }
     }
 
     auto *body = static_cast<u_char *>(ngx_pnalloc(
@@ -160,8 +227,13 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
     }
 
     ngx_str_t subject;
+    std::uint64_t interval_ms;
 
     if (const char *error = read_subject(r, &subject)) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, error);
+    }
+
+    if (const char *error = read_interval(r, &interval_ms)) {
         return send_error(r, NGX_HTTP_BAD_REQUEST, error);
     }
 
@@ -184,6 +256,12 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
     }
 
     state->zones = lcf->query->nelts;
+
+    if (interval_ms > 0) {
+        if (const char *error = plan_interval(state, interval_ms)) {
+            return send_error(r, NGX_HTTP_BAD_REQUEST, error);
+        }
+    }
 
     if (!build_keys(state)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -55,6 +55,31 @@ void append_decimal_bulk(std::string &out, std::uint64_t value)
 constexpr std::string_view kEnforce = "$1\r\n1\r\n";
 constexpr std::string_view kDryRun = "$1\r\n0\r\n";
 
+// The start of an entry: its mode and, for an interval peek, each zone's
+// bucket count followed by "," or, after the last, ":" (see
+// window_script.hpp).  `out` holds kMaxEntryHead bytes.
+constexpr std::size_t kMaxEntryHead = 1 + kMaxZonesPerRequest
+                                          * (kMaxDigits + 1);
+
+std::size_t write_entry_head(bool peek, std::size_t zones,
+                             const std::uint64_t *interval_buckets, char *out)
+{
+    if (interval_buckets == nullptr) {
+        out[0] = peek ? 'p' : 'c';
+        return 1;
+    }
+
+    std::size_t n = 0;
+    out[n++] = 'i';
+
+    for (std::size_t i = 0; i < zones; i++) {
+        n += write_decimal(interval_buckets[i], out + n);
+        out[n++] = i + 1 < zones ? ',' : ':';
+    }
+
+    return n;
+}
+
 }  // namespace
 
 std::size_t write_zone_args(const Policy &policy, bool fixed, char *out)
@@ -69,22 +94,24 @@ std::size_t write_zone_args(const Policy &policy, bool fixed, char *out)
 bool ScriptBatch::add(bool peek, std::size_t zones,
                       const std::string_view *keys,
                       const std::string_view *zone_args,
-                      const bool *enforce) noexcept
+                      const bool *enforce,
+                      const std::uint64_t *interval_buckets) noexcept
 {
-    if (zones == 0 || zones > kMaxZonesPerRequest) {
+    if (zones == 0 || zones > kMaxZonesPerRequest
+        || (interval_buckets != nullptr && !peek))
+    {
         return false;
     }
 
-    // The entry: the mode, then each zone's descriptor by number.  A zone
+    // The entry: its head, then each zone's descriptor by number.  A zone
     // new to the batch is described as it is met.
-    char entry[1 + kMaxZonesPerRequest];
+    char entry[kMaxEntryHead + kMaxZonesPerRequest];
+    std::size_t head = write_entry_head(peek, zones, interval_buckets, entry);
     std::size_t known = described_.size();
     std::size_t keys_size = keys_.size();
     std::size_t zones_size = zones_.size();
     std::size_t entries_size = entries_.size();
     bool fits = true;
-
-    entry[0] = peek ? 'p' : 'c';
 
     try {
         for (std::size_t i = 0; i < zones; i++) {
@@ -106,12 +133,12 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
                                                               : kDryRun);
             }
 
-            entry[1 + i] = static_cast<char>(d);
+            entry[head + i] = static_cast<char>(d);
             append_bulk(keys_, keys[i]);
         }
 
         if (fits) {
-            append_bulk(entries_, {entry, 1 + zones});
+            append_bulk(entries_, {entry, head + zones});
             reply_offsets_.push_back(reply_elements());
         }
     } catch (const std::bad_alloc &) {
@@ -128,6 +155,7 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
 
     requests_++;
     key_count_ += zones;
+    interval_zones_ += interval_buckets != nullptr ? zones : 0;
     return true;
 }
 
@@ -163,6 +191,7 @@ void ScriptBatch::clear() noexcept
     reply_offsets_.clear();
     requests_ = 0;
     key_count_ = 0;
+    interval_zones_ = 0;
 }
 
 }  // namespace ratelimit

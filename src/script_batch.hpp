@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,13 +26,17 @@ public:
     // Adds a request deciding `zones` zones (1 to kMaxZonesPerRequest):
     // keys[i] is its Redis key in zone i, zone_args[i] what
     // write_zone_args() wrote for that zone, enforce[i] false to dry-run
-    // it.  `peek` reports on the zones and counts nothing.  A zone's
-    // arguments go once into the batch, however many requests use it: two
-    // zones are the same if their zone_args point to the same bytes and
-    // they are enforced alike.  False, with the batch as it was, on no
-    // memory or past kMaxZoneDescriptors distinct zones.
+    // it.  `peek` reports on the zones and counts nothing; with
+    // `interval_buckets` too (else nullptr), an interval peek also asks for
+    // the count of the interval_buckets[i] newest buckets of zone i (1 to
+    // the zone's buckets per window).  A zone's arguments go once into the
+    // batch, however many requests use it: two zones are the same if their
+    // zone_args point to the same bytes and they are enforced alike.  False,
+    // with the batch as it was, on no memory, past kMaxZoneDescriptors
+    // distinct zones, or for interval buckets without `peek`.
     bool add(bool peek, std::size_t zones, const std::string_view *keys,
-             const std::string_view *zone_args, const bool *enforce) noexcept;
+             const std::string_view *zone_args, const bool *enforce,
+             const std::uint64_t *interval_buckets = nullptr) noexcept;
 
     std::size_t entries() const noexcept { return requests_; }
 
@@ -39,7 +44,8 @@ public:
     // request `entry`'s reply starts (see window_script.hpp).
     std::size_t reply_elements() const noexcept
     {
-        return 1 + requests_ + kRepliesPerZone * key_count_;
+        return 1 + requests_ + kRepliesPerZone * key_count_
+               + interval_zones_;
     }
 
     std::size_t reply_offset(std::size_t entry) const noexcept
@@ -76,6 +82,7 @@ private:
     std::vector<std::size_t> reply_offsets_;
     std::size_t requests_ = 0;
     std::size_t key_count_ = 0;
+    std::size_t interval_zones_ = 0;  // zones of interval peeks
 };
 
 }  // namespace ratelimit

@@ -31,6 +31,14 @@ public:
         return current + 1 >= buckets_ ? current + 1 - buckets_ : 0;
     }
 
+    // The buckets the status API sums for the last `interval_ms` (1 to the
+    // window): the current bucket and the k - 1 before it, k the interval
+    // in buckets rounded up, so that no request of the interval is left out.
+    std::uint64_t interval_buckets(std::uint64_t interval_ms) const
+    {
+        return (interval_ms + bucket_ms_ - 1) / bucket_ms_;
+    }
+
     // Milliseconds from now_ms until the counts of `bucket` leave the window;
     // 0 if they already have.
     std::uint64_t ms_until_expiry(std::uint64_t bucket,

@@ -11,8 +11,12 @@ namespace ratelimit {
 namespace {
 
 // Bytes of one object besides the zone name and the escaped subject: the
-// field names, punctuation, and six numbers of at most kMaxDigits.
-constexpr std::size_t kObjectOverhead = 96 + 6 * kMaxDigits;
+// field names, punctuation, and nine numbers of at most kMaxDigits + 1
+// (seconds with milliseconds), the interval's note.
+constexpr std::string_view kFixedNote =
+    ",\"interval_note\":\"fixed window: the count of its current window\"";
+constexpr std::size_t kObjectOverhead = 160 + 9 * (kMaxDigits + 1)
+                                        + kFixedNote.size();
 
 char *append(char *out, std::string_view part)
 {
@@ -24,6 +28,17 @@ char *append_field(char *out, std::string_view name, std::uint64_t value)
 {
     out = append(out, name);
     return out + write_decimal(value, out);
+}
+
+// Milliseconds as seconds with three decimals: 1500 as 1.500.
+char *append_seconds(char *out, std::string_view name, std::uint64_t ms)
+{
+    out = append_field(out, name, ms / 1000);
+    *out++ = '.';
+    *out++ = static_cast<char>('0' + ms / 100 % 10);
+    *out++ = static_cast<char>('0' + ms / 10 % 10);
+    *out++ = static_cast<char>('0' + ms % 10);
+    return out;
 }
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if none does.
@@ -84,6 +99,16 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
             policy.window_seconds(),
             seconds_ceil(now_ms + status.reset_ms),
             status.remaining > 0 ? 0 : retry_after_seconds(reset_s)};
+}
+
+void report_interval(ZoneReport *report, const Policy &policy, bool fixed,
+                     std::uint64_t interval_ms, const ZoneCount &count)
+{
+    report->interval_ms = interval_ms;
+    report->summed_ms = SlidingWindow(policy).interval_buckets(interval_ms)
+                        * policy.bucket_ms;
+    report->in_interval = count.in_interval;
+    report->fixed_window = fixed;
 }
 
 std::size_t write_json_string(std::string_view bytes, char *out)
@@ -159,6 +184,14 @@ std::size_t write_status_json(const ZoneReport *reports, std::size_t n,
         p = append_field(p, ",\"window\":", z.window_s);
         p = append_field(p, ",\"reset\":", z.reset);
         p = append_field(p, ",\"retry_after\":", z.retry_after);
+
+        if (z.interval_ms > 0) {
+            p = append_seconds(p, ",\"interval\":", z.interval_ms);
+            p = append_seconds(p, ",\"interval_summed\":", z.summed_ms);
+            p = append_field(p, ",\"count_in_interval\":", z.in_interval);
+            p = append(p, z.fixed_window ? kFixedNote : "");
+        }
+
         *p++ = '}';
     }
 

@@ -2,7 +2,13 @@
 // with: an array of one object per zone,
 //   {"zone":"api","key":"...","limit":10,"used":7,"remaining":3,
 //    "window":60,"reset":1700000000,"retry_after":0}
-// and {"error":"..."} for a request that cannot be answered.
+// and {"error":"..."} for a request that cannot be answered.  A query with
+// ?interval= adds, after retry_after, the interval asked, the span summed
+// for it (whole buckets) and the count in that span, in seconds with
+// milliseconds:
+//   "interval":20.000,"interval_summed":20.000,"count_in_interval":4
+// and for a fixed window, whose count is only known for the whole current
+// window, "interval_note":"fixed window: the count of its current window".
 #pragma once
 
 #include <cstddef>
@@ -23,11 +29,20 @@ struct ZoneReport {
     std::uint64_t window_s;
     std::uint64_t reset;        // Unix time at which remaining grows
     std::uint64_t retry_after;  // seconds until a request fits; 0 if now
+    std::uint64_t interval_ms = 0;  // ?interval= asked; 0: not asked
+    std::uint64_t summed_ms = 0;    // the whole buckets summed for it
+    std::uint64_t in_interval = 0;  // requests counted in those buckets
+    bool fixed_window = false;      // summed the whole current window
 };
 
 ZoneReport report_zone(std::string_view zone, std::string_view subject,
                        const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms);
+
+// Adds the answer to ?interval=: `interval_ms` (1 to the policy's window)
+// rounded up to whole buckets, and the count of an interval peek.
+void report_interval(ZoneReport *report, const Policy &policy, bool fixed,
+                     std::uint64_t interval_ms, const ZoneCount &count);
 
 std::size_t status_json_max_size(const ZoneReport *reports, std::size_t n);
 std::size_t write_status_json(const ZoneReport *reports, std::size_t n,

@@ -21,6 +21,8 @@ namespace {
 // Numbers go to redis.call as text made by string.format('%d'): Redis 7.0
 // turns a Lua number argument into text with "%.17g", which cost about a
 // tenth of the script's instructions (callgrind).
+//
+// The text stays within kMaxScriptSize (see window_script.hpp).
 constexpr char kScript[] = R"lua(
 local call, fmt, tonumber = redis.call, string.format, tonumber
 local time = call('TIME')
@@ -215,13 +217,62 @@ end
 -- Kept flat and shared by all requests, so that no request makes a table.
 local st = {}
 
+-- An entry's zones and reply length; "i": see peek_interval().
+local function shape(entry)
+    if byte(entry, 1) == 105 then
+        local n = #entry - (string.find(entry, ':', 1, true) or #entry)
+        return n, 1 + 4 * n
+    end
+    return #entry - 1, 3 * #entry - 2
+end
+
+-- The sum of the `wanted` newest buckets of sliding zone `d` in `key` (a
+-- window decide() just read), the current one included.
+local function count_newest(key, d, wanted)
+    local newest = tonumber(call('HGET', key, 'n'))
+    local before = ahead(bucket[d], newest, span[d]) - wanted
+    local all, count = call('HGETALL', key), 0
+    for j = 1, #all, 2 do
+        local id = tonumber(all[j])
+        if id and id > before then
+            count = count + (tonumber(all[j + 1]) or 0)
+        end
+    end
+    return count
+end
+
+local decide
+
+-- An interval peek: "i", per zone a bucket count K >= 1 ("," between, ":"
+-- after), the zone bytes as for "p".  Replies as "p", then per zone the sum
+-- of its K newest buckets (a fixed window: its count).
+local function peek_interval(k, entry, reply, r)
+    local wanted, at = string.match(entry, '^i([%d,]+):()')
+    local zones = string.sub(entry, at)
+    local n, ks = #zones, string.gmatch(wanted, '%d+')
+    decide(k, 'p' .. zones, reply, r)
+    for i = 1, n do
+        local d, want = byte(zones, i) + 1, tonumber(ks())
+        if not want or want < 1 then
+            error('bad interval peek')
+        end
+        reply[r + 3 * n + i] = fixed[d] and reply[r + 3 * i - 2]
+                               or count_newest(keys[k + i - 1], d, want)
+    end
+    return n, 1 + 4 * n
+end
+
 -- Decides one request: `entry` is "c" (count, byte 99) or "p" (peek), then a
--- byte per zone, the zone's number from 0; its keys are KEYS[k] on.  Its
--- reply goes into `reply` from index r: rejected, then per zone count,
--- oldest bucket and over.  `read` as for read_zone().
-local function decide(k, entry, reply, r, read)
+-- byte per zone, the zone's number from 0; its keys are KEYS[k] on; or "i".
+-- Its reply goes into `reply` from index r: rejected, then per zone count,
+-- oldest bucket and over.  `read` as for read_zone().  Returns its shape().
+function decide(k, entry, reply, r, read)
     local n = #entry - 1
     local counting = byte(entry, 1) == 99
+
+    if not counting and byte(entry, 1) == 105 then
+        return peek_interval(k, entry, reply, r)
+    end
 
     -- One zone (a peek, a slide, a clock stepped back, a key started
     -- afresh, a request run() raised on): nothing to hold while others are
@@ -236,7 +287,7 @@ local function decide(k, entry, reply, r, read)
             write_zone(key, d, counting and not over, count, oldest, newest,
                        here, gone, current, field)
         reply[r + 3] = over and 1 or 0
-        return
+        return 1, 4
     end
 
     local rejected = false
@@ -267,6 +318,7 @@ local function decide(k, entry, reply, r, read)
                        st[s + 6], st[s + 7], st[s + 8])
         reply[q + 2] = over and 1 or 0
     end
+    return n, 1 + 3 * n
 end
 
 local replies = {now}
@@ -287,17 +339,18 @@ local a, k, r = 2 + zones * 5, 1, 2
 -- Decides request `a` through decide(), under pcall: an error (a key of
 -- another type, OOM) takes the place of that request's `rejected`, its
 -- counts are zeros: the other requests are still decided.  `read` as for
--- read_zone().
+-- read_zone().  decide() returns its shape: only a failed one is parsed.
 local function careful(read)
     local entry = ARGV[a]
-    local ok, err = pcall(decide, k, entry, replies, r, read)
+    local ok, n, width = pcall(decide, k, entry, replies, r, read)
     if not ok then
-        replies[r] = type(err) == 'table' and err or {err = tostring(err)}
-        for j = r + 1, r + 3 * (#entry - 1) do
+        replies[r] = type(n) == 'table' and n or {err = tostring(n)}
+        n, width = shape(entry)
+        for j = r + 1, r + width - 1 do
             replies[j] = 0
         end
     end
-    a, k, r = a + 1, k + #entry - 1, r + 3 * #entry - 2
+    a, k, r = a + 1, k + n, r + width
 end
 
 -- Takes a counted request of one zone itself when its key needs nothing
@@ -444,7 +497,8 @@ BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements)
 }
 
 ScriptReply decode_script_reply(const redisReply *const *reply,
-                                std::size_t zones, ZoneCount *counts)
+                                std::size_t zones, ZoneCount *counts,
+                                bool interval)
 {
     ScriptReply out{ScriptReply::Kind::kMalformed, false, {}};
 
@@ -472,6 +526,14 @@ ScriptReply decode_script_reply(const redisReply *const *reply,
         }
 
         counts[i].over = over == 1;
+        counts[i].in_interval = 0;
+
+        if (interval
+            && !read_count(reply[1 + kRepliesPerZone * zones + i],
+                           &counts[i].in_interval))
+        {
+            return out;
+        }
     }
 
     out.rejected = rejected == 1;

@@ -9,12 +9,20 @@
 // aligned to Redis time); "1" to enforce the limit, "0" for dry run.  Then
 // one entry per request: "c" (decide and count the request) or "p" (report,
 // count nothing), followed by one byte per zone of the request, in the
-// order of its keys: the zone's number among the batch's, from 0.
+// order of its keys: the zone's number among the batch's, from 0.  Or an
+// interval peek (the status API's ?interval=): "i", then per zone the
+// number K >= 1 of its newest buckets to count, in decimal, each followed
+// by "," but the last by ":", then the zone bytes as for "p", e.g.
+// "i3,1:\x00\x01".
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per
 // zone the count in the window after this request, the oldest non-empty
-// bucket (0 if none), and 1 if this request did not fit in the zone.  A
+// bucket (0 if none), and 1 if this request did not fit in the zone.  An
+// interval peek's reply is the one of "p" followed by one count per zone:
+// the sum of the bucket fields numbered current - K + 1 to current, where
+// current is the bucket a request would be counted in now (the newest
+// bucket if Redis's clock stepped back); for a fixed window, its count.  A
 // request the script failed on (a key of another type, OOM) has an error in
 // place of its first element, that request's alone, and zeros after it.
 #pragma once
@@ -36,6 +44,12 @@ constexpr std::size_t kRepliesPerZone = 3;
 // list and the per-request arrays.
 constexpr std::size_t kMaxZonesPerRequest = 16;
 
+// The script's text is at most this long: Redis 7 drops a connection that
+// has not authenticated when it sends a longer argument ("Protocol error:
+// unauthenticated bulk length"), so a Redis that wants a password the
+// configuration lacks would be reported as that instead of NOAUTH.
+constexpr std::size_t kMaxScriptSize = 16384;
+
 std::string_view window_script();
 
 // The script's SHA-1 in hex, as EVALSHA wants it.
@@ -45,6 +59,7 @@ struct ZoneCount {
     std::uint64_t total;   // counted in the window after this request
     std::uint64_t oldest;  // oldest non-empty bucket number, 0 if none
     bool over;             // this request did not fit in the zone
+    std::uint64_t in_interval = 0;  // of an interval peek: its count
 };
 
 struct ScriptReply {
@@ -79,10 +94,12 @@ struct BatchReply {
 BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements);
 
 // Decodes one request's reply for `zones` zones, the 1 + kRepliesPerZone *
-// zones elements from `reply` on, into the result and `counts` (which holds
-// `zones` entries).  Never trusts an element: a null one, wrong types and
-// negative numbers are kMalformed.
+// zones elements from `reply` on, and with `interval` (the reply to an
+// interval peek) the `zones` counts after them, into the result and
+// `counts` (which holds `zones` entries).  Never trusts an element: a null
+// one, wrong types and negative numbers are kMalformed.
 ScriptReply decode_script_reply(const redisReply *const *reply,
-                                std::size_t zones, ZoneCount *counts);
+                                std::size_t zones, ZoneCount *counts,
+                                bool interval = false);
 
 }  // namespace ratelimit

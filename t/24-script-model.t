@@ -20,6 +20,9 @@
 #   not fit in); a peek counts nothing.  Its reply: rejected, then per zone
 #   the count after it, the oldest non-empty bucket (the window's number for a
 #   fixed window, 0 when empty) and whether it did not fit;
+# - an interval peek ("i", a bucket count K per zone) is a peek whose reply
+#   goes on with, per zone, the sum of its buckets numbered current - K + 1
+#   to current (a fixed window: its count, whatever K);
 # - a sliding key is a hash of "t" (the count), "o" and "n" (oldest and newest
 #   bucket) and one field per non-empty bucket; a fixed one of "t" and "n"
 #   (the window).  Every call that reads a key deletes the buckets that left
@@ -124,6 +127,19 @@ sub model_read {
 }
 
 sub model_count { sum(values %{ $state{ $_[0] } }) // 0 }
+
+# The count of the `wanted` newest buckets of `key` in zone `z`, the current
+# bucket `cur` and those before it; a fixed window's whole count.
+sub model_interval {
+    my ($z, $key, $cur, $wanted) = @_;
+    my $buckets = $state{$key};
+    my $count = $z->{kind} eq 'f' ? model_count($key)
+              : sum(0, map { $buckets->{$_} } grep { $_ > $cur - $wanted } keys %$buckets);
+    $seen{ $z->{kind} eq 'f' ? 'interval peek: fixed window'
+         : $count < model_count($key) ? 'interval peek: part of the window'
+         : 'interval peek: the whole count' }++;
+    return $count;
+}
 sub model_oldest { min(keys %{ $state{ $_[0] } }) // 0 }
 
 # Decides request `q` at `now` in the model; returns its expected reply, an
@@ -132,9 +148,10 @@ sub model_request {
     my ($q, $now) = @_;
     my @zones = @{ $q->{zones} };
     my @keys = @{ $q->{keys} };
+    my @wanted = @{ $q->{interval} // [] };
     if ($q->{wrong}) {
         $seen{'key of another type: an error'}++;
-        return ('WRONGTYPE', (0) x (3 * @zones));
+        return ('WRONGTYPE', (0) x (3 * @zones + @wanted));
     }
 
     my (@found, @cur, @over);
@@ -150,6 +167,7 @@ sub model_request {
         $state{ $keys[$i] }{ $cur[$i] }++ if $counting && !$over[$i];
         push @reply, model_count($keys[$i]), model_oldest($keys[$i]), $over[$i];
     }
+    push @reply, map { model_interval($zones[$_], $keys[$_], $cur[$_], $wanted[$_]) } 0 .. $#wanted;
 
     # The situations, named by the path the script takes.  A key found
     # expired is left out: Redis may still hold it for the script's first
@@ -233,12 +251,17 @@ sub gen_request {
         my $i = int rand @keys;
         $keys[$i] = "$zones[$i]{prefix}:wrong";
     }
-    return { peek => $peek, zones => \@zones, keys => \@keys, wrong => $wrong };
+    # Half the peeks ask for the count of their K newest buckets, K from 1
+    # to the window (1 to 3 for a fixed window, which ignores it).
+    my $interval = $peek && rand() < 0.5
+        ? [map { 1 + int rand($_->{kind} eq 'f' ? 3 : $_->{span}) } @zones] : undef;
+    return { peek => $peek, zones => \@zones, keys => \@keys, wrong => $wrong,
+             interval => $interval };
 }
 
 sub describe {
     my ($q) = @_;
-    return ($q->{peek} ? 'peek' : 'count') . ' '
+    return ($q->{interval} ? "interval peek [@{ $q->{interval} }]" : $q->{peek} ? 'peek' : 'count') . ' '
         . join(' ', map { "$q->{zones}[$_]{name}:$q->{keys}[$_]" } 0 .. $#{ $q->{keys} });
 }
 
@@ -271,7 +294,8 @@ for my $batch (1 .. $BATCHES) {
         (map { @$_{qw(limit width span kind enforce)} } @zones),
         map {
             my $q = $_;
-            ($q->{peek} ? 'p' : 'c') . join('', map { chr $number{ $_->{name} } } @{ $q->{zones} });
+            ($q->{interval} ? 'i' . join(',', @{ $q->{interval} }) . ':' : $q->{peek} ? 'p' : 'c')
+                . join('', map { chr $number{ $_->{name} } } @{ $q->{zones} });
         } @reqs);
 
     my $now = shift @$reply;
@@ -282,7 +306,7 @@ for my $batch (1 .. $BATCHES) {
         my $q = $reqs[$i];
         my @want = model_request($q, $now);
         my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ }
-                  splice(@$reply, 0, 1 + 3 * @{ $q->{zones} });
+                  splice(@$reply, 0, 1 + 3 * @{ $q->{zones} } + @{ $q->{interval} // [] });
         $replies++;
         push @bad_replies, "batch $batch at $now, request $i (" . describe($q)
             . "): expected [@want], got [@got]"
@@ -324,6 +348,9 @@ for my $situation ('fast-path requests',
                    'slide, stepped',
                    'slide, whole hash read',
                    'peek',
+                   'interval peek: part of the window',
+                   'interval peek: the whole count',
+                   'interval peek: fixed window',
                    'several zones: rejected, not counted where it fits',
                    'several zones: counted, not where over in dry run',
                    'key of another type: an error',

@@ -179,6 +179,43 @@ TEST(ScriptBatch, ManyRequestsOneZone)
     }
 }
 
+// An interval peek: "i", the bucket counts, ":", the zone bytes; its reply
+// has one more element per zone than a peek's.
+TEST(ScriptBatch, IntervalPeekEntry)
+{
+    std::string minute = zone_args({100, 60000, 1000}, false);
+    std::string day = zone_args({5000, 86400000, 86400000}, true);
+    std::string_view keys[] = {"rl:a:1", "rl:b:1"};
+    std::string_view args[] = {minute, day};
+    bool enforce[] = {true, true};
+    const std::uint64_t buckets[] = {20, 1};
+    const std::uint64_t largest[] = {UINT64_MAX};
+
+    ScriptBatch batch;
+    ASSERT_TRUE(batch.add(false, 1, keys, args, enforce));
+    ASSERT_TRUE(batch.add(true, 2, keys, args, enforce, buckets));
+    EXPECT_EQ(batch.reply_offset(1), 5u);
+    EXPECT_EQ(batch.reply_elements(), 5u + 1 + 4 * 2);
+    ASSERT_TRUE(batch.add(true, 1, keys + 1, args + 1, enforce, largest));
+    EXPECT_EQ(batch.reply_offset(2), 14u);
+    EXPECT_EQ(batch.reply_elements(), 14u + 1 + 4);
+
+    // Counting, it is refused whole.
+    EXPECT_FALSE(batch.add(false, 2, keys, args, enforce, buckets));
+    EXPECT_EQ(batch.entries(), 3u);
+    EXPECT_EQ(batch.reply_elements(), 19u);
+
+    std::vector<std::string> got = arguments(batch, false);
+    ASSERT_EQ(got.size(), 3 + 4 + 1 + 2 * 5 + 3u);
+    EXPECT_EQ(got[got.size() - 3], std::string("c\0", 2));
+    EXPECT_EQ(got[got.size() - 2], std::string("i20,1:\0\1", 8));
+    EXPECT_EQ(got[got.size() - 1], "i18446744073709551615:\1");
+
+    batch.clear();
+    ASSERT_TRUE(batch.add(true, 1, keys, args, enforce));
+    EXPECT_EQ(batch.reply_elements(), 1u + 1 + 3);
+}
+
 // Each zone costs a byte in its request's entry: a batch names at most
 // kMaxZoneDescriptors of them, and a request that would pass that is
 // refused whole, leaving the batch as it was.

@@ -124,6 +124,26 @@ TEST(SlidingWindow, IdleGapLeavesOldBucketsBehind)
     EXPECT_EQ(w.ms_until_expiry(old, later), 0u);
 }
 
+// Rounded up to whole buckets; a fixed window is one bucket, the window.
+TEST(SlidingWindow, IntervalBuckets)
+{
+    SlidingWindow w(kMinute);
+    EXPECT_EQ(w.interval_buckets(1), 1u);
+    EXPECT_EQ(w.interval_buckets(1000), 1u);
+    EXPECT_EQ(w.interval_buckets(1001), 2u);
+    EXPECT_EQ(w.interval_buckets(20000), 20u);
+    EXPECT_EQ(w.interval_buckets(59999), 60u);
+    EXPECT_EQ(w.interval_buckets(60000), 60u);
+
+    SlidingWindow fine(Policy{10, 1000, 20});
+    EXPECT_EQ(fine.interval_buckets(500), 25u);
+    EXPECT_EQ(fine.interval_buckets(1), 1u);
+
+    SlidingWindow fixed(Policy{10, 10000, 10000});
+    EXPECT_EQ(fixed.interval_buckets(1), 1u);
+    EXPECT_EQ(fixed.interval_buckets(10000), 1u);
+}
+
 TEST(SecondsCeil, RoundsUp)
 {
     EXPECT_EQ(seconds_ceil(0), 0u);

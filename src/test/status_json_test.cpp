@@ -131,6 +131,35 @@ TEST(StatusJson, OneObjectPerZoneInOrder)
               "\"retry_after\":17}]");
 }
 
+TEST(StatusJson, IntervalFieldsAfterRetryAfter)
+{
+    Policy ten{100, 10000, 1000};
+    Policy fixed{5, 10000, 10000};
+    ZoneReport reports[2] = {
+        {"ten", "k", 100, 31, 69, 10, 1700000001, 0},
+        {"fix", "k", 5, 2, 3, 10, 1700000010, 0},
+    };
+    report_interval(&reports[0], ten, false, 2500, {31, 1699999991, false, 7});
+    report_interval(&reports[1], fixed, true, 500, {2, 170000000, false, 2});
+
+    EXPECT_EQ(reports[0].summed_ms, 3000u);
+    EXPECT_EQ(reports[1].summed_ms, 10000u);
+
+    std::string out(status_json_max_size(reports, 2), '\0');
+    out.resize(write_status_json(reports, 2, out.data()));
+    EXPECT_EQ(out,
+              "[{\"zone\":\"ten\",\"key\":\"k\",\"limit\":100,\"used\":31,"
+              "\"remaining\":69,\"window\":10,\"reset\":1700000001,"
+              "\"retry_after\":0,\"interval\":2.500,"
+              "\"interval_summed\":3.000,\"count_in_interval\":7},"
+              "{\"zone\":\"fix\",\"key\":\"k\",\"limit\":5,\"used\":2,"
+              "\"remaining\":3,\"window\":10,\"reset\":1700000010,"
+              "\"retry_after\":0,\"interval\":0.500,"
+              "\"interval_summed\":10.000,\"count_in_interval\":2,"
+              "\"interval_note\":\"fixed window: the count of its current "
+              "window\"}]");
+}
+
 TEST(StatusJson, NoZonesIsAnEmptyArray)
 {
     std::string out(status_json_max_size(nullptr, 0), '\0');
@@ -191,7 +220,8 @@ TEST(StatusJsonFuzz, AnyBytesGiveValidJsonWithinBounds)
         ASSERT_EQ(decoded, subject);
 
         auto n = [&] { return numbers[rng() % 7]; };
-        ZoneReport report{"z_1.a-b", subject, n(), n(), n(), n(), n(), n()};
+        ZoneReport report{"z_1.a-b", subject, n(), n(), n(), n(), n(), n(),
+                          n(), n(), n(), rng() % 2 == 0};
         std::string out(status_json_max_size(&report, 1) + 1, '#');
         std::size_t len = write_status_json(&report, 1, out.data());
         ASSERT_LE(len, status_json_max_size(&report, 1));

@@ -124,6 +124,11 @@ const char *const kBadElements[] = {
 const char kOneZone[] =
     "*5\r\n:1700000000123\r\n:0\r\n:3\r\n:1700000000\r\n:0\r\n";
 
+TEST(WindowScript, FitsAnUnauthenticatedBulk)
+{
+    EXPECT_LE(window_script().size(), kMaxScriptSize);
+}
+
 TEST(DecodeScriptReply, OneZonePassed)
 {
     ReplyPtr r = must_parse(kOneZone);
@@ -170,6 +175,47 @@ TEST(DecodeScriptReply, OverWithoutRejection)
     EXPECT_FALSE(out.rejected);
     expect_count(counts[0], {4, 2, false}, 0);
     expect_count(counts[1], {9, 3, true}, 1);
+}
+
+// An interval peek's reply: the peek's, then one count per zone.
+TEST(DecodeScriptReply, IntervalCountsAfterTheZones)
+{
+    ReplyPtr r = must_parse(array_of({
+        integer(5000), integer(0),
+        integer(31), integer(1699999991), integer(0),
+        integer(2), integer(3), integer(0),
+        integer(7), integer(2),
+    }));
+    ASSERT_NE(r, nullptr);
+    ZoneCount counts[2] = {};
+
+    ScriptReply out = decode_script_reply(r->element + 1, 2, counts, true);
+    ASSERT_EQ(out.kind, Kind::kVerdict);
+    expect_count(counts[0], {31, 1699999991, false}, 0);
+    expect_count(counts[1], {2, 3, false}, 1);
+    EXPECT_EQ(counts[0].in_interval, 7u);
+    EXPECT_EQ(counts[1].in_interval, 2u);
+
+    // Without `interval`, the counts after the zones are not read.
+    counts[0].in_interval = 99;
+    out = decode_script_reply(r->element + 1, 2, counts);
+    ASSERT_EQ(out.kind, Kind::kVerdict);
+    EXPECT_EQ(counts[0].in_interval, 0u);
+}
+
+TEST(DecodeScriptReply, BadIntervalCountIsMalformed)
+{
+    for (const char *bad : kBadElements) {
+        SCOPED_TRACE(bad);
+        ReplyPtr r = must_parse(array_of({
+            integer(5000), integer(0),
+            integer(4), integer(2), integer(0), bad,
+        }));
+        ASSERT_NE(r, nullptr);
+        ZoneCount counts[1] = {};
+        EXPECT_EQ(decode_script_reply(r->element + 1, 1, counts, true).kind,
+                  Kind::kMalformed);
+    }
 }
 
 TEST(DecodeScriptReply, LargestInteger)
