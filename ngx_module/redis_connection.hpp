@@ -99,6 +99,7 @@ public:
     void check_stall(ngx_msec_t stall_ms) noexcept;
 
     const ngx_str_t &display() const noexcept { return peer_.display; }
+    const Peer &peer() const noexcept { return peer_; }
 
 private:
     enum class State { kIdle, kConnecting, kHandshaking, kOpen };

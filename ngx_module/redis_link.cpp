@@ -56,6 +56,16 @@ RedisLink::~RedisLink()
     shutdown();
 }
 
+bool RedisLink::on_up(UpHandler handler, void *data) noexcept
+{
+    if (listener_count_ == kMaxListeners) {
+        return false;
+    }
+
+    listeners_[listener_count_++] = {handler, data};
+    return true;
+}
+
 void RedisLink::start() noexcept
 {
     connect();
@@ -320,8 +330,8 @@ void RedisLink::became_up() noexcept
                   "ratelimit: connected to redis at \"%V\"",
                   &conn_.display());
 
-    if (on_up_ != nullptr) {
-        on_up_(on_up_data_);
+    for (ngx_uint_t i = 0; i < listener_count_ && up_; i++) {
+        listeners_[i].handler(listeners_[i].data);
     }
 }
 

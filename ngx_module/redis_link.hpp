@@ -17,12 +17,12 @@ public:
     RedisLink &operator=(const RedisLink &) = delete;
 
     // Called each time the link comes up, before any call is sent on it
-    // (the batcher loads its script then).
-    void on_up(void (*handler)(void *data) noexcept, void *data) noexcept
-    {
-        on_up_ = handler;
-        on_up_data_ = data;
-    }
+    // (the batcher loads its script then), in the order added; false if
+    // kMaxListeners are added already.
+    using UpHandler = void (*)(void *data) noexcept;
+    bool on_up(UpHandler handler, void *data) noexcept;
+
+    static constexpr ngx_uint_t kMaxListeners = 4;
 
     void start() noexcept;
 
@@ -37,6 +37,22 @@ public:
               void *data) noexcept
     {
         return up_ && conn_.send(command, handler, data);
+    }
+
+    // A command whose keys all share `key`'s hash slot: where Redis is a
+    // cluster, it goes to the node that serves that slot.
+    bool send_keyed(std::string_view key, std::string_view command,
+                    RedisConnection::ReplyHandler handler, void *data) noexcept
+    {
+        (void) key;
+        return send(command, handler, data);
+    }
+
+    // The server the link is connected to, while up(): for a connection of
+    // another kind (Pub/Sub) to the same place.
+    const RedisConnection::Peer &peer() const noexcept
+    {
+        return conn_.peer();
     }
 
     bool send_argv(int argc, const char **argv, const size_t *lens,
@@ -100,8 +116,13 @@ private:
     ngx_event_t reconnect_timer_;
     ngx_event_t drop_;                // posted: close and find the server
 
-    void (*on_up_)(void *data) noexcept = nullptr;
-    void *on_up_data_ = nullptr;
+    struct Listener {
+        UpHandler handler;
+        void *data;
+    };
+
+    Listener listeners_[kMaxListeners];
+    ngx_uint_t listener_count_ = 0;
 
     // The address connected to, when found at run time (sentinels, DNS),
     // and the master last confirmed, to log a switch once.
