@@ -283,7 +283,7 @@ works('mutual TLS with a client certificate', ssl => $MTLS);
 
 is($t->redis('ACL', 'SETUSER', 'rltls', 'on', '>tls-user-pw', '~*', '+@all'), 'OK', 'ACL user rltls');
 {
-    my $key = works('mutual TLS, ACL user, db 5', ssl => $MTLS, params => 'user=rltls password=tls-user-pw db=5', db => 5);
+    my $key = works('mutual TLS, ACL user, db 5', ssl => $MTLS, params => 'user=rltls password=tls-user-pw db=5', db => 5) // '';
     my @in5 = $t->redis_keys('rl:api:*', 5);
     my @in0 = $t->redis_keys('rl:api:*', 0);
     ok((grep { $_ eq "rl:api:$key" } @in5), 'ACL user + db 5: the key is in db 5');

@@ -15,7 +15,8 @@
 # requirepass on the sentinels (sentinel_password=) and on the data nodes
 # (password=) limiting works; a wrong secret gives the fail policy and a log
 # line without the secret; a "master" that answers ROLE as a replica is not
-# used.
+# used; a master turned replica (-READONLY) sends the workers back to the
+# sentinels.
 
 use strict;
 use warnings;
@@ -338,6 +339,41 @@ $t1->stop_process($_, 'TERM', 3) for @{ $s->{spids} };
     is($sa->node('R', 'EXISTS', 'rl:api:role1'), 0, 'nothing counted on the replica');
     $t->stop_nginx;
     $t->final_checks('ROLE check: no [alert] or [emerg]');
+
+    # -READONLY: the master turns into a replica without dropping its clients
+    # (REPLICAOF); the sentinel is pointed at the new master first.  The
+    # workers' next calls get -READONLY: they must ask the sentinel again.
+    $run->('READONLY', "ratelimit_redis 127.0.0.1:$SP sentinel=authmaster sentinel_password=sent-pw-9Zx password=data-pw-4Kq timeout=100ms connect_timeout=200ms;");
+    ($when) = $t->wait_passed('open', 'ro-up', 5);
+    ok(defined $when, 'READONLY: PASSED on M');
+    $t->burst(8, sub { ('/open/index.html', { 'X-Api-Key' => "row$_[0]" }) }, 3);    # both workers connected
+    my ($PM, $PR) = ($sa->port('M'), $sa->port('R'));
+    is($sa->node('R', 'REPLICAOF', 'NO', 'ONE'), 'OK', 'READONLY: R made a master');
+    is($sa->sentinel(0, 'SENTINEL', 'REMOVE', 'authmaster'), 'OK', 'READONLY: sentinel forgets M');
+    is($sa->sentinel(0, 'SENTINEL', 'MONITOR', 'authmaster', '127.0.0.1', $PR, 1), 'OK', 'READONLY: sentinel monitors R');
+    is($sa->sentinel(0, 'SENTINEL', 'SET', 'authmaster', 'auth-pass', 'data-pw-4Kq'), 'OK', '... with its password');
+    my $before = scalar(() = ($sa->node('M', 'CLIENT', 'LIST') =~ /^id=/mg));
+    is($sa->node('M', 'REPLICAOF', '127.0.0.1', $PR), 'OK', 'READONLY: M made a replica of R');
+    my $after = scalar(() = ($sa->node('M', 'CLIENT', 'LIST') =~ /^id=/mg));
+    note("clients of M before/after REPLICAOF: $before/$after");
+    my $t0 = time;
+    my $moved = qr/ratelimit: redis master "authmaster" moved from 127\.0\.0\.1:$PM to 127\.0\.0\.1:$PR\b/;
+    my $deadline = time + 5;
+    my $i = 0;
+    while (time < $deadline && !defined wait_lines_per_worker($t, $moved, 0.1)) {
+        $t->req('open', 'ro-poke' . $i++, 1);    # calls that meet -READONLY
+    }
+    ok(defined wait_lines_per_worker($t, $moved, 0.1), sprintf('READONLY: every worker moved from M to R (%.2fs, %d requests)', time - $t0, $i))
+        or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+    one_line_per_worker($t, $moved, 'READONLY: exactly one "moved" line per worker');
+    like($t->error_log, qr/ratelimit: [^\n]*(?:read-only|READONLY)/, 'READONLY: error.log names the read-only reply')
+        or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+    $t->burst(8, sub { ('/open/index.html', { 'X-Api-Key' => "row2$_[0]" }) }, 3);
+    my @ro = map { $t->req('closed', 'ro-exact')->{status} } 1 .. $LIMIT + 2;
+    is("@ro", join(' ', (200) x $LIMIT, 429, 429), 'READONLY: exact limit on R');
+    is($sa->node('R', 'EXISTS', 'rl:api:ro-exact'), 1, 'READONLY: counted on R');
+    $t->stop_nginx;
+    $t->final_checks('READONLY: no [alert] or [emerg]');
 }
 
 done_testing;
