@@ -17,27 +17,35 @@ char *append(char *out, std::string_view part)
 }  // namespace
 
 std::size_t subject_key_size(std::string_view prefix, std::string_view zone,
-                             std::string_view subject)
+                             std::string_view subject, bool tagged)
 {
     std::size_t tail = subject.size() > kMaxRawSubject ? kSha1HexLength
                                                        : subject.size();
-    return prefix.size() + 1 + zone.size() + 1 + tail;
+    return prefix.size() + 1 + zone.size() + 1 + tail + (tagged ? 2 : 0);
 }
 
 std::size_t write_subject_key(std::string_view prefix, std::string_view zone,
-                              std::string_view subject, char *out)
+                              std::string_view subject, char *out,
+                              bool tagged)
 {
     char *p = append(out, prefix);
     *p++ = ':';
     p = append(p, zone);
+    *p++ = subject.size() > kMaxRawSubject ? '#' : ':';
+
+    if (tagged) {
+        *p++ = '{';
+    }
 
     if (subject.size() > kMaxRawSubject) {
-        *p++ = '#';
         sha1_hex(subject, p);
         p += kSha1HexLength;
     } else {
-        *p++ = ':';
         p = append(p, subject);
+    }
+
+    if (tagged) {
+        *p++ = '}';
     }
 
     return static_cast<std::size_t>(p - out);

@@ -202,5 +202,20 @@ TEST(PrintableSubject, NeverOverflowsForAnyByteMix)
     }
 }
 
+TEST(SubjectKey, TaggedForClusterKeepsTheSubjectInATag)
+{
+    std::string subject("a}b\0", 4);
+    std::string key(subject_key_size("rl", "api", subject, true), '?');
+    key.resize(write_subject_key("rl", "api", subject, key.data(), true));
+    EXPECT_EQ(key, std::string("rl:api:{a}b\0}", 13));
+
+    std::string big(300, 'x');
+    std::string hashed(subject_key_size("rl", "api", big, true), '?');
+    hashed.resize(write_subject_key("rl", "api", big, hashed.data(), true));
+    ASSERT_EQ(hashed.size(), 7 + 2 + 40u);
+    EXPECT_EQ(hashed.substr(0, 8), "rl:api#{");
+    EXPECT_EQ(hashed.back(), '}');
+}
+
 }  // namespace
 }  // namespace ratelimit
