@@ -126,7 +126,12 @@ bool RedisConnection::open(const Peer &peer) noexcept
     state_ = State::kConnecting;
     ngx_add_timer(&timer_, peer.connect_timeout);
 
-    if (rc == NGX_OK) {
+    // Queued now, written first once connected: whatever is sent before
+    // then goes after them.
+    ngx_uint_t epoch = epoch_;
+    authenticate();
+
+    if (epoch == epoch_ && rc == NGX_OK) {
         on_connected();
     }
 
@@ -181,15 +186,7 @@ void RedisConnection::on_connected() noexcept
         return;
     }
 
-    ngx_uint_t epoch = epoch_;
-    state_ = State::kOpen;
-    c_->read->handler = on_read_event;
-    c_->write->handler = on_write_event;
-    authenticate();
-
-    if (epoch == epoch_) {
-        owner_->on_open(this);
-    }
+    start_io();
 }
 
 #if (NGX_SSL)
@@ -267,16 +264,7 @@ void RedisConnection::on_handshake(ngx_connection_t *c) noexcept
     }
 
     on_new_session(c);
-
-    ngx_uint_t epoch = conn->epoch_;
-    conn->state_ = State::kOpen;
-    c->read->handler = on_read_event;
-    c->write->handler = on_write_event;
-    conn->authenticate();
-
-    if (epoch == conn->epoch_) {
-        conn->owner_->on_open(conn);
-    }
+    conn->start_io();
 }
 
 // After the handshake (TLS 1.2), or when a TLS 1.3 ticket arrives: the
@@ -306,6 +294,22 @@ bool RedisConnection::start_tls() noexcept
 }
 
 #endif
+
+// Connected, TLS done: what was queued meanwhile goes out, then the owner
+// is told.
+void RedisConnection::start_io() noexcept
+{
+    ngx_uint_t epoch = epoch_;
+
+    state_ = State::kOpen;
+    c_->read->handler = on_read_event;
+    c_->write->handler = on_write_event;
+    flush();
+
+    if (epoch == epoch_) {
+        owner_->on_open(this);
+    }
+}
 
 // AUTH and SELECT go first on the connection, so every command after them
 // runs authenticated and in the right database without waiting for them.
@@ -376,7 +380,7 @@ void RedisConnection::on_auth_reply(void *data,
 bool RedisConnection::send(std::string_view command, ReplyHandler handler,
                            void *data) noexcept
 {
-    if (state_ != State::kOpen || !push(handler, data)) {
+    if (state_ == State::kIdle || !push(handler, data)) {
         return false;
     }
 
@@ -389,6 +393,10 @@ bool RedisConnection::send(std::string_view command, ReplyHandler handler,
 
     // Replies being handed out may bring more commands (a resend after
     // NOSCRIPT): one posted write takes them all.
+    if (state_ != State::kOpen) {
+        return true;
+    }
+
     if (dispatching_) {
         if (!c_->write->posted) {
             ngx_post_event(c_->write, &ngx_posted_events);

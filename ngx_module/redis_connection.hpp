@@ -82,8 +82,9 @@ public:
     void settle() noexcept;
 
     // Queues a complete RESP command (copied).  Written at once, or from a
-    // posted event when called while replies are being handed out.  False,
-    // with nothing sent, if the connection is not open or no memory.
+    // posted event when called while replies are being handed out, or once
+    // connected if open() has not finished.  False, with nothing sent, if
+    // the connection is idle or no memory.
     bool send(std::string_view command, ReplyHandler handler,
               void *data) noexcept;
 
@@ -111,6 +112,7 @@ private:
 
     bool start_tls() noexcept;
     void on_connected() noexcept;
+    void start_io() noexcept;
     void authenticate() noexcept;
     void fail(const char *what, const char *cause) noexcept;
     void drop() noexcept;
