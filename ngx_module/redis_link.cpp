@@ -17,6 +17,14 @@ constexpr ngx_msec_t kMaxBackoff = 500;
 // refuses the script keeps backing off.
 constexpr ngx_msec_t kSettledMs = 1000;
 
+// How often a worker connected through sentinels asks them again where the
+// master is.  A coordinated failover (SENTINEL FAILOVER) leaves the old
+// master writable, connections and all, until the sentinels demote it,
+// which takes seconds: counts written there meanwhile are lost with its
+// data.  One question a second, on a connection kept open to the sentinel,
+// bounds that.
+constexpr ngx_msec_t kSentinelCheckMs = 1000;
+
 void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
                 ngx_log_t *log)
 {
@@ -49,6 +57,7 @@ RedisLink::RedisLink(const MainConf &mcf, ngx_log_t *log) noexcept
 {
     init_event(&reconnect_timer_, on_reconnect, this, log);
     init_event(&drop_, on_drop, this, log);
+    init_event(&check_timer_, on_check, this, log);
 }
 
 RedisLink::~RedisLink()
@@ -78,6 +87,10 @@ void RedisLink::shutdown() noexcept
 
     if (reconnect_timer_.timer_set) {
         ngx_del_timer(&reconnect_timer_);
+    }
+
+    if (check_timer_.timer_set) {
+        ngx_del_timer(&check_timer_);
     }
 
     if (drop_.posted) {
@@ -232,6 +245,11 @@ void RedisLink::on_master(void *data, const sockaddr *sa, socklen_t len,
 {
     auto *link = static_cast<RedisLink *>(data);
 
+    if (link->up_) {
+        link->on_check_answer(sa, len, text);
+        return;
+    }
+
     if (sa == nullptr) {
         if (link->may_log()) {
             ngx_log_error(NGX_LOG_WARN, link->log_, 0,
@@ -243,11 +261,45 @@ void RedisLink::on_master(void *data, const sockaddr *sa, socklen_t len,
         return;
     }
 
-    ngx_memcpy(&link->addr_, sa, len);
-    link->addr_len_ = len;
-    ngx_memcpy(link->addr_text_, text.data, text.len);
-    link->display_ = {text.len, link->addr_text_};
-    link->connect_to(&link->addr_.sockaddr, len, link->display_);
+    link->connect_to_master(sa, len, text);
+}
+
+void RedisLink::connect_to_master(const sockaddr *sa, socklen_t len,
+                                  const ngx_str_t &text) noexcept
+{
+    ngx_memcpy(&addr_, sa, len);
+    addr_len_ = len;
+    ngx_memcpy(addr_text_, text.data, text.len);
+    display_ = {text.len, addr_text_};
+    connect_to(&addr_.sockaddr, len, display_);
+}
+
+// The periodic question, answered while connected: a master elsewhere is
+// followed at once.
+void RedisLink::on_check_answer(const sockaddr *sa, socklen_t len,
+                                const ngx_str_t &text) noexcept
+{
+    if (sa == nullptr
+        || ngx_cmp_sockaddr(const_cast<sockaddr *>(sa), len,
+                            &addr_.sockaddr, addr_len_, 1) == NGX_OK)
+    {
+        ngx_add_timer(&check_timer_, kSentinelCheckMs);
+        return;
+    }
+
+    up_ = false;
+    conn_.close();
+    metrics::record_link_state(LinkState::kConnecting);
+    connect_to_master(sa, len, text);
+}
+
+void RedisLink::on_check(ngx_event_t *ev) noexcept
+{
+    auto *link = static_cast<RedisLink *>(ev->data);
+
+    if (link->up_) {
+        link->sentinels_.start();
+    }
 }
 
 void RedisLink::on_open(RedisConnection *conn) noexcept
@@ -293,6 +345,10 @@ void RedisLink::on_role(void *data, const redisReply *reply) noexcept
     link->conn_.settle();
     link->log_master();
     link->became_up();
+
+    if (!link->check_timer_.timer_set) {
+        ngx_add_timer(&link->check_timer_, kSentinelCheckMs);
+    }
 }
 
 // Once per worker and change of master, whatever the log rate.

@@ -95,6 +95,11 @@ private:
     static void on_role(void *data, const redisReply *reply) noexcept;
     static void on_master(void *data, const sockaddr *sa, socklen_t len,
                           const ngx_str_t &text) noexcept;
+    void connect_to_master(const sockaddr *sa, socklen_t len,
+                           const ngx_str_t &text) noexcept;
+    void on_check_answer(const sockaddr *sa, socklen_t len,
+                         const ngx_str_t &text) noexcept;
+    static void on_check(ngx_event_t *ev) noexcept;
     static void on_resolved(ngx_resolver_ctx_t *ctx) noexcept;
     static void on_reconnect(ngx_event_t *ev) noexcept;
     static void on_drop(ngx_event_t *ev) noexcept;
@@ -115,6 +120,7 @@ private:
     ngx_msec_t up_since_ = 0;
     ngx_event_t reconnect_timer_;
     ngx_event_t drop_;                // posted: close and find the server
+    ngx_event_t check_timer_;         // asks the sentinels again, while up
 
     struct Listener {
         UpHandler handler;

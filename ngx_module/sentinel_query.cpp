@@ -62,18 +62,45 @@ SentinelQuery::SentinelQuery(const RedisTarget &target, const RedisTls *tls,
     next_.handler = on_next;
     next_.data = this;
     next_.log = log;
+
+    ngx_memzero(&timer_, sizeof(ngx_event_t));
+    timer_.handler = on_timeout;
+    timer_.data = this;
+    timer_.log = log;
+    timer_.cancelable = 1;
 }
 
 void SentinelQuery::start() noexcept
 {
+    if (querying_) {
+        return;
+    }
+
+    querying_ = true;
     asked_ = 0;
+
+    // The sentinel that answered last keeps its connection: asked again
+    // on it, without a new connect and AUTH.
+    if (conn_.is_open()) {
+        asked_ = 1;
+        ngx_add_timer(&timer_, target_.connect_timeout);
+        on_open(&conn_);
+        return;
+    }
+
     ask();
 }
 
 void SentinelQuery::cancel() noexcept
 {
+    querying_ = false;
+
     if (next_.posted) {
         ngx_delete_posted_event(&next_);
+    }
+
+    if (timer_.timer_set) {
+        ngx_del_timer(&timer_);
     }
 
     conn_.close();
@@ -89,13 +116,14 @@ void SentinelQuery::ask() noexcept
                         sentinel.text, &target_.sentinel, tls_,
                         target_.connect_timeout}))
         {
+            ngx_add_timer(&timer_, target_.connect_timeout);
             return;
         }
 
         current_ = (current_ + 1) % target_.addresses.nelts;
     }
 
-    found_(data_, nullptr, 0, {0, nullptr});
+    done(nullptr, 0);
 }
 
 void SentinelQuery::on_open(RedisConnection *conn) noexcept
@@ -109,15 +137,16 @@ void SentinelQuery::on_open(RedisConnection *conn) noexcept
                       target_.sentinel_master.len};
 
     if (!conn->send_argv(3, argv, lens, on_reply, this)) {
-        conn->close();
-        ngx_post_event(&next_, &ngx_posted_events);
+        next();
     }
 }
 
-// Closed before it answered: the next sentinel, from the event loop.
+// Closed before it answered (or, idle, between queries): the next sentinel.
 void SentinelQuery::on_close(RedisConnection *) noexcept
 {
-    ngx_post_event(&next_, &ngx_posted_events);
+    if (querying_) {
+        ngx_post_event(&next_, &ngx_posted_events);
+    }
 }
 
 void SentinelQuery::on_reply(void *data, const redisReply *reply) noexcept
@@ -129,11 +158,11 @@ void SentinelQuery::on_reply(void *data, const redisReply *reply) noexcept
 
 void SentinelQuery::answer(const redisReply *reply) noexcept
 {
-    bool known = parse_master(reply, &master_, &master_len_);
+    if (!querying_) {
+        return;
+    }
 
-    conn_.close();
-
-    if (!known) {
+    if (!parse_master(reply, &master_, &master_len_)) {
         bool error = reply->type == REDIS_REPLY_ERROR;
 
         if (throttle_->allow()) {
@@ -147,23 +176,69 @@ void SentinelQuery::answer(const redisReply *reply) noexcept
                           error ? reply->str : "");
         }
 
-        ngx_post_event(&next_, &ngx_posted_events);
+        next();
         return;
     }
 
-    ngx_str_t text;
-    text.data = master_text_;
-    text.len = ngx_sock_ntop(&master_.sockaddr, master_len_, master_text_,
-                             NGX_SOCKADDR_STRLEN, 1);
-    found_(data_, &master_.sockaddr, master_len_, text);
+    conn_.settle();
+    done(&master_.sockaddr, master_len_);
+}
+
+// This sentinel will not do: the next one, from the event loop.
+void SentinelQuery::next() noexcept
+{
+    conn_.close();
+    ngx_post_event(&next_, &ngx_posted_events);
+}
+
+void SentinelQuery::done(const sockaddr *sa, socklen_t len) noexcept
+{
+    querying_ = false;
+
+    if (timer_.timer_set) {
+        ngx_del_timer(&timer_);
+    }
+
+    ngx_str_t text = ngx_null_string;
+
+    if (sa != nullptr) {
+        text.data = master_text_;
+        text.len = ngx_sock_ntop(&master_.sockaddr, master_len_,
+                                 master_text_, NGX_SOCKADDR_STRLEN, 1);
+    }
+
+    found_(data_, sa, len, text);
 }
 
 void SentinelQuery::on_next(ngx_event_t *ev) noexcept
 {
     auto *query = static_cast<SentinelQuery *>(ev->data);
 
+    if (!query->querying_) {
+        return;
+    }
+
+    if (query->timer_.timer_set) {
+        ngx_del_timer(&query->timer_);
+    }
+
     query->current_ = (query->current_ + 1) % query->target_.addresses.nelts;
     query->ask();
+}
+
+void SentinelQuery::on_timeout(ngx_event_t *ev) noexcept
+{
+    auto *query = static_cast<SentinelQuery *>(ev->data);
+
+    if (query->throttle_->allow()) {
+        ngx_log_error(NGX_LOG_WARN, query->log_, 0,
+                      "ratelimit: sentinel at \"%V\" did not answer "
+                      "within %M ms",
+                      &sentinel_at(query->target_, query->current_).text,
+                      query->target_.connect_timeout);
+    }
+
+    query->next();
 }
 
 }  // namespace ratelimit
