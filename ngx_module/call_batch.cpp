@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "cluster_slot.hpp"
 #include "metrics.hpp"
 #include "redis_link.hpp"
 #include "request_state.hpp"
@@ -68,15 +69,15 @@ CallBatcher::~CallBatcher()
     }
 
     // Only when the worker exits, after every request: none can be left in
-    // it, but none may keep a pointer to it either.
-    if (open_ != nullptr) {
-        for (ngx_uint_t i = 0; i < open_->call.entries(); i++) {
-            if (open_->states[i] != nullptr) {
-                open_->states[i]->batch = nullptr;
+    // them, but none may keep a pointer to them either.
+    for (ngx_uint_t b = 0; b < open_count_; b++) {
+        for (ngx_uint_t i = 0; i < open_[b]->call.entries(); i++) {
+            if (RequestState *state = open_[b]->states[i]) {
+                state->part[open_[b]->parts[i]].batch = nullptr;
             }
         }
 
-        delete open_;
+        delete open_[b];
     }
 
     while (free_ != nullptr) {
@@ -96,79 +97,161 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
         return QueueResult::kSaturated;
     }
 
-    if (open_ == nullptr) {
-        open_ = free_;
-
-        if (open_ != nullptr) {
-            free_ = open_->next_free;
-            free_count_--;
-        } else {
-            open_ = new (std::nothrow) Batch();
-
-            if (open_ == nullptr) {
-                return QueueResult::kNoMemory;
-            }
-
-            open_->owner = this;
-        }
-
-        open_->retried = false;
-    }
-
-    std::string_view keys[kMaxZonesPerRequest];
-    std::string_view args[kMaxZonesPerRequest];
-    bool enforce[kMaxZonesPerRequest];
+    // One part per slot of its keys; every key in slot 0 but in a cluster.
+    bool clustered = link_->clustered();
+    state->parts = 0;
+    state->part_failed = false;
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
-        keys[i] = view(state->keys[i]);
-        args[i] = view(state->refs[i]->zone->script_args);
-        enforce[i] = enforced(state, i);
+        std::uint16_t slot = clustered ? key_slot(view(state->keys[i])) : 0;
+        ngx_uint_t p = 0;
+
+        while (p < state->parts && state->part[p].slot != slot) {
+            p++;
+        }
+
+        if (p == state->parts) {
+            state->part[p] = {};
+            state->part[p].slot = slot;
+            state->parts++;
+        }
+
+        state->part[p].zone[state->part[p].zones++] =
+            static_cast<std::uint8_t>(i);
     }
 
-    ngx_uint_t slot = open_->call.entries();
+    // Counted down as parts are answered, from the first: a full batch is
+    // sent, and may fail, while the next part is being added.
+    state->parts_waiting = state->parts;
 
-    if (!open_->call.add(state->peek, state->zones, keys, args, enforce,
-                         state->interval_buckets))
-    {
-        return QueueResult::kNoMemory;
-    }
-
-    open_->states[slot] = state;
-    state->batch = open_;
-    state->slot = slot;
-    in_flight_++;
-    metrics::record_requests_waiting(in_flight_);
-
-    if (slot + 1 == Batch::kMaxRequests) {
-        send_open();
-    } else if (!turn_end_.posted) {
-        ngx_post_event(&turn_end_, &ngx_posted_events);
+    for (ngx_uint_t p = 0; p < state->parts; p++) {
+        if (!add_part(state, p)) {
+            forget(state);
+            return QueueResult::kNoMemory;
+        }
     }
 
     return QueueResult::kQueued;
 }
 
+bool CallBatcher::add_part(RequestState *state, ngx_uint_t p) noexcept
+{
+    RequestState::Part &part = state->part[p];
+    Batch *batch = open_for(part.slot);
+
+    if (batch == nullptr) {
+        return false;
+    }
+
+    std::string_view keys[kMaxZonesPerRequest];
+    std::string_view args[kMaxZonesPerRequest];
+    bool enforce[kMaxZonesPerRequest];
+    std::uint64_t buckets[kMaxZonesPerRequest];
+
+    for (ngx_uint_t j = 0; j < part.zones; j++) {
+        ngx_uint_t i = part.zone[j];
+        keys[j] = view(state->keys[i]);
+        args[j] = view(state->refs[i]->zone->script_args);
+        enforce[j] = enforced(state, i);
+        buckets[j] = state->interval_buckets ? state->interval_buckets[i] : 0;
+    }
+
+    ngx_uint_t entry = batch->call.entries();
+
+    if (!batch->call.add(state->peek, part.zones, keys, args, enforce,
+                         state->interval_buckets ? buckets : nullptr))
+    {
+        return false;
+    }
+
+    batch->states[entry] = state;
+    batch->parts[entry] = static_cast<std::uint8_t>(p);
+    part.batch = batch;
+    part.entry = entry;
+    in_flight_++;
+    metrics::record_requests_waiting(in_flight_);
+
+    if (entry + 1 == Batch::kMaxRequests) {
+        for (ngx_uint_t b = 0; b < open_count_; b++) {
+            if (open_[b] == batch) {
+                send_open(b);
+                break;
+            }
+        }
+    } else if (!turn_end_.posted) {
+        ngx_post_event(&turn_end_, &ngx_posted_events);
+    }
+
+    return true;
+}
+
+// The batch being filled for `slot`, or a new one.
+Batch *CallBatcher::open_for(std::uint16_t slot) noexcept
+{
+    for (ngx_uint_t b = 0; b < open_count_; b++) {
+        if (open_[b]->slot == slot) {
+            return open_[b];
+        }
+    }
+
+    if (open_count_ == kMaxOpen) {
+        send_all();
+    }
+
+    Batch *batch = free_;
+
+    if (batch != nullptr) {
+        free_ = batch->next_free;
+        free_count_--;
+    } else {
+        batch = new (std::nothrow) Batch();
+
+        if (batch == nullptr) {
+            return nullptr;
+        }
+
+        batch->owner = this;
+    }
+
+    batch->slot = slot;
+    batch->retried = false;
+    batch->redirects = 0;
+    open_[open_count_++] = batch;
+    return batch;
+}
+
 void CallBatcher::forget(RequestState *state) noexcept
 {
-    if (state->batch != nullptr) {
-        state->batch->states[state->slot] = nullptr;
-        state->batch = nullptr;
+    for (ngx_uint_t p = 0; p < state->parts; p++) {
+        RequestState::Part &part = state->part[p];
+
+        if (part.batch != nullptr) {
+            part.batch->states[part.entry] = nullptr;
+            part.batch = nullptr;
+        }
     }
 }
 
-// Hands the open batch to hiredis.  The batch may be answered (with NULL, if
+// Hands open batch i to the link.  The batch may be answered (with NULL, if
 // the write fails) and released before send() returns.
-void CallBatcher::send_open() noexcept
+void CallBatcher::send_open(ngx_uint_t i) noexcept
 {
-    Batch *batch = open_;
-    open_ = nullptr;
+    Batch *batch = open_[i];
+    open_[i] = open_[--open_count_];
 
-    if (turn_end_.posted) {
+    if (open_count_ == 0 && turn_end_.posted) {
         ngx_delete_posted_event(&turn_end_);
     }
 
     if (const char *failure = send(batch, false)) {
         fail_all(batch, failure, {});
+    }
+}
+
+void CallBatcher::send_all() noexcept
+{
+    while (open_count_ > 0) {
+        send_open(open_count_ - 1);
     }
 }
 
@@ -180,26 +263,22 @@ const char *CallBatcher::send(Batch *batch, bool eval) noexcept
         return "no memory for the call to redis";
     }
 
-    if (!link_->send(command_, on_batch_reply, batch)) {
+    if (!link_->send_to_slot(batch->slot, command_, on_batch_reply, batch)) {
         return "redis is not connected";
     }
 
-    metrics::record_call_sent(batch->call.entries());
+    batch->sent_us = metrics::record_call_sent(batch->call.entries());
     return nullptr;
 }
 
 void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
 {
-    auto *batcher = static_cast<CallBatcher *>(ev->data);
-
-    if (batcher->open_ != nullptr) {
-        batcher->send_open();
-    }
+    static_cast<CallBatcher *>(ev->data)->send_all();
 }
 
 void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
 {
-    metrics::record_call_answered(reply != nullptr);
+    metrics::record_call_answered(reply != nullptr, batch->sent_us);
 
     const ScriptBatch &call = batch->call;
     BatchReply decoded = decode_batch_reply(reply, call.reply_elements());
@@ -210,8 +289,8 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
             RequestState *state = batch->states[i];
 
             if (state != nullptr) {
-                state->batch = nullptr;
-                take_reply(state, decoded.now_ms,
+                state->part[batch->parts[i]].batch = nullptr;
+                take_reply(state, batch->parts[i], decoded.now_ms,
                            reply->element + call.reply_offset(i));
             }
         }
@@ -233,6 +312,10 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         return;
 
     case BatchReply::Kind::kError:
+        if (follow(batch, decoded.error)) {
+            return;
+        }
+
         metrics::record_link_error(LinkError::kErrorReply);
         fail_all(batch, "redis answered an error: ", decoded.error);
         link_->on_error_reply(decoded.error);
@@ -246,6 +329,25 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
     }
 }
 
+// MOVED or ASK: the call did not run, and goes where the cluster says, up
+// to kMaxRedirects times.
+bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
+{
+    Redirect to = parse_redirect(error);
+
+    if (to.kind == Redirect::Kind::kNone
+        || batch->redirects == Batch::kMaxRedirects
+        || !batch->call.write_command(batch->retried, &command_)
+        || !link_->redirect(to, batch->slot, command_, on_batch_reply, batch))
+    {
+        return false;
+    }
+
+    batch->redirects++;
+    batch->sent_us = metrics::record_call_sent(batch->call.entries());
+    return true;
+}
+
 void CallBatcher::fail_all(Batch *batch, const char *why,
                            std::string_view detail) noexcept
 {
@@ -253,7 +355,7 @@ void CallBatcher::fail_all(Batch *batch, const char *why,
         RequestState *state = batch->states[i];
 
         if (state != nullptr) {
-            state->batch = nullptr;
+            state->part[batch->parts[i]].batch = nullptr;
             fail_call(state, why, detail);
         }
     }

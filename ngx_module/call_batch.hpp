@@ -31,10 +31,17 @@ struct Batch {
     static_assert(kMaxRequests * kMaxZonesPerRequest
                   <= ScriptBatch::kMaxZoneDescriptors);
 
+    // Redirects (MOVED, ASK) one call follows before it fails.
+    static constexpr ngx_uint_t kMaxRedirects = 3;
+
     CallBatcher *owner;
     ScriptBatch call;
     RequestState *states[kMaxRequests];  // nullptr: stopped waiting
+    std::uint8_t parts[kMaxRequests];    // which part of its request each is
+    std::uint16_t slot;                  // in a cluster: of every key
     bool retried;                        // sent again after NOSCRIPT
+    ngx_uint_t redirects;
+    std::uint64_t sent_us;               // for the round-trip metric
     Batch *next_free;
 };
 
@@ -49,9 +56,10 @@ public:
     enum class QueueResult { kQueued, kDown, kSaturated, kNoMemory };
 
     // Adds the call of a waiting request (state->keys, refs, peek,
-    // interval_buckets) to the open batch.  Unless kQueued, nothing was
-    // added: the link is down, kMaxInFlight requests already wait for
-    // Redis, or no memory.
+    // interval_buckets) to the open batch, or in a cluster to the open
+    // batch of each slot its keys are in, one part of the request each.
+    // Unless kQueued, nothing was added: the link is down, kMaxInFlight
+    // requests already wait for Redis, or no memory.
     QueueResult queue(RequestState *state) noexcept;
 
     // Requests a worker keeps waiting for Redis at most.  A stalled Redis
@@ -60,6 +68,10 @@ public:
     // alone in its batch, its share of a few KB in a full one) and makes
     // requests past it fail at once instead of waiting.
     static constexpr ngx_uint_t kMaxInFlight = 65536;
+
+    // Batches open at once in a loop turn, one per cluster slot its
+    // requests' keys are in: past it, all are sent.
+    static constexpr ngx_uint_t kMaxOpen = 64;
 
     // Answered batches kept for reuse, with their buffers; after a stall
     // the rest are freed.
@@ -72,6 +84,9 @@ private:
     // The reply to a batch, or nullptr when the connection failed with it
     // in flight.
     void on_reply(Batch *batch, const redisReply *reply) noexcept;
+    bool follow(Batch *batch, std::string_view error) noexcept;
+    Batch *open_for(std::uint16_t slot) noexcept;
+    bool add_part(RequestState *state, ngx_uint_t part) noexcept;
     static void on_batch_reply(void *data, const redisReply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it
     // need not send it.
@@ -79,7 +94,8 @@ private:
     static void on_script_loaded(void *data,
                                  const redisReply *reply) noexcept;
 
-    void send_open() noexcept;
+    void send_open(ngx_uint_t i) noexcept;
+    void send_all() noexcept;
     const char *send(Batch *batch, bool eval) noexcept;
     void fail_all(Batch *batch, const char *why,
                   std::string_view detail) noexcept;
@@ -87,7 +103,8 @@ private:
     static void on_turn_end(ngx_event_t *ev) noexcept;
 
     RedisLink *link_;
-    Batch *open_ = nullptr;     // being filled during this loop turn
+    Batch *open_[kMaxOpen];     // being filled during this loop turn
+    ngx_uint_t open_count_ = 0;
     Batch *free_ = nullptr;
     ngx_uint_t free_count_ = 0;
     ngx_uint_t in_flight_ = 0;  // requests queued and not yet answered

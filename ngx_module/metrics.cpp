@@ -11,12 +11,6 @@ namespace metrics {
 
 namespace {
 
-// Round trips are timed by a ring of send times: Redis answers a
-// connection's calls in the order they were sent.  Calls beyond the ring
-// (a stalled Redis) are answered untimed; the ring starts afresh whenever
-// no request waits.
-constexpr std::size_t kSendRing = 1024;
-
 // A worker's view of the shared block, and what it keeps to itself.
 struct Worker {
     MetricsLayout layout;
@@ -24,9 +18,6 @@ struct Worker {
     std::size_t slot;
     LinkCounters *link;
     ngx_uint_t *zones_in_flight;  // per zone: requests let through, not done
-    std::uint64_t sent_us[kSendRing];
-    std::uint64_t sent = 0;
-    std::uint64_t answered = 0;
 };
 
 // This worker process's slot: set in init_process, cleared in exit_process;
@@ -239,7 +230,7 @@ ngx_int_t start_worker(ngx_cycle_t *cycle, MainConf *mcf) noexcept
 
     worker = new (std::nothrow) Worker{layout, shared->block, slot,
                                        layout.link(shared->block, slot),
-                                       nullptr, {}};
+                                       nullptr};
 
     if (worker == nullptr) {
         return NGX_ERROR;
@@ -313,28 +304,22 @@ void record_deny_cache_hit(const RequestState *state, ngx_uint_t zone) noexcept
     }
 }
 
-void record_call_sent(ngx_uint_t requests) noexcept
+std::uint64_t record_call_sent(ngx_uint_t requests) noexcept
 {
     if (worker == nullptr) {
-        return;
+        return 0;
     }
 
     add(&worker->link->calls, 1);
     observe(&worker->link->requests_per_call, kBatchBoundsCount, requests);
-    worker->sent_us[worker->sent++ % kSendRing] = now_us();
+    return now_us();
 }
 
-void record_call_answered(bool replied) noexcept
+void record_call_answered(bool replied, std::uint64_t sent_us) noexcept
 {
-    if (worker == nullptr || worker->answered == worker->sent) {
-        return;
-    }
-
-    std::uint64_t i = worker->answered++;
-
-    if (replied && worker->sent - i <= kSendRing) {
+    if (worker != nullptr && replied && sent_us != 0) {
         observe(&worker->link->round_trip_us, kDurationBoundsUs,
-                now_us() - worker->sent_us[i % kSendRing]);
+                now_us() - sent_us);
     }
 }
 
@@ -368,10 +353,6 @@ void record_requests_waiting(ngx_uint_t requests) noexcept
 
     __atomic_store_n(&worker->link->waiting, std::uint64_t{requests},
                      __ATOMIC_RELAXED);
-
-    if (requests == 0) {
-        worker->answered = worker->sent;
-    }
 }
 
 }  // namespace metrics

@@ -44,8 +44,11 @@ void record_deny_cache_hit(const RequestState *state,
 
 // The Redis link.  call_sent and call_answered pair in the order Redis
 // answers, which is the order calls are sent: round trips are timed by it.
-void record_call_sent(ngx_uint_t requests) noexcept;
-void record_call_answered(bool replied) noexcept;
+// A call of `requests` requests went out: its send time, in us, for
+// record_call_answered() (0 when nothing is recorded).  Calls to several
+// cluster nodes, or resent after a redirect, are answered in any order.
+std::uint64_t record_call_sent(ngx_uint_t requests) noexcept;
+void record_call_answered(bool replied, std::uint64_t sent_us) noexcept;
 void record_link_error(LinkError kind) noexcept;
 void record_reconnect() noexcept;
 void record_link_state(LinkState state) noexcept;

@@ -78,7 +78,8 @@ char *resolve_addresses(ngx_conf_t *cf, RedisTarget *target,
         RedisAddress &a = addresses[i];
 
         if (a.addr.sockaddr != nullptr
-            || (by_resolver && target->sentinel_master.len == 0))
+            || (by_resolver && target->sentinel_master.len == 0
+                && !target->cluster))
         {
             continue;
         }
@@ -232,9 +233,16 @@ char *check_redis(ngx_conf_t *cf, RedisTarget *target,
         return conf_fails(cf, "ratelimit_redis needs an address");
     }
 
-    if (!sentinel && target->addresses.nelts > 1) {
-        return conf_fails(cf, "ratelimit_redis takes one address, or the "
-                              "addresses of sentinels with \"sentinel=\"");
+    if (target->cluster && (sentinel || target->data.db != NGX_CONF_UNSET)) {
+        return conf_fails(cf, "\"cluster\" cannot be combined with "
+                              "\"sentinel=\" or \"db=\": a cluster has one "
+                              "database and no sentinels");
+    }
+
+    if (!sentinel && !target->cluster && target->addresses.nelts > 1) {
+        return conf_fails(cf, "ratelimit_redis takes one address, the "
+                              "addresses of sentinels with \"sentinel=\", "
+                              "or seed nodes after \"cluster\"");
     }
 
     if (!sentinel && (target->sentinel.user.data != nullptr
@@ -300,6 +308,13 @@ char *set_redis(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
 
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         char *rc;
+
+        if (i == 1 && args[i].len == 7
+            && ngx_strncmp(args[i].data, "cluster", 7) == 0)
+        {
+            target->cluster = true;
+            continue;
+        }
 
         if (ngx_strlchr(args[i].data, args[i].data + args[i].len, '=')
             == nullptr)
@@ -540,6 +555,21 @@ char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
 
     if (mcf->redis == nullptr) {
         return NGX_CONF_OK;
+    }
+
+    if (mcf->redis->cluster
+        && (ngx_strlchr(mcf->prefix.data, mcf->prefix.data + mcf->prefix.len,
+                        '{') != nullptr
+            || ngx_strlchr(mcf->prefix.data,
+                           mcf->prefix.data + mcf->prefix.len, '}')
+               != nullptr))
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "ratelimit_prefix \"%V\" cannot hold \"{\" or \"}\" "
+                      "with a cluster: keys put the subject in a hash tag, "
+                      "in %V:%ui", &mcf->prefix, &mcf->redis->file,
+                      mcf->redis->line);
+        return conf_error();
     }
 
     find_resolver(cf, mcf);

@@ -1,5 +1,7 @@
 #include "redis_link.hpp"
 
+#include <new>
+
 #include "metrics.hpp"
 
 namespace ratelimit {
@@ -77,6 +79,16 @@ bool RedisLink::on_up(UpHandler handler, void *data) noexcept
 
 void RedisLink::start() noexcept
 {
+    if (target_.cluster) {
+        cluster_.reset(new (std::nothrow) RedisCluster(target_, tls_,
+                                                       &throttle_, log_));
+
+        if (cluster_ != nullptr) {
+            cluster_->start();
+        }
+        return;
+    }
+
     connect();
 }
 
@@ -104,12 +116,25 @@ void RedisLink::shutdown() noexcept
 
     sentinels_.cancel();
     conn_.close();
+
+    if (cluster_ != nullptr) {
+        cluster_->shutdown();
+    }
 }
 
 // Only where connecting again can find another server: a fixed address
 // would give the same replica back.
 void RedisLink::on_error_reply(std::string_view error) noexcept
 {
+    // The cluster has no quorum, or a slot no master: the map may have
+    // changed under us.
+    if (cluster_ != nullptr) {
+        if (error.substr(0, 11) == "CLUSTERDOWN") {
+            cluster_->refresh();
+        }
+        return;
+    }
+
     bool movable = target_.sentinel_master.len > 0
                    || (target_.first().named && resolver_ != nullptr);
 

@@ -3,6 +3,10 @@
 // name), keeps one RedisConnection to it, and reconnects with backoff.
 #pragma once
 
+#include <memory>
+
+#include "cluster_slot.hpp"
+#include "redis_cluster.hpp"
 #include "redis_connection.hpp"
 #include "sentinel_query.hpp"
 
@@ -30,13 +34,35 @@ public:
     void shutdown() noexcept;
 
     // Connected to the server (to the master, checked by ROLE, with
-    // sentinels): commands may be sent.
-    bool up() const noexcept { return up_; }
+    // sentinels), or a cluster's slot map known: commands may be sent.
+    bool up() const noexcept { return cluster_ ? cluster_->up() : up_; }
 
+    // Redis is a cluster: keys are routed by slot.
+    bool clustered() const noexcept { return cluster_ != nullptr; }
+
+    // A command not about keys, to the one server (not to a cluster).
     bool send(std::string_view command, RedisConnection::ReplyHandler handler,
               void *data) noexcept
     {
         return up_ && conn_.send(command, handler, data);
+    }
+
+    // A command whose keys are all in `slot` (ignored but in a cluster).
+    bool send_to_slot(std::uint16_t slot, std::string_view command,
+                      RedisConnection::ReplyHandler handler,
+                      void *data) noexcept
+    {
+        return cluster_ ? cluster_->send(slot, command, handler, data)
+                        : send(command, handler, data);
+    }
+
+    // A call answered MOVED or ASK (in a cluster): sent where it says.
+    bool redirect(const Redirect &to, std::uint16_t slot,
+                  std::string_view command,
+                  RedisConnection::ReplyHandler handler, void *data) noexcept
+    {
+        return cluster_ && cluster_->redirect(to, slot, command, handler,
+                                              data);
     }
 
     // A command whose keys all share `key`'s hash slot: where Redis is a
@@ -44,8 +70,8 @@ public:
     bool send_keyed(std::string_view key, std::string_view command,
                     RedisConnection::ReplyHandler handler, void *data) noexcept
     {
-        (void) key;
-        return send(command, handler, data);
+        return send_to_slot(cluster_ ? key_slot(key) : 0, command, handler,
+                            data);
     }
 
     // The server the link is connected to, while up(): for a connection of
@@ -67,7 +93,14 @@ public:
 
     // A request gave up waiting: a connection that has answered nothing for
     // kStallMs while calls wait is replaced.
-    void on_request_timeout() noexcept { conn_.check_stall(kStallMs); }
+    void on_request_timeout() noexcept
+    {
+        if (cluster_) {
+            cluster_->check_stall(kStallMs);
+        } else {
+            conn_.check_stall(kStallMs);
+        }
+    }
 
     // An error Redis answered.  -READONLY says the server cannot take
     // writes, a replica now after a failover: with sentinels, or a host
@@ -112,6 +145,7 @@ private:
     LogThrottle throttle_;
     RedisConnection conn_;
     SentinelQuery sentinels_;         // asked only with `sentinel=`
+    std::unique_ptr<RedisCluster> cluster_;  // only with `cluster`
     ngx_resolver_ctx_t *resolving_ = nullptr;
 
     bool up_ = false;

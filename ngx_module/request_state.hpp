@@ -33,8 +33,22 @@ struct RequestState {
     const LocConf *lcf;      // of the location that decided the request
     Stage stage;
     Result result;
-    Batch *batch;            // holding the call, while waiting
-    ngx_uint_t slot;         // the request's place in it
+    // The request's call, in one part per cluster slot its keys are in
+    // (one part elsewhere), each decided atomically on its own.
+    struct Part {
+        Batch *batch;        // holding the part's call, while waiting
+        ngx_uint_t entry;    // its place in the batch
+        std::uint16_t slot;
+        std::uint8_t zones;  // how many of the request's zones it decides
+        std::uint8_t zone[kMaxZonesPerRequest];  // their indexes
+        std::uint64_t now_ms;                    // Redis time of its reply
+        bool rejected;
+    };
+
+    ngx_uint_t parts;
+    ngx_uint_t parts_waiting;
+    Part part[kMaxZonesPerRequest];
+    bool part_failed;        // a part got no verdict: the request's is ERROR
     ngx_event_t wake;        // the wait's timeout, or posted on the reply
     bool peek;               // report the zones, count nothing
     // The status API's ?interval=, in ms, 1 to the shortest window of its

@@ -113,6 +113,10 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
     }
 }
 
+void ignore_reply(void *, const redisReply *) noexcept
+{
+}
+
 void on_wake(ngx_event_t *ev) noexcept
 {
     auto *state = static_cast<RequestState *>(ev->data);
@@ -154,24 +158,86 @@ void wake_up(RequestState *state)
     ngx_post_event(&state->wake, &ngx_posted_events);
 }
 
+// A request rejected by a zone in one part was counted by the parts that
+// admitted it: each takes it back, in one call of its own slot, sent once.
+void undo_admitted_parts(RequestState *state)
+{
+    RedisLink *link = main_conf(state->r)->link;
+    std::string command;
+
+    for (ngx_uint_t p = 0; p < state->parts; p++) {
+        const RequestState::Part &part = state->part[p];
+        std::string_view keys[kMaxZonesPerRequest];
+        std::uint64_t numbers[kMaxZonesPerRequest];
+        bool fixed[kMaxZonesPerRequest];
+        std::size_t n = 0;
+
+        for (ngx_uint_t j = 0; !part.rejected && j < part.zones; j++) {
+            ngx_uint_t i = part.zone[j];
+
+            // A zone the request did not fit (dry run) did not count it.
+            if (!state->counts[i].over) {
+                const Zone &zone = *state->refs[i]->zone;
+                keys[n] = view(state->keys[i]);
+                numbers[n] = part.now_ms / zone.policy.bucket_ms;
+                fixed[n] = zone.fixed;
+                n++;
+            }
+        }
+
+        if (n > 0 && write_undo_command(n, keys, numbers, fixed, &command)) {
+            link->send_to_slot(part.slot, command, ignore_reply, nullptr);
+        }
+    }
+}
+
+// Every part of the call is answered, or failed: the request's verdict.
+void part_done(RequestState *state)
+{
+    if (--state->parts_waiting > 0) {
+        return;
+    }
+
+    if (!state->part_failed) {
+        ScriptReply merged{ScriptReply::Kind::kVerdict, false, {}};
+        std::uint64_t now_ms = 0;
+
+        for (ngx_uint_t p = 0; p < state->parts; p++) {
+            merged.rejected |= state->part[p].rejected;
+            now_ms = ngx_max(now_ms, state->part[p].now_ms);
+        }
+
+        take_counts(state, now_ms, merged);
+
+        if (merged.rejected && state->parts > 1 && !state->peek) {
+            undo_admitted_parts(state);
+        }
+    }
+
+    wake_up(state);
+}
+
 }  // namespace
 
 bool build_keys(RequestState *state) noexcept
 {
-    std::string_view prefix = view(main_conf(state->r)->prefix);
+    MainConf *mcf = main_conf(state->r);
+    std::string_view prefix = view(mcf->prefix);
+    bool tagged = mcf->redis->cluster;
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::string_view name = view(state->refs[i]->zone->name);
         std::string_view subject = view(state->subjects[i]);
         auto *key = static_cast<char *>(ngx_pnalloc(
-            state->r->pool, subject_key_size(prefix, name, subject)));
+            state->r->pool, subject_key_size(prefix, name, subject, tagged)));
 
         if (key == nullptr) {
             return false;
         }
 
         state->keys[i].data = reinterpret_cast<u_char *>(key);
-        state->keys[i].len = write_subject_key(prefix, name, subject, key);
+        state->keys[i].len = write_subject_key(prefix, name, subject, key,
+                                               tagged);
     }
 
     return true;
@@ -220,36 +286,44 @@ bool send_call(RequestState *state) noexcept
     return true;
 }
 
-void take_reply(RequestState *state, std::uint64_t now_ms,
+void take_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
                 const redisReply *const *reply) noexcept
 {
-    ScriptReply decoded = decode_script_reply(reply, state->zones,
-                                              state->counts,
+    RequestState::Part &part = state->part[p];
+    ZoneCount counts[kMaxZonesPerRequest];
+    ScriptReply decoded = decode_script_reply(reply, part.zones, counts,
                                               state->interval_buckets
                                               != nullptr);
 
     switch (decoded.kind) {
     case ScriptReply::Kind::kVerdict:
-        take_counts(state, now_ms, decoded);
+        for (ngx_uint_t j = 0; j < part.zones; j++) {
+            state->counts[part.zone[j]] = counts[j];
+        }
+        part.now_ms = now_ms;
+        part.rejected = decoded.rejected;
         break;
     case ScriptReply::Kind::kError:
         metrics::record_link_error(LinkError::kErrorReply);
         fail(state, "redis answered an error: ", decoded.error);
+        state->part_failed = true;
         main_conf(state->r)->link->on_error_reply(decoded.error);
         break;
     case ScriptReply::Kind::kMalformed:
         fail(state, "unexpected reply from redis");
+        state->part_failed = true;
         break;
     }
 
-    wake_up(state);
+    part_done(state);
 }
 
 void fail_call(RequestState *state, const char *why,
                std::string_view detail) noexcept
 {
     fail(state, why, detail);
-    wake_up(state);
+    state->part_failed = true;
+    part_done(state);
 }
 
 }  // namespace ratelimit

@@ -19,14 +19,14 @@ bool build_keys(RequestState *state) noexcept;
 // and whose reset has not passed, kError if nothing could be sent.
 bool send_call(RequestState *state) noexcept;
 
-// The request's own reply in its batch's, from `reply` on, and the batch's
-// Redis time.  Called from inside hiredis, only while the request waits for
-// it.
-void take_reply(RequestState *state, std::uint64_t now_ms,
+// The reply of part p of the request's call, in its batch's from `reply`
+// on, and the batch's Redis time.  Called only while the part waits for
+// it; the request is decided once every part is answered.
+void take_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
                 const redisReply *const *reply) noexcept;
 
-// The request's batch got no replies: `why` and `detail` say why, for the
-// log.  Called only while the request waits.
+// A part's batch got no replies: `why` and `detail` say why, for the log.
+// Called only while the part waits.
 void fail_call(RequestState *state, const char *why,
                std::string_view detail) noexcept;
 

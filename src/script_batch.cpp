@@ -182,6 +182,34 @@ bool ScriptBatch::write_command(bool eval, std::string *out) const noexcept
     return true;
 }
 
+bool write_undo_command(std::size_t n, const std::string_view *keys,
+                        const std::uint64_t *numbers, const bool *fixed,
+                        std::string *out) noexcept
+{
+    char head[kMaxDigits + 3];
+
+    try {
+        out->assign(head, put_head(head, '*', 3 + 3 * n));
+        append_bulk(*out, "EVAL");
+        append_bulk(*out, undo_script());
+        append_decimal_bulk(*out, n);
+
+        for (std::size_t i = 0; i < n; i++) {
+            append_bulk(*out, keys[i]);
+        }
+
+        for (std::size_t i = 0; i < n; i++) {
+            append_decimal_bulk(*out, numbers[i]);
+            append_bulk(*out, fixed[i] ? "f" : "s");
+        }
+    } catch (const std::bad_alloc &) {
+        out->clear();
+        return false;
+    }
+
+    return true;
+}
+
 void ScriptBatch::clear() noexcept
 {
     keys_.clear();

@@ -21,6 +21,13 @@ namespace ratelimit {
 constexpr std::size_t kZoneArgsMaxSize = 4 * (1 + 20 + 2 + 20 + 2);
 std::size_t write_zone_args(const Policy &policy, bool fixed, char *out);
 
+// EVAL of undo_script() (window_script.hpp) for `n` keys of one slot, key i
+// counted in bucket numbers[i] of a sliding window, or in window numbers[i]
+// if fixed[i].  False on no memory.
+bool write_undo_command(std::size_t n, const std::string_view *keys,
+                        const std::uint64_t *numbers, const bool *fixed,
+                        std::string *out) noexcept;
+
 class ScriptBatch {
 public:
     // Adds a request deciding `zones` zones (1 to kMaxZonesPerRequest):

@@ -468,6 +468,29 @@ std::string_view window_script()
     return {kScript, sizeof(kScript) - 1};
 }
 
+std::string_view undo_script()
+{
+    static constexpr char kUndo[] = R"lua(
+for i, key in ipairs(KEYS) do
+    local n, kind = ARGV[2 * i - 1], ARGV[2 * i]
+    if kind == 's' then
+        local c = tonumber(redis.call('HGET', key, n))
+        if c and c > 0 then
+            redis.call('HINCRBY', key, n, -1)
+            redis.call('HINCRBY', key, 't', -1)
+        end
+    elseif redis.call('HGET', key, 'n') == n then
+        local t = tonumber(redis.call('HGET', key, 't'))
+        if t and t > 0 then
+            redis.call('HINCRBY', key, 't', -1)
+        end
+    end
+end
+return 0
+)lua";
+    return {kUndo, sizeof(kUndo) - 1};
+}
+
 std::string_view window_script_sha1()
 {
     static const ScriptDigest digest;

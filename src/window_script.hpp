@@ -52,6 +52,16 @@ constexpr std::size_t kMaxScriptSize = 16384;
 
 std::string_view window_script();
 
+// Takes one request back out of the zones it was counted in, when another
+// part of it (its keys in another Redis Cluster slot) rejected it.  KEYS:
+// the zones' keys; ARGV: per key, the bucket number it was counted in and
+// "s" (sliding: that bucket and "t" lose one, if the bucket is still
+// there), or the window number and "f" (fixed: "t" loses one, if "n" is
+// still that window).  Never below zero; a key gone or of another type is
+// left as it is.  Sent once, never again: a lost undo leaves the request
+// counted, as a request rejected elsewhere.
+std::string_view undo_script();
+
 // The script's SHA-1 in hex, as EVALSHA wants it.
 std::string_view window_script_sha1();
 
