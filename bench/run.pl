@@ -27,6 +27,7 @@ use FindBin qw($Bin);
 use lib "$Bin/../t/lib";
 use RateLimitTest;
 use TestCerts;
+use ClusterTest;
 use Digest::SHA qw(sha1_hex);
 use JSON::PP ();
 use POSIX qw(strftime floor);
@@ -137,6 +138,10 @@ my $PKI = TestCerts->new($rt->tmp . '/pki');
 my $TLS_PORT = $rt->port('TLS_PORT');
 $rt->start_redis(args => [$PKI->redis_tls_args($TLS_PORT)]);
 my $RPORT = $rt->redis_port;
+note "starting a Redis Cluster of 3 masters";
+my $CLUSTER = ClusterTest->new($rt, masters => 3, replicas => 0, node_timeout => 2000);
+$CLUSTER->start(30) or die "the bench's Redis Cluster did not come up\n";
+my @CLUSTER_MASTERS = map { $_->{port} } $CLUSTER->masters;
 my $redis_version = ($rt->redis('INFO', 'server') =~ /^redis_version:(\S+)/m)[0] // '?';
 
 sub rcmd {
@@ -154,17 +159,25 @@ my %ADMIN = map { $_ => 1 } qw(info ping memory scan hlen dbsize config flushall
 # EVALSHA's), so they are counted as calls but not as time.
 my %SCRIPT_CMD = map { $_ => 1 } qw(evalsha eval evalsha_ro eval_ro script|load script);
 
+# Command and CPU counters of the bench's Redis, or summed over the masters
+# of a cluster case ($ports: their plain ports).
 sub redis_snapshot {
-    my %s;
-    my $stats = rcmd('INFO', 'commandstats');
-    while ($stats =~ /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/mg) {
-        $s{cmd}{$1} = [$2, $3];
+    my ($ports) = @_;
+    my %s = (cpu => 0);
+    my @nodes = $ports ? map { my $p = $_; sub { RateLimitTest::redis_at({ port => $p }, @_) } } @$ports
+                       : (sub { rcmd(@_) });
+    for my $node (@nodes) {
+        my $stats = $node->('INFO', 'commandstats');
+        while ($stats =~ /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/mg) {
+            my $e = $s{cmd}{$1} //= [0, 0];
+            $e->[0] += $2;
+            $e->[1] += $3;
+        }
+        my $cpu = $node->('INFO', 'cpu');
+        my ($sys)  = $cpu =~ /^used_cpu_sys:([\d.]+)/m;
+        my ($user) = $cpu =~ /^used_cpu_user:([\d.]+)/m;
+        $s{cpu} += ($sys // 0) + ($user // 0);
     }
-    my $cpu = rcmd('INFO', 'cpu');
-    my ($sys)  = $cpu =~ /^used_cpu_sys:([\d.]+)/m;
-    my ($user) = $cpu =~ /^used_cpu_user:([\d.]+)/m;
-    $s{cpu} = ($sys // 0) + ($user // 0);
-    $s{pidcpu} = proc_cpu($rt->redis_pid);
     return \%s;
 }
 
@@ -325,6 +338,14 @@ my @CASES = (
         extra => '        location = /metrics { ratelimit_metrics; }',
     },
     {
+        # the same zone on a cluster of 3 masters, on this same machine
+        id => 'sliding_cluster', label => '3c. module sliding 60s/1s buckets, Redis Cluster of 3 masters', limiter => 1,
+        redis_nodes => \@CLUSTER_MASTERS,
+        http => "    ratelimit_redis cluster " . $CLUSTER->seeds . " timeout=1s;\n"
+            . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60;',
+    },
+    {
         id => 'sliding1h', label => '3b. module sliding 1h/1s buckets', limiter => 1,
         http => $REDIS_LINE
             . "    ratelimit_zone z1h key=\$http_x_api_key limit=$BIG_LIMIT window=1h bucket=1s;\n",
@@ -446,14 +467,14 @@ sub measure {
     my ($c, $seconds) = @_;
     my $t = $c->{t};
     $seconds = $c->{seconds} if $c->{seconds} && $c->{seconds} < $seconds;
-    my $s0 = redis_snapshot();
+    my $s0 = redis_snapshot($c->{redis_nodes});
     my $w0 = proc_cpu($c->{worker});
     my (undef, undef, $cu0, $cs0) = times;
     my $w = run_wrk(t => $t, seconds => $seconds, script => "$Bin/keys.lua",
         subjects => $c->{subjects}, key_prefix => $c->{key_prefix}, conns => $c->{conns});
     my $w1 = proc_cpu($c->{worker});
     my (undef, undef, $cu1, $cs1) = times;    # wrk, the only child reaped meanwhile
-    my $s1 = redis_snapshot();
+    my $s1 = redis_snapshot($c->{redis_nodes});
     my $d = redis_delta($s0, $s1);
     my $n = $w->{requests};
     my $admitted = $n - $w->{status};
@@ -721,6 +742,16 @@ my $r_plain = median(ratios('sliding', 'plain'));
 target('module sliding >= 0.7x plain', defined $r_plain ? $r_plain >= 0.7 : undef, f('%.2fx', $r_plain));
 my $r_tls = median(ratios('sliding_tls', 'sliding'));
 target('module sliding over TLS >= 0.9x over TCP', defined $r_tls ? $r_tls >= 0.9 : undef, f('%.2fx', $r_tls));
+my $cl_calls = median(col('sliding_cluster', 'top_calls'));
+my $sl_calls = median(col('sliding', 'top_calls'));
+my $cl_cpu = median(col('sliding_cluster', 'cpu_us'));
+my $sl_cpu = median(col('sliding', 'cpu_us'));
+my $r_calls = (defined $cl_calls && $sl_calls) ? $cl_calls / $sl_calls : undef;
+my $r_cpu = (defined $cl_cpu && $sl_cpu) ? $cl_cpu / $sl_cpu : undef;
+target('cluster: Redis calls per request within 1.5x of one Redis', defined $r_calls ? $r_calls <= 1.5 : undef,
+    sprintf('%s vs %s script calls/req (x%s)', f('%.3f', $cl_calls), f('%.3f', $sl_calls), f('%.2f', $r_calls)));
+target('cluster: Redis CPU per request (3 masters summed) within 1.5x of one Redis', defined $r_cpu ? $r_cpu <= 1.5 : undef,
+    sprintf('%s vs %s us/req (x%s)', f('%.2f', $cl_cpu), f('%.2f', $sl_cpu), f('%.2f', $r_cpu)));
 my $r_lua = median(ratios('sliding', 'lua_sliding'));
 target('module sliding >= 3x Lua sliding peer', defined $r_lua ? $r_lua >= 3 : undef, f('%.2fx', $r_lua));
 my $r_luaf = median(ratios('sliding', 'lua_fixed'));

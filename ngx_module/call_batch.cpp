@@ -97,21 +97,24 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
         return QueueResult::kSaturated;
     }
 
-    // One part per slot of its keys; every key in slot 0 but in a cluster.
+    // One part per slot of its keys (per master with cross_slot); every
+    // key in slot 0 but in a cluster.
     bool clustered = link_->clustered();
     state->parts = 0;
     state->part_failed = false;
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::uint16_t slot = clustered ? key_slot(view(state->keys[i])) : 0;
+        std::uint32_t group = link_->batch_group(slot);
         ngx_uint_t p = 0;
 
-        while (p < state->parts && state->part[p].slot != slot) {
+        while (p < state->parts && state->part[p].group != group) {
             p++;
         }
 
         if (p == state->parts) {
             state->part[p] = {};
+            state->part[p].group = group;
             state->part[p].slot = slot;
             state->parts++;
         }
@@ -137,7 +140,7 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
 bool CallBatcher::add_part(RequestState *state, ngx_uint_t p) noexcept
 {
     RequestState::Part &part = state->part[p];
-    Batch *batch = open_for(part.slot);
+    Batch *batch = open_for(part.group, part.slot);
 
     if (batch == nullptr) {
         return false;
@@ -185,11 +188,11 @@ bool CallBatcher::add_part(RequestState *state, ngx_uint_t p) noexcept
     return true;
 }
 
-// The batch being filled for `slot`, or a new one.
-Batch *CallBatcher::open_for(std::uint16_t slot) noexcept
+// The batch being filled for `group`, or a new one, sent to `slot`.
+Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
 {
     for (ngx_uint_t b = 0; b < open_count_; b++) {
-        if (open_[b]->slot == slot) {
+        if (open_[b]->group == group) {
             return open_[b];
         }
     }
@@ -213,6 +216,7 @@ Batch *CallBatcher::open_for(std::uint16_t slot) noexcept
         batch->owner = this;
     }
 
+    batch->group = group;
     batch->slot = slot;
     batch->retried = false;
     batch->redirects = 0;
@@ -259,7 +263,7 @@ void CallBatcher::send_all() noexcept
 // went wrong, or nullptr once the batch is sent.
 const char *CallBatcher::send(Batch *batch, bool eval) noexcept
 {
-    if (!batch->call.write_command(eval, &command_)) {
+    if (!batch->call.write_command(eval, &command_, link_->cross_slot())) {
         return "no memory for the call to redis";
     }
 
@@ -337,7 +341,8 @@ bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
 
     if (to.kind == Redirect::Kind::kNone
         || batch->redirects == Batch::kMaxRedirects
-        || !batch->call.write_command(batch->retried, &command_)
+        || !batch->call.write_command(batch->retried, &command_,
+                                      link_->cross_slot())
         || !link_->redirect(to, batch->slot, command_, on_batch_reply, batch))
     {
         return false;

@@ -38,7 +38,8 @@ struct Batch {
     ScriptBatch call;
     RequestState *states[kMaxRequests];  // nullptr: stopped waiting
     std::uint8_t parts[kMaxRequests];    // which part of its request each is
-    std::uint16_t slot;                  // in a cluster: of every key
+    std::uint32_t group;                 // see RedisLink::batch_group()
+    std::uint16_t slot;                  // in a cluster: where it is sent
     bool retried;                        // sent again after NOSCRIPT
     ngx_uint_t redirects;
     std::uint64_t sent_us;               // for the round-trip metric
@@ -85,7 +86,7 @@ private:
     // in flight.
     void on_reply(Batch *batch, const redisReply *reply) noexcept;
     bool follow(Batch *batch, std::string_view error) noexcept;
-    Batch *open_for(std::uint16_t slot) noexcept;
+    Batch *open_for(std::uint32_t group, std::uint16_t slot) noexcept;
     bool add_part(RequestState *state, ngx_uint_t part) noexcept;
     static void on_batch_reply(void *data, const redisReply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it

@@ -42,6 +42,13 @@ public:
                   std::string_view command,
                   RedisConnection::ReplyHandler handler, void *data) noexcept;
 
+    // The master of `slot`, as an index that stays the same until the map
+    // is asked for again; SlotMap::kNoNode if none.
+    std::uint16_t node_of(std::uint16_t slot) const noexcept
+    {
+        return map_.node_of(slot);
+    }
+
     // Asks for the map again soon: after CLUSTERDOWN, a node lost.
     void refresh() noexcept;
 

@@ -316,6 +316,19 @@ char *set_redis(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
             continue;
         }
 
+        if (args[i].len == 10
+            && ngx_strncmp(args[i].data, "cross_slot", 10) == 0)
+        {
+            if (!target->cluster) {
+                return conf_fails(cf, "\"cross_slot\" requires \"cluster\"");
+            }
+            if (target->cross_slot) {
+                return duplicate_param(cf, args[i]);
+            }
+            target->cross_slot = true;
+            continue;
+        }
+
         if (ngx_strlchr(args[i].data, args[i].data + args[i].len, '=')
             == nullptr)
         {

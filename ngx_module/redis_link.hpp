@@ -40,6 +40,20 @@ public:
     // Redis is a cluster: keys are routed by slot.
     bool clustered() const noexcept { return cluster_ != nullptr; }
 
+    // The calls to a cluster go to each master as one call per slot, or,
+    // with `cross_slot`, one call for all the slots it serves.
+    bool cross_slot() const noexcept
+    {
+        return cluster_ != nullptr && target_.cross_slot;
+    }
+
+    // What a batch is for: the keys of one slot, or with `cross_slot` of
+    // one master.
+    std::uint32_t batch_group(std::uint16_t slot) const noexcept
+    {
+        return cross_slot() ? kClusterSlots + cluster_->node_of(slot) : slot;
+    }
+
     // A command not about keys, to the one server (not to a cluster).
     bool send(std::string_view command, RedisConnection::ReplyHandler handler,
               void *data) noexcept

@@ -34,11 +34,13 @@ struct RequestState {
     Stage stage;
     Result result;
     // The request's call, in one part per cluster slot its keys are in
-    // (one part elsewhere), each decided atomically on its own.
+    // (per master with `cross_slot`; one part elsewhere), each decided
+    // atomically on its own.
     struct Part {
         Batch *batch;        // holding the part's call, while waiting
         ngx_uint_t entry;    // its place in the batch
-        std::uint16_t slot;
+        std::uint32_t group;  // its slot, or master: RedisLink::batch_group()
+        std::uint16_t slot;   // of its first key: where it is sent
         std::uint8_t zones;  // how many of the request's zones it decides
         std::uint8_t zone[kMaxZonesPerRequest];  // their indexes
         std::uint64_t now_ms;                    // Redis time of its reply

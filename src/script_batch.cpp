@@ -159,17 +159,28 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
     return true;
 }
 
-bool ScriptBatch::write_command(bool eval, std::string *out) const noexcept
+bool ScriptBatch::write_command(bool eval, std::string *out,
+                                bool cross_slot) const noexcept
 {
     char head[kMaxDigits + 3];
     std::size_t argc = 4 + key_count_ + described_.size() * kArgsPerZone
-                       + requests_;
+                       + requests_ + (cross_slot ? 1 : 0);
     std::size_t n = put_head(head, '*', argc);
+    std::string_view script = cross_slot ? cross_slot_script()
+                                         : window_script();
+    std::string_view sha = cross_slot ? cross_slot_script_sha1()
+                                      : window_script_sha1();
 
     try {
         out->assign(head, n);
         append_bulk(*out, eval ? "EVAL" : "EVALSHA");
-        append_bulk(*out, eval ? window_script() : window_script_sha1());
+        append_bulk(*out, eval ? script : sha);
+
+        // No declared key: the key count leads ARGV instead.
+        if (cross_slot) {
+            append_decimal_bulk(*out, 0);
+        }
+
         append_decimal_bulk(*out, key_count_);
         out->append(keys_);
         append_decimal_bulk(*out, described_.size());

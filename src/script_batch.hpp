@@ -61,8 +61,10 @@ public:
     }
 
     // Writes the whole command into `out`: EVALSHA with the script's
-    // digest or, with `eval`, EVAL with its text.  False on no memory.
-    bool write_command(bool eval, std::string *out) const noexcept;
+    // digest or, with `eval`, EVAL with its text; with `cross_slot`, of
+    // cross_slot_script(), its keys in ARGV.  False on no memory.
+    bool write_command(bool eval, std::string *out,
+                       bool cross_slot = false) const noexcept;
 
     void clear() noexcept;
 

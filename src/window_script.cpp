@@ -1,5 +1,7 @@
 #include "window_script.hpp"
 
+#include <string>
+
 namespace ratelimit {
 
 namespace {
@@ -443,10 +445,28 @@ end
 return replies
 )lua";
 
+// The window script for a Redis Cluster node that takes the keys of
+// several slots in one call: declared as touching undeclared keys of
+// several slots, and taking the keys from the front of ARGV (the count,
+// then the keys) so that it declares none.
+constexpr char kCrossSlotHead[] = R"lua(#!lua flags=allow-cross-slot-keys
+local n = tonumber(ARGV[1])
+local KEYS, ARGV = {unpack(ARGV, 2, n + 1)}, {unpack(ARGV, n + 2)}
+)lua";
+
 struct ScriptDigest {
     char hex[kSha1HexLength];
 
-    ScriptDigest() { sha1_hex(window_script(), hex); }
+    explicit ScriptDigest(std::string_view script) { sha1_hex(script, hex); }
+};
+
+struct CrossSlotScript {
+    std::string text;
+
+    CrossSlotScript()
+        : text(std::string(kCrossSlotHead) + std::string(window_script()))
+    {
+    }
 };
 
 bool read_count(const redisReply *element, std::uint64_t *out)
@@ -493,7 +513,19 @@ return 0
 
 std::string_view window_script_sha1()
 {
-    static const ScriptDigest digest;
+    static const ScriptDigest digest(window_script());
+    return {digest.hex, kSha1HexLength};
+}
+
+std::string_view cross_slot_script()
+{
+    static const CrossSlotScript script;
+    return script.text;
+}
+
+std::string_view cross_slot_script_sha1()
+{
+    static const ScriptDigest digest(cross_slot_script());
     return {digest.hex, kSha1HexLength};
 }
 

@@ -65,6 +65,15 @@ std::string_view undo_script();
 // The script's SHA-1 in hex, as EVALSHA wants it.
 std::string_view window_script_sha1();
 
+// The same script for `ratelimit_redis cluster ... cross_slot`: flagged
+// allow-cross-slot-keys (Redis 7), called with no declared keys and ARGV
+// starting with the number of keys, then the keys, then the usual ARGV.
+// A node runs it for the keys of every slot it serves, so that a batch is
+// a master's requests, not a slot's.  Redis refuses it on an out-of-memory
+// server as a whole, and a key not on the node fails its request.
+std::string_view cross_slot_script();
+std::string_view cross_slot_script_sha1();
+
 struct ZoneCount {
     std::uint64_t total;   // counted in the window after this request
     std::uint64_t oldest;  // oldest non-empty bucket number, 0 if none

@@ -14,11 +14,8 @@ namespace {
 
 // A command is a RESP array of bulk strings, which hiredis's reply reader
 // reads like any reply: the arguments as Redis will see them.
-std::vector<std::string> arguments(const ScriptBatch &batch, bool eval)
+std::vector<std::string> parse_command(const std::string &command)
 {
-    std::string command;
-    EXPECT_TRUE(batch.write_command(eval, &command));
-
     redisReader *rd = redisReaderCreate();
     void *reply = nullptr;
     std::vector<std::string> out;
@@ -42,6 +39,14 @@ std::vector<std::string> arguments(const ScriptBatch &batch, bool eval)
     EXPECT_EQ(rest, nullptr) << "bytes after the command";
     redisReaderFree(rd);
     return out;
+}
+
+std::vector<std::string> arguments(const ScriptBatch &batch, bool eval,
+                                   bool cross_slot = false)
+{
+    std::string command;
+    EXPECT_TRUE(batch.write_command(eval, &command, cross_slot));
+    return parse_command(command);
 }
 
 std::string zone_args(const Policy &p, bool fixed)
@@ -111,6 +116,29 @@ TEST(ScriptBatch, KeysThenZonesOnceThenEntries)
     want[0] = "EVAL";
     want[1] = std::string(window_script());
     EXPECT_EQ(arguments(batch, true), want);
+
+    // Cross-slot: no declared key, the key count first in ARGV.
+    want[1] = std::string(cross_slot_script());
+    want.insert(want.begin() + 2, "0");
+    EXPECT_EQ(arguments(batch, true, true), want);
+    want[0] = "EVALSHA";
+    want[1] = std::string(cross_slot_script_sha1());
+    EXPECT_EQ(arguments(batch, false, true), want);
+}
+
+TEST(ScriptBatch, UndoCommand)
+{
+    std::string_view keys[] = {"rl:a:{k}", "rl:b:{k}"};
+    std::uint64_t numbers[] = {28333, 17};
+    bool fixed[] = {false, true};
+    std::string command;
+
+    ASSERT_TRUE(write_undo_command(2, keys, numbers, fixed, &command));
+    std::vector<std::string> want = {
+        "EVAL", std::string(undo_script()), "2", "rl:a:{k}", "rl:b:{k}",
+        "28333", "s", "17", "f",
+    };
+    EXPECT_EQ(parse_command(command), want);
 }
 
 TEST(ScriptBatch, ClearStartsAfresh)
