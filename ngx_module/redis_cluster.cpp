@@ -15,36 +15,6 @@ ngx_msec_t backoff(ngx_uint_t failures)
     return failures < 4 ? kFirstBackoff << failures : kMaxBackoff;
 }
 
-// host:port, as a cluster announces nodes (IP addresses), into `sa`.
-bool to_sockaddr(std::string_view host, int port, ngx_sockaddr_t *sa,
-                 socklen_t *len)
-{
-    char text[NGX_SOCKADDR_STRLEN];
-
-    if (host.size() >= sizeof(text)) {
-        return false;
-    }
-
-    ngx_memcpy(text, host.data(), host.size());
-    text[host.size()] = '\0';
-    ngx_memzero(sa, sizeof(ngx_sockaddr_t));
-
-    if (inet_pton(AF_INET, text, &sa->sockaddr_in.sin_addr) == 1) {
-        sa->sockaddr_in.sin_family = AF_INET;
-        *len = sizeof(sockaddr_in);
-#if (NGX_HAVE_INET6)
-    } else if (inet_pton(AF_INET6, text, &sa->sockaddr_in6.sin6_addr) == 1) {
-        sa->sockaddr_in6.sin6_family = AF_INET6;
-        *len = sizeof(sockaddr_in6);
-#endif
-    } else {
-        return false;
-    }
-
-    ngx_inet_set_port(&sa->sockaddr, static_cast<in_port_t>(port));
-    return true;
-}
-
 }  // namespace
 
 RedisCluster::Node::Node(RedisCluster *owner, std::string_view host,
@@ -54,7 +24,7 @@ RedisCluster::Node::Node(RedisCluster *owner, std::string_view host,
     display.data = text;
     display.len = 0;
 
-    if (to_sockaddr(host, port, &addr, &addr_len)) {
+    if (make_sockaddr(host, port, &addr, &addr_len)) {
         display.len = ngx_sock_ntop(&addr.sockaddr, addr_len, text,
                                     NGX_SOCKADDR_STRLEN, 1);
     }
@@ -94,11 +64,7 @@ RedisCluster::RedisCluster(const RedisTarget &target, const RedisTls *tls,
     : target_(target), tls_(tls), throttle_(throttle), log_(log),
       asking_(this, throttle, log)
 {
-    ngx_memzero(&refresh_timer_, sizeof(ngx_event_t));
-    refresh_timer_.handler = on_refresh;
-    refresh_timer_.data = this;
-    refresh_timer_.log = log;
-    refresh_timer_.cancelable = 1;
+    init_event(&refresh_timer_, on_refresh, this, log);
 }
 
 RedisCluster::~RedisCluster()
@@ -130,16 +96,10 @@ void RedisCluster::shutdown() noexcept
 RedisCluster::Node *RedisCluster::node(std::string_view host, int port) noexcept
 {
     for (auto &n : nodes_) {
-        if (view(n->display) == std::string_view{}
-            && n->addr_len == 0)
-        {
-            continue;
-        }
-
         ngx_sockaddr_t sa;
         socklen_t len;
 
-        if (to_sockaddr(host, port, &sa, &len)
+        if (make_sockaddr(host, port, &sa, &len)
             && ngx_cmp_sockaddr(&sa.sockaddr, len, &n->addr.sockaddr,
                                 n->addr_len, 1) == NGX_OK)
         {

@@ -43,6 +43,45 @@ bool name_matches(ngx_connection_t *c, const ngx_str_t &name)
 
 }  // namespace
 
+void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
+                ngx_log_t *log) noexcept
+{
+    ngx_memzero(ev, sizeof(ngx_event_t));
+    ev->handler = handler;
+    ev->data = data;
+    ev->log = log;
+    ev->cancelable = 1;
+}
+
+bool make_sockaddr(std::string_view host, int port, ngx_sockaddr_t *sa,
+                   socklen_t *len) noexcept
+{
+    char text[NGX_SOCKADDR_STRLEN];
+
+    if (host.size() >= sizeof(text) || port < 1 || port > 65535) {
+        return false;
+    }
+
+    ngx_memcpy(text, host.data(), host.size());
+    text[host.size()] = '\0';
+    ngx_memzero(sa, sizeof(ngx_sockaddr_t));
+
+    if (inet_pton(AF_INET, text, &sa->sockaddr_in.sin_addr) == 1) {
+        sa->sockaddr_in.sin_family = AF_INET;
+        *len = sizeof(sockaddr_in);
+#if (NGX_HAVE_INET6)
+    } else if (inet_pton(AF_INET6, text, &sa->sockaddr_in6.sin6_addr) == 1) {
+        sa->sockaddr_in6.sin6_family = AF_INET6;
+        *len = sizeof(sockaddr_in6);
+#endif
+    } else {
+        return false;
+    }
+
+    ngx_inet_set_port(&sa->sockaddr, static_cast<in_port_t>(port));
+    return true;
+}
+
 RedisConnection::RedisConnection(Owner *owner, LogThrottle *throttle,
                                  ngx_log_t *log) noexcept
     : owner_(owner), throttle_(throttle), log_(log)
@@ -57,12 +96,7 @@ RedisConnection::RedisConnection(Owner *owner, LogThrottle *throttle,
     quiet_log_.connection = 0;
     quiet_log_.next = nullptr;
 
-    ngx_memzero(&timer_, sizeof(ngx_event_t));
-    timer_.handler = on_timer;
-    timer_.data = this;
-    timer_.log = log;
-    // Its own timers must not hold a gracefully exiting worker.
-    timer_.cancelable = 1;
+    init_event(&timer_, on_timer, this, log);
 }
 
 RedisConnection::~RedisConnection()

@@ -14,6 +14,16 @@
 
 namespace ratelimit {
 
+// An event of the connection code's own (a timer, or posted): `cancelable`,
+// so that it never holds a gracefully exiting worker.
+void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
+                ngx_log_t *log) noexcept;
+
+// An IP address as Redis announces one (a sentinel's master, a cluster
+// node) and a port, into `sa`; false if `host` is not an IP address.
+bool make_sockaddr(std::string_view host, int port, ngx_sockaddr_t *sa,
+                   socklen_t *len) noexcept;
+
 // At most one line a second for a worker's Redis troubles, however many
 // connections and requests share them.
 class LogThrottle {

@@ -27,17 +27,6 @@ constexpr ngx_msec_t kSettledMs = 1000;
 // bounds that.
 constexpr ngx_msec_t kSentinelCheckMs = 1000;
 
-void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
-                ngx_log_t *log)
-{
-    ngx_memzero(ev, sizeof(ngx_event_t));
-    ev->handler = handler;
-    ev->data = data;
-    ev->log = log;
-    // The link's own timers must not hold a gracefully exiting worker.
-    ev->cancelable = 1;
-}
-
 bool is_master(const redisReply *reply)
 {
     static const char kMaster[] = "master";

@@ -25,29 +25,9 @@ bool parse_master(const redisReply *reply, ngx_sockaddr_t *sa,
                                   reply->element[1]->str),
                               reply->element[1]->len);
 
-    if (port < 1 || port > 65535 || ip->len >= NGX_SOCKADDR_STRLEN) {
-        return false;
-    }
-
-    char text[NGX_SOCKADDR_STRLEN];
-    ngx_memcpy(text, ip->str, ip->len);
-    text[ip->len] = '\0';
-    ngx_memzero(sa, sizeof(ngx_sockaddr_t));
-
-    if (inet_pton(AF_INET, text, &sa->sockaddr_in.sin_addr) == 1) {
-        sa->sockaddr_in.sin_family = AF_INET;
-        *len = sizeof(sockaddr_in);
-#if (NGX_HAVE_INET6)
-    } else if (inet_pton(AF_INET6, text, &sa->sockaddr_in6.sin6_addr) == 1) {
-        sa->sockaddr_in6.sin6_family = AF_INET6;
-        *len = sizeof(sockaddr_in6);
-#endif
-    } else {
-        return false;
-    }
-
-    ngx_inet_set_port(&sa->sockaddr, static_cast<in_port_t>(port));
-    return true;
+    return port != NGX_ERROR
+           && make_sockaddr({ip->str, ip->len}, static_cast<int>(port), sa,
+                            len);
 }
 
 }  // namespace
@@ -58,16 +38,8 @@ SentinelQuery::SentinelQuery(const RedisTarget &target, const RedisTls *tls,
     : target_(target), tls_(tls), throttle_(throttle), log_(log),
       found_(found), data_(data), conn_(this, throttle, log)
 {
-    ngx_memzero(&next_, sizeof(ngx_event_t));
-    next_.handler = on_next;
-    next_.data = this;
-    next_.log = log;
-
-    ngx_memzero(&timer_, sizeof(ngx_event_t));
-    timer_.handler = on_timeout;
-    timer_.data = this;
-    timer_.log = log;
-    timer_.cancelable = 1;
+    init_event(&next_, on_next, this, log);
+    init_event(&timer_, on_timeout, this, log);
 }
 
 void SentinelQuery::start() noexcept
