@@ -42,9 +42,15 @@ bool RedisCluster::Node::ready() noexcept
         return false;
     }
 
-    return conn.open({&addr.sockaddr, addr_len, display,
-                      &cluster->target_.data, cluster->tls_,
-                      cluster->target_.connect_timeout});
+    if (!conn.open({&addr.sockaddr, addr_len, display,
+                    &cluster->target_.data, cluster->tls_,
+                    cluster->target_.connect_timeout}))
+    {
+        on_close(&conn);
+        return false;
+    }
+
+    return true;
 }
 
 void RedisCluster::Node::on_open(RedisConnection *c) noexcept
