@@ -18,6 +18,8 @@ package FaultTest;
 #   req($loc, $key[, $timeout])   GET /$loc/index.html with X-Api-Key: $key
 #   wait_passed($loc, $key_prefix, $timeout)  (time, $r) once PASSED, else (undef, $r)
 #   burst($n, $make, $timeout)    $n requests sent at once
+#   hammer(\@servers, $n, $path, \%headers)  $n at once, dealt over servers: tally
+#   tally(@responses)             "passed/rejected/other" (function)
 #   start_load(%o) / finish_load($load)      forked sequential clients
 #   commandstat($name)            calls of a Redis command (INFO commandstats)
 #   served_pids                   distinct worker pids in the access log
@@ -38,7 +40,7 @@ use Exporter 'import';
 use RateLimitTest;
 
 our @ISA = ('RateLimitTest');
-our @EXPORT_OK = qw(raw_get parse_response rhdr sr statuses rems);
+our @EXPORT_OK = qw(raw_get parse_response rhdr sr statuses rems tally);
 
 # ---------------------------------------------------------------------------
 # raw HTTP
@@ -182,6 +184,25 @@ sub burst {
         $e->{elapsed} //= 0;
     }
     return @c;
+}
+
+# "P/R/O": how many responses passed (200, X-RL-Status PASSED), were
+# rejected (429), or anything else.
+sub tally {
+    my %c = (p => 0, r => 0, o => 0);
+    for (@_) {
+        my $k = $_->{status} == 200 && (rhdr($_, 'X-RL-Status') // '') eq 'PASSED' ? 'p'
+              : $_->{status} == 429 ? 'r' : 'o';
+        $c{$k}++;
+    }
+    return "$c{p}/$c{r}/$c{o}";
+}
+
+# $n identical requests at once, dealt in turn over the servers (FaultTest
+# objects) in @$servers; their tally.
+sub hammer {
+    my ($self, $servers, $n, $path, $h) = @_;
+    return tally($self->burst($n, sub { ($path, $h, $servers->[ $_[0] % @$servers ]->port('PORT')) }, 5));
 }
 
 # ---------------------------------------------------------------------------

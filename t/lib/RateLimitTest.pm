@@ -36,6 +36,7 @@ package RateLimitTest;
 #   access_entries([$min]), access_entries_for($uri|$coderef, $min)
 #   no_alerts                      test: no [alert]/[emerg]/crashed worker
 #   header($r, $name), parse_ratelimit($s), parse_policy($s), sleep_until_phase($p, $off)
+#   wait_until($cond, $timeout)    time when $cond->() first held (polled), or undef
 #
 # Every process started here runs in its own process group and is killed
 # (group-wide) by stop_*, DESTROY, an END block and INT/TERM/HUP handlers.
@@ -877,6 +878,18 @@ sub _parse_sf_list {
         push @out, \%h;
     }
     return @out;
+}
+
+# Polls $cond->() every 50 ms: the time it first held, or undef after
+# $timeout seconds.
+sub wait_until {
+    my ($cond, $timeout) = @_;
+    my $deadline = time + $timeout;
+    while (1) {
+        return time if $cond->();
+        return undef if time > $deadline;
+        sleep 0.05;
+    }
 }
 
 # Sleep until (time mod $period) == $offset (both in seconds), e.g. just after a
