@@ -230,7 +230,10 @@ char *check_redis(ngx_conf_t *cf, RedisTarget *target,
     bool sentinel = target->sentinel_master.data != nullptr;
 
     if (target->addresses.nelts == 0) {
-        return conf_fails(cf, "ratelimit_redis needs an address");
+        return conf_fails(cf, target->cluster
+                              ? "ratelimit_redis cluster needs the address "
+                                "of a seed node"
+                              : "ratelimit_redis needs an address");
     }
 
     if (target->cluster && (sentinel || target->data.db != NGX_CONF_UNSET)) {
