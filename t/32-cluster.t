@@ -1,0 +1,380 @@
+#!/usr/bin/perl
+# Redis Cluster: ratelimit_redis cluster SEEDS, two nginx servers (two
+# workers each) on a 6-node cluster (3 masters, 3 replicas, node timeout
+# 1 s) started once for the whole file.
+#
+# Expected (spec): "cluster" with db= or sentinel= fails nginx -t with
+# nginx.conf:LINE; each worker loads the slot map ("ratelimit: redis cluster
+# slot map from "ADDR": 3 masters") from a seed; keys are PREFIX:ZONE:{SUBJECT}
+# (PREFIX:ZONE#{SHA1HEX} past 256 bytes) on the master owning their slot;
+# a hammer from both servers admits exactly the limit, on 200 subjects over
+# all shards and on one hot subject; a request whose zones' keys are on
+# different masters and that one zone rejects is, once its undo has landed
+# (100 ms), counted in none; zones of one subject share a slot and are
+# decided atomically.  Under load, a `redis-cli --cluster reshard` of 3000
+# slots gives the fail policy (ERROR) to at most 2% of the requests and to
+# none outside the move, a CLUSTER FAILOVER and a SIGKILL of a master are
+# followed without reload, exact again within 3 s of the promotion; no
+# request waits longer than timeout + 50 ms; no [alert], no crashed worker.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(time sleep);
+use Digest::SHA qw(sha1_hex);
+use FaultTest qw(rhdr sr tally);
+use ClusterTest;
+
+RateLimitTest::require_module();
+
+my $WORKERS = 2;
+my $LIMIT = 5;
+my $TIMEOUT = 0.1;       # timeout=100ms
+my $LATE = 0.05;         # the spec's bound: timeout + 50 ms
+my $SETTLE = 0.1;        # time for an undo to land
+my $t1 = FaultTest->new(workers => $WORKERS);
+my $t2 = FaultTest->new(workers => $WORKERS);
+my @T = ($t1, $t2);
+
+my $c = ClusterTest->new($t1, masters => 3, replicas => 1, node_timeout => 1000);
+my $t_start = time;
+$c->start(20);
+my @M0 = $c->masters;
+is(scalar @M0, 3, sprintf('cluster of 3 masters + 3 replicas up in %.1fs', time - $t_start));
+my %plain_replica_of = map { $_->{master} => $_->{port} } grep { $_->{role} eq 'slave' } $c->nodes;
+# seeds: one master and one replica; the other masters come from the map
+my ($SEED_M) = map { $_->{port} } @M0;
+my $SEED_R = $plain_replica_of{ $M0[1]{id} };
+my $SEEDS = "127.0.0.1:$SEED_M 127.0.0.1:$SEED_R";
+
+sub key { ClusterTest::subject_key('rl', @_) }
+
+# --- 1. configuration -----------------------------------------------------------
+
+my $ZONES = <<'EOF';
+log_format timed '$msec $request_time $status $ratelimit_status $http_x_api_key';
+ratelimit_zone api  key=$http_x_api_key limit=5 window=60s;
+ratelimit_zone a    key=$http_x_api_key limit=3 window=60s;
+ratelimit_zone b    key=$http_x_user limit=5 window=60s;
+ratelimit_zone c    key=$http_x_api_key limit=4 window=60s;
+ratelimit_zone load key=$http_x_api_key limit=1000000 window=60s;
+server {
+    listen 127.0.0.1:%%PORT%%;
+    add_header X-RL-Status "$ratelimit_status" always;
+    ratelimit_fail closed;
+    access_log %%TMP%%/timed.log timed;
+    location /open/   { ratelimit zone=api; ratelimit_fail open; alias %%TMP%%/html/; }
+    location /closed/ { ratelimit zone=api; alias %%TMP%%/html/; }
+    location /load/   { ratelimit zone=load; alias %%TMP%%/html/; }
+    location /two/    { ratelimit zone=a; ratelimit zone=b; alias %%TMP%%/html/; }
+    location /rev/    { ratelimit zone=b; ratelimit zone=a; alias %%TMP%%/html/; }
+    location /same/   { ratelimit zone=a; ratelimit zone=c; alias %%TMP%%/html/; }
+}
+EOF
+
+sub conf {
+    my ($t, $redis_line) = @_;
+    $t->write_conf("$redis_line\n$ZONES");
+}
+
+my $tmp = $t2->tmp;
+my $pwfile = "$tmp/cluster.pw";
+{ open my $fh, '>', $pwfile or die; print {$fh} "secret\n"; close $fh; chmod 0644, $pwfile }
+for my $ok (["seeds, user, password, timeouts", "ratelimit_redis cluster $SEEDS user=u password=p timeout=100ms connect_timeout=200ms;"],
+            ['one seed, password_file', "ratelimit_redis cluster 127.0.0.1:$SEED_M password_file=$pwfile;"]) {
+    conf($t2, $ok->[1]);
+    my ($st, $out) = $t2->nginx_t;
+    is($st, 0, "valid: $ok->[0]") or diag($out);
+}
+for my $bad (['db=', "ratelimit_redis cluster $SEEDS db=1 timeout=100ms;", qr/db/],
+             ['sentinel=', "ratelimit_redis cluster $SEEDS sentinel=mymaster;", qr/sentinel/],
+             ['no seed', "ratelimit_redis cluster timeout=100ms;", qr/address|seed/]) {
+    conf($t2, $bad->[1]);
+    my ($st, $out) = $t2->nginx_t;
+    my $line = $t2->conf_line(qr/^ratelimit_redis cluster/);
+    my $what = $bad->[2];
+    isnt($st, 0, "invalid: cluster with $bad->[0]: nginx -t fails");
+    like($out, qr/\[emerg\][^\n]*(?:$what)[^\n]* in \Q$tmp\E\/nginx\.conf:$line\b/,
+        "invalid: cluster with $bad->[0]: [emerg] naming the problem at nginx.conf:$line") or diag($out);
+}
+
+# --- start: the slot map from a seed --------------------------------------------
+
+for my $t (@T) {
+    conf($t, "ratelimit_redis cluster $SEEDS timeout=100ms connect_timeout=200ms;");
+    $t->start_nginx;
+}
+for my $i (0, 1) {
+    my ($when, $r) = $T[$i]->wait_passed('open', 'up', 5);
+    ok(defined $when, 'server ' . ($i + 1) . ': PASSED through the cluster') or diag(sr($r));
+}
+my %W0 = map { my $t = $_; ($t => join ' ', $t->live_workers) } @T;
+my $MAP = qr/\[info\] (\d+)#\d+: ratelimit: redis cluster slot map from "127\.0\.0\.1:(\d+)": (\d+) masters/;
+
+# worker pid => [ [seed port, masters] ... ] of its slot map lines
+sub maps {
+    my ($t) = @_;
+    my %m;
+    my $log = $t->error_log;
+    push @{ $m{$1} }, [$2, $3] while $log =~ /$MAP/g;
+    return \%m;
+}
+for my $i (0, 1) {
+    my $t = $T[$i];
+    $t->burst(8, sub { ('/open/index.html', { 'X-Api-Key' => "warm$_[0]" }) }, 3);    # reach both workers
+    my $m = maps($t);
+    my @w = $t->live_workers;
+    my @ok = grep { my $l = $m->{$_}; $l && $l->[0][1] == 3 && $l->[0][0] =~ /^(?:$SEED_M|$SEED_R)$/ } @w;
+    is(scalar @ok, $WORKERS, 'server ' . ($i + 1) . ': every worker loaded the slot map from a seed: 3 masters')
+        or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+}
+
+# --- 2. exactness ----------------------------------------------------------------
+
+my $N_SUBJ = 200;
+my $EXTRA = 3;
+my %per_subject;
+for (my $s0 = 0; $s0 < $N_SUBJ; $s0 += 25) {
+    my @subj = map { "s$_" } $s0 .. $s0 + 24;
+    my $n = @subj * ($LIMIT + $EXTRA);
+    my @r = $t1->burst($n, sub {
+        my $i = shift;
+        ('/closed/index.html', { 'X-Api-Key' => $subj[$i % @subj] }, $T[int($i / @subj) % 2]->port('PORT'));
+    }, 10);
+    for my $i (0 .. $#r) { push @{ $per_subject{ $subj[$i % @subj] } }, $r[$i] }
+}
+my @inexact = grep { tally(@{ $per_subject{$_} }) ne "$LIMIT/$EXTRA/0" } sort keys %per_subject;
+is(scalar @inexact, 0, "$N_SUBJ subjects x " . ($LIMIT + $EXTRA) . " requests from both servers: exactly $LIMIT passed each")
+    or diag(join ', ', map { "$_: " . tally(@{ $per_subject{$_} }) } @inexact[0 .. ($#inexact < 9 ? $#inexact : 9)]);
+my (%on, @wrong);
+for my $s (sort keys %per_subject) {
+    my $k = key('api', $s);
+    my $m = $c->master_of($k);
+    $on{$m}++;
+    my $h = $c->node($m, 'HGETALL', $k);
+    my %h = ref $h eq 'ARRAY' ? @$h : ();
+    push @wrong, "$k on $m: " . (ref $h ? "t=" . ($h{t} // '-') : "$h") unless ($h{t} // -1) == $LIMIT;
+}
+is(scalar @wrong, 0, "every subject's key rl:api:{SUBJECT} holds t=$LIMIT on the master of its slot")
+    or diag(join "\n", @wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]);
+my @spread = map { $on{ $_->{port} } // 0 } @M0;
+ok(!(grep { $_ < 40 } @spread), "the subjects spread over all 3 masters (@spread)");
+is($c->cmd('rl:api:s0', 'EXISTS', 'rl:api:s0'), 0, 'no key without the hash tag (rl:api:s0)');
+
+is($t1->hammer(\@T, 30, '/closed/index.html', { 'X-Api-Key' => 'hot' }), "$LIMIT/25/0",
+    "one hot subject, 30 at once from both servers: exactly $LIMIT passed");
+is($c->hash_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redis");
+
+my $long = 'L' x 300;
+my @lr = map { $t1->req('closed', $long) } 1 .. $LIMIT + 2;
+is(tally(@lr), "$LIMIT/2/0", 'a 300-byte subject: exact limit');
+my $lk = 'rl:api#{' . sha1_hex($long) . '}';
+is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: $lk holds t=$LIMIT on its master");
+
+# --- 5. multi-zone requests --------------------------------------------------------
+
+{
+    my ($m1, $m2) = map { $_->{port} } @M0[0, 1];
+    # subjects whose keys in zones a and b are on different masters
+    my $K = $c->key_in($m1, 'mzK', 'a');
+    my $U = $c->key_in($m2, 'mzU', 'b');
+    my @r = map { FaultTest::raw_get($T[$_ % 2]->port('PORT'), '/two/index.html', { 'X-Api-Key' => $K, 'X-User' => $U }) } 1 .. 6;
+    is(join(' ', map { $_->{status} } @r), '200 200 200 429 429 429', 'zones a (limit 3) and b (5) on two masters: 3 admitted, then rejected by a');
+    sleep $SETTLE;
+    is($c->hash_total(key('a', $K)) . '/' . $c->hash_total(key('b', $U)), '3/3',
+        'rejected by a: counted in neither (a=3, b=3 after 100 ms)');
+
+    # b rejects, a admitted each time on a fresh subject: undone there
+    my $U2 = $c->key_in($m2, 'mzU', 'b');
+    my @K2 = map { $c->key_in($m1, 'mzK2', 'a') } 1 .. 7;
+    @r = map { FaultTest::raw_get($T[$_ % 2]->port('PORT'), '/rev/index.html', { 'X-Api-Key' => $K2[$_], 'X-User' => $U2 }) } 0 .. 6;
+    is(join(' ', map { $_->{status} } @r), '200 200 200 200 200 429 429', 'zones b then a: 5 admitted, then rejected by b');
+    sleep $SETTLE;
+    is(join(' ', map { $c->hash_total(key('a', $_)) } @K2), '1 1 1 1 1 0 0',
+        'rejected by b: not counted in a (the fresh subjects of the rejected requests hold 0)');
+    is($c->hash_total(key('b', $U2)), 5, 'b holds 5');
+
+    # at once from both servers
+    for my $loc ('two', 'rev') {
+        my $K3 = $c->key_in($m1, "mz3$loc", 'a');
+        my $U3 = $c->key_in($m2, "mz3$loc", 'b');
+        # the two parts are decided apart: until an undo lands, a zone holds a
+        # request the other rejected and may reject another meanwhile, so
+        # fewer than 3 may pass (documented), never more
+        my $got = $t1->hammer(\@T, 20, "/$loc/index.html", { 'X-Api-Key' => $K3, 'X-User' => $U3 });
+        my ($p, $r, $o) = split m{/}, $got;
+        ok($p >= 1 && $p <= 3 && $o == 0, "/$loc/: 20 at once from both servers: 1 to 3 passed, never more ($got)");
+        sleep $SETTLE;
+        is($c->hash_total(key('a', $K3)) . '/' . $c->hash_total(key('b', $U3)), "$p/$p",
+            "/$loc/: after 100 ms a and b hold exactly the $p passed: the rejected are counted in neither");
+    }
+
+    # one subject in zones a and c: one slot, one master, decided atomically
+    my $K4 = 'same-subject';
+    is(ClusterTest::keyslot(key('a', $K4)), ClusterTest::keyslot(key('c', $K4)), 'zones a and c of one subject: one slot');
+    is($c->node($c->master_of(key('a', $K4)), 'CLUSTER', 'KEYSLOT', key('c', $K4)), ClusterTest::keyslot(key('a', $K4)),
+        '... as CLUSTER KEYSLOT says');
+    is($t1->hammer(\@T, 12, '/same/index.html', { 'X-Api-Key' => $K4 }), '3/9/0', 'zones a (3) and c (4), one subject, 12 at once: 3 passed');
+    is($c->hash_total(key('a', $K4)) . '/' . $c->hash_total(key('c', $K4)), '3/3',
+        'same slot: a=3 and c=3 at once (no undo needed)');
+}
+
+# --- load helpers ---------------------------------------------------------------------
+
+# 2 clients per server: fresh subjects and a pool of 300 that come back
+sub start_loads {
+    my ($tag) = @_;
+    return [ map {
+        my $s = $_;
+        $T[$s]->start_load(clients => 2, max_seconds => 40, max_requests => 50000, pause => 0.003,
+            pick => sub { my ($cl, $i) = @_; ('load', $i % 2 ? "$tag-$s$cl-$i" : 'pool' . int(rand 300)) })
+    } 0, 1 ];
+}
+
+sub finish_loads {
+    my ($loads) = @_;
+    my @rec;
+    for my $i (0, 1) { push @rec, $T[$i]->finish_load($loads->[$i]) }    # it uses $_
+    return @rec;
+}
+
+# nginx's own view: [end time, $request_time, status, $ratelimit_status] of
+# the requests that ended between $from and $to
+sub timed {
+    my ($from, $to) = @_;
+    my @e;
+    for my $t (@T) {
+        for (split /\n/, RateLimitTest::_read_file($t->tmp . '/timed.log')) {
+            my @f = split / /;
+            push @e, \@f if $f[0] >= $from && $f[0] <= $to;
+        }
+    }
+    return @e;
+}
+
+# $t_ref: the event the diagnostics give times relative to
+sub late_ok {
+    my ($name, $t_ref, @rec) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my ($slow) = sort { $b->[1] <=> $a->[1] } timed($rec[0]{t0} // 0, time);
+    note(sprintf '%s: slowest in nginx ($request_time): %.0f ms, %s/%s at %+.2fs', $name,
+        1000 * $slow->[1], $slow->[2], $slow->[3], $slow->[0] - $t_ref) if $slow;
+    my @errs = grep { $_->{err} ne '-' || !$_->{status} } @rec;
+    is(scalar @errs, 0, "$name: every load request answered");
+    my @late = sort { $b->{el} <=> $a->{el} } grep { $_->{el} > $TIMEOUT + $LATE } @rec;
+    is(scalar @late, 0, sprintf('%s: no request answered later than timeout + 50 ms (of %d)', $name, scalar @rec))
+        or diag(scalar(@late) . " late, slowest: " . join(', ', map { sprintf '%s/%s %.0fms at %+.2fs', $_->{status}, $_->{rs}, 1000 * $_->{el}, $_->{t0} - $t_ref } @late[0 .. ($#late < 9 ? $#late : 9)]));
+}
+
+my $EXACT = "$LIMIT/5/0";
+# Hammers fresh subjects on master $port until one is exact: (time, last tally, tries)
+sub wait_exact {
+    my ($port, $tag, $secs) = @_;
+    my $deadline = time + $secs;
+    my ($i, $last, $s) = (0, '');
+    while (time < $deadline) {
+        my $t0 = time;
+        $s = $c->key_in($port, $tag, 'api');
+        $last = $t1->hammer(\@T, $LIMIT + 5, '/closed/index.html', { 'X-Api-Key' => $s });
+        $i++;
+        return ($t0, $last, $i, $s) if $last eq $EXACT;
+        sleep 0.1;
+    }
+    return (undef, $last, $i, $s);
+}
+
+sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
+
+# --- 3. resharding under load ----------------------------------------------------------
+
+{
+    my ($from, $to) = map { $_->{port} } @M0[2, 0];
+    my %before = map { $_ => 1 } map { $_->[0] .. $_->[1] } @{ (grep { $_->{port} == $from } $c->masters)[0]{slots} };
+    my $maps0 = map_lines();
+    my $loads = start_loads('rs');
+    sleep 1;
+    my ($t_a, $t_b) = $c->reshard($from, $to, 3000);
+    ok(defined $c->wait_ok(5), sprintf('reshard of 3000 slots done in %.2fs, cluster ok', $t_b - $t_a));
+    sleep 1;
+    my @rec = finish_loads($loads);
+    my @during = grep { $_->{t1} >= $t_a && $_->{t0} <= $t_b } @rec;
+    my @err = grep { $_->{rs} eq 'ERROR' } @rec;
+    my @err_out = grep { $_->{t1} < $t_a || $_->{t0} > $t_b } @err;
+    note(sprintf 'reshard: %d requests, %d during the move, %d ERROR', scalar @rec, scalar @during, scalar @err);
+    cmp_ok(scalar @during, '>=', 100, 'reshard: load ran during the move (' . scalar(@during) . ' requests)');
+    cmp_ok(scalar @err, '<=', 0.02 * @rec, sprintf('reshard: fail policy (ERROR) for at most 2%% of the requests (%d of %d)', scalar @err, scalar @rec));
+    is(scalar @err_out, 0, 'reshard: no ERROR outside the move')
+        or diag(join ', ', map { sprintf '%+.2fs', $_->{t0} - $t_b } @err_out[0 .. ($#err_out < 9 ? $#err_out : 9)]);
+    my %rs; $rs{"$_->{status}/$_->{rs}"}++ for @rec;
+    is(join(' ', sort keys %rs), join(' ', sort grep { $rs{$_} } ('200/PASSED', '503/ERROR')),
+        'reshard: load requests PASSED or ERROR only') or diag(join ', ', map { "$_=$rs{$_}" } sort keys %rs);
+    late_ok('reshard', $t_a, @rec);
+    cmp_ok(map_lines(), '>', $maps0, 'reshard: the workers loaded the slot map again');
+
+    # fresh subjects in moved slots
+    $c->refresh;
+    my $s;
+    do { $s = $c->key_in($to, 'moved', 'api') } until $before{ ClusterTest::keyslot(key('api', $s)) };
+    is($t1->hammer(\@T, $LIMIT + 5, '/closed/index.html', { 'X-Api-Key' => $s }), $EXACT,
+        "after the reshard, a subject of a moved slot: exact limit from both servers");
+    is($c->node($to, 'HGET', key('api', $s), 't'), $LIMIT, '... counted on the master it moved to');
+}
+
+# --- 4. failover and SIGKILL under load ---------------------------------------------------
+
+{
+    $c->refresh;
+    my ($m) = $c->masters;
+    my $r = $plain_replica_of{ $m->{id} };
+    my $loads = start_loads('fo');
+    sleep 0.5;
+    my $t_fo = time;
+    is($c->node($r, 'CLUSTER', 'FAILOVER'), 'OK', "CLUSTER FAILOVER on the replica $r of $m->{port}");
+    my $t_promo = $c->wait_role($r, 'master', 10);
+    ok(defined $t_promo, sprintf('CLUSTER FAILOVER: %d promoted after %.2fs', $r, ($t_promo // time) - $t_fo));
+    $t_promo //= time;
+    $c->wait_ok(5);
+    my ($ex, $last, $n, $s) = wait_exact($r, 'fo', 5);
+    ok(defined $ex && $ex - $t_promo <= 3, sprintf('CLUSTER FAILOVER: exact limit on the promoted master %.2fs after the promotion (<= 3s; %d tries, last %s)',
+        ($ex // time) - $t_promo, $n, $last));
+    is($c->node($r, 'HGET', key('api', $s), 't'), $LIMIT, 'CLUSTER FAILOVER: counted on the promoted master');
+
+    # SIGKILL of another master
+    my ($k) = grep { $_->{port} != $r } $c->masters;
+    my $kr = $plain_replica_of{ $k->{id} };
+    my $t_kill = time;
+    $c->kill_node($k->{port}, 'KILL');
+    my $t_promo2 = $c->wait_role($kr, 'master', 10);
+    ok(defined $t_promo2, sprintf('SIGKILL of master %d: %d promoted after %.2fs', $k->{port}, $kr, ($t_promo2 // time) - $t_kill));
+    $t_promo2 //= time;
+    ok(defined $c->wait_ok(5), 'SIGKILL: cluster ok again');
+    my ($ex2, $last2, $n2, $s2) = wait_exact($kr, 'kill', 5);
+    ok(defined $ex2 && $ex2 - $t_promo2 <= 3, sprintf('SIGKILL: exact limit on the promoted master %.2fs after the promotion (<= 3s; %d tries, last %s)',
+        ($ex2 // time) - $t_promo2, $n2, $last2));
+    is($c->node($kr, 'HGET', key('api', $s2), 't'), $LIMIT, 'SIGKILL: counted on the promoted master');
+    sleep 0.3;
+    my @rec = finish_loads($loads);
+    my %rs; $rs{"$_->{status}/$_->{rs}"}++ for @rec;
+    note('failovers: load outcomes ' . join(', ', map { "$_=$rs{$_}" } sort keys %rs));
+    note(sprintf 'failovers: ERROR from CLUSTER FAILOVER to the SIGKILL %d, after the SIGKILL %d',
+        scalar(grep { $_->{rs} eq 'ERROR' && $_->{t1} >= $t_fo && $_->{t0} < $t_kill } @rec),
+        scalar(grep { $_->{rs} eq 'ERROR' && $_->{t1} >= $t_kill } @rec));
+    my @err_late = grep { $_->{rs} eq 'ERROR' && $_->{t0} > $t_promo2 + 3 } @rec;
+    is(scalar @err_late, 0, 'failovers: no ERROR later than 3 s after the last promotion');
+    late_ok('failovers', $t_fo, @rec);
+
+    for my $i (0, 1) {
+        is(join(' ', $T[$i]->live_workers), $W0{ $T[$i] }, 'server ' . ($i + 1) . ': the same workers throughout (no respawn, no reload)');
+    }
+}
+
+for my $i (0, 1) {
+    my $t = $T[$i];
+    $t->throttle_ok('server ' . ($i + 1) . ': redis problems logged at most once a second per worker');
+    $t->stop_nginx;
+    $t->final_checks('server ' . ($i + 1) . ': no [alert] or [emerg]');
+}
+
+done_testing;
