@@ -6,7 +6,9 @@ package ClusterTest;
 # small cluster-aware client that reads keys from whichever master holds them.
 #
 #   my $c = ClusterTest->new($t, masters => 3, replicas => 1, node_timeout => 1000,
-#       tls => $pki);             # TestCerts: TLS ports, --tls-cluster yes
+#       tls => $pki,              # TestCerts: TLS ports, --tls-cluster yes
+#       tls_trust => $bundle,     # CA file of the nodes (default $pki->{ca})
+#       tls_cert => { 3 => [$cert, $key] });   # node 3 (1-based) serves that
 #   $c->start(20);                # nodes up, cluster created, state ok everywhere
 #   $c->seeds                     "127.0.0.1:P ..." for ratelimit_redis cluster
 #                                 (the TLS ports with tls => ...)
@@ -106,6 +108,8 @@ sub new {
         n_replicas => $o{replicas} // 1,
         node_timeout => $o{node_timeout} // 1000,
         pki => $o{tls},
+        trust => $o{tls_trust},
+        cert_of => $o{tls_cert} // {},
         pids => {},
         tls => {},
     }, $class;
@@ -131,13 +135,16 @@ sub seeds {
 sub _tls_cli_args {
     my ($self) = @_;
     return () unless $self->{pki};
-    return ('--tls', '--cacert', $self->{pki}{ca});
+    return ('--tls', '--cacert', $self->{trust} // $self->{pki}{ca});
 }
 
 sub start_node {
     my ($self, $port) = @_;
     my $t = $self->{t};
+    # files of their own in the shared directory: replicas write the RDB
+    # they sync from
     my @args = ('--cluster-enabled', 'yes', '--cluster-config-file', "nodes-$port.conf",
+        '--dbfilename', "dump-$port.rdb",
         '--cluster-node-timeout', $self->{node_timeout},
         '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', 0,
         '--repl-ping-replica-period', 1);
@@ -147,6 +154,11 @@ sub start_node {
         push @args, $pki->redis_tls_args($self->{tls}{$port}),
             '--tls-cluster', 'yes', '--tls-replication', 'yes',
             '--tls-client-cert-file', $pki->{client}, '--tls-client-key-file', $pki->{client_key};
+        push @args, '--tls-ca-cert-file', $self->{trust} if $self->{trust};
+        my ($i) = grep { $self->{ports}[$_ - 1] == $port } 1 .. @{ $self->{ports} };
+        if (my $ck = $self->{cert_of}{$i}) {
+            push @args, '--tls-cert-file', $ck->[0], '--tls-key-file', $ck->[1];
+        }
     }
     $self->{pids}{$port} = $t->start_redis_server(name => "cnode$port", port => $port, args => \@args);
 }
