@@ -10,6 +10,7 @@ use lib "$FindBin::Bin/lib";
 use RateLimitTest;
 use HoldBackend;
 use HTTP::Tiny;
+use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(time sleep);
 
@@ -24,6 +25,7 @@ my $conf = <<'EOF_CONF';
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=300ms;
 ratelimit_zone fifo key=$arg_key concurrency=4 queue=200 queue_timeout=20s;
 ratelimit_zone small key=$arg_key concurrency=1 queue=1 queue_timeout=600ms lease=1s;
+ratelimit_zone one key=$arg_key concurrency=1 queue=5 queue_timeout=5s lease=1s;
 ratelimit_zone rate key=$arg_key rate=1000r/s;
 log_format q '$request_uri $status rs=$ratelimit_status qt="$ratelimit_queue_time"';
 server {
@@ -31,6 +33,12 @@ server {
     access_log %%TMP%%/queue.log q;
     location /fifo/ { ratelimit zone=fifo; proxy_pass http://127.0.0.1:%%BACKEND%%; }
     location /small/ { ratelimit zone=small; proxy_pass http://127.0.0.1:%%BACKEND%%; }
+    location /one/ { ratelimit zone=one; proxy_pass http://127.0.0.1:%%BACKEND%%; }
+    location /closed/ {
+        ratelimit zone=one;
+        ratelimit_fail closed;
+        proxy_pass http://127.0.0.1:%%BACKEND%%;
+    }
     location /both/ {
         ratelimit zone=rate;
         ratelimit zone=small;
@@ -52,8 +60,8 @@ $t2->start_nginx;
 # Forks one client per entry of @$plan ([$port, $path, $at]), each sending
 # at $t0 + $at; returns [status, elapsed, body] per entry, in plan order.
 sub clients {
-    my ($plan, $close_after) = @_;
-    my $t0 = time + 0.3;
+    my ($plan) = @_;
+    my $t0 = time + 0.3 + 0.01 * @$plan;
     my @pids;
     for my $i (0 .. $#$plan) {
         my ($port, $path, $at) = @{ $plan->[$i] };
@@ -80,9 +88,11 @@ sub clients {
     return @out;
 }
 
+# Sends 30 ms apart reach Redis in their order; slots, freed every 75 ms
+# (300 ms / 4), reach the backend in the order Redis gave them.
 subtest 'two servers x two workers, 64 clients, N = 4: FIFO, never more than 4' => sub {
     my @plan = map {
-        [ $_ % 2 ? $t2->port('PORT') : $t->port('PORT'), "/fifo/x?key=f1&seq=$_&hold=100", $_ * 0.02 ]
+        [ $_ % 2 ? $t2->port('PORT') : $t->port('PORT'), "/fifo/x?key=f1&seq=$_&hold=300", $_ * 0.03 ]
     } 0 .. 63;
     my @res = clients(\@plan);
     is(scalar(grep { $_->[0] == 200 } @res), 64, 'every request answered 200')
@@ -105,6 +115,154 @@ subtest 'queue full: 429 at once; wait timeout: 429 after queue_timeout' => sub 
     cmp_ok($res[2][1], '<', 0.1, '... at once');
 };
 
+# Redis's own count of script calls, for the bound the README documents.
+sub script_calls {
+    my $info = $t->redis('INFO', 'commandstats');
+    my $n = 0;
+    $n += $1 while $info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+)/mg;
+    return $n;
+}
+
+sub held { $t->redis('ZCARD', "{rl:$_[0]:$_[1]}:held") }
+
+subtest 'a client closing while queued: the next waiter is served at once' => sub {
+    my $pid = fork // die;
+    if ($pid == 0) {
+        sleep 0.4;    # queued second, behind the holder
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port('PORT'));
+        print $s "GET /one/x?key=c1&seq=1&hold=10 HTTP/1.1\r\nHost: x\r\n\r\n";
+        sleep 0.2;
+        close $s;
+        POSIX::_exit(0);
+    }
+    my @res = clients([
+        [ $t->port('PORT'), '/one/x?key=c1&seq=0&hold=800', 0 ],
+        [ $t->port('PORT'), '/one/x?key=c1&seq=2&hold=10', 0.3 ],
+    ]);
+    waitpid $pid, 0;
+    is($res[1][0], 200, 'the waiter behind the one that left is served');
+    cmp_ok($res[1][1], '<', 0.5 + 0.15, '... as soon as the holder is done') or diag $res[1][1];
+    is(join(',', @{ HoldBackend::stats($backend, 'c1')->{order} }), '0,2', 'the gone client never reached the backend');
+    my $log = $t->error_log;
+    sleep 0.2;
+    is(held('one', 'c1'), 0, 'no slot left held');
+};
+
+subtest 'a long request (3 x lease) keeps its slot' => sub {
+    my @res = clients([
+        [ $t->port('PORT'), '/small/x?key=l1&seq=0&hold=3300', 0 ],
+        [ $t->port('PORT'), '/small/x?key=l1&seq=1&hold=10', 3.0 ],
+        [ $t->port('PORT'), '/small/x?key=l1&seq=2&hold=10', 3.05 ],
+    ]);
+    is($res[0][0], 200, 'the long request is served');
+    is($res[2][0], 429, 'at 3 leases its slot is still taken: queue full');
+    is(HoldBackend::stats($backend, 'l1')->{max}, 1, 'never two in flight');
+};
+
+subtest 'a worker killed while holding slots: capacity back within lease + 1 s' => sub {
+    # On the second server, whose workers are killed: the first keeps a
+    # clean error log.
+    my @pids;
+    for my $i (0, 1) {
+        my $pid = fork // die;
+        if ($pid == 0) {
+            # Not HTTP::Tiny: it sends a GET again when its connection
+            # is reset, and the new worker would take the slot.
+            my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t2->port('PORT'));
+            print $s "GET /one/x?key=k$i&seq=0&hold=20000 HTTP/1.1\r\nHost: x\r\n\r\n";
+            my $reply = <$s>;
+            POSIX::_exit(0);
+        }
+        push @pids, $pid;
+    }
+    my $deadline = time + 3;
+    sleep 0.05 while time < $deadline && (held('one', 'k0') + held('one', 'k1')) < 2;
+    is(held('one', 'k0') + held('one', 'k1'), 2, 'both slots held');
+    kill 'KILL', $t2->worker_pids;
+    my $killed = time;
+    my @res = clients([ map { [ $t->port('PORT'), "/one/x?key=k$_&seq=1&hold=10", 0 ] } 0, 1 ]);
+    my $back = time - $killed;
+    kill 'KILL', @pids;
+    waitpid $_, 0 for @pids;
+    is(join(' ', map { $_->[0] } @res), '200 200', 'served once the dead leases ran out')
+        or diag explain \@res;
+    cmp_ok($back, '<', 1 + 1, 'within lease + 1 s of the kill') or diag $back;
+    cmp_ok($back, '>', 0.5, '... and not before the slots were free') or diag $back;
+};
+
+subtest 'redis calls per request, and per waiting request' => sub {
+    sleep 0.5;
+    my $before = script_calls();
+    my @res = clients([ map { [ $t->port('PORT'), "/fifo/x?key=n$_&seq=0&hold=10", $_ * 0.01 ] } 0 .. 9 ]);
+    my $alone = (script_calls() - $before) / 10;
+    is($alone, 2, 'a request that does not wait: 2 calls (take, give back)');
+    $before = script_calls();
+    @res = clients([
+        [ $t->port('PORT'), '/one/x?key=w1&seq=0&hold=2500', 0 ],
+        [ $t->port('PORT'), '/one/x?key=w1&seq=1&hold=10', 0.1 ],
+    ]);
+    my $calls = script_calls() - $before;
+    # The holder: take, 2 renewals (every lease / 3 = 333 ms, 2.5 s),
+    # give back.  The waiter: take, one check a second, give back.
+    my $holder = 2 + int(2.5 / 0.333);
+    my $waiter_bound = 2 + POSIX::ceil(2.4 / 1);
+    cmp_ok($calls - $holder, '<=', $waiter_bound, "the waiter made at most 2 + ceil(wait / 1 s) calls")
+        or diag "calls $calls";
+};
+
+subtest 'a rate zone and a concurrency zone: one refused counts in no rate zone' => sub {
+    my @res = clients([
+        [ $t->port('PORT'), '/both/x?key=b1&seq=0&hold=400', 0 ],
+        [ $t->port('PORT'), '/both/x?key=b1&seq=1&hold=10', 0.1 ],
+        [ $t->port('PORT'), '/both/x?key=b1&seq=2&hold=10', 0.2 ],
+    ]);
+    is(join(' ', map { $_->[0] } @res), '200 200 429', 'held, waited, refused');
+    is($t->redis_hash_total('rl:rate:b1'), 2, 'the rate zone counted the two served, once each');
+    like(RateLimitTest::_read_file($t->tmp . "/queue.log"), qr{seq=1&hold=10 200 rs=PASSED qt="[1-9]\d*"}, '$ratelimit_queue_time of the waiter');
+};
+
+subtest 'redis stopped: the fail policy within timeout; consistent after' => sub {
+    my @waiters = map {
+        my $i = $_;
+        my $pid = fork // die;
+        if ($pid == 0) {
+            my $r = HTTP::Tiny->new(timeout => 30)->get($t->url("/one/x?key=r1&seq=$i&hold=" . ($i ? 10 : 1500)));
+            POSIX::_exit($r->{status} == 200 ? 0 : 1);
+        }
+        sleep 0.2;
+        $pid;
+    } 0, 1;
+    kill 'STOP', $t->redis_pid;
+    my $start = time;
+    my $r = $t->get('/one/x?key=r2&seq=0&hold=10');
+    my $took = time - $start;
+    my $c = $t->get('/closed/x?key=r3&seq=0&hold=10');
+    is($r->{status}, 200, 'fail open: passed');
+    cmp_ok($took, '<', 0.3 + 0.2, '... within timeout (300 ms)') or diag $took;
+    is($c->{status}, 503, 'fail closed: 503');
+    sleep 1.5;
+    kill 'CONT', $t->redis_pid;
+    for (@waiters) { waitpid $_, 0 }
+    sleep 1.5;
+    is(held('one', 'r1') + held('one', 'r2') + held('one', 'r3'), 0, 'no slot held once Redis is back and the requests are done');
+};
+
+subtest 'reload under queued load: no request lost, no slot leaked' => sub {
+    my $pid = fork // die;
+    if ($pid == 0) {
+        sleep 0.8;
+        $t->reload;
+        POSIX::_exit(0);
+    }
+    my @res = clients([ map { [ $t->port('PORT'), "/fifo/x?key=rl&seq=$_&hold=150", $_ * 0.03 ] } 0 .. 29 ]);
+    waitpid $pid, 0;
+    is(scalar(grep { $_->[0] == 200 } @res), 30, 'all 30 answered 200') or diag join ' ', map { $_->[0] } @res;
+    is(HoldBackend::stats($backend, 'rl')->{max}, 4, 'never more than 4');
+    sleep 0.3;
+    is(held('fifo', 'rl'), 0, 'no slot leaked');
+};
+
 $t->no_alerts;
-$t2->no_alerts;
+my @alerts = grep { /\[(?:alert|emerg)\]/ && !/exited on signal 9/ } split /\n/, $t2->error_log;
+ok(!@alerts, 'no alert on the second server but the workers killed') or diag join "\n", @alerts;
 done_testing;

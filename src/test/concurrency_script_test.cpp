@@ -6,29 +6,12 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include "resp_parse.hpp"
+
 #include "window_script.hpp"
 
 namespace ratelimit {
 namespace {
-
-struct ReplyDeleter {
-    void operator()(redisReply *r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-ReplyPtr parse(std::string_view resp)
-{
-    redisReader *rd = redisReaderCreate();
-    void *reply = nullptr;
-
-    if (redisReaderFeed(rd, resp.data(), resp.size()) != REDIS_OK
-        || redisReaderGetReply(rd, &reply) != REDIS_OK)
-    {
-        reply = nullptr;
-    }
-    redisReaderFree(rd);
-    return ReplyPtr(static_cast<redisReply *>(reply));
-}
 
 std::string element(const redisReply *r, size_t i)
 {

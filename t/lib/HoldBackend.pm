@@ -108,27 +108,25 @@ sub _answer {
     shutdown $s, 1;
 }
 
-sub stats {
-    my ($port, $key) = @_;
+sub _get {
+    my ($port, $target) = @_;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
-        or die "backend stats: $!";
-    print $s "GET /stats?key=$key HTTP/1.0\r\n\r\n";
+        or die "backend: $!";
+    print $s "GET $target HTTP/1.0\r\n\r\n";
     local $/;
     my $r = <$s>;
     close $s;
+    return $r;
+}
+
+sub stats {
+    my ($port, $key) = @_;
+    my $r = _get($port, "/stats?key=$key");
     my %st = $r =~ /(\w+)=(\S*)/g;
     $st{order} = [ grep { length } split /,/, ($st{order} // '') ];
     return \%st;
 }
 
-sub reset {
-    my ($port) = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
-        or die "backend reset: $!";
-    print $s "GET /reset HTTP/1.0\r\n\r\n";
-    local $/;
-    my $r = <$s>;
-    close $s;
-}
+sub reset { _get($_[0], '/reset') }
 
 1;
