@@ -31,6 +31,7 @@ log_format q '$request_uri $status rs=$ratelimit_status qt="$ratelimit_queue_tim
 server {
     listen 127.0.0.1:%%PORT%%;
     access_log %%TMP%%/queue.log q;
+    location = /metrics { ratelimit_metrics; }
     location /fifo/ { ratelimit zone=fifo; proxy_pass http://127.0.0.1:%%BACKEND%%; }
     location /small/ { ratelimit zone=small; proxy_pass http://127.0.0.1:%%BACKEND%%; }
     location /one/ { ratelimit zone=one; proxy_pass http://127.0.0.1:%%BACKEND%%; }
@@ -260,6 +261,22 @@ subtest 'reload under queued load: no request lost, no slot leaked' => sub {
     is(HoldBackend::stats($backend, 'rl')->{max}, 4, 'never more than 4');
     sleep 0.3;
     is(held('fifo', 'rl'), 0, 'no slot leaked');
+};
+
+subtest 'metrics: the concurrency zone figures' => sub {
+    my $m = $t->get('/metrics?format=json')->{content};
+    my ($fifo) = $m =~ /"fifo":\{([^}]*)/;
+    my ($one) = $m =~ /"one":\{(.*?"queue_wait")/;
+    my ($small) = $m =~ /"small":\{(.*?"queue_wait")/;
+    like($fifo, qr/"passed":[1-9]/, 'admissions counted as passed');
+    like($one, qr/"in_flight":0,"queued":0,"queue_limit":5,"admitted":[1-9]\d*,"admitted_after_wait":[1-9]\d*,/,
+         'in flight, queued, queue limit, admitted at once and after waiting');
+    like($one, qr/"gone_while_queued":1\b/, 'the client gone while queued');
+    like($small, qr/"queue_full":[1-9]\d*,"wait_timeout":[1-9]/, 'queue full, wait timeouts');
+    like($m, qr/"one":\{.*?"successful_responses":[1-9]\d*,"busy_seconds":[\d.]+,"requests_per_second":[1-9]/,
+         'successful requests per busy second');
+    my $p = $t->get('/metrics')->{content};
+    like($p, qr/^nginx_ratelimit_concurrency_queue_wait_seconds_count\{zone="fifo"\} [1-9]/m, 'the wait histogram');
 };
 
 $t->no_alerts;
