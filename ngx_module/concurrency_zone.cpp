@@ -125,7 +125,8 @@ char *parse_concurrency_zone(ngx_conf_t *cf, Zone *zone,
     return NGX_CONF_OK;
 }
 
-bool check_concurrency_refs(ngx_conf_t *cf, ngx_array_t *refs) noexcept
+bool check_concurrency_refs(ngx_conf_t *cf, ngx_array_t *refs,
+                            bool query) noexcept
 {
     auto *ref = static_cast<ZoneRef *>(refs->elts);
     const ZoneRef *first = nullptr;
@@ -133,6 +134,14 @@ bool check_concurrency_refs(ngx_conf_t *cf, ngx_array_t *refs) noexcept
     for (ngx_uint_t i = 0; i < refs->nelts; i++) {
         if (ref[i].zone->concurrency == nullptr) {
             continue;
+        }
+
+        if (query) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "concurrency zone \"%V\" in %V:%ui: "
+                          "ratelimit_query reports rate zones only",
+                          &ref[i].name, &ref[i].file, ref[i].line);
+            return false;
         }
 
         if (first != nullptr) {

@@ -89,6 +89,29 @@ sub clients {
     return @out;
 }
 
+subtest 'bad concurrency zones fail nginx -t with file:line' => sub {
+    my $c = RateLimitTest->new;
+    my @cases = (
+        [ 'ratelimit_zone z key=$arg_k concurrency=2 queue=x;', qr/invalid queue "x" in \S+:\d+/ ],
+        [ 'ratelimit_zone z key=$arg_k concurrency=0;', qr/invalid concurrency "0" in \S+:\d+/ ],
+        [ 'ratelimit_zone z key=$arg_k concurrency=2 rate=1r/s;', qr/invalid parameter "rate=1r\/s" in \S+:\d+/ ],
+        [ 'ratelimit_zone z key=$arg_k concurrency=2 lease=100ms;', qr/invalid lease "100ms"/ ],
+        [ 'ratelimit_zone z key=$arg_k concurrency=2 queue=1 queue=2;', qr/duplicate parameter "queue=2"/ ],
+        [ "ratelimit_zone z key=\$arg_k concurrency=2;\nratelimit_zone y key=\$arg_k concurrency=2;\n"
+            . "server { listen 127.0.0.1:%%PORT%%; location / { ratelimit zone=z; ratelimit zone=y; } }",
+          qr/a location takes one concurrency zone/ ],
+        [ "ratelimit_zone z key=\$arg_k concurrency=2;\n"
+            . "server { listen 127.0.0.1:%%PORT%%; location / { ratelimit_query zone=z; } }",
+          qr/ratelimit_query reports rate zones only/ ],
+    );
+    for my $case (@cases) {
+        $c->write_conf("ratelimit_redis 127.0.0.1:1;\n$case->[0]\n");
+        my ($status, $out) = $c->nginx_t;
+        isnt($status, 0, "refused: $case->[0]");
+        like($out, $case->[1], '... saying why');
+    }
+};
+
 # Sends 30 ms apart reach Redis in their order; slots, freed every 75 ms
 # (300 ms / 4), reach the backend in the order Redis gave them.
 subtest 'two servers x two workers, 64 clients, N = 4: FIFO, never more than 4' => sub {
