@@ -10,6 +10,7 @@ package HoldBackend;
 #   HoldBackend::stats($port, 'K')      { max => N, order => [seq...],
 #                                         count => N, in_flight => N }
 #   HoldBackend::reset($port)           forgets every key
+#   HoldBackend::events($port, 'K')     [[arrive|leave, time, seq], ...]
 #
 # Requests are answered with Connection: close.  The process is a child of
 # the test's harness (start_child), killed with it.
@@ -75,6 +76,11 @@ sub serve {
                 _answer($s, $body);
                 next;
             }
+            if ($target =~ m{^/events}) {
+                my $ev = $keys{ $q{key} // '' }{events} // [];
+                _answer($s, join('', map { "@$_\n" } @$ev));
+                next;
+            }
             if ($target =~ m{^/reset}) {
                 %keys = ();
                 _answer($s, "reset\n");
@@ -86,6 +92,7 @@ sub serve {
             $k->{count}++;
             $k->{max} = $k->{in_flight} if $k->{in_flight} > $k->{max};
             push @{ $k->{order} }, $q{seq} // '';
+            push @{ $k->{events} }, [ 'arrive', time, $q{seq} // '' ];
             $due{$fd} = [ time + ($q{hold} // 0) / 1000, $key, $q{seq} // '' ];
         }
         $now = time;
@@ -93,6 +100,7 @@ sub serve {
             next if $due{$fd}[0] > $now;
             my $d = delete $due{$fd};
             $keys{$d->[1]}{in_flight}--;
+            push @{ $keys{$d->[1]}{events} }, [ 'leave', time, $d->[2] ];
             _answer($sock{$fd}, "ok $d->[2]\n") if $sock{$fd};
         }
     }
@@ -128,5 +136,11 @@ sub stats {
 }
 
 sub reset { _get($_[0], '/reset') }
+
+sub events {
+    my ($port, $key) = @_;
+    my ($body) = _get($port, "/events?key=$key") =~ /\r\n\r\n(.*)/s;
+    return [ map { [ split / / ] } split /\n/, $body // '' ];
+}
 
 1;
