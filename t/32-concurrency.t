@@ -167,7 +167,6 @@ subtest 'a client closing while queued: the next waiter is served at once' => su
     is($res[1][0], 200, 'the waiter behind the one that left is served');
     cmp_ok($res[1][1], '<', 0.5 + 0.15, '... as soon as the holder is done') or diag $res[1][1];
     is(join(',', @{ HoldBackend::stats($backend, 'c1')->{order} }), '0,2', 'the gone client never reached the backend');
-    my $log = $t->error_log;
     sleep 0.2;
     is(held('one', 'c1'), 0, 'no slot left held');
 };
