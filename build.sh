@@ -207,9 +207,10 @@ case "${1:-build}" in
         valgrind_tests
         ;;
     bench)
-        install_missing wrk libnginx-mod-http-lua lua-nginx-redis
+        install_missing wrk libnginx-mod-http-lua lua-nginx-redis haproxy
         build_module
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/run.pl"
+        RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/queue.pl"
         ;;
     deb)
         install_missing "${DEB_PACKAGES[@]}"

@@ -2,6 +2,7 @@
 
 #include "metrics.hpp"
 #include "script_call.hpp"
+#include "slot_hold.hpp"
 #include "status_handler.hpp"
 #include "subject_key.hpp"
 
@@ -22,12 +23,75 @@ void log_limited(RequestState *state, bool dry_run)
                   dry_run ? ", dry run," : "", &zone, len, subject);
 }
 
+void log_slot_limited(RequestState *state, bool dry_run)
+{
+    const ZoneRef *ref = state->hold->ref;
+    char subject[printable_subject_max_size()];
+    size_t len = write_printable_subject(view(state->hold->subject),
+                                         subject);
+    const char *why = state->hold->outcome == SlotOutcome::kTimedOut
+                      ? "waited too long" : "queue full";
+
+    ngx_log_error(state->lcf->log_level, state->r->connection->log, 0,
+                  "limiting requests%s by zone \"%V\", key \"%*s\", %s",
+                  dry_run ? ", dry run," : "", &ref->zone->name, len, subject,
+                  dry_run ? "would wait" : why);
+}
+
+// Whether the concurrency zone leaves the request to the rate zones; if
+// not, its result.  A request refused by it is counted in no rate zone.
+bool past_slot(RequestState *state)
+{
+    switch (state->hold->outcome) {
+    case SlotOutcome::kQueueFull:
+    case SlotOutcome::kTimedOut:
+        state->result = Result::kRejected;
+        break;
+    case SlotOutcome::kError:
+        if (state->lcf->fail != kFailClosed) {
+            return true;
+        }
+        state->result = Result::kError;
+        break;
+    default:
+        return true;
+    }
+
+    state->zones = 0;
+    state->stage = RequestState::Stage::kDecided;
+    return false;
+}
+
+// A request the rate zones passed takes the concurrency zone's word for
+// its status: it waited in vain in dry run, or Redis did not answer.
+void merge_slot_result(RequestState *state)
+{
+    SlotOutcome outcome = state->hold->outcome;
+
+    if (state->result != Result::kPassed && state->result != Result::kNone) {
+        return;
+    }
+
+    if (outcome == SlotOutcome::kDryRun) {
+        log_slot_limited(state, true);
+        state->result = Result::kRejectedDryRun;
+    } else if (outcome == SlotOutcome::kError) {
+        state->result = Result::kError;
+    } else {
+        state->result = Result::kPassed;
+    }
+}
+
 // The phase's answer once the result is known; later passes through the
 // phase (internal redirects) are let through: a request is counted once.
 ngx_int_t act_on(RequestState *state)
 {
     state->stage = RequestState::Stage::kDone;
     metrics::record_decision(state);
+
+    if (state->hold != nullptr) {
+        merge_slot_result(state);
+    }
 
     if (state->peek) {
         ngx_http_finalize_request(state->r, send_status(state));
@@ -36,7 +100,11 @@ ngx_int_t act_on(RequestState *state)
 
     switch (state->result) {
     case Result::kRejected:
-        log_limited(state, false);
+        if (state->zones == 0) {
+            log_slot_limited(state, false);
+        } else {
+            log_limited(state, false);
+        }
         return static_cast<ngx_int_t>(state->lcf->status);
 
     case Result::kRejectedDryRun:
@@ -55,6 +123,59 @@ ngx_int_t act_on(RequestState *state)
 void resume_phases(RequestState *state) noexcept
 {
     state->r->write_event_handler(state->r);
+}
+
+void slot_decided(RequestState *state) noexcept
+{
+    state->stage = RequestState::Stage::kSlotDecided;
+    resume_phases(state);
+}
+
+// Once the concurrency zone, if any, let the request through: its rate
+// zones.  A request that waited for a slot is counted in them only now,
+// once.
+ngx_int_t ask_rate_zones(RequestState *state)
+{
+    ngx_http_request_t *r = state->r;
+
+    if (state->hold != nullptr && !past_slot(state)) {
+        return act_on(state);
+    }
+
+    if (state->zones == 0) {
+        state->result = Result::kNone;
+        return act_on(state);
+    }
+
+    if (!send_call(state)) {
+        return act_on(state);
+    }
+
+    // A peek discards the body, and its read handler must go on doing so.
+    if (!state->peek) {
+        r->read_event_handler = ngx_http_test_reading;
+    }
+
+    r->write_event_handler = ngx_http_core_run_phases;
+    return NGX_AGAIN;
+}
+
+// A concurrency zone is asked first: a request it refuses, or that waits,
+// is counted in no rate zone until it has its slot.
+ngx_int_t ask_slot(RequestState *state, const ZoneRef *ref,
+                   const ngx_str_t &subject)
+{
+    ngx_http_request_t *r = state->r;
+
+    if (!start_slot(state, ref, subject, slot_decided)) {
+        return state->hold == nullptr ? NGX_HTTP_INTERNAL_SERVER_ERROR
+                                      : ask_rate_zones(state);
+    }
+
+    state->stage = RequestState::Stage::kWaiting;
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+    return NGX_AGAIN;
 }
 
 // `ratelimit_peek_header`: present with a value other than empty, "0" or
@@ -104,6 +225,8 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
                   && wants_peek(r, lcf->peek_header);
 
     auto *refs = static_cast<const ZoneRef *>(lcf->zones->elts);
+    const ZoneRef *slot_ref = nullptr;
+    ngx_str_t slot_subject = ngx_null_string;
 
     for (ngx_uint_t i = 0; i < lcf->zones->nelts; i++) {
         ngx_str_t subject;
@@ -119,12 +242,19 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
             continue;
         }
 
+        // A peek reports rate zones only.
+        if (refs[i].zone->concurrency != nullptr) {
+            slot_ref = state->peek ? nullptr : &refs[i];
+            slot_subject = subject;
+            continue;
+        }
+
         state->refs[state->zones] = &refs[i];
         state->subjects[state->zones] = subject;
         state->zones++;
     }
 
-    if (state->zones == 0 && !state->peek) {
+    if (state->zones == 0 && slot_ref == nullptr && !state->peek) {
         state->result = Result::kNone;
         state->stage = RequestState::Stage::kDone;
         return NGX_DECLINED;
@@ -138,7 +268,7 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
         }
     }
 
-    if (state->zones == 0) {
+    if (state->zones == 0 && state->peek) {
         state->result = Result::kPeeked;
         return act_on(state);
     }
@@ -147,17 +277,8 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (!send_call(state)) {
-        return act_on(state);
-    }
-
-    // A peek discards the body, and its read handler must go on doing so.
-    if (!state->peek) {
-        r->read_event_handler = ngx_http_test_reading;
-    }
-
-    r->write_event_handler = ngx_http_core_run_phases;
-    return NGX_AGAIN;
+    return slot_ref != nullptr ? ask_slot(state, slot_ref, slot_subject)
+                               : ask_rate_zones(state);
 }
 
 }  // namespace
@@ -179,6 +300,9 @@ ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
             return NGX_DECLINED;
         case RequestState::Stage::kWaiting:
             return NGX_AGAIN;
+        case RequestState::Stage::kSlotDecided:
+            r->read_event_handler = ngx_http_block_reading;
+            return ask_rate_zones(state);
         case RequestState::Stage::kDecided:
             r->read_event_handler = ngx_http_block_reading;
             return act_on(state);

@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "concurrency_zone.hpp"
 #include "conf_params.hpp"
 #include "metrics_handler.hpp"
 #include "rate_headers.hpp"
@@ -97,41 +98,13 @@ bool render_zone(ngx_pool_t *pool, Zone *zone)
     return true;
 }
 
-char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+// The parameters of a rate zone; *key gets the `key=` value, unchecked.
+char *parse_rate_zone(ngx_conf_t *cf, Zone *zone, ngx_str_t *key)
 {
-    auto *mcf = static_cast<MainConf *>(conf);
     auto *args = static_cast<ngx_str_t *>(cf->args->elts);
     const ngx_str_t &name = args[1];
 
-    if (!valid_zone_name(name)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid zone name \"%V\": use letters, digits, "
-                           "\"_\", \"-\" and \".\"", &name);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    auto **zones = static_cast<Zone **>(mcf->zones.elts);
-
-    for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
-        if (zones[i]->name.len == name.len
-            && ngx_strncmp(zones[i]->name.data, name.data, name.len) == 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "ratelimit_zone \"%V\" is duplicate", &name);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-    }
-
-    auto *zone = static_cast<Zone *>(ngx_pcalloc(cf->pool, sizeof(Zone)));
-
-    if (zone == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    zone->name = name;
-    zone->index = mcf->zones.nelts;
-
-    ngx_str_t key = ngx_null_string, rate = ngx_null_string,
+    ngx_str_t rate = ngx_null_string,
               limit = ngx_null_string, window = ngx_null_string,
               bucket = ngx_null_string, algorithm = ngx_null_string;
 
@@ -139,7 +112,7 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         ngx_str_t value, *slot;
 
         if (take_param(args[i], "key=", &value)) {
-            slot = &key;
+            slot = key;
         } else if (take_param(args[i], "rate=", &value)) {
             slot = &rate;
         } else if (take_param(args[i], "limit=", &value)) {
@@ -159,23 +132,6 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         }
 
         *slot = value;
-    }
-
-    if (key.data == nullptr || key.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "no \"key=\" is defined for ratelimit_zone \"%V\"",
-                           &name);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    ngx_http_compile_complex_value_t ccv;
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-    ccv.cf = cf;
-    ccv.value = &key;
-    ccv.complex_value = &zone->key;
-
-    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
-        return static_cast<char *>(NGX_CONF_ERROR);
     }
 
     Policy &policy = zone->policy;
@@ -280,6 +236,69 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     zone->fixed = fixed;
 
     if (!render_zone(cf->pool, zone)) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    return NGX_CONF_OK;
+}
+
+char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    const ngx_str_t &name = args[1];
+
+    if (!valid_zone_name(name)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone name \"%V\": use letters, digits, "
+                           "\"_\", \"-\" and \".\"", &name);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+
+    for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
+        if (zones[i]->name.len == name.len
+            && ngx_strncmp(zones[i]->name.data, name.data, name.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "ratelimit_zone \"%V\" is duplicate", &name);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    auto *zone = static_cast<Zone *>(ngx_pcalloc(cf->pool, sizeof(Zone)));
+
+    if (zone == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    zone->name = name;
+    zone->index = mcf->zones.nelts;
+
+    ngx_str_t key = ngx_null_string;
+    char *rv = is_concurrency_zone(cf)
+               ? parse_concurrency_zone(cf, zone, &key)
+               : parse_rate_zone(cf, zone, &key);
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    if (key.data == nullptr || key.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "no \"key=\" is defined for ratelimit_zone \"%V\"",
+                           &name);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ngx_http_compile_complex_value_t ccv;
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+    ccv.cf = cf;
+    ccv.value = &key;
+    ccv.complex_value = &zone->key;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
@@ -440,6 +459,7 @@ bool resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
         }
 
         mcf->used = true;
+        mcf->concurrency |= ref.zone->concurrency != nullptr;
     }
 
     return true;
@@ -671,12 +691,16 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
     if (conf->zones != NGX_CONF_UNSET_PTR
-        && !resolve_zones(cf, mcf, conf->zones))
+        && (!resolve_zones(cf, mcf, conf->zones)
+            || !check_concurrency_refs(cf, conf->zones, false)))
     {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
-    if (conf->query != nullptr && !resolve_zones(cf, mcf, conf->query)) {
+    if (conf->query != nullptr
+        && (!resolve_zones(cf, mcf, conf->query)
+            || !check_concurrency_refs(cf, conf->query, true)))
+    {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 

@@ -106,7 +106,8 @@ ngx_int_t header_filter(ngx_http_request_t *r) noexcept
 
     const RequestState *state = find_state(r);
 
-    if (state == nullptr || !state->lcf->headers
+    // A request limited by a concurrency zone alone has no rate to tell.
+    if (state == nullptr || !state->lcf->headers || state->zones == 0
         || (state->result != Result::kPassed
             && state->result != Result::kRejected
             && state->result != Result::kRejectedDryRun))

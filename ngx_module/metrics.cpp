@@ -43,6 +43,39 @@ ZoneCounters *zone_slot(const RequestState *state, ngx_uint_t i)
                                state->refs[i]->zone->index);
 }
 
+ZoneCounters *zone_slot(const Zone *zone)
+{
+    return worker->layout.zone(worker->block, worker->slot, zone->index);
+}
+
+void enter_busy(ngx_uint_t zone)
+{
+    if (worker->zones_in_flight[zone]++ == 0) {
+        busy_clock::enter(worker->layout.busy_word(worker->block, zone),
+                          worker->slot, now_us());
+    }
+}
+
+// A request the zone let through ends: answered below 400, it is a
+// success, whose response time runs from the preaccess phase (headers
+// read) to now, in microseconds: nginx's own $request_time has
+// milliseconds only.
+void leave_busy(const RequestState *state, ngx_uint_t zone, ZoneCounters *z,
+                std::uint64_t now)
+{
+    ngx_uint_t status = state->r->headers_out.status;
+
+    if (status > 0 && status < NGX_HTTP_BAD_REQUEST) {
+        add(&z->successes, 1);
+        add(&z->response_us, now - state->check_start_us);
+    }
+
+    if (--worker->zones_in_flight[zone] == 0) {
+        busy_clock::leave(worker->layout.busy_word(worker->block, zone),
+                          worker->slot, now, &z->busy_us);
+    }
+}
+
 // The zone i of the request decided `decision` after `wait_us`; a request
 // it let through is in flight until the log phase.
 void count(RequestState *state, ngx_uint_t i, Decision decision,
@@ -59,20 +92,11 @@ void count(RequestState *state, ngx_uint_t i, Decision decision,
         return;
     }
 
-    ngx_uint_t zone = state->refs[i]->zone->index;
-
-    if (worker->zones_in_flight[zone]++ == 0) {
-        busy_clock::enter(worker->layout.busy_word(worker->block, zone),
-                          worker->slot, now_us());
-    }
-
+    enter_busy(state->refs[i]->zone->index);
     state->in_flight = true;
 }
 
-// Main requests let through by a zone: they leave its busy clock, and count
-// among its successes if answered below 400.  A response's time runs from
-// the preaccess phase (headers read) to here, in microseconds: nginx's own
-// $request_time has milliseconds only.
+// Main requests let through by a rate zone leave it here.
 ngx_int_t log_handler(ngx_http_request_t *r) noexcept
 {
     RequestState *state = worker != nullptr ? find_state(r) : nullptr;
@@ -83,23 +107,11 @@ ngx_int_t log_handler(ngx_http_request_t *r) noexcept
 
     state->in_flight = false;
 
-    ngx_uint_t status = r->headers_out.status;
-    bool success = status > 0 && status < NGX_HTTP_BAD_REQUEST;
     std::uint64_t now = now_us();
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
-        ZoneCounters *z = zone_slot(state, i);
-        ngx_uint_t zone = state->refs[i]->zone->index;
-
-        if (success) {
-            add(&z->successes, 1);
-            add(&z->response_us, now - state->check_start_us);
-        }
-
-        if (--worker->zones_in_flight[zone] == 0) {
-            busy_clock::leave(worker->layout.busy_word(worker->block, zone),
-                              worker->slot, now, &z->busy_us);
-        }
+        leave_busy(state, state->refs[i]->zone->index, zone_slot(state, i),
+                   now);
     }
 
     return NGX_OK;
@@ -301,6 +313,62 @@ void record_deny_cache_hit(const RequestState *state, ngx_uint_t zone) noexcept
 {
     if (worker != nullptr) {
         add(&zone_slot(state, zone)->deny_cache_hits, 1);
+    }
+}
+
+void record_slot_outcome(const RequestState *state, const Zone *zone,
+                         Decision decision, SlotEvent event,
+                         ngx_msec_t queue_ms) noexcept
+{
+    if (worker == nullptr) {
+        return;
+    }
+
+    ZoneCounters *z = zone_slot(zone);
+
+    add(&z->decisions[static_cast<std::size_t>(decision)], 1);
+    observe(&z->check_us, kDurationBoundsUs,
+            now_us() - state->check_start_us);
+
+    if (event != SlotEvent::kCount) {
+        add(&z->slot_events[static_cast<std::size_t>(event)], 1);
+    }
+
+    if (event == SlotEvent::kAdmittedAfterWait) {
+        observe(&z->queue_wait_us, kQueueWaitBoundsUs,
+                std::uint64_t{queue_ms} * 1000);
+    }
+
+    if (event == SlotEvent::kAdmitted
+        || event == SlotEvent::kAdmittedAfterWait)
+    {
+        add(&z->slots_taken, 1);
+        enter_busy(zone->index);
+    }
+}
+
+void record_slot_queued(const Zone *zone, bool entering) noexcept
+{
+    if (worker != nullptr) {
+        ZoneCounters *z = zone_slot(zone);
+        add(entering ? &z->queue_entered : &z->queue_left, 1);
+    }
+}
+
+void record_slot_event(const Zone *zone, SlotEvent event) noexcept
+{
+    if (worker != nullptr) {
+        add(&zone_slot(zone)->slot_events[static_cast<std::size_t>(event)],
+            1);
+    }
+}
+
+void record_slot_freed(const RequestState *state, const Zone *zone) noexcept
+{
+    if (worker != nullptr) {
+        ZoneCounters *z = zone_slot(zone);
+        add(&z->slots_freed, 1);
+        leave_busy(state, zone->index, z, now_us());
     }
 }
 

@@ -42,6 +42,18 @@ void record_decision(RequestState *state) noexcept;
 void record_deny_cache_hit(const RequestState *state,
                            ngx_uint_t zone) noexcept;
 
+// Concurrency zones: what a request's ask for a slot came to (`event`
+// kCount if none of the events; `queue_ms` counts if it was admitted after
+// waiting), its entering or leaving the queue, and the end of a request
+// that held a slot (its success and response time counted then, as the
+// log phase counts them for rate zones).
+void record_slot_outcome(const RequestState *state, const Zone *zone,
+                         Decision decision, SlotEvent event,
+                         ngx_msec_t queue_ms) noexcept;
+void record_slot_queued(const Zone *zone, bool entering) noexcept;
+void record_slot_event(const Zone *zone, SlotEvent event) noexcept;
+void record_slot_freed(const RequestState *state, const Zone *zone) noexcept;
+
 // The Redis link.  call_sent and call_answered pair in the order Redis
 // answers, which is the order calls are sent: round trips are timed by it.
 // A call of `requests` requests went out: its send time, in us, for

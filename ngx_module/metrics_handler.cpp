@@ -32,6 +32,12 @@ ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
         m.limit = defined[z]->policy.limit;
         m.window_ms = defined[z]->policy.window_ms;
 
+        if (const ConcurrencyPolicy *c = defined[z]->concurrency) {
+            m.concurrency = true;
+            m.limit = c->limit;
+            m.queue_limit = c->queue;
+        }
+
         for (std::size_t s = 0; s < layout.slots(); s++) {
             add_zone(*layout.zone(shared.block, s, z), &m.sum);
         }

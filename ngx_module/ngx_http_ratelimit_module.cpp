@@ -9,6 +9,7 @@
 #include "header_filter.hpp"
 #include "metrics.hpp"
 #include "redis_link.hpp"
+#include "slot_gate.hpp"
 #include "variables.hpp"
 
 #include <new>
@@ -93,6 +94,15 @@ ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
         return NGX_ERROR;
     }
 
+    if (mcf->concurrency) {
+        mcf->slots = new (std::nothrow) SlotGate(mcf->link, mcf->prefix,
+                                                 cycle->log);
+
+        if (mcf->slots == nullptr || !mcf->slots->start()) {
+            return NGX_ERROR;
+        }
+    }
+
     mcf->link->start();
     return NGX_OK;
 }
@@ -113,6 +123,8 @@ void exit_process(ngx_cycle_t *cycle) noexcept
 
     delete mcf->calls;
     mcf->calls = nullptr;
+    delete mcf->slots;
+    mcf->slots = nullptr;
     delete mcf->link;
     mcf->link = nullptr;
 

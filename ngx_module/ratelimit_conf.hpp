@@ -9,6 +9,7 @@ extern "C" {
 #include <ngx_http.h>
 }
 
+#include "concurrency_script.hpp"
 #include "policy.hpp"
 #include "window_script.hpp"
 
@@ -18,6 +19,7 @@ namespace ratelimit {
 
 class CallBatcher;
 class DenyCache;
+class SlotGate;
 class RedisLink;
 
 // One ADDRESS of `ratelimit_redis`: a Redis server, or a sentinel.
@@ -93,6 +95,9 @@ struct Zone {
     // once, encoded: see write_zone_args().
     ngx_str_t script_args;
     ngx_str_t policy_member;  // its member of the RateLimit-Policy list
+    // A concurrency zone bounds requests in flight instead (the members
+    // above unused); nullptr for a rate zone.
+    const ConcurrencyPolicy *concurrency;
 };
 
 // One `ratelimit zone=NAME [dry_run];`, resolved to its zone when the http
@@ -118,6 +123,9 @@ struct MainConf {
     RedisLink *link;       // this worker's connection, from init_process
     CallBatcher *calls;    // its script calls, likewise
     DenyCache *denied;     // this worker's rejected subjects, likewise
+    SlotGate *slots;       // its concurrency zones' calls, likewise, if
+                           // some location applies one
+    bool concurrency;      // some location applies a concurrency zone
     bool metrics;          // some location has `ratelimit_metrics`
     ngx_shm_zone_t *metrics_zone;  // its counters, when it has
 };

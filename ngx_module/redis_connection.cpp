@@ -644,17 +644,34 @@ void RedisConnection::dispatch() noexcept
             return;
         }
 
-        if (count_ == 0) {
-            freeReplyObject(reply);
-            fail("lost connection to", "a reply nobody asked for");
-            return;
+        Waiter w = push_;
+
+        if (!pushed(static_cast<const redisReply *>(reply))) {
+            if (count_ == 0) {
+                freeReplyObject(reply);
+                fail("lost connection to", "a reply nobody asked for");
+                return;
+            }
+
+            w = pop();
         }
 
-        Waiter w = pop();
         progress_msec_ = ngx_current_msec;
         w.handler(w.data, static_cast<const redisReply *>(reply));
         freeReplyObject(reply);
     }
+}
+
+bool RedisConnection::pushed(const redisReply *reply) const noexcept
+{
+    static constexpr char kMessage[] = "message";
+
+    return push_.handler != nullptr && reply->type == REDIS_REPLY_ARRAY
+           && reply->elements == 3
+           && reply->element[0]->type == REDIS_REPLY_STRING
+           && reply->element[0]->len == sizeof(kMessage) - 1
+           && ngx_strncmp(reply->element[0]->str, kMessage,
+                          sizeof(kMessage) - 1) == 0;
 }
 
 bool RedisConnection::push(ReplyHandler handler, void *data) noexcept

@@ -104,6 +104,15 @@ public:
 
     ngx_uint_t waiting() const noexcept { return count_; }
 
+    // Subscriber mode: a message Redis pushes to a subscribed connection
+    // (an array whose first element is "message"), which answers no
+    // command, goes to `handler`; every other reply answers its command
+    // in order, as usual.  Set before open().
+    void on_push(ReplyHandler handler, void *data) noexcept
+    {
+        push_ = {handler, data};
+    }
+
     // If Redis has answered nothing for stall_ms while commands wait, the
     // connection is taken for wedged (a half-open TCP connection after a
     // partition, a reply that never ends): logged, closed as failed.
@@ -131,6 +140,7 @@ private:
     void read() noexcept;
     void dispatch() noexcept;
     bool push(ReplyHandler handler, void *data) noexcept;
+    bool pushed(const redisReply *reply) const noexcept;
     Waiter pop() noexcept;
     const char *captured() noexcept;
 
@@ -171,6 +181,7 @@ private:
     ngx_uint_t capacity_ = 0;
     ngx_uint_t head_ = 0;
     ngx_uint_t count_ = 0;
+    Waiter push_{nullptr, nullptr};  // subscriber mode, if set
     ngx_msec_t progress_msec_ = 0;  // last reply, or first send after none
 
 #if (NGX_SSL)

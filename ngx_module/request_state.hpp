@@ -11,6 +11,7 @@
 namespace ratelimit {
 
 struct Batch;
+struct SlotHold;
 
 enum class Result {
     kNone,            // no zone applied (every key was empty)
@@ -24,7 +25,10 @@ enum class Result {
 struct RequestState {
     enum class Stage {
         kNew,      // created, nothing sent yet (the zero a new state holds)
-        kWaiting,  // the script call is in flight
+        kWaiting,  // the script call is in flight, or the request waits
+                   // for a slot of its concurrency zone
+        kSlotDecided,  // the concurrency zone let it through (or failed
+                       // open): the rate zones are to be asked
         kDecided,  // result known; the phase handler has yet to act on it
         kDone,     // acted on: later passes through the phase let it be
     };
@@ -66,6 +70,9 @@ struct RequestState {
     // after it.
     void (*resume)(RequestState *state) noexcept;
 
+    SlotHold *hold;          // its concurrency zone's, or nullptr
+
+    // Its rate zones (concurrency zones are in `hold`).
     ngx_uint_t zones;
     const ZoneRef *refs[kMaxZonesPerRequest];
     ngx_str_t subjects[kMaxZonesPerRequest];

@@ -2,6 +2,7 @@
 
 #include "rate_headers.hpp"
 #include "request_state.hpp"
+#include "slot_hold.hpp"
 
 namespace ratelimit {
 
@@ -67,7 +68,7 @@ ngx_int_t number_variable(ngx_http_request_t *r,
 {
     const RequestState *state = find_state(r);
 
-    if (state == nullptr
+    if (state == nullptr || state->zones == 0
         || (state->result != Result::kPassed
             && state->result != Result::kRejected
             && state->result != Result::kRejectedDryRun))
@@ -90,6 +91,34 @@ ngx_int_t number_variable(ngx_http_request_t *r,
     return NGX_OK;
 }
 
+// $ratelimit_queue_time: milliseconds the request waited in its
+// concurrency zone's queue; empty if it did not wait.
+ngx_int_t queue_time_variable(ngx_http_request_t *r,
+                              ngx_http_variable_value_t *v,
+                              uintptr_t) noexcept
+{
+    const RequestState *state = find_state(r);
+    const SlotHold *hold = state != nullptr ? state->hold : nullptr;
+
+    if (hold == nullptr
+        || (hold->outcome != SlotOutcome::kAdmittedAfterWait
+            && hold->outcome != SlotOutcome::kTimedOut))
+    {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    auto *text = static_cast<u_char *>(ngx_pnalloc(r->pool, kMaxDigits));
+
+    if (text == nullptr) {
+        return NGX_ERROR;
+    }
+
+    set_value(v, text, write_decimal(hold->queue_ms,
+                                     reinterpret_cast<char *>(text)));
+    return NGX_OK;
+}
+
 ngx_http_variable_t variables[] = {
     {ngx_string("ratelimit_status"), nullptr, status_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
@@ -98,6 +127,8 @@ ngx_http_variable_t variables[] = {
     {ngx_string("ratelimit_remaining"), nullptr, number_variable, kRemaining,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("ratelimit_reset"), nullptr, number_variable, kReset,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ratelimit_queue_time"), nullptr, queue_time_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
 };
 

@@ -1,5 +1,7 @@
 #include "metrics_model.hpp"
 
+#include <iterator>
+
 namespace ratelimit {
 
 namespace {
@@ -55,6 +57,27 @@ const std::uint64_t kBatchBoundsCount[kBatchBounds] = {1, 2, 4, 8, 16};
 const std::string_view kBatchBoundsText[kBatchBounds] = {
     "1.0", "2.0", "4.0", "8.0", "16.0",
 };
+
+const std::uint64_t kQueueWaitBoundsUs[kQueueWaitBounds] = {
+    1000, 5000, 10000, 50000, 100000, 250000, 500000, 1000000, 2500000,
+    5000000, 10000000, 30000000,
+};
+
+const std::string_view kQueueWaitBoundsText[kQueueWaitBounds] = {
+    "0.001", "0.005", "0.01", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5",
+    "5.0", "10.0", "30.0",
+};
+
+std::string_view slot_event_name(SlotEvent e)
+{
+    static constexpr std::string_view kNames[] = {
+        "admitted", "admitted_after_wait", "queue_full", "wait_timeout",
+        "gone_while_queued",
+    };
+    static_assert(std::size(kNames)
+                  == static_cast<std::size_t>(SlotEvent::kCount));
+    return kNames[static_cast<std::size_t>(e)];
+}
 
 std::string_view decision_name(Decision d)
 {
@@ -215,6 +238,18 @@ void add_zone(const ZoneCounters &slot, ZoneCounters *sum)
     sum->successes += load_counter(&slot.successes);
     sum->response_us += load_counter(&slot.response_us);
     sum->busy_us += load_counter(&slot.busy_us);
+
+    for (std::size_t i = 0; i < static_cast<std::size_t>(SlotEvent::kCount);
+         i++)
+    {
+        sum->slot_events[i] += load_counter(&slot.slot_events[i]);
+    }
+
+    sum->slots_taken += load_counter(&slot.slots_taken);
+    sum->slots_freed += load_counter(&slot.slots_freed);
+    sum->queue_entered += load_counter(&slot.queue_entered);
+    sum->queue_left += load_counter(&slot.queue_left);
+    add_histogram(slot.queue_wait_us, &sum->queue_wait_us);
 }
 
 void add_link(const LinkCounters &slot, LinkCounters *sum)

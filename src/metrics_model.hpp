@@ -33,7 +33,18 @@ enum class LinkError : std::size_t {
 
 enum class LinkState : std::uint64_t { kDown, kConnecting, kUp, kCount };
 
+// What a concurrency zone did with a request, beside its decisions.
+enum class SlotEvent : std::size_t {
+    kAdmitted,           // a slot at once
+    kAdmittedAfterWait,  // a slot from the queue
+    kQueueFull,          // refused at once
+    kWaitTimeout,        // waited queue_timeout in vain
+    kGoneWhileQueued,    // the client left while queued
+    kCount,
+};
+
 std::string_view decision_name(Decision d);
+std::string_view slot_event_name(SlotEvent e);
 std::string_view link_error_name(LinkError e);
 std::string_view link_state_name(LinkState s);
 
@@ -63,7 +74,15 @@ extern const std::string_view kBatchBoundsText[kBatchBounds];
 std::size_t bucket_index(const std::uint64_t *bounds, std::size_t n,
                          std::uint64_t value);
 
+// Waits in a concurrency zone's queue, in microseconds: a freed slot
+// reaches the next waiter in about a millisecond, and a waiter gives up
+// after queue_timeout (10 s unless configured).
+constexpr std::size_t kQueueWaitBounds = 12;
+extern const std::uint64_t kQueueWaitBoundsUs[kQueueWaitBounds];
+extern const std::string_view kQueueWaitBoundsText[kQueueWaitBounds];  // s
+
 using DurationHistogram = Histogram<kDurationBounds>;
+using QueueWaitHistogram = Histogram<kQueueWaitBounds>;
 using BatchHistogram = Histogram<kBatchBounds>;
 
 // One zone's counters in one worker's slot.
@@ -74,8 +93,14 @@ struct ZoneCounters {
     std::uint64_t successes;         // let through, answered below 400
     std::uint64_t response_us;       // their response times, summed
     std::uint64_t busy_us;           // see busy_clock
-    // Concurrency zones will add their in-flight, queued, outcome and
-    // queue-wait counters here, per zone like these.
+    // Concurrency zones only.  In flight: slots_taken - slots_freed;
+    // queued: queue_entered - queue_left.
+    std::uint64_t slot_events[static_cast<std::size_t>(SlotEvent::kCount)];
+    std::uint64_t slots_taken;
+    std::uint64_t slots_freed;
+    std::uint64_t queue_entered;
+    std::uint64_t queue_left;
+    QueueWaitHistogram queue_wait_us;  // of the requests admitted after it
 };
 
 // The Redis link's counters in one worker's slot.  `state` and `waiting`

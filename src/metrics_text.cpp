@@ -181,6 +181,68 @@ void write_zones(Exposition &e, const MetricsReport &r)
     }
 }
 
+std::uint64_t in_flight(const ZoneCounters &c)
+{
+    return c.slots_taken - c.slots_freed;
+}
+
+std::uint64_t queued(const ZoneCounters &c)
+{
+    return c.queue_entered - c.queue_left;
+}
+
+// Concurrency zones only: the rate zones have none of these.
+void write_concurrency(Exposition &e, const MetricsReport &r)
+{
+    static constexpr std::size_t kEvents =
+        static_cast<std::size_t>(SlotEvent::kCount);
+    struct Gauge {
+        std::string_view name, help;
+        std::uint64_t (*value)(const ZoneMetrics &z);
+    };
+    static const Gauge gauges[] = {
+        {"concurrency_in_flight", "Requests holding a slot in this server.",
+         [](const ZoneMetrics &z) { return in_flight(z.sum); }},
+        {"concurrency_queued", "Requests of this server waiting for one.",
+         [](const ZoneMetrics &z) { return queued(z.sum); }},
+        {"concurrency_queue_limit", "Requests a subject's queue holds.",
+         [](const ZoneMetrics &z) { return z.queue_limit; }},
+    };
+
+    for (const Gauge &g : gauges) {
+        e.family(g.name, "gauge", g.help);
+        for (std::size_t i = 0; i < r.zone_count; i++) {
+            if (r.zones[i].concurrency) {
+                e.sample(g.name, zone_label(r.zones[i]),
+                         number(g.value(r.zones[i])));
+            }
+        }
+    }
+
+    e.family("concurrency_events", "counter",
+             "What concurrency zones did with requests, by event.");
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        for (std::size_t k = 0; r.zones[i].concurrency && k < kEvents; k++) {
+            e.sample("concurrency_events_total",
+                     zone_label(r.zones[i]) + ",event=\""
+                         + std::string(slot_event_name(SlotEvent(k))) + "\"",
+                     number(r.zones[i].sum.slot_events[k]));
+        }
+    }
+
+    e.family("concurrency_queue_wait_seconds", "histogram",
+             "Time a request admitted after waiting spent in the queue.");
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        if (r.zones[i].concurrency) {
+            e.histogram("concurrency_queue_wait_seconds",
+                        zone_label(r.zones[i]), r.zones[i].sum.queue_wait_us,
+                        kQueueWaitBoundsText, 6);
+        }
+    }
+}
+
 void write_link_gauges(Exposition &e, const MetricsReport &r)
 {
     e.family("redis_connection_state", "gauge",
@@ -239,6 +301,7 @@ std::string prometheus(const MetricsReport &r, bool open_metrics)
     Exposition e(&out, open_metrics);
 
     write_zones(e, r);
+    write_concurrency(e, r);
     write_link(e, r);
     e.family("build_info", "gauge", "1, labelled with the versions.");
     e.sample("build_info",
@@ -269,6 +332,25 @@ std::string json_histogram(const Histogram<kBounds> &h,
            + "}}";
 }
 
+// A concurrency zone's own members, after those every zone has.
+std::string json_concurrency(const ZoneMetrics &z)
+{
+    const ZoneCounters &c = z.sum;
+    std::string out = ",\"in_flight\":" + number(in_flight(c))
+                      + ",\"queued\":" + number(queued(c))
+                      + ",\"queue_limit\":" + number(z.queue_limit);
+
+    for (std::size_t k = 0; k < static_cast<std::size_t>(SlotEvent::kCount);
+         k++)
+    {
+        out += ",\"" + std::string(slot_event_name(SlotEvent(k))) + "\":"
+               + number(c.slot_events[k]);
+    }
+
+    return out + ",\"queue_wait\":"
+           + json_histogram(c.queue_wait_us, kQueueWaitBoundsText, 6);
+}
+
 std::string json_zone(const ZoneMetrics &z)
 {
     const ZoneCounters &c = z.sum;
@@ -290,7 +372,8 @@ std::string json_zone(const ZoneMetrics &z)
            + ",\"successful_responses\":" + number(c.successes)
            + ",\"busy_seconds\":" + fixed_point(c.busy_us, 6)
            + ",\"requests_per_second\":" + decimal(rate, 3)
-           + ",\"mean_response_time\":" + decimal(mean, 6) + "}";
+           + ",\"mean_response_time\":" + decimal(mean, 6)
+           + (z.concurrency ? json_concurrency(z) : std::string()) + "}";
 }
 
 std::string json_link(const MetricsReport &r)

@@ -17,8 +17,10 @@ constexpr std::string_view kModuleVersion = "0.1.0";
 
 struct ZoneMetrics {
     std::string_view name;
-    std::uint64_t limit;
-    std::uint64_t window_ms;
+    std::uint64_t limit;      // requests per window, or in flight
+    std::uint64_t window_ms;  // 0 for a concurrency zone
+    bool concurrency;
+    std::uint64_t queue_limit;  // a concurrency zone's
     ZoneCounters sum;  // busy_us includes the interval still open
 };
 

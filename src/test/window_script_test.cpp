@@ -14,32 +14,13 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include "resp_parse.hpp"
+
 namespace ratelimit {
 namespace {
 
 using Kind = ScriptReply::Kind;
 using BatchKind = BatchReply::Kind;
-
-struct ReplyDeleter {
-    void operator()(redisReply *r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-// The reply hiredis's reader makes of `resp`, or null if the bytes are not
-// a complete reply or not valid RESP.
-ReplyPtr parse(std::string_view resp)
-{
-    redisReader *rd = redisReaderCreate();
-    void *reply = nullptr;
-
-    if (redisReaderFeed(rd, resp.data(), resp.size()) != REDIS_OK
-        || redisReaderGetReply(rd, &reply) != REDIS_OK)
-    {
-        reply = nullptr;
-    }
-    redisReaderFree(rd);
-    return ReplyPtr(static_cast<redisReply *>(reply));
-}
 
 ReplyPtr must_parse(std::string_view resp)
 {

@@ -1,0 +1,196 @@
+#!/usr/bin/perl
+# Benchmark of concurrency zones, run by `./build.sh bench` after run.pl:
+#
+#   RATELIMIT_MODULE=build/ngx_http_ratelimit_module.so perl -I t/lib bench/queue.pl
+#
+# 1. One subject, N = 8, 64 clients, each request held 50 ms by the
+#    backend (t/lib/HoldBackend.pm): the module (one nginx, two workers)
+#    against HAProxy's `maxconn 8` and `timeout queue`.  Throughput against
+#    the ideal N / hold, the most in flight at the backend, the queue wait
+#    (latency - hold) at p50/p99, order inversions (a request reaching the
+#    backend before one sent earlier), and the hand-off: from a response
+#    leaving the backend, at full capacity, to the next request arriving.
+# 2. Two HAProxy instances against two nginx servers, the same load split
+#    between them: the most in flight at the backend.
+# 3. Overhead without queueing: a concurrency zone with N high against a
+#    sliding-window zone, on a static file, with wrk.
+# Appends its report to bench/results.md (BENCH_OUT).
+use strict;
+use warnings;
+
+use FindBin qw($Bin);
+use lib "$Bin/../t/lib";
+use RateLimitTest;
+use HoldBackend;
+use HTTP::Tiny;
+use POSIX ();
+use Time::HiRes qw(time sleep);
+
+$| = 1;
+my $SECONDS = $ENV{BENCH_QUEUE_SECONDS} // 8;
+my $OUT     = $ENV{BENCH_OUT} // "$Bin/results.md";
+my ($N, $CLIENTS, $HOLD_MS) = (8, 64, 50);
+
+RateLimitTest::require_module();
+my $haproxy = -x '/usr/sbin/haproxy' ? '/usr/sbin/haproxy' : die "haproxy not installed\n";
+
+my $t = RateLimitTest->new(workers => 2);
+$t->start_redis;
+my $backend = $t->port('BACKEND');
+HoldBackend::start($t, $backend);
+
+my $conf = <<"EOF_CONF";
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=100ms;
+ratelimit_zone conc key=\$arg_key concurrency=$N queue=1000 queue_timeout=30s;
+ratelimit_zone wide key=\$http_x_api_key concurrency=1000000 queue=0;
+ratelimit_zone slide key=\$http_x_api_key rate=1000000r/m;
+server {
+    listen 127.0.0.1:%%PORT%%;
+    location /q/ { ratelimit zone=conc; proxy_pass http://127.0.0.1:$backend; }
+    location = /wide.html { ratelimit zone=wide; alias %%TMP%%/html/index.html; }
+    location = /slide.html { ratelimit zone=slide; alias %%TMP%%/html/index.html; }
+}
+EOF_CONF
+$t->write_conf($conf);
+$t->start_nginx;
+
+my $t2 = RateLimitTest->new(workers => 2);
+(my $conf2 = $conf) =~ s/%%REDIS_PORT%%/$t->redis_port/e;
+$t2->write_conf($conf2);
+$t2->start_nginx;
+
+sub start_haproxy {
+    my ($name, $port) = @_;
+    my $cfg = $t->tmp . "/$name.cfg";
+    open my $f, '>', $cfg or die;
+    print $f <<"EOF_HA";
+global
+    maxconn 2000
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 60s
+    timeout server 60s
+    timeout queue 30s
+frontend in
+    bind 127.0.0.1:$port
+    default_backend out
+backend out
+    server s1 127.0.0.1:$backend maxconn $N
+EOF_HA
+    close $f;
+    my $pid = $t->start_child($name, sub { exec $haproxy, '-db', '-f', $cfg or die "exec: $!" });
+    sleep 0.3;
+    return $pid;
+}
+
+my @ha = (start_haproxy('haproxy1', $t->port('HA1')), start_haproxy('haproxy2', $t->port('HA2')));
+
+# $CLIENTS clients for $SECONDS, each sending to $ports->[client % @ports];
+# returns the latencies (s).
+sub load {
+    my ($ports, $key) = @_;
+    my $stop = time + 0.5 + $SECONDS;
+    my @pids;
+    for my $c (0 .. $CLIENTS - 1) {
+        my $pid = fork // die;
+        if ($pid == 0) {
+            my $ua = HTTP::Tiny->new(timeout => 60);
+            my $port = $ports->[ $c % @$ports ];
+            my @lat;
+            sleep 0.5 + $c * 0.002;
+            while (time < $stop) {
+                my $sent = time;
+                my $seq = int($sent * 1e6);
+                my $r = $ua->get("http://127.0.0.1:$port/q/x?key=$key&seq=$seq&hold=$HOLD_MS");
+                push @lat, time - $sent if $r->{status} == 200;
+            }
+            open my $f, '>', $t->tmp . "/lat.$c" or POSIX::_exit(1);
+            print $f join("\n", @lat);
+            close $f;
+            POSIX::_exit(0);
+        }
+        push @pids, $pid;
+    }
+    waitpid $_, 0 for @pids;
+    my @all;
+    for my $c (0 .. $CLIENTS - 1) {
+        open my $f, '<', $t->tmp . "/lat.$c" or next;
+        push @all, grep { length } split /\n/, do { local $/; <$f> };
+    }
+    return sort { $a <=> $b } @all;
+}
+
+sub pct { my ($p, @v) = @_; @v ? $v[ POSIX::floor($p * $#v) ] : 0 }
+
+sub run_case {
+    my ($label, $ports, $key) = @_;
+    my @lat = load($ports, $key);
+    my $st = HoldBackend::stats($backend, $key);
+    my $ev = HoldBackend::events($backend, $key);
+    my ($inv, $last, $in, @handoff) = (0, 0, 0);
+    my $last_leave;
+    for my $e (@$ev) {
+        my ($kind, $at, $seq) = @$e;
+        if ($kind eq 'arrive') {
+            # Sent 2 ms or more before one that reached the backend first:
+            # closer sends may reach Redis in either order.
+            $inv++ if $seq < $last - 2000;
+            $last = $seq if $seq > $last;
+            push @handoff, $at - $last_leave if $in == $N - 1 && defined $last_leave;
+            $in++;
+        } else {
+            $in--;
+            $last_leave = $at if $in == $N - 1;
+        }
+    }
+    @handoff = sort { $a <=> $b } @handoff;
+    my $hold = $HOLD_MS / 1000;
+    my @wait = map { $_ > $hold ? $_ - $hold : 0 } @lat;
+    my %r = (label => $label, rps => @lat / $SECONDS, ideal => $N / $hold, max => $st->{max},
+        wait50 => pct(0.5, @wait) * 1000, wait99 => pct(0.99, @wait) * 1000, inversions => $inv,
+        requests => scalar @lat, hand50 => pct(0.5, @handoff) * 1000, hand99 => pct(0.99, @handoff) * 1000);
+    printf STDERR "%-40s %7.1f req/s (ideal %d), max in flight %d, wait p50 %.1f p99 %.1f ms, "
+        . "inversions %d, hand-off p50 %.2f p99 %.2f ms\n",
+        @r{qw(label rps ideal max wait50 wait99 inversions hand50 hand99)};
+    return \%r;
+}
+
+my @rows = (
+    run_case('module, one nginx (2 workers), N = 8', [ $t->port('PORT') ], 'm1'),
+    run_case('HAProxy maxconn 8, one instance', [ $t->port('HA1') ], 'h1'),
+    run_case('module, two nginx servers, N = 8', [ $t->port('PORT'), $t2->port('PORT') ], 'm2'),
+    run_case('HAProxy maxconn 8, two instances', [ $t->port('HA1'), $t->port('HA2') ], 'h2'),
+);
+
+# Overhead: wrk on a static file, 10,000 subjects, alternated.
+sub wrk {
+    my ($path) = @_;
+    my $out = `wrk -t1 -c50 -d${SECONDS}s -s $Bin/keys.lua http://127.0.0.1:@{[ $t->port('PORT') ]}$path 2>&1`;
+    my ($rps) = $out =~ /Requests\/sec:\s+([\d.]+)/;
+    return $rps // 0;
+}
+
+my (@wide, @slide);
+for (1 .. 2) {
+    push @slide, wrk('/slide.html');
+    push @wide, wrk('/wide.html');
+}
+my $ratio = (($wide[0] + $wide[1]) / 2) / ((($slide[0] + $slide[1]) / 2) || 1);
+printf STDERR "overhead: concurrency zone %s req/s, sliding %s req/s, ratio %.2f\n",
+    join('/', map { int } @wide), join('/', map { int } @slide), $ratio;
+
+my $report = "\n## Concurrency zones (bench/queue.pl, " . POSIX::strftime('%Y-%m-%d', gmtime) . ")\n\n"
+    . "One subject, N = $N, $CLIENTS clients, backend holds each request $HOLD_MS ms, $SECONDS s per case.\n\n"
+    . "| case | req/s | ideal | max in flight at backend | queue wait p50 ms | p99 ms | order inversions | hand-off p50 ms | p99 ms |\n"
+    . "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+$report .= sprintf "| %s | %.1f | %d | %d | %.1f | %.1f | %d of %d | %.2f | %.2f |\n",
+    @{$_}{qw(label rps ideal max wait50 wait99 inversions requests hand50 hand99)} for @rows;
+$report .= sprintf "\nNo queueing (N = 1,000,000, static file, wrk 50 connections, 10,000 subjects): "
+    . "concurrency zone %s req/s against a sliding-window zone's %s, ratio %.2f.\n",
+    join(' / ', map { int } @wide), join(' / ', map { int } @slide), $ratio;
+print $report;
+open my $f, '>>', $OUT or die "$OUT: $!";
+print $f $report;
+close $f;
+$t->stop_process($_) for @ha;

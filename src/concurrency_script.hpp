@@ -1,0 +1,88 @@
+// The Redis script behind concurrency zones: a fleet-wide semaphore per
+// subject with a first-in first-out queue, and the formatting and decoding
+// of its calls.
+//
+// Each subject has two sorted sets, which share a hash slot (their names
+// are the subject's key in braces, then ":held" or ":queue"):
+// - held: one member per request holding a slot, scored by the end of its
+//   lease (Redis time, ms).  A lease past its end is the slot of a server
+//   that died: the next call on the subject frees it.
+// - queue: one member per waiting request, scored by its arrival (Redis
+//   time, us, made strictly increasing), so that the oldest waiter comes
+//   first.  A waiter older than queue_timeout is dropped by the next call.
+// Members are tokens "WORKER.SEQ": WORKER names the nginx worker (16 hex
+// digits), SEQ its request.  A slot freed is given, in the same call, to
+// the oldest waiter, which is moved to `held` before it is told: by a
+// PUBLISH of its token on the channel "PREFIX:wake:WORKER", which only its
+// own worker subscribes to, so one release wakes one waiter.
+//
+// Call: EVALSHA sha 2 HELD QUEUE OP TOKEN LIMIT QUEUE_LIMIT LEASE_MS
+// QUEUE_TIMEOUT_MS CHANNEL_PREFIX DRY_RUN.  Reply: {code, number}; see
+// SlotCode.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <hiredis/hiredis.h>
+
+namespace ratelimit {
+
+struct ConcurrencyPolicy {
+    std::uint64_t limit;             // requests in flight per subject, > 0
+    std::uint64_t queue;             // more that may wait; 0: none
+    std::uint64_t queue_timeout_ms;  // a waiter's longest wait
+    std::uint64_t lease_ms;          // a dead server's slots come back
+};
+
+enum class SlotOp : char {
+    kAcquire = 'a',  // take a slot, or a place in the queue
+    kCheck = 'c',    // a waiter asks whether it holds a slot now
+    kRenew = 'n',    // a holder extends its lease
+    kRelease = 'r',  // give up a slot or a place in the queue
+    kStatus = 's',   // report, change nothing but what expired
+};
+
+// The first number of the reply.
+enum class SlotCode : long long {
+    kRefused = -1,   // acquire: the queue is full; check: no longer queued
+    kQueued = 0,     // acquire, check: waiting; the number is its place
+    kHeld = 1,       // acquire, check: holds a slot; renew, release: done
+    kWouldWait = 2,  // acquire with dry run: would have waited
+};
+
+std::string_view concurrency_script();
+std::string_view concurrency_script_sha1();
+
+// The key of a subject's `held` set made from its subject key, for
+// send_keyed(): "{KEY}:held".
+std::string held_key(std::string_view subject_key);
+
+// The RESP command of one call (EVALSHA, or EVAL with the script's text).
+// `worker_channel` is "PREFIX:wake:", to which the script appends WORKER.
+struct SlotCall {
+    SlotOp op;
+    std::string_view subject_key;
+    std::string_view token;
+    const ConcurrencyPolicy *policy;
+    std::string_view wake_prefix;
+    bool dry_run;
+};
+
+std::string format_slot_call(const SlotCall &call, bool eval);
+
+struct SlotReply {
+    enum class Kind { kAnswer, kNoScript, kError, kMalformed };
+
+    Kind kind;
+    SlotCode code;
+    std::uint64_t number;    // queue place, or held count for kStatus
+    std::uint64_t queued;    // kStatus only: the queue's length
+    std::string_view error;  // points into the reply
+};
+
+SlotReply decode_slot_reply(const redisReply *reply);
+
+}  // namespace ratelimit

@@ -1,0 +1,95 @@
+#include "concurrency_script.hpp"
+
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include "resp_parse.hpp"
+
+#include "window_script.hpp"
+
+namespace ratelimit {
+namespace {
+
+std::string element(const redisReply *r, size_t i)
+{
+    return {r->element[i]->str, r->element[i]->len};
+}
+
+const ConcurrencyPolicy kPolicy{4, 200, 30000, 10000};
+
+TEST(ConcurrencyScript, FitsBeforeAuth)
+{
+    EXPECT_LT(concurrency_script().size(), kMaxScriptSize);
+    EXPECT_EQ(concurrency_script_sha1().size(), kSha1HexLength);
+}
+
+TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
+{
+    EXPECT_EQ(held_key("rl:up:k}1"), "{rl:up:k}1}:held");
+
+    SlotCall call{SlotOp::kAcquire, "rl:up:k1", "00ff.7", &kPolicy,
+                  "rl:wake:", false};
+    ReplyPtr argv = parse(format_slot_call(call, false));
+
+    ASSERT_TRUE(argv);
+    ASSERT_EQ(argv->elements, 13u);
+    EXPECT_EQ(element(argv.get(), 0), "EVALSHA");
+    EXPECT_EQ(element(argv.get(), 1), concurrency_script_sha1());
+    EXPECT_EQ(element(argv.get(), 2), "2");
+    EXPECT_EQ(element(argv.get(), 3), "{rl:up:k1}:held");
+    EXPECT_EQ(element(argv.get(), 4), "{rl:up:k1}:queue");
+    EXPECT_EQ(element(argv.get(), 5), "a");
+    EXPECT_EQ(element(argv.get(), 6), "00ff.7");
+    EXPECT_EQ(element(argv.get(), 7), "4");
+    EXPECT_EQ(element(argv.get(), 8), "200");
+    EXPECT_EQ(element(argv.get(), 9), "10000");
+    EXPECT_EQ(element(argv.get(), 10), "30000");
+    EXPECT_EQ(element(argv.get(), 11), "rl:wake:");
+    EXPECT_EQ(element(argv.get(), 12), "0");
+
+    call.dry_run = true;
+    argv = parse(format_slot_call(call, true));
+    ASSERT_TRUE(argv);
+    EXPECT_EQ(element(argv.get(), 0), "EVAL");
+    EXPECT_EQ(element(argv.get(), 1), concurrency_script());
+    EXPECT_EQ(element(argv.get(), 12), "1");
+}
+
+TEST(ConcurrencyScript, DecodesReplies)
+{
+    ReplyPtr r = parse("*2\r\n:0\r\n:3\r\n");
+    SlotReply d = decode_slot_reply(r.get());
+    EXPECT_EQ(d.kind, SlotReply::Kind::kAnswer);
+    EXPECT_EQ(d.code, SlotCode::kQueued);
+    EXPECT_EQ(d.number, 3u);
+
+    r = parse("*3\r\n:1\r\n:2\r\n:5\r\n");
+    d = decode_slot_reply(r.get());
+    EXPECT_EQ(d.kind, SlotReply::Kind::kAnswer);
+    EXPECT_EQ(d.number, 2u);
+    EXPECT_EQ(d.queued, 5u);
+
+    r = parse("-NOSCRIPT No matching script\r\n");
+    EXPECT_EQ(decode_slot_reply(r.get()).kind, SlotReply::Kind::kNoScript);
+    r = parse("-WRONGTYPE x\r\n");
+    d = decode_slot_reply(r.get());
+    EXPECT_EQ(d.kind, SlotReply::Kind::kError);
+    EXPECT_EQ(d.error, "WRONGTYPE x");
+
+    for (const char *bad : {"*2\r\n:3\r\n:0\r\n", "*2\r\n:1\r\n:-1\r\n",
+                            "*1\r\n:1\r\n", "*2\r\n$1\r\n1\r\n:0\r\n",
+                            ":1\r\n"})
+    {
+        r = parse(bad);
+        EXPECT_EQ(decode_slot_reply(r.get()).kind,
+                  SlotReply::Kind::kMalformed) << bad;
+    }
+
+    EXPECT_EQ(decode_slot_reply(nullptr).kind, SlotReply::Kind::kMalformed);
+}
+
+}  // namespace
+}  // namespace ratelimit
