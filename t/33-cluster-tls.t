@@ -163,11 +163,6 @@ ok(defined $ex && $ex - $t_promo <= 3, sprintf('the slots of the stranger, now o
     ($ex // time) - $t_promo, $last));
 is($c->node($rep, 'HGET', key('api', $s), 't'), $LIMIT, 'counted on the promoted replica');
 
-for my $i (0, 1) {
-    my $t = $T[$i];
-    $t->throttle_ok('server ' . ($i + 1) . ': redis problems logged at most once a second per worker');
-    $t->stop_nginx;
-    $t->final_checks('server ' . ($i + 1) . ': no [alert] or [emerg]');
-}
+$T[$_]->stop_and_check('server ' . ($_ + 1)) for 0, 1;
 
 done_testing;

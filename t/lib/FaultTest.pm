@@ -27,6 +27,7 @@ package FaultTest;
 #   redis_clients                 CLIENT LIST lines of Redis, the test's own excluded
 #   throttle_ok($name[, $except]) test: log throttle held
 #   final_checks([$alerts_name])  tests: no crashed worker, no [alert]/[emerg]
+#   stop_and_check($label)        tests: throttle held; nginx stopped; final_checks
 
 use strict;
 use warnings;
@@ -317,6 +318,16 @@ sub final_checks {
     local $Test::Builder::Level = $Test::Builder::Level + 1;
     Test::More::ok(!@crash, 'no worker exited on a signal') or Test::More::diag(join "\n", @crash);
     $self->no_alerts($alerts_name // 'no [alert] or [emerg] in error.log');
+}
+
+# The tests at the end of a server's run, each named after $label: the log
+# throttle held, then nginx is stopped and final_checks run.
+sub stop_and_check {
+    my ($self, $label) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $self->throttle_ok("$label: redis problems logged at most once a second per worker");
+    $self->stop_nginx;
+    $self->final_checks("$label: no [alert] or [emerg]");
 }
 
 # ---------------------------------------------------------------------------
