@@ -98,16 +98,8 @@ for my $i (0, 1) {
 # --- exactness on the masters whose certificates verify ---------------------------
 
 my @subj = map { $c->key_in($GOOD[$_ % 2], 'tls', 'api') } 0 .. 39;
-my $n = @subj * ($LIMIT + 3);
-my @r = $t1->burst($n, sub {
-    my $i = shift;
-    ('/closed/index.html', { 'X-Api-Key' => $subj[$i % @subj] }, $T[int($i / @subj) % 2]->port('PORT'));
-}, 10);
-my %by;
-push @{ $by{ $subj[$_ % @subj] } }, $r[$_] for 0 .. $#r;
-my @inexact = grep { tally(@{ $by{$_} }) ne "$LIMIT/3/0" } @subj;
-is(scalar @inexact, 0, "40 subjects on two masters x " . ($LIMIT + 3) . " from both servers over TLS: exactly $LIMIT passed each")
-    or diag(join ', ', map { "$_: " . tally(@{ $by{$_} }) } @inexact[0 .. ($#inexact < 9 ? $#inexact : 9)]);
+$t1->exact_each(\@T, \@subj, $LIMIT, 3, '/closed/index.html',
+    "40 subjects on two masters x " . ($LIMIT + 3) . " from both servers over TLS: exactly $LIMIT passed each");
 my @wrong = grep { ($c->node($c->master_of(key('api', $_)), 'HGET', key('api', $_), 't') // -1) != $LIMIT } @subj;
 is(scalar @wrong, 0, "each count is $LIMIT on the master of its slot") or diag("@wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]");
 my $hot = $c->key_in($GOOD[1], 'hot', 'api');

@@ -20,6 +20,8 @@ package FaultTest;
 #   burst($n, $make, $timeout)    $n requests sent at once
 #   hammer(\@servers, $n, $path, \%headers)  $n at once, dealt over servers: tally
 #   tally(@responses)             "passed/rejected/other" (function)
+#   exact_each(\@servers, \@subjects, $limit, $extra, $path, $name)
+#                                 test: each subject hammered, exactly $limit passed
 #   start_load(%o) / finish_load($load)      forked sequential clients
 #   commandstat($name)            calls of a Redis command (INFO commandstats)
 #   served_pids                   distinct worker pids in the access log
@@ -204,6 +206,25 @@ sub tally {
 sub hammer {
     my ($self, $servers, $n, $path, $h) = @_;
     return tally($self->burst($n, sub { ($path, $h, $servers->[ $_[0] % @$servers ]->port('PORT')) }, 5));
+}
+
+# Test: every subject (X-Api-Key) sent $limit + $extra times, all at once
+# (25 subjects a burst), dealt over the servers: exactly $limit passed each.
+sub exact_each {
+    my ($self, $servers, $subjects, $limit, $extra, $path, $name) = @_;
+    my %by;
+    for (my $s0 = 0; $s0 < @$subjects; $s0 += 25) {
+        my @subj = @$subjects[$s0 .. ($s0 + 24 < $#$subjects ? $s0 + 24 : $#$subjects)];
+        my @r = $self->burst(@subj * ($limit + $extra), sub {
+            my $i = shift;
+            ($path, { 'X-Api-Key' => $subj[$i % @subj] }, $servers->[ int($i / @subj) % @$servers ]->port('PORT'));
+        }, 10);
+        push @{ $by{ $subj[$_ % @subj] } }, $r[$_] for 0 .. $#r;
+    }
+    my @inexact = grep { tally(@{ $by{$_} }) ne "$limit/$extra/0" } @$subjects;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    Test::More::is(scalar @inexact, 0, $name)
+        or Test::More::diag(join ', ', map { "$_: " . tally(@{ $by{$_} }) } @inexact[0 .. ($#inexact < 9 ? $#inexact : 9)]);
 }
 
 # ---------------------------------------------------------------------------
