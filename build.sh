@@ -2,6 +2,7 @@
 # Builds ngx_http_ratelimit_module.so and runs its tests, demo and benchmark.
 #
 #   ./build.sh          install what is missing, build build/ngx_http_ratelimit_module.so
+#                       and the Redis module build/ratelimit_redis.so
 #   ./build.sh test     build, then unit tests (ctest) and integration tests (prove)
 #   ./build.sh demo     build, then show requests turning from 200 into 429
 #   ./build.sh bench    build, then the benchmark (bench/)
@@ -36,6 +37,7 @@ else
     SAN_FLAGS=""
 fi
 MODULE=$BUILD/ngx_http_ratelimit_module.so
+REDIS_MODULE=$BUILD/ratelimit_redis.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
           libgtest-dev perl prometheus python3-prometheus-client wrk)
@@ -94,6 +96,18 @@ build_module() {
     # Renamed into place: rewriting a loaded .so in place crashes its users.
     cp "$tree/objs/ngx_http_ratelimit_module.so" "$MODULE.tmp"
     mv -f "$MODULE.tmp" "$MODULE"
+}
+
+# The Redis module (redis_module/), for redis-server --loadmodule: its own
+# sources and the window rules it shares with the nginx module (src/).
+build_redis_module() {
+    say "building $REDIS_MODULE"
+    mkdir -p "$BUILD"
+    # shellcheck disable=SC2086
+    g++ -std=c++17 -O2 -g -Wall -Wextra -Werror -fPIC -shared \
+        -fvisibility=hidden $SAN_FLAGS ${EXTRA_CC_OPT:-} -I "$ROOT/src" \
+        -o "$REDIS_MODULE.tmp" "$ROOT"/redis_module/*.cpp ${EXTRA_LD_OPT:-}
+    mv -f "$REDIS_MODULE.tmp" "$REDIS_MODULE"
 }
 
 unit_tests() {
@@ -189,10 +203,12 @@ case "${1:-build}" in
     build)
         install_missing
         build_module
+        build_redis_module
         ;;
     test)
         install_missing "${DEB_PACKAGES[@]}"
         build_module
+        build_redis_module
         unit_tests
         integration_tests
         ;;
@@ -209,6 +225,7 @@ case "${1:-build}" in
     bench)
         install_missing wrk libnginx-mod-http-lua lua-nginx-redis
         build_module
+        build_redis_module
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/run.pl"
         ;;
     deb)
