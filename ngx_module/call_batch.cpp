@@ -28,7 +28,8 @@ void CallBatcher::on_link_up(void *data) noexcept
     size_t lens[3] = {6, 4, script.size()};
 
     if (!batcher->link_->send_argv(3, argv, lens, on_script_loaded,
-                                   batcher))
+                                   batcher)
+        || !batcher->probe_.ask(batcher->link_, batcher->turn_end_.log))
     {
         batcher->link_->reconnect();
     }
@@ -112,7 +113,6 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
             open_->owner = this;
         }
 
-        open_->retried = false;
     }
 
     std::string_view keys[kMaxZonesPerRequest];
@@ -167,16 +167,22 @@ void CallBatcher::send_open() noexcept
         ngx_delete_posted_event(&turn_end_);
     }
 
-    if (const char *failure = send(batch, false)) {
+    ScriptBatch::Form form = probe_.available()
+                                 ? ScriptBatch::Form::kDecideCommand
+                                 : ScriptBatch::Form::kEvalSha;
+
+    if (const char *failure = send(batch, form)) {
         fail_all(batch, failure, {});
     }
 }
 
 // hiredis copies the command: one buffer serves every batch.  Returns what
 // went wrong, or nullptr once the batch is sent.
-const char *CallBatcher::send(Batch *batch, bool eval) noexcept
+const char *CallBatcher::send(Batch *batch, ScriptBatch::Form form) noexcept
 {
-    if (!batch->call.write_command(eval, &command_)) {
+    batch->form = form;
+
+    if (!batch->call.write_command(form, &command_)) {
         return "no memory for the call to redis";
     }
 
@@ -222,17 +228,24 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         metrics::record_link_error(LinkError::kNoScript);
         // A Redis restarted or flushed behind our back: send the script
         // itself once, which also caches it for the calls that follow.
-        if (!batch->retried) {
-            batch->retried = true;
-
-            if (send(batch, true) == nullptr) {
-                return;
-            }
+        if (!resend_as_script(batch)) {
+            fail_all(batch, "redis does not have the script: ",
+                     decoded.error);
         }
-        fail_all(batch, "redis does not have the script: ", decoded.error);
         return;
 
     case BatchReply::Kind::kError:
+        // The module unloaded: the command ran nothing, the script can.
+        if (batch->form == ScriptBatch::Form::kDecideCommand
+            && decoded.error.substr(0, 19) == "ERR unknown command")
+        {
+            probe_.lost();
+
+            if (resend_as_script(batch)) {
+                return;
+            }
+        }
+
         metrics::record_link_error(LinkError::kErrorReply);
         fail_all(batch, "redis answered an error: ", decoded.error);
         link_->on_error_reply(decoded.error);
@@ -244,6 +257,14 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
                  {});
         return;
     }
+}
+
+// A batch Redis refused without running anything, sent once more as EVAL,
+// unless it was already.  False if it was, or could not be sent.
+bool CallBatcher::resend_as_script(Batch *batch) noexcept
+{
+    return batch->form != ScriptBatch::Form::kEval
+           && send(batch, ScriptBatch::Form::kEval) == nullptr;
 }
 
 void CallBatcher::fail_all(Batch *batch, const char *why,

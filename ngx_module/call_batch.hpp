@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "decide_probe.hpp"
 #include "ratelimit_conf.hpp"
 #include "script_batch.hpp"
 
@@ -34,7 +35,7 @@ struct Batch {
     CallBatcher *owner;
     ScriptBatch call;
     RequestState *states[kMaxRequests];  // nullptr: stopped waiting
-    bool retried;                        // sent again after NOSCRIPT
+    ScriptBatch::Form form;              // as last sent; kEval: resent
     Batch *next_free;
 };
 
@@ -74,19 +75,21 @@ private:
     void on_reply(Batch *batch, const redisReply *reply) noexcept;
     static void on_batch_reply(void *data, const redisReply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it
-    // need not send it.
+    // need not send it, and asks whether Redis has the module's command.
     static void on_link_up(void *data) noexcept;
     static void on_script_loaded(void *data,
                                  const redisReply *reply) noexcept;
 
     void send_open() noexcept;
-    const char *send(Batch *batch, bool eval) noexcept;
+    const char *send(Batch *batch, ScriptBatch::Form form) noexcept;
+    bool resend_as_script(Batch *batch) noexcept;
     void fail_all(Batch *batch, const char *why,
                   std::string_view detail) noexcept;
     void release(Batch *batch) noexcept;
     static void on_turn_end(ngx_event_t *ev) noexcept;
 
     RedisLink *link_;
+    DecideProbe probe_;         // of the link's current connection
     Batch *open_ = nullptr;     // being filled during this loop turn
     Batch *free_ = nullptr;
     ngx_uint_t free_count_ = 0;

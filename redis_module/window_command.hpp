@@ -14,11 +14,10 @@
 // with an error instead.
 #pragma once
 
+#include "decide_command.hpp"
 #include "redis_module_api.hpp"
 
 namespace ratelimit {
-
-constexpr char kDecideCommand[] = "ratelimit.decide";
 
 // The command, as Redis calls it; also answers Redis's question of where
 // its keys are (getkeys-api).

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "decide_command.hpp"
 #include "rate_headers.hpp"
 #include "window_script.hpp"
 
@@ -159,17 +160,27 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
     return true;
 }
 
-bool ScriptBatch::write_command(bool eval, std::string *out) const noexcept
+bool ScriptBatch::write_command(Form form, std::string *out) const noexcept
 {
     char head[kMaxDigits + 3];
-    std::size_t argc = 4 + key_count_ + described_.size() * kArgsPerZone
-                       + requests_;
+    bool script = form != Form::kDecideCommand;
+    std::size_t argc = (script ? 4 : 3) + key_count_
+                       + described_.size() * kArgsPerZone + requests_;
     std::size_t n = put_head(head, '*', argc);
 
     try {
         out->assign(head, n);
-        append_bulk(*out, eval ? "EVAL" : "EVALSHA");
-        append_bulk(*out, eval ? window_script() : window_script_sha1());
+
+        if (form == Form::kEval) {
+            append_bulk(*out, "EVAL");
+            append_bulk(*out, window_script());
+        } else if (form == Form::kEvalSha) {
+            append_bulk(*out, "EVALSHA");
+            append_bulk(*out, window_script_sha1());
+        } else {
+            append_bulk(*out, kDecideCommand);
+        }
+
         append_decimal_bulk(*out, key_count_);
         out->append(keys_);
         append_decimal_bulk(*out, described_.size());

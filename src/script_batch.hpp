@@ -53,9 +53,12 @@ public:
         return reply_offsets_[entry];
     }
 
-    // Writes the whole command into `out`: EVALSHA with the script's
-    // digest or, with `eval`, EVAL with its text.  False on no memory.
-    bool write_command(bool eval, std::string *out) const noexcept;
+    // How the batch is sent: the script by its digest (EVALSHA) or its
+    // text (EVAL), or the Redis module's command (see decide_command.hpp).
+    enum class Form { kEvalSha, kEval, kDecideCommand };
+
+    // Writes the whole command into `out`.  False on no memory.
+    bool write_command(Form form, std::string *out) const noexcept;
 
     void clear() noexcept;
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include "decide_command.hpp"
 #include "window_script.hpp"
 
 namespace ratelimit {
@@ -14,10 +15,12 @@ namespace {
 
 // A command is a RESP array of bulk strings, which hiredis's reply reader
 // reads like any reply: the arguments as Redis will see them.
-std::vector<std::string> arguments(const ScriptBatch &batch, bool eval)
+std::vector<std::string> arguments(
+    const ScriptBatch &batch,
+    ScriptBatch::Form form = ScriptBatch::Form::kEvalSha)
 {
     std::string command;
-    EXPECT_TRUE(batch.write_command(eval, &command));
+    EXPECT_TRUE(batch.write_command(form, &command));
 
     redisReader *rd = redisReaderCreate();
     void *reply = nullptr;
@@ -106,11 +109,16 @@ TEST(ScriptBatch, KeysThenZonesOnceThenEntries)
         std::string("c\0\1", 3), std::string("p\2", 2),
         std::string("c\0\1", 3),
     };
-    EXPECT_EQ(arguments(batch, false), want);
+    EXPECT_EQ(arguments(batch), want);
 
     want[0] = "EVAL";
     want[1] = std::string(window_script());
-    EXPECT_EQ(arguments(batch, true), want);
+    EXPECT_EQ(arguments(batch, ScriptBatch::Form::kEval), want);
+
+    // The Redis module's command takes what follows the script.
+    want.erase(want.begin());
+    want[0] = kDecideCommand;
+    EXPECT_EQ(arguments(batch, ScriptBatch::Form::kDecideCommand), want);
 }
 
 TEST(ScriptBatch, ClearStartsAfresh)
@@ -130,7 +138,7 @@ TEST(ScriptBatch, ClearStartsAfresh)
         "EVALSHA", std::string(window_script_sha1()), "1", "x",
         "1", "1", "1000", "1", "f", "1", std::string("c\0", 2),
     };
-    EXPECT_EQ(arguments(batch, false), want);
+    EXPECT_EQ(arguments(batch), want);
 }
 
 TEST(ScriptBatch, LargestNumbersFit)
@@ -145,7 +153,7 @@ TEST(ScriptBatch, LargestNumbersFit)
     ScriptBatch batch;
     ASSERT_TRUE(batch.add(false, 1, key, zone, enforce));
 
-    std::vector<std::string> got = arguments(batch, false);
+    std::vector<std::string> got = arguments(batch);
     ASSERT_EQ(got.size(), 11u);
     EXPECT_EQ(got[5], "18446744073709551615");
     EXPECT_EQ(got[6], "1");
@@ -169,7 +177,7 @@ TEST(ScriptBatch, ManyRequestsOneZone)
         ASSERT_TRUE(batch.add(i % 3 == 0, 1, key, zone, enforce));
     }
 
-    std::vector<std::string> got = arguments(batch, false);
+    std::vector<std::string> got = arguments(batch);
     ASSERT_EQ(got.size(), 3 + 500 + 1 + 5 + 500u);
     EXPECT_EQ(got[2], "500");
     EXPECT_EQ(got[503], "1");
@@ -205,7 +213,7 @@ TEST(ScriptBatch, IntervalPeekEntry)
     EXPECT_EQ(batch.entries(), 3u);
     EXPECT_EQ(batch.reply_elements(), 19u);
 
-    std::vector<std::string> got = arguments(batch, false);
+    std::vector<std::string> got = arguments(batch);
     ASSERT_EQ(got.size(), 3 + 4 + 1 + 2 * 5 + 3u);
     EXPECT_EQ(got[got.size() - 3], std::string("c\0", 2));
     EXPECT_EQ(got[got.size() - 2], std::string("i20,1:\0\1", 8));
@@ -242,10 +250,10 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
     // One new zone too many, even with known ones beside it.
     request.args[0] = zones[0];
     request.args[1] = zones[next];
-    std::vector<std::string> before = arguments(batch, false);
+    std::vector<std::string> before = arguments(batch);
     std::size_t elements = batch.reply_elements();
     EXPECT_FALSE(request.add_to(batch, false, 2));
-    EXPECT_EQ(arguments(batch, false), before);
+    EXPECT_EQ(arguments(batch), before);
     EXPECT_EQ(batch.reply_elements(), elements);
 
     // Known zones only: still fine, and the last one is numbered 255.  The
@@ -257,7 +265,7 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
         ASSERT_TRUE(request.add_to(batch, true, 2));
         EXPECT_EQ(batch.reply_offset(batch.entries() - 1), offset);
     }
-    std::vector<std::string> got = arguments(batch, false);
+    std::vector<std::string> got = arguments(batch);
     EXPECT_EQ(got.back(), std::string("p\0\xff", 3));
 }
 
