@@ -443,4 +443,59 @@ sub run_model {
         is("@$r[1 .. 4]", "1 3 $cur 1", 'out of memory, a bucket to delete: over the limit, rejected');
         is(rcmd('HGET', 'm2:oom', 't'), 3, 'out of memory: the bucket deleted, the count written');
     }
+
+    # -----------------------------------------------------------------------
+    # out of memory, requests that must write first
+
+    # Expected: a request that would grow a key before anything was written
+    # gets the OOM error and writes nothing; once a request of the batch has
+    # written (the DEL of a junk hash), the requests after it are counted.
+    {
+        my @zone = (3, 1000, 10, 's', '1');
+        my @keys = ('m2:oom-new', 'm2:oom-junk');
+        my $junk = sub { rcmd('DEL', @keys); rcmd('HSET', 'm2:oom-junk', t => 'abc') };
+        my $starved = sub {
+            rcmd('CONFIG', 'SET', 'maxmemory', 1);
+            my $r = $call->(@_);
+            rcmd('CONFIG', 'SET', 'maxmemory', 0);
+            return ($r, floor($r->[0] / 1000));
+        };
+        $junk->();
+        my ($r, $cur) = $starved->(2, @keys, 1, @zone, "c\x00", "c\x00");
+        is(join(' ', map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ } @$r[1 .. 8]),
+           "OOM 0 0 0 0 1 $cur 0", 'out of memory: refused until a write, counted after it');
+        is(rcmd('EXISTS', 'm2:oom-new') . ' ' . rcmd('HGET', 'm2:oom-junk', 't'), '0 1',
+           'out of memory: the refused request wrote nothing');
+        $junk->();
+        ($r, $cur) = $starved->(2, reverse(@keys), 1, @zone, "c\x00", "c\x00");
+        is("@$r[1 .. 8]", "0 1 $cur 0 0 1 $cur 0", 'out of memory: a junk hash deleted first, both counted');
+    }
+
+    # -----------------------------------------------------------------------
+    # Redis's clock stepped back
+
+    # A key written "in the future" (newest bucket ahead of Redis's clock by
+    # less than a window): the request is counted in that newest bucket, and
+    # an interval counts back from it.  A fixed window one window ahead: the
+    # same.
+    {
+        my @zone = (5, 1000, 100, 's', '1');
+        my $cur = floor($t->redis_time_ms / 1000);
+        my ($old, $new) = ($cur + 3, $cur + 5);
+        rcmd('DEL', 'm2:ahead');
+        rcmd('HSET', 'm2:ahead', t => 2, o => $old, n => $new, $old => 1, $new => 1);
+        my $r = $call->(1, 'm2:ahead', 1, @zone, "c\x00");
+        is("@$r[1 .. 4]", "0 3 $old 0", 'clock stepped back: counted in the newest bucket');
+        is(join(' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', 'm2:ahead') })),
+           join(' ', sort map { "$_->[0]=$_->[1]" } [t => 3], [o => $old], [n => $new], [$old => 1], [$new => 2]),
+           'clock stepped back: the newest bucket counted');
+        $r = $call->(2, 'm2:ahead', 'm2:ahead-f', 2, @zone, 3, 60000, 1, 'f', '1', "i1:\x00", "i3:\x01");
+        is("@$r[1 .. 5]", "0 3 $old 0 2", 'clock stepped back: an interval of 1 bucket is the newest');
+
+        my $window = floor($r->[0] / 60000);
+        rcmd('DEL', 'm2:ahead-f');
+        rcmd('HSET', 'm2:ahead-f', t => 2, n => $window + 1);
+        $r = $call->(1, 'm2:ahead-f', 1, 3, 60000, 1, 'f', '1', "c\x00");
+        is("@$r[1 .. 4]", '0 3 ' . ($window + 1) . ' 0', 'clock stepped back: a fixed window ahead counts on');
+    }
 }
