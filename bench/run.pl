@@ -139,9 +139,18 @@ $rt->start_redis(args => [$PKI->redis_tls_args($TLS_PORT)]);
 my $RPORT = $rt->redis_port;
 my $redis_version = ($rt->redis('INFO', 'server') =~ /^redis_version:(\S+)/m)[0] // '?';
 
-sub rcmd {
-    my @argv = @_;
-    my $r = $rt->redis(@argv);
+# A second redis-server, with the Redis module loaded: the cases that use
+# its command instead of the script.
+note "starting redis-server with the Redis module";
+my $rt_module = RateLimitTest->new(workers => 1);
+$rt_module->start_redis(redis_module => 1);
+my $MODULE_RPORT = $rt_module->redis_port;
+
+sub rcmd { rcmd_at($rt, @_) }
+
+sub rcmd_at {
+    my ($at, @argv) = @_;
+    my $r = $at->redis(@argv);
     die "redis @argv[0..($#argv < 1 ? $#argv : 1)]: $$r\n" if RateLimitTest::is_redis_error($r);
     return $r;
 }
@@ -151,20 +160,25 @@ my %ADMIN = map { $_ => 1 } qw(info ping memory scan hlen dbsize config flushall
     flushdb select client command hello auth);
 # Top-level commands when the limiter runs a script; the rest were called from
 # inside the script (Redis counts those too, and their usec again inside
-# EVALSHA's), so they are counted as calls but not as time.
-my %SCRIPT_CMD = map { $_ => 1 } qw(evalsha eval evalsha_ro eval_ro script|load script);
+# EVALSHA's), so they are counted as calls but not as time.  The Redis
+# module's command calls none.
+my %SCRIPT_CMD = map { $_ => 1 } qw(evalsha eval evalsha_ro eval_ro script|load script
+    ratelimit.decide);
 
+# Of the bench's Redis, or of `at` (a RateLimitTest that runs another).
 sub redis_snapshot {
+    my ($at) = @_;
+    $at //= $rt;
     my %s;
-    my $stats = rcmd('INFO', 'commandstats');
+    my $stats = rcmd_at($at, 'INFO', 'commandstats');
     while ($stats =~ /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/mg) {
         $s{cmd}{$1} = [$2, $3];
     }
-    my $cpu = rcmd('INFO', 'cpu');
+    my $cpu = rcmd_at($at, 'INFO', 'cpu');
     my ($sys)  = $cpu =~ /^used_cpu_sys:([\d.]+)/m;
     my ($user) = $cpu =~ /^used_cpu_user:([\d.]+)/m;
     $s{cpu} = ($sys // 0) + ($user // 0);
-    $s{pidcpu} = proc_cpu($rt->redis_pid);
+    $s{pidcpu} = proc_cpu($at->redis_pid);
     return \%s;
 }
 
@@ -289,6 +303,7 @@ EOF
 }
 
 my $REDIS_LINE = "    ratelimit_redis 127.0.0.1:$RPORT timeout=1s;\n";
+my $MODULE_REDIS_LINE = "    ratelimit_redis 127.0.0.1:$MODULE_RPORT timeout=1s;\n";
 
 my @CASES = (
     {
@@ -333,6 +348,22 @@ my @CASES = (
     {
         id => 'fixed', label => '4. module fixed 60s', limiter => 1,
         http => $REDIS_LINE
+            . "    ratelimit_zone zfx key=\$http_x_api_key limit=$BIG_LIMIT window=60s algorithm=fixed;\n",
+        loc => '            ratelimit zone=zfx;',
+    },
+    {
+        # the sliding and fixed zones on the Redis with the Redis module:
+        # its command in place of the script
+        id => 'native', label => '3n. module sliding 60s/1s, Redis module command', limiter => 1,
+        redis => $rt_module,
+        http => $MODULE_REDIS_LINE
+            . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60;',
+    },
+    {
+        id => 'native_fixed', label => '4n. module fixed 60s, Redis module command', limiter => 1,
+        redis => $rt_module,
+        http => $MODULE_REDIS_LINE
             . "    ratelimit_zone zfx key=\$http_x_api_key limit=$BIG_LIMIT window=60s algorithm=fixed;\n",
         loc => '            ratelimit zone=zfx;',
     },
@@ -446,14 +477,14 @@ sub measure {
     my ($c, $seconds) = @_;
     my $t = $c->{t};
     $seconds = $c->{seconds} if $c->{seconds} && $c->{seconds} < $seconds;
-    my $s0 = redis_snapshot();
+    my $s0 = redis_snapshot($c->{redis});
     my $w0 = proc_cpu($c->{worker});
     my (undef, undef, $cu0, $cs0) = times;
     my $w = run_wrk(t => $t, seconds => $seconds, script => "$Bin/keys.lua",
         subjects => $c->{subjects}, key_prefix => $c->{key_prefix}, conns => $c->{conns});
     my $w1 = proc_cpu($c->{worker});
     my (undef, undef, $cu1, $cs1) = times;    # wrk, the only child reaped meanwhile
-    my $s1 = redis_snapshot();
+    my $s1 = redis_snapshot($c->{redis});
     my $d = redis_delta($s0, $s1);
     my $n = $w->{requests};
     my $admitted = $n - $w->{status};
@@ -586,6 +617,7 @@ for my $c (@CASES) {
 # stop everything now (END blocks and RateLimitTest's handlers also do it)
 for my $c (@CASES) { $c->{t}->stop_nginx }
 $rt->stop_redis;
+$rt_module->stop_redis;
 
 # ---------------------------------------------------------------------------
 # report
@@ -630,7 +662,7 @@ push @out, "Machine: nproc=$nproc, $cpu_model; nginx $nginx_version, redis $redi
 push @out, "";
 push @out, "wrk: $THREADS thread(s), $CONNS connections, keep-alive, $SUBJECTS subjects (X-Api-Key), "
     . "$ROUNDS rounds x ${SECONDS}s per case, round-robin (order rotated each round), ${WARMUP}s warm-up per case; "
-    . "one nginx worker per case, one redis-server (--save '' --appendonly no), all on loopback, no CPU pinning.";
+    . "one nginx worker per case, one redis-server (--save '' --appendonly no) and, for the Redis module command's cases, another with the module, all on loopback, no CPU pinning.";
 push @out, "";
 push @out, "| case | req/s median [min-max] | x plain [min-max] | p50 ms | p99 ms | redis cmds/req (top-level) | redis cmd us/req | redis CPU us/req | nginx worker CPU us/req | non-2xx |";
 push @out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
@@ -719,6 +751,15 @@ sub target {
 }
 my $r_plain = median(ratios('sliding', 'plain'));
 target('module sliding >= 0.7x plain', defined $r_plain ? $r_plain >= 0.7 : undef, f('%.2fx', $r_plain));
+my $r_native = median(ratios('native', 'plain'));
+target('module sliding, Redis module command >= 0.7x plain', defined $r_native ? $r_native >= 0.7 : undef,
+    sprintf('%sx (the script, same run: %sx)', f('%.2f', $r_native), f('%.2f', $r_plain)));
+my $cpu_native = median(col('native', 'cpu_us'));
+target('Redis CPU per request <= 2 us (module sliding, Redis module command, INFO cpu incl. networking)',
+    defined $cpu_native ? $cpu_native <= 2 : undef,
+    sprintf('%s us (the script, same run: %s us; commandstats usec %s against %s)', f('%.2f', $cpu_native),
+        f('%.2f', median(col('sliding', 'cpu_us'))), f('%.2f', median(col('native', 'usec'))),
+        f('%.2f', median(col('sliding', 'usec')))));
 my $r_tls = median(ratios('sliding_tls', 'sliding'));
 target('module sliding over TLS >= 0.9x over TCP', defined $r_tls ? $r_tls >= 0.9 : undef, f('%.2fx', $r_tls));
 my $r_lua = median(ratios('sliding', 'lua_sliding'));
