@@ -11,33 +11,15 @@ const char kOutOfMemory[] =
 
 namespace {
 
-// A key opened for one command, closed after it.
-class OpenKey {
-public:
-    OpenKey(redis::Ctx *ctx, redis::String *name, int mode)
-        : key_(redis::OpenKey(ctx, name, mode)) {}
+// Field names kept for the whole call, at most: past them, names are made
+// for the request.
+constexpr std::size_t kMostNames = 16;
 
-    ~OpenKey() { redis::CloseKey(key_); }
-
-    OpenKey(const OpenKey &) = delete;
-    OpenKey &operator=(const OpenKey &) = delete;
-
-    redis::Key *get() const { return key_; }
-
-    // Holds a hash, or nothing (a read of a missing key finds no key).
-    bool empty() const
-    {
-        return key_ == nullptr || redis::KeyType(key_) == redis::kKeyEmpty;
-    }
-
-    bool wrong_type() const
-    {
-        return !empty() && redis::KeyType(key_) != redis::kKeyHash;
-    }
-
-private:
-    redis::Key *key_;
-};
+bool holds_hash_or_nothing(redis::Key *key)
+{
+    int type = redis::KeyType(key);
+    return type == redis::kKeyEmpty || type == redis::kKeyHash;
+}
 
 void collect_pair(redis::Key *, redis::String *field, redis::String *value,
                   void *data)
@@ -50,37 +32,16 @@ void collect_pair(redis::Key *, redis::String *field, redis::String *value,
     out->emplace_back(std::string(f, flen), std::string(v, vlen));
 }
 
-// The argument strings of one command, freed with it.
-class Strings {
-public:
-    explicit Strings(redis::Ctx *ctx) : ctx_(ctx) {}
-
-    ~Strings()
-    {
-        for (redis::String *s : all_) {
-            redis::FreeString(ctx_, s);
-        }
-    }
-
-    Strings(const Strings &) = delete;
-    Strings &operator=(const Strings &) = delete;
-
-    redis::String *add(std::string_view bytes)
-    {
-        all_.push_back(redis::CreateString(ctx_, bytes.data(),
-                                           bytes.size()));
-        return all_.back();
-    }
-
-    redis::String **data() { return all_.data(); }
-    std::size_t size() const { return all_.size(); }
-
-private:
-    redis::Ctx *ctx_;
-    std::vector<redis::String *> all_;
-};
-
 }  // namespace
+
+HashCalls::~HashCalls()
+{
+    release();
+
+    for (auto &[text, name] : names_) {
+        redis::FreeString(ctx_, name);
+    }
+}
 
 // As the script's redis.call() checks a write command (Redis 7.0, script.c):
 // the OOM check applies to commands flagged deny-oom, and any write command
@@ -96,28 +57,73 @@ CallError HashCalls::may_write(bool may_grow_memory)
     return nullptr;
 }
 
+// Opened for writing, reads included: Redis's read and write lookups differ
+// only on a replica, where the command (flagged "write") never runs.
+redis::Key *HashCalls::open(redis::String *name)
+{
+    if (key_ == nullptr || key_name_ != name) {
+        close();
+        key_ = redis::OpenKey(ctx_, name, redis::kWrite);
+        key_name_ = name;
+    }
+
+    return key_;
+}
+
+void HashCalls::close() noexcept
+{
+    if (key_ != nullptr) {
+        redis::CloseKey(key_);
+        key_ = nullptr;
+    }
+}
+
+redis::String *HashCalls::field(const char *name)
+{
+    for (const auto &[text, made] : names_) {
+        if (text == name) {
+            return made;
+        }
+    }
+
+    redis::String *made = redis::CreateString(ctx_, name, std::strlen(name));
+
+    if (names_.size() < kMostNames) {
+        names_.emplace_back(name, made);
+    } else {
+        made_.push_back(made);
+    }
+
+    return made;
+}
+
+redis::String *HashCalls::value(const char *text)
+{
+    made_.push_back(redis::CreateString(ctx_, text, std::strlen(text)));
+    return made_.back();
+}
+
 CallError HashCalls::hmget(redis::String *key, const char *const *fields,
                            std::size_t count, FieldValue *out)
 {
-    OpenKey open(ctx_, key, redis::kRead);
+    redis::Key *open_key = open(key);
 
-    if (open.wrong_type()) {
+    if (!holds_hash_or_nothing(open_key)) {
         return kWrongType;
     }
 
+    bool empty = redis::KeyType(open_key) == redis::kKeyEmpty;
+
     for (std::size_t i = 0; i < count; i++) {
         out[i] = FieldValue{};
+        redis::String *value = nullptr;
 
-        if (open.empty()) {
-            continue;
+        if (!empty) {
+            redis::HashGet(open_key, 0, field(fields[i]), &value, nullptr);
         }
 
-        redis::String *value = nullptr;
-        redis::HashGet(open.get(), redis::kHashCFields, fields[i], &value,
-                       nullptr);
-
         if (value != nullptr) {
-            answered_.push_back(value);
+            made_.push_back(value);
             std::size_t len;
             const char *bytes = redis::StringPtrLen(value, &len);
             out[i] = FieldValue{value, {bytes, len}};
@@ -131,19 +137,19 @@ CallError HashCalls::hgetall(
     redis::String *key, std::vector<std::pair<std::string, std::string>> *out)
 {
     out->clear();
-    OpenKey open(ctx_, key, redis::kRead);
+    redis::Key *open_key = open(key);
 
-    if (open.wrong_type()) {
+    if (!holds_hash_or_nothing(open_key)) {
         return kWrongType;
     }
 
-    if (open.empty()) {
+    if (redis::KeyType(open_key) == redis::kKeyEmpty) {
         return nullptr;
     }
 
     RedisModuleScanCursor *cursor = redis::ScanCursorCreate();
 
-    while (redis::ScanKey(open.get(), cursor, collect_pair, out)) {
+    while (redis::ScanKey(open_key, cursor, collect_pair, out)) {
     }
 
     redis::ScanCursorDestroy(cursor);
@@ -153,28 +159,28 @@ CallError HashCalls::hgetall(
 CallError HashCalls::hset(redis::String *key,
                           const char *const *fields_values, std::size_t pairs)
 {
+    constexpr std::size_t kMostPairs = 4;
+
     if (CallError error = may_write(true)) {
         return error;
     }
 
-    OpenKey open(ctx_, key, redis::kWrite);
+    redis::Key *open_key = open(key);
 
-    if (open.wrong_type()) {
+    if (!holds_hash_or_nothing(open_key)) {
         return kWrongType;
     }
 
-    Strings args(ctx_);
+    redis::String *args[2 * kMostPairs];
+    pairs = pairs < kMostPairs ? pairs : kMostPairs;
 
-    for (std::size_t i = 0; i < 2 * pairs; i++) {
-        args.add(fields_values[i]);
+    for (std::size_t i = 0; i < pairs; i++) {
+        args[2 * i] = field(fields_values[2 * i]);
+        args[2 * i + 1] = value(fields_values[2 * i + 1]);
+        redis::HashSet(open_key, 0, args[2 * i], args[2 * i + 1], nullptr);
     }
 
-    for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
-        redis::HashSet(open.get(), 0, args.data()[i], args.data()[i + 1],
-                       nullptr);
-    }
-
-    redis::Replicate(ctx_, "HSET", "sv", key, args.data(), args.size());
+    redis::Replicate(ctx_, "HSET", "sv", key, args, 2 * pairs);
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hset", key);
     return nullptr;
 }
@@ -183,21 +189,23 @@ CallError HashCalls::hdel(redis::String *key, const std::string *fields,
                           std::size_t count)
 {
     may_write(false);
-    OpenKey open(ctx_, key, redis::kWrite);
+    redis::Key *open_key = open(key);
 
-    if (open.wrong_type()) {
+    if (!holds_hash_or_nothing(open_key)) {
         return kWrongType;
     }
 
-    if (open.empty()) {
+    if (redis::KeyType(open_key) == redis::kKeyEmpty) {
         return nullptr;
     }
 
-    Strings args(ctx_);
+    std::size_t first = made_.size();
     int deleted = 0;
 
     for (std::size_t i = 0; i < count; i++) {
-        deleted += redis::HashSet(open.get(), 0, args.add(fields[i]),
+        made_.push_back(redis::CreateString(ctx_, fields[i].data(),
+                                            fields[i].size()));
+        deleted += redis::HashSet(open_key, 0, made_.back(),
                                   redis::kHashDelete, nullptr);
     }
 
@@ -205,10 +213,10 @@ CallError HashCalls::hdel(redis::String *key, const std::string *fields,
         return nullptr;
     }
 
-    redis::Replicate(ctx_, "HDEL", "sv", key, args.data(), args.size());
+    redis::Replicate(ctx_, "HDEL", "sv", key, made_.data() + first, count);
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hdel", key);
 
-    if (open.empty()) {
+    if (redis::KeyType(open_key) == redis::kKeyEmpty) {
         redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "del", key);
     }
 
@@ -218,10 +226,10 @@ CallError HashCalls::hdel(redis::String *key, const std::string *fields,
 CallError HashCalls::del(redis::String *key)
 {
     may_write(false);
-    OpenKey open(ctx_, key, redis::kWrite);
+    redis::Key *open_key = open(key);
 
-    if (!open.empty()) {
-        redis::DeleteKey(open.get());
+    if (redis::KeyType(open_key) != redis::kKeyEmpty) {
+        redis::DeleteKey(open_key);
         redis::Replicate(ctx_, "DEL", "s", key);
         redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "del", key);
     }
@@ -232,13 +240,13 @@ CallError HashCalls::del(redis::String *key)
 CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
 {
     may_write(false);
-    OpenKey open(ctx_, key, redis::kWrite);
+    redis::Key *open_key = open(key);
 
-    if (open.empty()) {
+    if (redis::KeyType(open_key) == redis::kKeyEmpty) {
         return nullptr;
     }
 
-    redis::SetAbsExpire(open.get(), std::strtoll(at_ms, nullptr, 10));
+    redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
     redis::Replicate(ctx_, "PEXPIREAT", "sc", key, at_ms);
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "expire", key);
     return nullptr;
@@ -246,11 +254,13 @@ CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
 
 void HashCalls::release() noexcept
 {
-    for (redis::String *value : answered_) {
-        redis::FreeString(ctx_, value);
+    close();
+
+    for (redis::String *made : made_) {
+        redis::FreeString(ctx_, made);
     }
 
-    answered_.clear();
+    made_.clear();
 }
 
 }  // namespace ratelimit

@@ -38,7 +38,7 @@ public:
     HashCalls(redis::Ctx *ctx, bool out_of_memory) noexcept
         : ctx_(ctx), out_of_memory_(out_of_memory) {}
 
-    ~HashCalls() { release(); }
+    ~HashCalls();
 
     HashCalls(const HashCalls &) = delete;
     HashCalls &operator=(const HashCalls &) = delete;
@@ -63,16 +63,32 @@ public:
     // PEXPIREAT key at_ms, the time as the decimal text the script sends.
     CallError pexpireat(redis::String *key, const char *at_ms);
 
-    // Frees the values hmget() answered.
+    // Frees the values hmget() answered and closes the key: the end of a
+    // request.
     void release() noexcept;
 
 private:
     CallError may_write(bool may_grow_memory);
+    redis::Key *open(redis::String *name);
+    void close() noexcept;
+    redis::String *field(const char *name);
+    redis::String *value(const char *text);
 
     redis::Ctx *ctx_;
     bool out_of_memory_;
     bool wrote_ = false;  // a write command has been issued
-    std::vector<redis::String *> answered_;
+
+    // One key is open at a time, kept from one command of a request to the
+    // next on it: a second handle on a key one of them deletes would point
+    // at freed memory.
+    redis::Key *key_ = nullptr;
+    redis::String *key_name_ = nullptr;
+
+    // Field names made once per call ("t", "o", "n", the zones' current
+    // buckets), for as long as the call runs; values and other names for
+    // as long as the request does.
+    std::vector<std::pair<std::string, redis::String *>> names_;
+    std::vector<redis::String *> made_;
 };
 
 }  // namespace ratelimit
