@@ -519,6 +519,41 @@ my @LAT = map { +{ %{ $CASE{$_} }, id => "${_}_c1", conns => 1, seconds => $LAT_
                    subjects => 100, key_prefix => 'lat' } } qw(plain sliding lua_sliding);
 my @MEAS = (@CASES, @LAT);
 
+# Redis bytes per subject of the 60 s / 1 s zone, on the Redis of case `c`,
+# sampled right after its last run, before its keys expire.
+sub sample_memory {
+    my ($c) = @_;
+    my $at = $c->{redis} // $rt;
+    note "sampling MEMORY USAGE of z60 keys (subjects k1..k) of case $c->{id}";
+    my (@mem, @fields, @keys, %seen);
+    my $cursor = 0;
+    do {
+        my $r = rcmd_at($at, 'SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 1000);
+        $cursor = $r->[0];
+        $seen{$_} = 1 for @{ $r->[1] };
+    } while ($cursor ne '0' && keys %seen < 500);
+    @keys = (sort keys %seen)[0 .. ((keys %seen) < 500 ? (keys %seen) - 1 : 499)];
+    for my $k (@keys) {
+        my $m = rcmd_at($at, 'MEMORY', 'USAGE', $k, 'SAMPLES', 0);
+        next unless defined $m;
+        push @mem, $m;
+        push @fields, rcmd_at($at, 'HLEN', $k);
+    }
+    my $count = 0;
+    $cursor = 0;
+    do {
+        my $r = rcmd_at($at, 'SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 5000);
+        $cursor = $r->[0];
+        $count += @{ $r->[1] };
+    } while ($cursor ne '0');
+    return {
+        avg => @mem ? sum(@mem) / @mem : undef, sampled => \@mem,
+        fields_avg => @fields ? sum(@fields) / @fields : undef, keys => $count,
+        encoding => @keys ? rcmd_at($at, 'OBJECT', 'ENCODING', $keys[0]) : undef,
+    };
+}
+
+my %memory;    # case id => sample_memory()
 my %res;    # id => [ per-round result ]
 for my $round (1 .. $ROUNDS) {
     # rotate the order each round so no case always follows the same one
@@ -527,45 +562,19 @@ for my $round (1 .. $ROUNDS) {
         my $m = measure($c, $SECONDS);
         $m->{round} = $round;
         push @{ $res{ $c->{id} } }, $m;
+        $memory{ $c->{id} } = sample_memory($c)
+            if $round == $ROUNDS && ($c->{id} eq 'sliding' || $c->{id} eq 'native');
         note sprintf("round %d %-12s %8.0f req/s p50 %6.3f ms p99 %6.3f ms non2xx %5.1f%% redis %.2f cmd/req %.2f us/req  [%s]",
             $round, $c->{id}, $m->{rps}, $m->{p50} / 1000, $m->{p99} / 1000,
             100 * $m->{non2xx}, $m->{calls}, $m->{usec}, $m->{detail});
     }
 }
 
-# ---------------------------------------------------------------------------
-# memory: Redis bytes per subject of the 60 s / 1 s zone
-
-note "sampling MEMORY USAGE of z60 keys (subjects k1..k)";
-my (@mem, @fields, @mem_keys);
-{
-    my $cursor = 0;
-    my %seen;
-    do {
-        my $r = rcmd('SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 1000);
-        $cursor = $r->[0];
-        $seen{$_} = 1 for @{ $r->[1] };
-    } while ($cursor ne '0' && keys %seen < 500);
-    @mem_keys = (sort keys %seen)[0 .. ((keys %seen) < 500 ? (keys %seen) - 1 : 499)];
-    for my $k (@mem_keys) {
-        my $m = rcmd('MEMORY', 'USAGE', $k, 'SAMPLES', 0);
-        next unless defined $m;
-        push @mem, $m;
-        push @fields, rcmd('HLEN', $k);
-    }
-}
-my $z60_keys = 0;
-{
-    my $cursor = 0;
-    do {
-        my $r = rcmd('SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 5000);
-        $cursor = $r->[0];
-        $z60_keys += @{ $r->[1] };
-    } while ($cursor ne '0');
-}
-my $mem_avg    = @mem ? sum(@mem) / @mem : undef;
-my $fields_avg = @fields ? sum(@fields) / @fields : undef;
-my $encoding   = @mem_keys ? rcmd('OBJECT', 'ENCODING', $mem_keys[0]) : undef;
+my $mem_avg    = $memory{sliding}{avg};
+my $fields_avg = $memory{sliding}{fields_avg};
+my $encoding   = $memory{sliding}{encoding};
+my $z60_keys   = $memory{sliding}{keys} // 0;
+my @mem        = @{ $memory{sliding}{sampled} // [] };
 
 # ---------------------------------------------------------------------------
 # worker RSS before/after many distinct subjects (module, 60 s zone)
@@ -733,6 +742,9 @@ push @out, sprintf("- Redis, 60 s window of 1 s buckets: %s bytes per active sub
     f('%.0f', $mem_avg), scalar(@mem), $z60_keys, $encoding // '?', f('%.1f', $fields_avg),
     f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef));
 my $rss_growth = $rss_after - $rss_before;
+push @out, sprintf("- The same zone decided by the Redis module's command, on its own Redis: %s bytes per active subject, "
+    . "%s hash fields per key (the same hashes; the figure differs with how many seconds each subject was seen in).",
+    f('%.0f', $memory{native}{avg}), f('%.1f', $memory{native}{fields_avg}));
 push @out, sprintf("- nginx worker (module, 60 s zone) VmRSS: %d kB before, %d kB after %d requests for %d distinct subjects "
     . "(%.0f req/s over %.1f s, %d non-2xx; peak during the run %d kB): %+d kB.",
     $rss_before, $rss_after, $u->{requests}, $u->{requests}, $u->{rps}, $u->{elapsed},
