@@ -1,7 +1,6 @@
 #include "lua_number.hpp"
 
 #include <cctype>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
