@@ -2,7 +2,10 @@
 # Builds ngx_http_ratelimit_module.so and runs its tests, demo and benchmark.
 #
 #   ./build.sh          install what is missing, build build/ngx_http_ratelimit_module.so
-#   ./build.sh test     build, then unit tests (ctest) and integration tests (prove)
+#                       and the Redis module build/ratelimit_redis.so
+#   ./build.sh test     build, then unit tests (ctest) and integration tests
+#                       (prove), then MODULE_TESTS again with the Redis
+#                       module loaded into their redis-server
 #   ./build.sh demo     build, then show requests turning from 200 into 429
 #   ./build.sh bench    build, then the benchmark (bench/)
 #   ./build.sh deb      build the Debian package libnginx-mod-http-ratelimit
@@ -36,6 +39,7 @@ else
     SAN_FLAGS=""
 fi
 MODULE=$BUILD/ngx_http_ratelimit_module.so
+REDIS_MODULE=$BUILD/ratelimit_redis.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
           libgtest-dev perl prometheus python3-prometheus-client wrk)
@@ -43,6 +47,12 @@ PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
 DEB_PACKAGES=(dpkg-dev debhelper lintian)
 VALGRIND_TESTS=${VALGRIND_TESTS:-t/01-limit.t t/03-zones.t t/05-once.t
     t/07-redis-down.t t/14-bad-replies.t t/21-query.t t/22-peek.t}
+# Run a second time with the Redis module loaded into their Redis: every
+# request kind (counts, peeks, intervals; sliding, fixed, several zones, dry
+# run), keys of another type, batching and a restart.
+MODULE_TESTS=${MODULE_TESTS:-t/01-limit.t t/03-zones.t t/04-dryrun.t
+    t/10-redis-restart.t t/16-bad-keys.t t/20-fixed.t t/21-query.t
+    t/22-peek.t t/23-batch.t t/31-interval.t}
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -96,6 +106,18 @@ build_module() {
     mv -f "$MODULE.tmp" "$MODULE"
 }
 
+# The Redis module (redis_module/), for redis-server --loadmodule: its own
+# sources and the window rules it shares with the nginx module (src/).
+build_redis_module() {
+    say "building $REDIS_MODULE"
+    mkdir -p "$BUILD"
+    # shellcheck disable=SC2086
+    g++ -std=c++17 -O2 -g -Wall -Wextra -Werror -fPIC -shared \
+        -fvisibility=hidden $SAN_FLAGS ${EXTRA_CC_OPT:-} -I "$ROOT/src" \
+        -o "$REDIS_MODULE.tmp" "$ROOT"/redis_module/*.cpp ${EXTRA_LD_OPT:-}
+    mv -f "$REDIS_MODULE.tmp" "$REDIS_MODULE"
+}
+
 unit_tests() {
     say "unit tests"
     cmake -S "$ROOT/src" -B "$BUILD/unit" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -105,16 +127,29 @@ unit_tests() {
 }
 
 integration_tests() {
+    local rc=0 files
+    rm -rf "$BUILD/reports"
     say "integration tests"
+    run_prove -r "$ROOT/t/" || rc=$?
+    say "integration tests, Redis module loaded: $MODULE_TESTS"
+    # shellcheck disable=SC2086
+    files=$(cd "$ROOT" && realpath $MODULE_TESTS)
+    # shellcheck disable=SC2086
+    RATELIMIT_REDIS_MODULE=$REDIS_MODULE run_prove $files || rc=$?
+    [ -z "$SANITIZE" ] || sanitizer_verdict || rc=$?
+    return $rc
+}
+
+# prove with the built module.  With SANITIZE, nginx and redis-server (which
+# loads the Redis module in t/24, t/32 and the module's run) are not
+# instrumented: the runtimes must be loaded before the modules, and the
+# workers (user nobody) must be able to write their reports.
+run_prove() {
     if [ -z "$SANITIZE" ]; then
-        RATELIMIT_MODULE=$MODULE prove -I "$ROOT/t/lib" -r "$ROOT/t/"
+        RATELIMIT_MODULE=$MODULE prove -I "$ROOT/t/lib" "$@"
         return
     fi
-    # nginx itself is not instrumented: the runtimes must be loaded before
-    # the module, and the workers (user nobody) must be able to write their
-    # reports.
-    local reports=$BUILD/reports wrapper=$BUILD/nginx-sanitized preload=""
-    rm -rf "$reports"
+    local reports=$BUILD/reports preload=""
     mkdir -p "$reports"
     chmod 1777 "$reports"
     case ",$SANITIZE," in
@@ -123,24 +158,29 @@ integration_tests() {
     case ",$SANITIZE," in
         *,undefined,*) preload="$preload:$(gcc -print-file-name=libubsan.so)" ;;
     esac
-    cat >"$wrapper" <<EOW
+    local bin name
+    for name in nginx redis-server; do
+        bin=$(command -v "$name" || echo "/usr/sbin/$name")
+        cat >"$BUILD/$name-sanitized" <<EOW
 #!/bin/sh
 export LD_PRELOAD="${preload#:}"
 export ASAN_OPTIONS="detect_leaks=0:log_path=$reports/asan"
 export UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
-exec /usr/sbin/nginx "\$@"
+exec $bin "\$@"
 EOW
-    chmod +x "$wrapper"
-    local rc=0
-    NGINX_BIN=$wrapper RATELIMIT_MODULE=$MODULE \
-        prove -I "$ROOT/t/lib" -r "$ROOT/t/" || rc=$?
-    if compgen -G "$reports/*" >/dev/null; then
+        chmod +x "$BUILD/$name-sanitized"
+    done
+    NGINX_BIN=$BUILD/nginx-sanitized REDIS_BIN=$BUILD/redis-server-sanitized \
+        RATELIMIT_MODULE=$MODULE prove -I "$ROOT/t/lib" "$@"
+}
+
+sanitizer_verdict() {
+    if compgen -G "$BUILD/reports/*" >/dev/null; then
         say "sanitizer reports:"
-        cat "$reports"/* >&2
+        cat "$BUILD/reports"/* >&2
         return 1
     fi
     say "no sanitizer reports"
-    return $rc
 }
 
 # The tests' timings do not hold under valgrind (the harness stretches its
@@ -189,10 +229,12 @@ case "${1:-build}" in
     build)
         install_missing
         build_module
+        build_redis_module
         ;;
     test)
         install_missing "${DEB_PACKAGES[@]}"
         build_module
+        build_redis_module
         unit_tests
         integration_tests
         ;;
@@ -209,6 +251,7 @@ case "${1:-build}" in
     bench)
         install_missing wrk libnginx-mod-http-lua lua-nginx-redis haproxy
         build_module
+        build_redis_module
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/run.pl"
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/queue.pl"
         ;;

@@ -144,9 +144,18 @@ $CLUSTER->start(30) or die "the bench's Redis Cluster did not come up\n";
 my @CLUSTER_MASTERS = map { $_->{port} } $CLUSTER->masters;
 my $redis_version = ($rt->redis('INFO', 'server') =~ /^redis_version:(\S+)/m)[0] // '?';
 
-sub rcmd {
-    my @argv = @_;
-    my $r = $rt->redis(@argv);
+# A second redis-server, with the Redis module loaded: the cases that use
+# its command instead of the script.
+note "starting redis-server with the Redis module";
+my $rt_module = RateLimitTest->new(workers => 1);
+$rt_module->start_redis(redis_module => 1);
+my $MODULE_RPORT = $rt_module->redis_port;
+
+sub rcmd { rcmd_at($rt, @_) }
+
+sub rcmd_at {
+    my ($at, @argv) = @_;
+    my $r = $at->redis(@argv);
     die "redis @argv[0..($#argv < 1 ? $#argv : 1)]: $$r\n" if RateLimitTest::is_redis_error($r);
     return $r;
 }
@@ -156,16 +165,20 @@ my %ADMIN = map { $_ => 1 } qw(info ping memory scan hlen dbsize config flushall
     flushdb select client command hello auth);
 # Top-level commands when the limiter runs a script; the rest were called from
 # inside the script (Redis counts those too, and their usec again inside
-# EVALSHA's), so they are counted as calls but not as time.
-my %SCRIPT_CMD = map { $_ => 1 } qw(evalsha eval evalsha_ro eval_ro script|load script);
+# EVALSHA's), so they are counted as calls but not as time.  The Redis
+# module's command calls none.
+my %SCRIPT_CMD = map { $_ => 1 } qw(evalsha eval evalsha_ro eval_ro script|load script
+    ratelimit.decide);
 
-# Command and CPU counters of the bench's Redis, or summed over the masters
-# of a cluster case ($ports: their plain ports).
+# Command and CPU counters of a case's Redis: the bench's, the case's own
+# (`redis`, a RateLimitTest that runs another), or summed over the masters
+# of a cluster case (`redis_nodes`, their plain ports).
 sub redis_snapshot {
-    my ($ports) = @_;
+    my ($c) = @_;
     my %s = (cpu => 0);
-    my @nodes = $ports ? map { my $p = $_; sub { RateLimitTest::redis_at({ port => $p }, @_) } } @$ports
-                       : (sub { rcmd(@_) });
+    my @nodes = $c->{redis_nodes}
+        ? map { my $p = $_; sub { RateLimitTest::redis_at({ port => $p }, @_) } } @{ $c->{redis_nodes} }
+        : (sub { rcmd_at($c->{redis} // $rt, @_) });
     for my $node (@nodes) {
         my $stats = $node->('INFO', 'commandstats');
         while ($stats =~ /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/mg) {
@@ -302,6 +315,7 @@ EOF
 }
 
 my $REDIS_LINE = "    ratelimit_redis 127.0.0.1:$RPORT timeout=1s;\n";
+my $MODULE_REDIS_LINE = "    ratelimit_redis 127.0.0.1:$MODULE_RPORT timeout=1s;\n";
 
 my @CASES = (
     {
@@ -361,6 +375,22 @@ my @CASES = (
     {
         id => 'fixed', label => '4. module fixed 60s', limiter => 1,
         http => $REDIS_LINE
+            . "    ratelimit_zone zfx key=\$http_x_api_key limit=$BIG_LIMIT window=60s algorithm=fixed;\n",
+        loc => '            ratelimit zone=zfx;',
+    },
+    {
+        # the sliding and fixed zones on the Redis with the Redis module:
+        # its command in place of the script
+        id => 'native', label => '3n. module sliding 60s/1s, Redis module command', limiter => 1,
+        redis => $rt_module,
+        http => $MODULE_REDIS_LINE
+            . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60;',
+    },
+    {
+        id => 'native_fixed', label => '4n. module fixed 60s, Redis module command', limiter => 1,
+        redis => $rt_module,
+        http => $MODULE_REDIS_LINE
             . "    ratelimit_zone zfx key=\$http_x_api_key limit=$BIG_LIMIT window=60s algorithm=fixed;\n",
         loc => '            ratelimit zone=zfx;',
     },
@@ -474,14 +504,14 @@ sub measure {
     my ($c, $seconds) = @_;
     my $t = $c->{t};
     $seconds = $c->{seconds} if $c->{seconds} && $c->{seconds} < $seconds;
-    my $s0 = redis_snapshot($c->{redis_nodes});
+    my $s0 = redis_snapshot($c);
     my $w0 = proc_cpu($c->{worker});
     my (undef, undef, $cu0, $cs0) = times;
     my $w = run_wrk(t => $t, seconds => $seconds, script => "$Bin/keys.lua",
         subjects => $c->{subjects}, key_prefix => $c->{key_prefix}, conns => $c->{conns});
     my $w1 = proc_cpu($c->{worker});
     my (undef, undef, $cu1, $cs1) = times;    # wrk, the only child reaped meanwhile
-    my $s1 = redis_snapshot($c->{redis_nodes});
+    my $s1 = redis_snapshot($c);
     my $d = redis_delta($s0, $s1);
     my $n = $w->{requests};
     my $admitted = $n - $w->{status};
@@ -516,6 +546,41 @@ my @LAT = map { +{ %{ $CASE{$_} }, id => "${_}_c1", conns => 1, seconds => $LAT_
                    subjects => 100, key_prefix => 'lat' } } qw(plain sliding lua_sliding);
 my @MEAS = (@CASES, @LAT);
 
+# Redis bytes per subject of the 60 s / 1 s zone, on the Redis of case `c`,
+# sampled right after its last run, before its keys expire.
+sub sample_memory {
+    my ($c) = @_;
+    my $at = $c->{redis} // $rt;
+    note "sampling MEMORY USAGE of z60 keys (subjects k1..k) of case $c->{id}";
+    my (@mem, @fields, @keys, %seen);
+    my $cursor = 0;
+    do {
+        my $r = rcmd_at($at, 'SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 1000);
+        $cursor = $r->[0];
+        $seen{$_} = 1 for @{ $r->[1] };
+    } while ($cursor ne '0' && keys %seen < 500);
+    @keys = (sort keys %seen)[0 .. ((keys %seen) < 500 ? (keys %seen) - 1 : 499)];
+    for my $k (@keys) {
+        my $m = rcmd_at($at, 'MEMORY', 'USAGE', $k, 'SAMPLES', 0);
+        next unless defined $m;
+        push @mem, $m;
+        push @fields, rcmd_at($at, 'HLEN', $k);
+    }
+    my $count = 0;
+    $cursor = 0;
+    do {
+        my $r = rcmd_at($at, 'SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 5000);
+        $cursor = $r->[0];
+        $count += @{ $r->[1] };
+    } while ($cursor ne '0');
+    return {
+        avg => @mem ? sum(@mem) / @mem : undef, sampled => \@mem,
+        fields_avg => @fields ? sum(@fields) / @fields : undef, keys => $count,
+        encoding => @keys ? rcmd_at($at, 'OBJECT', 'ENCODING', $keys[0]) : undef,
+    };
+}
+
+my %memory;    # case id => sample_memory()
 my %res;    # id => [ per-round result ]
 for my $round (1 .. $ROUNDS) {
     # rotate the order each round so no case always follows the same one
@@ -524,45 +589,19 @@ for my $round (1 .. $ROUNDS) {
         my $m = measure($c, $SECONDS);
         $m->{round} = $round;
         push @{ $res{ $c->{id} } }, $m;
+        $memory{ $c->{id} } = sample_memory($c)
+            if $round == $ROUNDS && ($c->{id} eq 'sliding' || $c->{id} eq 'native');
         note sprintf("round %d %-12s %8.0f req/s p50 %6.3f ms p99 %6.3f ms non2xx %5.1f%% redis %.2f cmd/req %.2f us/req  [%s]",
             $round, $c->{id}, $m->{rps}, $m->{p50} / 1000, $m->{p99} / 1000,
             100 * $m->{non2xx}, $m->{calls}, $m->{usec}, $m->{detail});
     }
 }
 
-# ---------------------------------------------------------------------------
-# memory: Redis bytes per subject of the 60 s / 1 s zone
-
-note "sampling MEMORY USAGE of z60 keys (subjects k1..k)";
-my (@mem, @fields, @mem_keys);
-{
-    my $cursor = 0;
-    my %seen;
-    do {
-        my $r = rcmd('SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 1000);
-        $cursor = $r->[0];
-        $seen{$_} = 1 for @{ $r->[1] };
-    } while ($cursor ne '0' && keys %seen < 500);
-    @mem_keys = (sort keys %seen)[0 .. ((keys %seen) < 500 ? (keys %seen) - 1 : 499)];
-    for my $k (@mem_keys) {
-        my $m = rcmd('MEMORY', 'USAGE', $k, 'SAMPLES', 0);
-        next unless defined $m;
-        push @mem, $m;
-        push @fields, rcmd('HLEN', $k);
-    }
-}
-my $z60_keys = 0;
-{
-    my $cursor = 0;
-    do {
-        my $r = rcmd('SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 5000);
-        $cursor = $r->[0];
-        $z60_keys += @{ $r->[1] };
-    } while ($cursor ne '0');
-}
-my $mem_avg    = @mem ? sum(@mem) / @mem : undef;
-my $fields_avg = @fields ? sum(@fields) / @fields : undef;
-my $encoding   = @mem_keys ? rcmd('OBJECT', 'ENCODING', $mem_keys[0]) : undef;
+my $mem_avg    = $memory{sliding}{avg};
+my $fields_avg = $memory{sliding}{fields_avg};
+my $encoding   = $memory{sliding}{encoding};
+my $z60_keys   = $memory{sliding}{keys} // 0;
+my @mem        = @{ $memory{sliding}{sampled} // [] };
 
 # ---------------------------------------------------------------------------
 # worker RSS before/after many distinct subjects (module, 60 s zone)
@@ -571,11 +610,11 @@ my $sl = $CASE{sliding};
 my $rss_before = rss_kb($sl->{worker});
 my $rss_peak = $rss_before;
 note "RSS check: up to $UNIQUE distinct subjects, at most ${UNIQUE_SECS}s (worker RSS $rss_before kB)";
-my $s0 = redis_snapshot();
+my $s0 = redis_snapshot({});
 my $u = run_wrk(t => $sl->{t}, seconds => $UNIQUE_SECS, script => "$Bin/unique.lua",
     quota => int(($UNIQUE + $THREADS - 1) / $THREADS), key_prefix => 'u' . int(time) . '-',
     tick => sub { my $r = rss_kb($sl->{worker}) // 0; $rss_peak = $r if $r > $rss_peak });
-my $s1 = redis_snapshot();
+my $s1 = redis_snapshot({});
 sleep 0.5;
 my $rss_after = rss_kb($sl->{worker});
 $rss_peak = $rss_after if $rss_after > $rss_peak;
@@ -614,6 +653,7 @@ for my $c (@CASES) {
 # stop everything now (END blocks and RateLimitTest's handlers also do it)
 for my $c (@CASES) { $c->{t}->stop_nginx }
 $rt->stop_redis;
+$rt_module->stop_redis;
 
 # ---------------------------------------------------------------------------
 # report
@@ -658,7 +698,7 @@ push @out, "Machine: nproc=$nproc, $cpu_model; nginx $nginx_version, redis $redi
 push @out, "";
 push @out, "wrk: $THREADS thread(s), $CONNS connections, keep-alive, $SUBJECTS subjects (X-Api-Key), "
     . "$ROUNDS rounds x ${SECONDS}s per case, round-robin (order rotated each round), ${WARMUP}s warm-up per case; "
-    . "one nginx worker per case, one redis-server (--save '' --appendonly no), all on loopback, no CPU pinning.";
+    . "one nginx worker per case, one redis-server (--save '' --appendonly no) and, for the Redis module command's cases, another with the module, all on loopback, no CPU pinning.";
 push @out, "";
 push @out, "| case | req/s median [min-max] | x plain [min-max] | p50 ms | p99 ms | redis cmds/req (top-level) | redis cmd us/req | redis CPU us/req | nginx worker CPU us/req | non-2xx |";
 push @out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
@@ -729,6 +769,9 @@ push @out, sprintf("- Redis, 60 s window of 1 s buckets: %s bytes per active sub
     f('%.0f', $mem_avg), scalar(@mem), $z60_keys, $encoding // '?', f('%.1f', $fields_avg),
     f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef));
 my $rss_growth = $rss_after - $rss_before;
+push @out, sprintf("- The same zone decided by the Redis module's command, on its own Redis: %s bytes per active subject, "
+    . "%s hash fields per key (the same hashes; the figure differs with how many seconds each subject was seen in).",
+    f('%.0f', $memory{native}{avg}), f('%.1f', $memory{native}{fields_avg}));
 push @out, sprintf("- nginx worker (module, 60 s zone) VmRSS: %d kB before, %d kB after %d requests for %d distinct subjects "
     . "(%.0f req/s over %.1f s, %d non-2xx; peak during the run %d kB): %+d kB.",
     $rss_before, $rss_after, $u->{requests}, $u->{requests}, $u->{rps}, $u->{elapsed},
@@ -747,6 +790,15 @@ sub target {
 }
 my $r_plain = median(ratios('sliding', 'plain'));
 target('module sliding >= 0.7x plain', defined $r_plain ? $r_plain >= 0.7 : undef, f('%.2fx', $r_plain));
+my $r_native = median(ratios('native', 'plain'));
+target('module sliding, Redis module command >= 0.7x plain', defined $r_native ? $r_native >= 0.7 : undef,
+    sprintf('%sx (the script, same run: %sx)', f('%.2f', $r_native), f('%.2f', $r_plain)));
+my $cpu_native = median(col('native', 'cpu_us'));
+target('Redis CPU per request <= 2 us (module sliding, Redis module command, INFO cpu incl. networking)',
+    defined $cpu_native ? $cpu_native <= 2 : undef,
+    sprintf('%s us (the script, same run: %s us; commandstats usec %s against %s)', f('%.2f', $cpu_native),
+        f('%.2f', median(col('sliding', 'cpu_us'))), f('%.2f', median(col('native', 'usec'))),
+        f('%.2f', median(col('sliding', 'usec')))));
 my $r_tls = median(ratios('sliding_tls', 'sliding'));
 target('module sliding over TLS >= 0.9x over TCP', defined $r_tls ? $r_tls >= 0.9 : undef, f('%.2fx', $r_tls));
 my $sl_calls = median(col('sliding', 'top_calls'));

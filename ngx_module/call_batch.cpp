@@ -29,7 +29,8 @@ void CallBatcher::on_link_up(void *data) noexcept
     size_t lens[3] = {6, 4, script.size()};
 
     if (!batcher->link_->send_argv(3, argv, lens, on_script_loaded,
-                                   batcher))
+                                   batcher)
+        || !batcher->probe_.ask(batcher->link_, batcher->turn_end_.log))
     {
         batcher->link_->reconnect();
     }
@@ -218,7 +219,6 @@ Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
 
     batch->group = group;
     batch->slot = slot;
-    batch->retried = false;
     batch->redirects = 0;
     open_[open_count_++] = batch;
     return batch;
@@ -247,7 +247,13 @@ void CallBatcher::send_open(ngx_uint_t i) noexcept
         ngx_delete_posted_event(&turn_end_);
     }
 
-    if (const char *failure = send(batch, false)) {
+    // The module's command declares its keys: never for a cross-slot
+    // call.  A cluster's nodes are not probed: the script.
+    ScriptBatch::Form form = probe_.available() && !link_->cross_slot()
+                                 ? ScriptBatch::Form::kDecideCommand
+                                 : ScriptBatch::Form::kEvalSha;
+
+    if (const char *failure = send(batch, form)) {
         fail_all(batch, failure, {});
     }
 }
@@ -261,9 +267,11 @@ void CallBatcher::send_all() noexcept
 
 // hiredis copies the command: one buffer serves every batch.  Returns what
 // went wrong, or nullptr once the batch is sent.
-const char *CallBatcher::send(Batch *batch, bool eval) noexcept
+const char *CallBatcher::send(Batch *batch, ScriptBatch::Form form) noexcept
 {
-    if (!batch->call.write_command(eval, &command_, link_->cross_slot())) {
+    batch->form = form;
+
+    if (!batch->call.write_command(form, &command_, link_->cross_slot())) {
         return "no memory for the call to redis";
     }
 
@@ -305,17 +313,24 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         metrics::record_link_error(LinkError::kNoScript);
         // A Redis restarted or flushed behind our back: send the script
         // itself once, which also caches it for the calls that follow.
-        if (!batch->retried) {
-            batch->retried = true;
-
-            if (send(batch, true) == nullptr) {
-                return;
-            }
+        if (!resend_as_script(batch)) {
+            fail_all(batch, "redis does not have the script: ",
+                     decoded.error);
         }
-        fail_all(batch, "redis does not have the script: ", decoded.error);
         return;
 
     case BatchReply::Kind::kError:
+        // The module unloaded: the command ran nothing, the script can.
+        if (batch->form == ScriptBatch::Form::kDecideCommand
+            && decoded.error.substr(0, 19) == "ERR unknown command")
+        {
+            probe_.lost();
+
+            if (resend_as_script(batch)) {
+                return;
+            }
+        }
+
         if (follow(batch, decoded.error)) {
             return;
         }
@@ -341,7 +356,7 @@ bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
 
     if (to.kind == Redirect::Kind::kNone
         || batch->redirects == Batch::kMaxRedirects
-        || !batch->call.write_command(batch->retried, &command_,
+        || !batch->call.write_command(batch->form, &command_,
                                       link_->cross_slot())
         || !link_->redirect(to, batch->slot, command_, on_batch_reply, batch))
     {
@@ -351,6 +366,14 @@ bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
     batch->redirects++;
     batch->sent_us = metrics::record_call_sent(batch->call.entries());
     return true;
+}
+
+// A batch Redis refused without running anything, sent once more as EVAL,
+// unless it was already.  False if it was, or could not be sent.
+bool CallBatcher::resend_as_script(Batch *batch) noexcept
+{
+    return batch->form != ScriptBatch::Form::kEval
+           && send(batch, ScriptBatch::Form::kEval) == nullptr;
 }
 
 void CallBatcher::fail_all(Batch *batch, const char *why,

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "decide_probe.hpp"
 #include "ratelimit_conf.hpp"
 #include "script_batch.hpp"
 
@@ -40,7 +41,7 @@ struct Batch {
     std::uint8_t parts[kMaxRequests];    // which part of its request each is
     std::uint32_t group;                 // see RedisLink::batch_group()
     std::uint16_t slot;                  // in a cluster: where it is sent
-    bool retried;                        // sent again after NOSCRIPT
+    ScriptBatch::Form form;              // as last sent; kEval: resent
     ngx_uint_t redirects;
     std::uint64_t sent_us;               // for the round-trip metric
     Batch *next_free;
@@ -90,20 +91,22 @@ private:
     bool add_part(RequestState *state, ngx_uint_t part) noexcept;
     static void on_batch_reply(void *data, const redisReply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it
-    // need not send it.
+    // need not send it, and asks whether Redis has the module's command.
     static void on_link_up(void *data) noexcept;
     static void on_script_loaded(void *data,
                                  const redisReply *reply) noexcept;
 
     void send_open(ngx_uint_t i) noexcept;
     void send_all() noexcept;
-    const char *send(Batch *batch, bool eval) noexcept;
+    const char *send(Batch *batch, ScriptBatch::Form form) noexcept;
+    bool resend_as_script(Batch *batch) noexcept;
     void fail_all(Batch *batch, const char *why,
                   std::string_view detail) noexcept;
     void release(Batch *batch) noexcept;
     static void on_turn_end(ngx_event_t *ev) noexcept;
 
     RedisLink *link_;
+    DecideProbe probe_;         // of the link's current connection
     Batch *open_[kMaxOpen];     // being filled during this loop turn
     ngx_uint_t open_count_ = 0;
     Batch *free_ = nullptr;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "decide_command.hpp"
 #include "rate_headers.hpp"
 #include "window_script.hpp"
 
@@ -159,22 +160,30 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
     return true;
 }
 
-bool ScriptBatch::write_command(bool eval, std::string *out,
+bool ScriptBatch::write_command(Form form, std::string *out,
                                 bool cross_slot) const noexcept
 {
     char head[kMaxDigits + 3];
-    std::size_t argc = 4 + key_count_ + described_.size() * kArgsPerZone
-                       + requests_ + (cross_slot ? 1 : 0);
+    bool script = form != Form::kDecideCommand;
+    std::size_t argc = (script ? 4 : 3) + key_count_
+                       + described_.size() * kArgsPerZone + requests_
+                       + (cross_slot ? 1 : 0);
     std::size_t n = put_head(head, '*', argc);
-    std::string_view script = cross_slot ? cross_slot_script()
-                                         : window_script();
-    std::string_view sha = cross_slot ? cross_slot_script_sha1()
-                                      : window_script_sha1();
 
     try {
         out->assign(head, n);
-        append_bulk(*out, eval ? "EVAL" : "EVALSHA");
-        append_bulk(*out, eval ? script : sha);
+
+        if (form == Form::kEval) {
+            append_bulk(*out, "EVAL");
+            append_bulk(*out, cross_slot ? cross_slot_script()
+                                         : window_script());
+        } else if (form == Form::kEvalSha) {
+            append_bulk(*out, "EVALSHA");
+            append_bulk(*out, cross_slot ? cross_slot_script_sha1()
+                                         : window_script_sha1());
+        } else {
+            append_bulk(*out, kDecideCommand);
+        }
 
         // No declared key: the key count leads ARGV instead.
         if (cross_slot) {

@@ -60,10 +60,14 @@ public:
         return reply_offsets_[entry];
     }
 
-    // Writes the whole command into `out`: EVALSHA with the script's
-    // digest or, with `eval`, EVAL with its text; with `cross_slot`, of
-    // cross_slot_script(), its keys in ARGV.  False on no memory.
-    bool write_command(bool eval, std::string *out,
+    // How the batch is sent: the script by its digest (EVALSHA) or its
+    // text (EVAL), or the Redis module's command (see decide_command.hpp).
+    enum class Form { kEvalSha, kEval, kDecideCommand };
+
+    // Writes the whole command into `out`; with `cross_slot`, of
+    // cross_slot_script(), its keys in ARGV (a script form only: the
+    // command declares its keys).  False on no memory.
+    bool write_command(Form form, std::string *out,
                        bool cross_slot = false) const noexcept;
 
     void clear() noexcept;

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "policy.hpp"
+#include "window_rules.hpp"
 
 namespace ratelimit {
 
@@ -28,7 +29,9 @@ public:
     std::uint64_t oldest_live_bucket(std::uint64_t now_ms) const
     {
         std::uint64_t current = bucket_at(now_ms);
-        return current + 1 >= buckets_ ? current + 1 - buckets_ : 0;
+        return current + 1 >= buckets_
+                   ? window_rules::first_bucket(current, buckets_)
+                   : 0;
     }
 
     // The buckets the status API sums for the last `interval_ms` (1 to the
@@ -36,7 +39,7 @@ public:
     // in buckets rounded up, so that no request of the interval is left out.
     std::uint64_t interval_buckets(std::uint64_t interval_ms) const
     {
-        return (interval_ms + bucket_ms_ - 1) / bucket_ms_;
+        return window_rules::interval_buckets(interval_ms, bucket_ms_);
     }
 
     // Milliseconds from now_ms until the counts of `bucket` leave the window;
@@ -44,7 +47,8 @@ public:
     std::uint64_t ms_until_expiry(std::uint64_t bucket,
                                   std::uint64_t now_ms) const
     {
-        std::uint64_t expiry = (bucket + buckets_) * bucket_ms_;
+        std::uint64_t expiry = window_rules::expiry_ms(bucket, buckets_,
+                                                       bucket_ms_);
         return expiry > now_ms ? expiry - now_ms : 0;
     }
 

@@ -245,6 +245,8 @@ sub fake_reply {
     my $cmd = uc $argv->[0];
     return "+OK\r\n" if $cmd eq 'AUTH' || $cmd eq 'SELECT';
     return '$40' . "\r\n" . ('a' x 40) . "\r\n" if $cmd eq 'SCRIPT';
+    # a Redis without the Redis module: the batches go to the script
+    return "-ERR unknown command '$argv->[0]'\r\n" if $cmd eq 'RATELIMIT.DECIDE';
     my $now = int(time * 1000);
     my $b = int($now / 1000);
     my @zones = batch_zones($argv);

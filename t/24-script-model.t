@@ -1,7 +1,10 @@
 #!/usr/bin/perl
 # The Redis script alone, without nginx: random batches of requests sent with
 # EVALSHA to a real redis-server, every reply and every key the script leaves
-# compared with a model of the windows written here.  The script decides a
+# compared with a model of the windows written here.  Then the same batches
+# (the same seed) through the Redis module's RATELIMIT.DECIDE, which must
+# answer and leave the keys exactly as the script does, against the same
+# model.  The script decides a
 # counted request of one zone whose key needs nothing deleted in its main
 # loop, and every other request (several zones, peeks, dry-run zones, slides
 # of old buckets, keys started afresh) through decide(); the batches mix both,
@@ -38,7 +41,7 @@
 #
 # The seed (default 24) is printed; rerun with MODEL_SEED=<seed>.  It fixes
 # the requests, not the times they reach Redis at, so runs still differ.
-# Runs about 11 s.
+# Runs about 11 s per implementation.
 
 use strict;
 use warnings;
@@ -55,10 +58,17 @@ srand($SEED);
 diag("script model seed: $SEED (rerun with MODEL_SEED=$SEED)");
 my $BATCHES = 250;
 
+my $MODULE_SO = RateLimitTest::redis_module_so();
+ok($MODULE_SO, 'the Redis module is built');
 my $t = RateLimitTest->new;
-$t->start_redis;
+$t->start_redis(redis_module => $MODULE_SO ? 1 : 0);
 
 my $SHA = rcmd('SCRIPT', 'LOAD', RateLimitTest::window_script());
+
+# The two implementations, each given the arguments after EVALSHA's digest.
+my @IMPLEMENTATIONS = (['script', sub { rcmd('EVALSHA', $SHA, @_) }]);
+push @IMPLEMENTATIONS, ['redis module', sub { rcmd('RATELIMIT.DECIDE', @_) }]
+    if $MODULE_SO;
 
 # A Redis command that must not fail.
 sub rcmd {
@@ -93,7 +103,6 @@ my @SUBJECTS = (('s0') x 8, ('s1') x 6, ('s2') x 4, ('s3') x 2);
 
 # Each prefix's key of the subject "wrong" is a string.
 my %STRINGS = map { ("$_:wrong" => "not a hash ($_)") } keys %PREFIXES;
-rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
 
 # ---------------------------------------------------------------------------
 # the model
@@ -102,6 +111,7 @@ my %state;      # key => { bucket number => count }, as the script left it
 my %zone_of;    # key => a zone it belongs to (for its bucket length, kind)
 my %junk;       # key => 1: holds junk fields until the next call reads it
 my %seen;       # situation => times
+my $call;       # the implementation under test
 
 # Reads `key` in zone `z` at `now` as the script does: the buckets that left
 # the window are deleted (or the key expired).  Returns how the key was
@@ -265,157 +275,227 @@ sub describe {
         . join(' ', map { "$q->{zones}[$_]{name}:$q->{keys}[$_]" } 0 .. $#{ $q->{keys} });
 }
 
-my (@bad_replies, @bad_keys);
-my ($replies, $prev_now) = (0, 0);
-
-for my $batch (1 .. $BATCHES) {
-    my @reqs;
-    # Now and then a key holds junk, overwritten by "an operator": a request
-    # of this batch reads it (the model has the key empty from now on).
-    if (rand() < 0.05) {
-        my $z = $ZONES[rand @ZONES];
-        my $s = $SUBJECTS[rand @SUBJECTS];
-        my $key = "$z->{prefix}:$s";
-        rcmd('DEL', $key);
-        rcmd('HSET', $key, rand() < 0.5 ? (t => 'abc', o => 'x', n => 'zz')
-                                        : (t => 5, o => 3, n => 7, 3 => 2, 7 => 3));
-        ($state{$key}, $zone_of{$key}, $junk{$key}) = ({}, $z, 1);
-        push @reqs, gen_request($z, $s);
-    }
-    push @reqs, gen_request() while @reqs < 1 + int rand 8;
-    @reqs = shuffle @reqs;
-
-    # The batch's zones in random order, each request's by their number.
-    my %number;
-    my @zones = shuffle grep { !$number{ $_->{name} }++ } map { @{ $_->{zones} } } @reqs;
-    @number{ map { $_->{name} } @zones } = 0 .. $#zones;
-    my @keys = map { @{ $_->{keys} } } @reqs;
-    my $reply = rcmd('EVALSHA', $SHA, scalar @keys, @keys, scalar @zones,
-        (map { @$_{qw(limit width span kind enforce)} } @zones),
-        map {
-            my $q = $_;
-            ($q->{interval} ? 'i' . join(',', @{ $q->{interval} }) . ':' : $q->{peek} ? 'p' : 'c')
-                . join('', map { chr $number{ $_->{name} } } @{ $q->{zones} });
-        } @reqs);
-
-    my $now = shift @$reply;
-    die "batch $batch: Redis time went back from $prev_now to $now: the model needs a steady clock\n"
-        if $now < $prev_now;
-    $prev_now = $now;
-    for my $i (0 .. $#reqs) {
-        my $q = $reqs[$i];
-        my @want = model_request($q, $now);
-        my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ }
-                  splice(@$reply, 0, 1 + 3 * @{ $q->{zones} } + @{ $q->{interval} // [] });
-        $replies++;
-        push @bad_replies, "batch $batch at $now, request $i (" . describe($q)
-            . "): expected [@want], got [@got]"
-            if "@want" ne "@got";
-    }
-    push @bad_replies, "batch $batch: " . @$reply . " elements too many in the reply" if @$reply;
-
-    my %touched = map { $_ => 1 } grep { !$STRINGS{$_} } @keys;
-    push @bad_keys, check_keys("after batch $batch", sort keys %touched);
-
-    sleep(rand() < 0.3 ? 0 : rand 0.12);
-}
-
-ok(!@bad_replies, "all $replies replies of $BATCHES batches match the model")
-    or diag(join "\n", @bad_replies[0 .. min(4, $#bad_replies)]);
-ok(!@bad_keys, 'after every batch, the hashes and expiry times of its keys match the model')
-    or diag(join "\n", @bad_keys[0 .. min(4, $#bad_keys)]);
-
-# At the end: every key as the model has it, no other key, the strings
-# untouched.
-my @left = grep { !$STRINGS{$_} } $t->redis_keys('m:*');
-my @all = sort keys %{ { map { $_ => 1 } @left, keys %state } };
-my @bad_end = check_keys('at the end', @all);
-ok(!@bad_end, 'at the end, ' . @all . ' keys match the model, no other key')
-    or diag(join "\n", @bad_end[0 .. min(4, $#bad_end)]);
-is_deeply({ map { $_ => [rcmd('TYPE', $_), rcmd('GET', $_), rcmd('PEXPIRETIME', $_)] } keys %STRINGS },
-          { map { $_ => ['string', $STRINGS{$_}, -1] } keys %STRINGS },
-          'the string keys are left alone');
-
-note("$_: $seen{$_}") for sort keys %seen;
-for my $situation ('fast-path requests',
-                   'fast path, sliding: same bucket',
-                   'fast path, sliding: new bucket',
-                   'fast path, sliding: new key',
-                   'fast path, fixed: same window',
-                   'fast path, fixed: new key',
-                   'fast path: rejected',
-                   'fast path: over in dry run, not counted',
-                   'slide, stepped',
-                   'slide, whole hash read',
-                   'peek',
-                   'interval peek: part of the window',
-                   'interval peek: the whole count',
-                   'interval peek: fixed window',
-                   'several zones: rejected, not counted where it fits',
-                   'several zones: counted, not where over in dry run',
-                   'key of another type: an error',
-                   'junk hash started afresh') {
-    cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
-}
-
-# ---------------------------------------------------------------------------
-# a key of another type behind a zone that slides
-
-# The request reads its first zone, whose oldest bucket left the window,
-# then fails on its second key, a string.  Expected: the error, and the
-# first zone's key as it was; the next call slides it: the one live bucket
-# counts.  (A script that deleted the bucket while reading, and wrote "t"
-# and "o" only with the request's counts, left the subject counted 3 too
-# many until its key expired.)
-{
-    my @zone = (5, 1000, 100, 's', '1');    # 1 s buckets, a window of 100
-    my $cur = floor($t->redis_time_ms / 1000);
-    rcmd('HSET', 'm2:slid', t => 5, o => $cur - 150, n => $cur - 1, $cur - 150 => 3, $cur - 1 => 2);
-    rcmd('SET', 'm2:wrong', 'not a hash');
-    my $r = rcmd('EVALSHA', $SHA, 2, 'm2:slid', 'm2:wrong', 2, @zone, @zone, "c\x00\x01");
-    like("$r->[1]", qr/^WRONGTYPE/, 'a string in the second zone: the request gets the error');
-    is(join(' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', 'm2:slid') })),
-       join(' ', sort map { "$_->[0]=$_->[1]" } [t => 5], [o => $cur - 150], [n => $cur - 1], [$cur - 150 => 3], [$cur - 1 => 2]),
-       'a string in the second zone: the first zone\'s key is left as it was');
-    $r = rcmd('EVALSHA', $SHA, 1, 'm2:slid', 1, @zone, "p\x00");
-    is("@$r[1 .. 4]", '0 2 ' . ($cur - 1) . ' 0', 'the first zone then counts its one live bucket');
-}
-
-# ---------------------------------------------------------------------------
-# a hand-edited key whose newest bucket has no field
-
-# "o" left the window, "n" did not, and no field holds either: the slide
-# must not ask for an empty list of fields, and the count is summed afresh
-# from the fields there are (none).  Expected: the request is counted as
-# the first.
-{
-    my @zone = (5, 1000, 100, 's', '1');
-    my $cur = floor($t->redis_time_ms / 1000);
-    rcmd('HSET', 'm2:edited', t => 4, o => $cur - 120, n => $cur - 90);
-    my $r = rcmd('EVALSHA', $SHA, 1, 'm2:edited', 1, @zone, "c\x00");
-    is("@$r[1, 2, 4]", '0 1 0', 'edited key, no bucket fields: counted as the first');
-    is(rcmd('HGET', 'm2:edited', 't'), 1, 'edited key, no bucket fields: the count mended');
-}
-
-# ---------------------------------------------------------------------------
-# out of memory, with a bucket to delete
-
-# With maxmemory and noeviction, Redis refuses a script's writes only until
-# it has written something; the slide's HDEL is never refused.  Expected:
-# the subject over its limit is rejected (an HSET before the HDEL got OOM,
-# and the subject passed with fail open).
-{
-    my @zone = (3, 1000, 10, 's', '1');
-    my $cur = floor($t->redis_time_ms / 1000);
-    rcmd('HSET', 'm2:oom', t => 4, o => $cur - 20, n => $cur, $cur - 20 => 1, $cur => 3);
-    rcmd('PEXPIRE', 'm2:oom', 60000);
-    rcmd('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
-    rcmd('CONFIG', 'SET', 'maxmemory', 1);
-    my $r = rcmd('EVALSHA', $SHA, 1, 'm2:oom', 1, @zone, "c\x00");
-    rcmd('CONFIG', 'SET', 'maxmemory', 0);
-    is("@$r[1 .. 4]", "1 3 $cur 1", 'out of memory, a bucket to delete: over the limit, rejected');
-    is(rcmd('HGET', 'm2:oom', 't'), 3, 'out of memory: the bucket deleted, the count written');
+for my $implementation (@IMPLEMENTATIONS) {
+    my $name;
+    ($name, $call) = @$implementation;
+    subtest $name => \&run_model;
 }
 
 $t->stop_redis;
 done_testing();
+
+# The random batches, then the cases written out, against $call, from an
+# empty database and the seed.
+sub run_model {
+    rcmd('FLUSHALL');
+    rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
+    srand($SEED);
+    %state = %zone_of = %junk = %seen = ();
+
+    my (@bad_replies, @bad_keys);
+    my ($replies, $prev_now) = (0, 0);
+
+    for my $batch (1 .. $BATCHES) {
+        my @reqs;
+        # Now and then a key holds junk, overwritten by "an operator": a request
+        # of this batch reads it (the model has the key empty from now on).
+        if (rand() < 0.05) {
+            my $z = $ZONES[rand @ZONES];
+            my $s = $SUBJECTS[rand @SUBJECTS];
+            my $key = "$z->{prefix}:$s";
+            rcmd('DEL', $key);
+            rcmd('HSET', $key, rand() < 0.5 ? (t => 'abc', o => 'x', n => 'zz')
+                                            : (t => 5, o => 3, n => 7, 3 => 2, 7 => 3));
+            ($state{$key}, $zone_of{$key}, $junk{$key}) = ({}, $z, 1);
+            push @reqs, gen_request($z, $s);
+        }
+        push @reqs, gen_request() while @reqs < 1 + int rand 8;
+        @reqs = shuffle @reqs;
+
+        # The batch's zones in random order, each request's by their number.
+        my %number;
+        my @zones = shuffle grep { !$number{ $_->{name} }++ } map { @{ $_->{zones} } } @reqs;
+        @number{ map { $_->{name} } @zones } = 0 .. $#zones;
+        my @keys = map { @{ $_->{keys} } } @reqs;
+        my $reply = $call->(scalar @keys, @keys, scalar @zones,
+            (map { @$_{qw(limit width span kind enforce)} } @zones),
+            map {
+                my $q = $_;
+                ($q->{interval} ? 'i' . join(',', @{ $q->{interval} }) . ':' : $q->{peek} ? 'p' : 'c')
+                    . join('', map { chr $number{ $_->{name} } } @{ $q->{zones} });
+            } @reqs);
+
+        my $now = shift @$reply;
+        die "batch $batch: Redis time went back from $prev_now to $now: the model needs a steady clock\n"
+            if $now < $prev_now;
+        $prev_now = $now;
+        for my $i (0 .. $#reqs) {
+            my $q = $reqs[$i];
+            my @want = model_request($q, $now);
+            my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ }
+                      splice(@$reply, 0, 1 + 3 * @{ $q->{zones} } + @{ $q->{interval} // [] });
+            $replies++;
+            push @bad_replies, "batch $batch at $now, request $i (" . describe($q)
+                . "): expected [@want], got [@got]"
+                if "@want" ne "@got";
+        }
+        push @bad_replies, "batch $batch: " . @$reply . " elements too many in the reply" if @$reply;
+
+        my %touched = map { $_ => 1 } grep { !$STRINGS{$_} } @keys;
+        push @bad_keys, check_keys("after batch $batch", sort keys %touched);
+
+        sleep(rand() < 0.3 ? 0 : rand 0.12);
+    }
+
+    ok(!@bad_replies, "all $replies replies of $BATCHES batches match the model")
+        or diag(join "\n", @bad_replies[0 .. min(4, $#bad_replies)]);
+    ok(!@bad_keys, 'after every batch, the hashes and expiry times of its keys match the model')
+        or diag(join "\n", @bad_keys[0 .. min(4, $#bad_keys)]);
+
+    # At the end: every key as the model has it, no other key, the strings
+    # untouched.
+    my @left = grep { !$STRINGS{$_} } $t->redis_keys('m:*');
+    my @all = sort keys %{ { map { $_ => 1 } @left, keys %state } };
+    my @bad_end = check_keys('at the end', @all);
+    ok(!@bad_end, 'at the end, ' . @all . ' keys match the model, no other key')
+        or diag(join "\n", @bad_end[0 .. min(4, $#bad_end)]);
+    is_deeply({ map { $_ => [rcmd('TYPE', $_), rcmd('GET', $_), rcmd('PEXPIRETIME', $_)] } keys %STRINGS },
+              { map { $_ => ['string', $STRINGS{$_}, -1] } keys %STRINGS },
+              'the string keys are left alone');
+
+    note("$_: $seen{$_}") for sort keys %seen;
+    for my $situation ('fast-path requests',
+                       'fast path, sliding: same bucket',
+                       'fast path, sliding: new bucket',
+                       'fast path, sliding: new key',
+                       'fast path, fixed: same window',
+                       'fast path, fixed: new key',
+                       'fast path: rejected',
+                       'fast path: over in dry run, not counted',
+                       'slide, stepped',
+                       'slide, whole hash read',
+                       'peek',
+                       'interval peek: part of the window',
+                       'interval peek: the whole count',
+                       'interval peek: fixed window',
+                       'several zones: rejected, not counted where it fits',
+                       'several zones: counted, not where over in dry run',
+                       'key of another type: an error',
+                       'junk hash started afresh') {
+        cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
+    }
+
+    # ---------------------------------------------------------------------------
+    # a key of another type behind a zone that slides
+
+    # The request reads its first zone, whose oldest bucket left the window,
+    # then fails on its second key, a string.  Expected: the error, and the
+    # first zone's key as it was; the next call slides it: the one live bucket
+    # counts.  (A script that deleted the bucket while reading, and wrote "t"
+    # and "o" only with the request's counts, left the subject counted 3 too
+    # many until its key expired.)
+    {
+        my @zone = (5, 1000, 100, 's', '1');    # 1 s buckets, a window of 100
+        my $cur = floor($t->redis_time_ms / 1000);
+        rcmd('HSET', 'm2:slid', t => 5, o => $cur - 150, n => $cur - 1, $cur - 150 => 3, $cur - 1 => 2);
+        rcmd('SET', 'm2:wrong', 'not a hash');
+        my $r = $call->(2, 'm2:slid', 'm2:wrong', 2, @zone, @zone, "c\x00\x01");
+        like("$r->[1]", qr/^WRONGTYPE/, 'a string in the second zone: the request gets the error');
+        is(join(' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', 'm2:slid') })),
+           join(' ', sort map { "$_->[0]=$_->[1]" } [t => 5], [o => $cur - 150], [n => $cur - 1], [$cur - 150 => 3], [$cur - 1 => 2]),
+           'a string in the second zone: the first zone\'s key is left as it was');
+        $r = $call->(1, 'm2:slid', 1, @zone, "p\x00");
+        is("@$r[1 .. 4]", '0 2 ' . ($cur - 1) . ' 0', 'the first zone then counts its one live bucket');
+    }
+
+    # ---------------------------------------------------------------------------
+    # a hand-edited key whose newest bucket has no field
+
+    # "o" left the window, "n" did not, and no field holds either: the slide
+    # must not ask for an empty list of fields, and the count is summed afresh
+    # from the fields there are (none).  Expected: the request is counted as
+    # the first.
+    {
+        my @zone = (5, 1000, 100, 's', '1');
+        my $cur = floor($t->redis_time_ms / 1000);
+        rcmd('HSET', 'm2:edited', t => 4, o => $cur - 120, n => $cur - 90);
+        my $r = $call->(1, 'm2:edited', 1, @zone, "c\x00");
+        is("@$r[1, 2, 4]", '0 1 0', 'edited key, no bucket fields: counted as the first');
+        is(rcmd('HGET', 'm2:edited', 't'), 1, 'edited key, no bucket fields: the count mended');
+    }
+
+    # ---------------------------------------------------------------------------
+    # out of memory, with a bucket to delete
+
+    # With maxmemory and noeviction, Redis refuses a script's writes only until
+    # it has written something; the slide's HDEL is never refused.  Expected:
+    # the subject over its limit is rejected (an HSET before the HDEL got OOM,
+    # and the subject passed with fail open).
+    {
+        my @zone = (3, 1000, 10, 's', '1');
+        my $cur = floor($t->redis_time_ms / 1000);
+        rcmd('HSET', 'm2:oom', t => 4, o => $cur - 20, n => $cur, $cur - 20 => 1, $cur => 3);
+        rcmd('PEXPIRE', 'm2:oom', 60000);
+        rcmd('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+        rcmd('CONFIG', 'SET', 'maxmemory', 1);
+        my $r = $call->(1, 'm2:oom', 1, @zone, "c\x00");
+        rcmd('CONFIG', 'SET', 'maxmemory', 0);
+        is("@$r[1 .. 4]", "1 3 $cur 1", 'out of memory, a bucket to delete: over the limit, rejected');
+        is(rcmd('HGET', 'm2:oom', 't'), 3, 'out of memory: the bucket deleted, the count written');
+    }
+
+    # -----------------------------------------------------------------------
+    # out of memory, requests that must write first
+
+    # Expected: a request that would grow a key before anything was written
+    # gets the OOM error and writes nothing; once a request of the batch has
+    # written (the DEL of a junk hash), the requests after it are counted.
+    {
+        my @zone = (3, 1000, 10, 's', '1');
+        my @keys = ('m2:oom-new', 'm2:oom-junk');
+        my $junk = sub { rcmd('DEL', @keys); rcmd('HSET', 'm2:oom-junk', t => 'abc') };
+        my $starved = sub {
+            rcmd('CONFIG', 'SET', 'maxmemory', 1);
+            my $r = $call->(@_);
+            rcmd('CONFIG', 'SET', 'maxmemory', 0);
+            return ($r, floor($r->[0] / 1000));
+        };
+        $junk->();
+        my ($r, $cur) = $starved->(2, @keys, 1, @zone, "c\x00", "c\x00");
+        is(join(' ', map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ } @$r[1 .. 8]),
+           "OOM 0 0 0 0 1 $cur 0", 'out of memory: refused until a write, counted after it');
+        is(rcmd('EXISTS', 'm2:oom-new') . ' ' . rcmd('HGET', 'm2:oom-junk', 't'), '0 1',
+           'out of memory: the refused request wrote nothing');
+        $junk->();
+        ($r, $cur) = $starved->(2, reverse(@keys), 1, @zone, "c\x00", "c\x00");
+        is("@$r[1 .. 8]", "0 1 $cur 0 0 1 $cur 0", 'out of memory: a junk hash deleted first, both counted');
+    }
+
+    # -----------------------------------------------------------------------
+    # Redis's clock stepped back
+
+    # A key written "in the future" (newest bucket ahead of Redis's clock by
+    # less than a window): the request is counted in that newest bucket, and
+    # an interval counts back from it.  A fixed window one window ahead: the
+    # same.
+    {
+        my @zone = (5, 1000, 100, 's', '1');
+        my $cur = floor($t->redis_time_ms / 1000);
+        my ($old, $new) = ($cur + 3, $cur + 5);
+        rcmd('DEL', 'm2:ahead');
+        rcmd('HSET', 'm2:ahead', t => 2, o => $old, n => $new, $old => 1, $new => 1);
+        my $r = $call->(1, 'm2:ahead', 1, @zone, "c\x00");
+        is("@$r[1 .. 4]", "0 3 $old 0", 'clock stepped back: counted in the newest bucket');
+        is(join(' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', 'm2:ahead') })),
+           join(' ', sort map { "$_->[0]=$_->[1]" } [t => 3], [o => $old], [n => $new], [$old => 1], [$new => 2]),
+           'clock stepped back: the newest bucket counted');
+        $r = $call->(2, 'm2:ahead', 'm2:ahead-f', 2, @zone, 3, 60000, 1, 'f', '1', "i1:\x00", "i3:\x01");
+        is("@$r[1 .. 5]", "0 3 $old 0 2", 'clock stepped back: an interval of 1 bucket is the newest');
+
+        my $window = floor($r->[0] / 60000);
+        rcmd('DEL', 'm2:ahead-f');
+        rcmd('HSET', 'm2:ahead-f', t => 2, n => $window + 1);
+        $r = $call->(1, 'm2:ahead-f', 1, 3, 60000, 1, 'f', '1', "c\x00");
+        is("@$r[1 .. 4]", '0 3 ' . ($window + 1) . ' 0', 'clock stepped back: a fixed window ahead counts on');
+    }
+}

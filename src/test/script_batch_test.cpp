@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include "decide_command.hpp"
 #include "window_script.hpp"
 
 namespace ratelimit {
@@ -41,11 +42,13 @@ std::vector<std::string> parse_command(const std::string &command)
     return out;
 }
 
-std::vector<std::string> arguments(const ScriptBatch &batch, bool eval,
-                                   bool cross_slot = false)
+std::vector<std::string> arguments(
+    const ScriptBatch &batch,
+    ScriptBatch::Form form = ScriptBatch::Form::kEvalSha,
+    bool cross_slot = false)
 {
     std::string command;
-    EXPECT_TRUE(batch.write_command(eval, &command, cross_slot));
+    EXPECT_TRUE(batch.write_command(form, &command, cross_slot));
     return parse_command(command);
 }
 
@@ -111,19 +114,25 @@ TEST(ScriptBatch, KeysThenZonesOnceThenEntries)
         std::string("c\0\1", 3), std::string("p\2", 2),
         std::string("c\0\1", 3),
     };
-    EXPECT_EQ(arguments(batch, false), want);
+    EXPECT_EQ(arguments(batch), want);
 
     want[0] = "EVAL";
     want[1] = std::string(window_script());
-    EXPECT_EQ(arguments(batch, true), want);
+    EXPECT_EQ(arguments(batch, ScriptBatch::Form::kEval), want);
+
+    // The Redis module's command takes what follows the script.
+    std::vector<std::string> command = want;
+    command.erase(command.begin());
+    command[0] = kDecideCommand;
+    EXPECT_EQ(arguments(batch, ScriptBatch::Form::kDecideCommand), command);
 
     // Cross-slot: no declared key, the key count first in ARGV.
     want[1] = std::string(cross_slot_script());
     want.insert(want.begin() + 2, "0");
-    EXPECT_EQ(arguments(batch, true, true), want);
+    EXPECT_EQ(arguments(batch, ScriptBatch::Form::kEval, true), want);
     want[0] = "EVALSHA";
     want[1] = std::string(cross_slot_script_sha1());
-    EXPECT_EQ(arguments(batch, false, true), want);
+    EXPECT_EQ(arguments(batch, ScriptBatch::Form::kEvalSha, true), want);
 }
 
 TEST(ScriptBatch, UndoCommand)
@@ -158,7 +167,7 @@ TEST(ScriptBatch, ClearStartsAfresh)
         "EVALSHA", std::string(window_script_sha1()), "1", "x",
         "1", "1", "1000", "1", "f", "1", std::string("c\0", 2),
     };
-    EXPECT_EQ(arguments(batch, false), want);
+    EXPECT_EQ(arguments(batch), want);
 }
 
 TEST(ScriptBatch, LargestNumbersFit)
@@ -173,7 +182,7 @@ TEST(ScriptBatch, LargestNumbersFit)
     ScriptBatch batch;
     ASSERT_TRUE(batch.add(false, 1, key, zone, enforce));
 
-    std::vector<std::string> got = arguments(batch, false);
+    std::vector<std::string> got = arguments(batch);
     ASSERT_EQ(got.size(), 11u);
     EXPECT_EQ(got[5], "18446744073709551615");
     EXPECT_EQ(got[6], "1");
@@ -197,7 +206,7 @@ TEST(ScriptBatch, ManyRequestsOneZone)
         ASSERT_TRUE(batch.add(i % 3 == 0, 1, key, zone, enforce));
     }
 
-    std::vector<std::string> got = arguments(batch, false);
+    std::vector<std::string> got = arguments(batch);
     ASSERT_EQ(got.size(), 3 + 500 + 1 + 5 + 500u);
     EXPECT_EQ(got[2], "500");
     EXPECT_EQ(got[503], "1");
@@ -233,7 +242,7 @@ TEST(ScriptBatch, IntervalPeekEntry)
     EXPECT_EQ(batch.entries(), 3u);
     EXPECT_EQ(batch.reply_elements(), 19u);
 
-    std::vector<std::string> got = arguments(batch, false);
+    std::vector<std::string> got = arguments(batch);
     ASSERT_EQ(got.size(), 3 + 4 + 1 + 2 * 5 + 3u);
     EXPECT_EQ(got[got.size() - 3], std::string("c\0", 2));
     EXPECT_EQ(got[got.size() - 2], std::string("i20,1:\0\1", 8));
@@ -270,10 +279,10 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
     // One new zone too many, even with known ones beside it.
     request.args[0] = zones[0];
     request.args[1] = zones[next];
-    std::vector<std::string> before = arguments(batch, false);
+    std::vector<std::string> before = arguments(batch);
     std::size_t elements = batch.reply_elements();
     EXPECT_FALSE(request.add_to(batch, false, 2));
-    EXPECT_EQ(arguments(batch, false), before);
+    EXPECT_EQ(arguments(batch), before);
     EXPECT_EQ(batch.reply_elements(), elements);
 
     // Known zones only: still fine, and the last one is numbered 255.  The
@@ -285,7 +294,7 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
         ASSERT_TRUE(request.add_to(batch, true, 2));
         EXPECT_EQ(batch.reply_offset(batch.entries() - 1), offset);
     }
-    std::vector<std::string> got = arguments(batch, false);
+    std::vector<std::string> got = arguments(batch);
     EXPECT_EQ(got.back(), std::string("p\0\xff", 3));
 }
 

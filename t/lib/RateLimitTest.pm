@@ -18,7 +18,10 @@ package RateLimitTest;
 #   write_html($rel, $content)     extra files under html/
 #   port($name)                    free loopback port for %%NAME%% (PORT, PORT2, ...)
 #   start_redis(%o) / stop_redis / redis_port / redis_pid / redis_socket
-#     %o: port, requirepass, unixsocket => 1|path, args => [...]
+#     %o: port, requirepass, unixsocket => 1|path, args => [...],
+#         redis_module => 1|0 (load the Redis module or not; default: as
+#         RATELIMIT_REDIS_MODULE says)
+#   redis_module_so                the Redis module's path (undef if not built)
 #   redis(@argv), redis_db($db, @argv), redis_keys($pattern[, $db]),
 #   redis_hash_total($key[, $db]), is_redis_error($reply)
 #   start_redis_server(%o) / stop_process($pid) / start_child($desc, $code)
@@ -45,6 +48,9 @@ package RateLimitTest;
 #   RATELIMIT_MODULE  path of the module .so (default <repo>/build/ngx_http_ratelimit_module.so)
 #   NGINX_BIN         nginx binary (default /usr/sbin/nginx)
 #   REDIS_BIN         redis-server binary (default redis-server from PATH or /usr/bin)
+#   RATELIMIT_REDIS_MODULE=path  every redis-server started here (not the
+#                     sentinels) loads this Redis module, so nginx uses its
+#                     command instead of the script
 #   TEST_KEEP_TMP=1   keep the temporary directory (its path is printed)
 #   RATELIMIT_SLOW=N  nginx runs N times slower than usual (under valgrind):
 #                     waits for nginx are N times longer, and every Redis
@@ -98,6 +104,23 @@ sub redis_bin {
         return "$d/redis-server" if -x "$d/redis-server";
     }
     return 'redis-server';
+}
+
+# The Redis module (redis_module/): RATELIMIT_REDIS_MODULE, else the one
+# built beside the nginx module; undef if there is none.
+sub redis_module_so {
+    my $so = $ENV{RATELIMIT_REDIS_MODULE} || dirname(module_path()) . '/ratelimit_redis.so';
+    return -f $so ? abs_path($so) : undef;
+}
+
+# The arguments that make a redis-server load the Redis module, if `want`
+# (default: if RATELIMIT_REDIS_MODULE is set).
+sub _module_args {
+    my ($want) = @_;
+    $want //= $ENV{RATELIMIT_REDIS_MODULE} ? 1 : 0;
+    return () unless $want;
+    my $so = redis_module_so() or die "redis module not built (build/ratelimit_redis.so)\n";
+    return ('--loadmodule', $so);
 }
 
 # Stop the whole run early (with a clear reason) when the module is missing.
@@ -314,6 +337,7 @@ sub start_redis {
         $self->{redis_socket} = $path;
     }
     push @cmd, '--requirepass', $o{requirepass} if defined $o{requirepass};
+    push @cmd, _module_args($o{redis_module});
     push @cmd, @{ $o{args} } if $o{args};
     $self->{redis_auth} = defined $o{requirepass} ? [$o{requirepass}] : undef;
     my $pid = $self->_spawn('redis-server', "$self->{tmp}/redis.out", @cmd);
@@ -932,7 +956,7 @@ sub start_redis_server {
     push @cmd, '--sentinel' if $o{sentinel};
     push @cmd, '--port', $port, '--bind', $bind, '--daemonize', 'no', '--dir', $self->{tmp},
         '--protected-mode', 'no', '--loglevel', 'notice';
-    push @cmd, '--save', '', '--appendonly', 'no' unless $o{sentinel};
+    push @cmd, '--save', '', '--appendonly', 'no', _module_args($o{redis_module}) unless $o{sentinel};
     push @cmd, @{ $o{args} } if $o{args};
     my $out = "$self->{tmp}/$name.out";
     my $pid = $self->_spawn($name, $out, @cmd);

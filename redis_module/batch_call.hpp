@@ -1,0 +1,58 @@
+// The arguments of one RATELIMIT.DECIDE call, read and checked: the keys,
+// each zone's parameters (read once per call, as the script does) and the
+// requests' entries (see src/window_script.hpp for their syntax).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "lua_number.hpp"
+#include "redis_module_api.hpp"
+
+namespace ratelimit {
+
+// Numbers are doubles, as in the script (see lua_number.hpp).
+struct ZoneParams {
+    double limit;
+    double bucket_ms;
+    double span;            // buckets per window
+    bool fixed;
+    bool enforce;
+    double bucket;          // the current bucket: now / bucket_ms, floored
+    double first_bucket;    // the window's oldest
+    char bucket_field[lua::kMaxText];  // `bucket` as text, its field name
+    char expire_at[lua::kMaxText];     // when a key counted now expires
+};
+
+struct Entry {
+    char mode;                   // 'c' counts; 'i' interval peek; else peek
+    std::string_view zones;      // a byte per zone: its number
+    std::vector<double> wanted;  // of 'i': buckets to sum, per zone
+    bool solo;                   // "c" and one zone: the script's fast path
+
+    // The length of the request's reply.
+    std::size_t reply_size() const
+    {
+        return 1 + (mode == 'i' ? 4 : 3) * zones.size();
+    }
+};
+
+struct BatchCall {
+    double now_ms;
+    redis::String **keys;
+    std::size_t key_count;
+    std::vector<ZoneParams> zones;
+    std::vector<Entry> entries;
+    std::size_t reply_size;  // of the whole call
+
+    // Reads argv (the command's name first) at Redis time `now_ms`; on
+    // malformed arguments returns the error to answer, else nullptr.
+    const char *parse(redis::String **argv, int argc, double now_ms);
+};
+
+// The number of keys a call names, for Redis's getkeys question (the keys
+// follow it from argv[2]); -1 if it is not one.
+long long declared_keys(redis::String **argv, int argc) noexcept;
+
+}  // namespace ratelimit

@@ -1,0 +1,619 @@
+#include "batch_decider.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "window_rules.hpp"
+
+namespace ratelimit {
+
+const char BatchDecider::kNotANumber[] =
+    "ERR ratelimit: a bucket field to delete holds no number";
+
+namespace {
+
+using window_rules::clock_stepped_back;
+
+// tonumber() of a field: false for nil too.
+bool number(const FieldValue &value, double *out)
+{
+    return value.present()
+           && lua::to_number(value.text.data(), value.text.size(), out);
+}
+
+bool number(const std::string &text, double *out)
+{
+    return lua::to_number(text.data(), text.size(), out);
+}
+
+bool text_is(const FieldValue &value, const char *text)
+{
+    return value.present() && value.text == text;
+}
+
+// The script's ahead().
+double ahead(double current, bool has_newest, double newest, double span)
+{
+    return has_newest && clock_stepped_back(current, newest, span) ? newest
+                                                                    : current;
+}
+
+}  // namespace
+
+BatchDecider::BatchDecider(const BatchCall &call, HashCalls *redis)
+    : call_(call), redis_(*redis)
+{
+    reply_.assign(call.reply_size, ReplyElement{0, nullptr});
+    reply_[0].value = call.now_ms;
+}
+
+// The script's main loop: run() takes what it can, careful() the rest, and
+// a request that raised in run() is decided afresh by careful(nil).
+void BatchDecider::run()
+{
+    for (const Entry &entry : call_.entries) {
+        if (!entry.solo || !fast(entry)) {
+            careful(entry, nullptr);
+        }
+
+        redis_.release();
+    }
+}
+
+// run() for one request.  False where the script's run() raised, having
+// written nothing (or in the one write that failed).
+bool BatchDecider::fast(const Entry &entry)
+{
+    const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
+        entry.zones[0])];
+    redis::String *key = call_.keys[k_];
+    const char *field = zone.bucket_field;
+    FieldValue h[4];
+    double count, oldest;
+    bool take = true, same;
+
+    if (zone.fixed) {
+        static const char *const kFields[] = {"t", "n"};
+
+        if (redis_.hmget(key, kFields, 2, h) != nullptr) {
+            return false;
+        }
+
+        same = text_is(h[1], field);
+
+        if (same) {
+            if (!number(h[0], &count)) {
+                return false;
+            }
+            oldest = zone.bucket;
+        } else {
+            count = oldest = 0;
+            take = !(h[0].present() || h[1].present());
+        }
+    } else {
+        const char *const fields[] = {"t", "o", "n", field};
+
+        if (redis_.hmget(key, fields, 4, h) != nullptr) {
+            return false;
+        }
+
+        if (h[2].present()) {
+            if (!number(h[0], &count) || !number(h[1], &oldest)) {
+                return false;
+            }
+
+            same = text_is(h[2], field);
+
+            if (!same) {
+                double newest;
+
+                if (!number(h[2], &newest)) {
+                    return false;
+                }
+
+                same = newest == zone.bucket;
+                take = newest <= zone.bucket && newest >= zone.first_bucket;
+            }
+
+            take = take && oldest >= zone.first_bucket;
+        } else {
+            count = oldest = 0;
+            same = false;
+            take = !(h[0].present() || h[1].present());
+        }
+    }
+
+    if (!take) {
+        careful(entry, h);
+        return true;
+    }
+
+    std::size_t r = r_;
+
+    if (count + 1 > zone.limit) {
+        set(r, zone.enforce ? 1 : 0);
+        set(r + 1, count);
+        set(r + 2, oldest);
+        set(r + 3, 1);
+        k_++;
+        r_ += 4;
+        return true;
+    }
+
+    char total[lua::kMaxText], text[lua::kMaxText];
+    lua::format(count + 1, total);
+    CallError failed;
+
+    if (same && zone.fixed) {
+        const char *const pairs[] = {"t", total};
+        failed = redis_.hset(key, pairs, 1);
+    } else if (same) {
+        double here;
+
+        if (!number(h[3], &here)) {
+            return false;
+        }
+
+        lua::format(here + 1, text);
+        const char *const pairs[] = {field, text, "t", total};
+        failed = redis_.hset(key, pairs, 2);
+    } else {
+        if (oldest == 0) {
+            oldest = zone.bucket;
+        }
+
+        if (zone.fixed) {
+            const char *const pairs[] = {"t", total, "n", field};
+            failed = redis_.hset(key, pairs, 2);
+        } else {
+            lua::format(oldest, text);
+            const char *const pairs[] = {field, "1", "t", total,
+                                         "o", text, "n", field};
+            failed = redis_.hset(key, pairs, 4);
+        }
+    }
+
+    if (failed != nullptr) {
+        return false;
+    }
+
+    set(r, 0);
+    set(r + 1, count + 1);
+    set(r + 2, oldest);
+    set(r + 3, 0);
+
+    // PEXPIREAT goes through redis.pcall(): its error is the request's.
+    if (!same) {
+        if (CallError error = redis_.pexpireat(key, zone.expire_at)) {
+            reply_[r] = {0, error};
+            set(r + 1, 0);
+            set(r + 2, 0);
+            set(r + 3, 0);
+        }
+    }
+
+    k_++;
+    r_ += 4;
+    return true;
+}
+
+void BatchDecider::careful(const Entry &entry, const FieldValue *read)
+{
+    if (CallError error = decide(k_, entry, r_, read)) {
+        reply_[r_] = {0, error};
+
+        for (std::size_t j = r_ + 1; j < r_ + entry.reply_size(); j++) {
+            set(j, 0);
+        }
+    }
+
+    k_ += entry.zones.size();
+    r_ += entry.reply_size();
+}
+
+CallError BatchDecider::decide(std::size_t k, const Entry &entry,
+                               std::size_t r, const FieldValue *read)
+{
+    if (entry.mode == 'i') {
+        return peek_interval(k, entry, r);
+    }
+
+    return decide_zones(k, entry.mode == 'c', entry.zones, r, read);
+}
+
+CallError BatchDecider::decide_zones(std::size_t k, bool counting,
+                                     std::string_view zones, std::size_t r,
+                                     const FieldValue *read)
+{
+    std::size_t n = zones.size();
+    reads_.resize(std::max(reads_.size(), n));
+
+    if (n == 1) {
+        const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
+            zones[0])];
+        ZoneRead &z = reads_[0];
+
+        if (CallError error = read_zone(call_.keys[k], zone, read, &z)) {
+            return error;
+        }
+
+        bool over = z.count + 1 > zone.limit;
+        set(r, over && zone.enforce ? 1 : 0);
+        double count, oldest;
+
+        if (CallError error = write_zone(call_.keys[k], zone,
+                                         counting && !over, &z, &count,
+                                         &oldest))
+        {
+            return error;
+        }
+
+        set(r + 1, count);
+        set(r + 2, oldest);
+        set(r + 3, over ? 1 : 0);
+        return nullptr;
+    }
+
+    bool rejected = false;
+
+    for (std::size_t i = 0; i < n; i++) {
+        const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
+            zones[i])];
+
+        if (CallError error = read_zone(call_.keys[k + i], zone, nullptr,
+                                        &reads_[i]))
+        {
+            return error;
+        }
+
+        if (reads_[i].count + 1 > zone.limit && zone.enforce) {
+            rejected = true;
+        }
+    }
+
+    set(r, rejected ? 1 : 0);
+
+    for (std::size_t i = 0; i < n; i++) {
+        const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
+            zones[i])];
+        bool over = reads_[i].count + 1 > zone.limit;
+        std::size_t q = r + 3 * i + 1;
+        double count, oldest;
+
+        if (CallError error = write_zone(call_.keys[k + i], zone,
+                                         counting && !rejected && !over,
+                                         &reads_[i], &count, &oldest))
+        {
+            return error;
+        }
+
+        set(q, count);
+        set(q + 1, oldest);
+        set(q + 2, over ? 1 : 0);
+    }
+
+    return nullptr;
+}
+
+CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,
+                                      std::size_t r)
+{
+    std::size_t n = entry.zones.size();
+
+    if (CallError error = decide_zones(k, false, entry.zones, r, nullptr)) {
+        return error;
+    }
+
+    for (std::size_t i = 0; i < n; i++) {
+        const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
+            entry.zones[i])];
+        double count;
+
+        if (zone.fixed) {
+            count = reply_[r + 3 * i + 1].value;
+        } else if (CallError error = count_newest(call_.keys[k + i], zone,
+                                                  entry.wanted[i], &count))
+        {
+            return error;
+        }
+
+        set(r + 3 * n + 1 + i, count);
+    }
+
+    return nullptr;
+}
+
+CallError BatchDecider::count_newest(redis::String *key,
+                                     const ZoneParams &zone, double wanted,
+                                     double *count)
+{
+    static const char *const kNewest[] = {"n"};
+    FieldValue n;
+
+    if (CallError error = redis_.hmget(key, kNewest, 1, &n)) {
+        return error;
+    }
+
+    double newest;
+    bool has_newest = number(n, &newest);
+    double before = window_rules::interval_floor(
+        ahead(zone.bucket, has_newest, newest, zone.span), wanted);
+
+    if (CallError error = redis_.hgetall(key, &all_)) {
+        return error;
+    }
+
+    *count = 0;
+
+    for (const auto &[name, value] : all_) {
+        double id, bucket_count;
+
+        if (number(name, &id) && id > before) {
+            *count = *count + (number(value, &bucket_count) ? bucket_count
+                                                            : 0);
+        }
+    }
+
+    return nullptr;
+}
+
+CallError BatchDecider::read_zone(redis::String *key, const ZoneParams &zone,
+                                  const FieldValue *read, ZoneRead *z)
+{
+    z->count = z->oldest = z->newest = z->here = 0;
+    z->current = zone.bucket;
+    z->slid = false;
+    z->gone.clear();
+    std::memcpy(z->field, zone.bucket_field, sizeof(z->field));
+    FieldValue h[4];
+
+    if (zone.fixed) {
+        static const char *const kFields[] = {"t", "n"};
+
+        if (read != nullptr) {
+            std::copy(read, read + 2, h);
+        } else if (CallError error = redis_.hmget(key, kFields, 2, h)) {
+            return error;
+        }
+
+        double count, newest;
+        bool has_newest = number(h[1], &newest);
+        z->current = ahead(z->current, has_newest, newest, zone.span);
+
+        if (z->current != zone.bucket) {
+            lua::format(z->current, z->field);
+        }
+
+        if (has_newest && newest == z->current && number(h[0], &count)) {
+            z->count = count;
+            z->oldest = z->newest = z->current;
+        } else if (h[0].present() || h[1].present()) {
+            return redis_.del(key);
+        }
+
+        return nullptr;
+    }
+
+    if (read != nullptr) {
+        std::copy(read, read + 4, h);
+    } else {
+        const char *const fields[] = {"t", "o", "n", z->field};
+
+        if (CallError error = redis_.hmget(key, fields, 4, h)) {
+            return error;
+        }
+    }
+
+    double c, o, m;
+    bool has_c = number(h[0], &c), has_o = number(h[1], &o),
+         has_m = number(h[2], &m);
+
+    if (has_m && m > z->current && clock_stepped_back(z->current, m,
+                                                      zone.span))
+    {
+        z->current = m;
+        lua::format(m, z->field);
+        const char *const field[] = {z->field};
+
+        if (CallError error = redis_.hmget(key, field, 1, &h[3])) {
+            return error;
+        }
+    }
+
+    double first = window_rules::first_bucket(z->current, zone.span);
+
+    if (has_c && has_o && has_m && m >= first && m <= z->current) {
+        z->count = c;
+        z->oldest = o;
+        z->newest = m;
+
+        if (!number(h[3], &z->here)) {
+            z->here = 0;
+        }
+
+        if (z->oldest < first) {
+            return slide(key, first, z);
+        }
+    } else if (h[0].present() || h[1].present() || h[2].present()) {
+        return redis_.del(key);
+    }
+
+    return nullptr;
+}
+
+CallError BatchDecider::slide(redis::String *key, double first, ZoneRead *z)
+{
+    static const double kSteps[] = {2, 14, 16, 32};
+    constexpr std::size_t kMostNames = 32;
+    double count = z->count, at = z->oldest;
+    z->slid = true;
+    z->gone.clear();
+
+    for (double step : kSteps) {
+        if (at > z->newest) {
+            break;
+        }
+
+        double last = std::min(at + step - 1, z->newest);
+        char names[kMostNames][lua::kMaxText];
+        const char *fields[kMostNames];
+        FieldValue counts[kMostNames];
+        std::size_t listed = 0;
+
+        // Lua's numeric for: id = at, at + 1, ... while id <= last.
+        for (double id = at; id <= last && listed < kMostNames; id += 1) {
+            lua::format(id, names[listed]);
+            fields[listed] = names[listed];
+            listed++;
+        }
+
+        if (listed == 0) {
+            return "ERR wrong number of arguments for 'hmget' command";
+        }
+
+        if (CallError error = redis_.hmget(key, fields, listed, counts)) {
+            return error;
+        }
+
+        for (std::size_t j = 0; j < listed; j++) {
+            if (!counts[j].present()) {
+                continue;
+            }
+
+            double id = at + static_cast<double>(j + 1) - 1, bucket_count;
+
+            if (id >= first) {
+                z->count = count;
+                z->oldest = id;
+                return nullptr;
+            }
+
+            if (!number(counts[j], &bucket_count)) {
+                return kNotANumber;
+            }
+
+            count = count - bucket_count;
+            z->gone.emplace_back(names[j]);
+        }
+
+        at = last + 1;
+    }
+
+    // The count summed afresh from the live fields.
+    z->gone.clear();
+    count = 0;
+
+    if (CallError error = redis_.hgetall(key, &all_)) {
+        return error;
+    }
+
+    double next = z->newest;
+
+    for (const auto &[name, value] : all_) {
+        double id, bucket_count;
+
+        if (!number(name, &id)) {
+            continue;
+        }
+
+        if (id < first) {
+            z->gone.push_back(name);
+        } else {
+            count = count + (number(value, &bucket_count) ? bucket_count : 0);
+
+            if (id < next) {
+                next = id;
+            }
+        }
+    }
+
+    z->count = count;
+    z->oldest = next;
+    return nullptr;
+}
+
+CallError BatchDecider::drop(redis::String *key,
+                             const std::vector<std::string> &ids)
+{
+    constexpr std::size_t kPerCall = 256;
+
+    for (std::size_t i = 0; i < ids.size(); i += kPerCall) {
+        if (CallError error = redis_.hdel(
+                key, ids.data() + i, std::min(kPerCall, ids.size() - i)))
+        {
+            return error;
+        }
+    }
+
+    return nullptr;
+}
+
+CallError BatchDecider::write_zone(redis::String *key, const ZoneParams &zone,
+                                   bool counts, ZoneRead *z, double *count,
+                                   double *oldest)
+{
+    *count = z->count;
+    *oldest = z->oldest;
+
+    if (z->slid) {
+        if (CallError error = drop(key, z->gone)) {
+            return error;
+        }
+    }
+
+    char total[lua::kMaxText], here[lua::kMaxText], first[lua::kMaxText];
+    CallError failed = nullptr;
+
+    if (!counts) {
+        if (z->slid) {
+            lua::format(*count, total);
+            lua::format(*oldest, first);
+            const char *const pairs[] = {"t", total, "o", first};
+            failed = redis_.hset(key, pairs, 2);
+        }
+
+        return failed;
+    }
+
+    lua::format(*count + 1, total);
+    lua::format(z->here + 1, here);
+
+    if (z->newest == z->current && zone.fixed) {
+        const char *const pairs[] = {"t", total};
+        failed = redis_.hset(key, pairs, 1);
+    } else if (z->newest == z->current && z->slid) {
+        lua::format(*oldest, first);
+        const char *const pairs[] = {z->field, here, "t", total, "o", first};
+        failed = redis_.hset(key, pairs, 3);
+    } else if (z->newest == z->current) {
+        const char *const pairs[] = {z->field, here, "t", total};
+        failed = redis_.hset(key, pairs, 2);
+    } else {
+        if (*oldest == 0) {
+            *oldest = z->current;
+        }
+
+        if (zone.fixed) {
+            const char *const pairs[] = {"t", total, "n", z->field};
+            failed = redis_.hset(key, pairs, 2);
+        } else {
+            lua::format(*oldest, first);
+            const char *const pairs[] = {z->field, "1", "t", total,
+                                         "o", first, "n", z->field};
+            failed = redis_.hset(key, pairs, 4);
+        }
+
+        if (failed == nullptr) {
+            char at[lua::kMaxText];
+            lua::format(window_rules::expiry_ms(z->current, zone.span,
+                                                zone.bucket_ms),
+                        at);
+            failed = redis_.pexpireat(key, at);
+        }
+    }
+
+    *count = *count + 1;
+    return failed;
+}
+
+}  // namespace ratelimit

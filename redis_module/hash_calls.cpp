@@ -1,0 +1,266 @@
+#include "hash_calls.hpp"
+
+#include <cstring>
+
+namespace ratelimit {
+
+const char kWrongType[] =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+const char kOutOfMemory[] =
+    "OOM command not allowed when used memory > 'maxmemory'.";
+
+namespace {
+
+// Field names kept for the whole call, at most: past them, names are made
+// for the request.
+constexpr std::size_t kMostNames = 16;
+
+bool holds_hash_or_nothing(redis::Key *key)
+{
+    int type = redis::KeyType(key);
+    return type == redis::kKeyEmpty || type == redis::kKeyHash;
+}
+
+void collect_pair(redis::Key *, redis::String *field, redis::String *value,
+                  void *data)
+{
+    auto *out = static_cast<std::vector<std::pair<std::string, std::string>>
+                                *>(data);
+    std::size_t flen, vlen;
+    const char *f = redis::StringPtrLen(field, &flen);
+    const char *v = redis::StringPtrLen(value, &vlen);
+    out->emplace_back(std::string(f, flen), std::string(v, vlen));
+}
+
+}  // namespace
+
+HashCalls::~HashCalls()
+{
+    release();
+
+    for (auto &[text, name] : names_) {
+        redis::FreeString(ctx_, name);
+    }
+}
+
+// As the script's redis.call() checks a write command (Redis 7.0, script.c):
+// the OOM check applies to commands flagged deny-oom, and any write command
+// that passes it counts as written, whether it then changes anything or
+// fails.
+CallError HashCalls::may_write(bool may_grow_memory)
+{
+    if (may_grow_memory && out_of_memory_ && !wrote_) {
+        return kOutOfMemory;
+    }
+
+    wrote_ = true;
+    return nullptr;
+}
+
+// Opened for writing, reads included: Redis's read and write lookups differ
+// only on a replica, where the command (flagged "write") never runs.
+redis::Key *HashCalls::open(redis::String *name)
+{
+    if (key_ == nullptr || key_name_ != name) {
+        close();
+        key_ = redis::OpenKey(ctx_, name, redis::kWrite);
+        key_name_ = name;
+    }
+
+    return key_;
+}
+
+void HashCalls::close() noexcept
+{
+    if (key_ != nullptr) {
+        redis::CloseKey(key_);
+        key_ = nullptr;
+    }
+}
+
+redis::String *HashCalls::field(const char *name)
+{
+    for (const auto &[text, made] : names_) {
+        if (text == name) {
+            return made;
+        }
+    }
+
+    redis::String *made = redis::CreateString(ctx_, name, std::strlen(name));
+
+    if (names_.size() < kMostNames) {
+        names_.emplace_back(name, made);
+    } else {
+        made_.push_back(made);
+    }
+
+    return made;
+}
+
+redis::String *HashCalls::value(const char *text)
+{
+    made_.push_back(redis::CreateString(ctx_, text, std::strlen(text)));
+    return made_.back();
+}
+
+CallError HashCalls::hmget(redis::String *key, const char *const *fields,
+                           std::size_t count, FieldValue *out)
+{
+    redis::Key *open_key = open(key);
+
+    if (!holds_hash_or_nothing(open_key)) {
+        return kWrongType;
+    }
+
+    bool empty = redis::KeyType(open_key) == redis::kKeyEmpty;
+
+    for (std::size_t i = 0; i < count; i++) {
+        out[i] = FieldValue{};
+        redis::String *value = nullptr;
+
+        if (!empty) {
+            redis::HashGet(open_key, 0, field(fields[i]), &value, nullptr);
+        }
+
+        if (value != nullptr) {
+            made_.push_back(value);
+            std::size_t len;
+            const char *bytes = redis::StringPtrLen(value, &len);
+            out[i] = FieldValue{value, {bytes, len}};
+        }
+    }
+
+    return nullptr;
+}
+
+CallError HashCalls::hgetall(
+    redis::String *key, std::vector<std::pair<std::string, std::string>> *out)
+{
+    out->clear();
+    redis::Key *open_key = open(key);
+
+    if (!holds_hash_or_nothing(open_key)) {
+        return kWrongType;
+    }
+
+    if (redis::KeyType(open_key) == redis::kKeyEmpty) {
+        return nullptr;
+    }
+
+    RedisModuleScanCursor *cursor = redis::ScanCursorCreate();
+
+    while (redis::ScanKey(open_key, cursor, collect_pair, out)) {
+    }
+
+    redis::ScanCursorDestroy(cursor);
+    return nullptr;
+}
+
+CallError HashCalls::hset(redis::String *key,
+                          const char *const *fields_values, std::size_t pairs)
+{
+    constexpr std::size_t kMostPairs = 4;
+
+    if (CallError error = may_write(true)) {
+        return error;
+    }
+
+    redis::Key *open_key = open(key);
+
+    if (!holds_hash_or_nothing(open_key)) {
+        return kWrongType;
+    }
+
+    redis::String *args[2 * kMostPairs];
+    pairs = pairs < kMostPairs ? pairs : kMostPairs;
+
+    for (std::size_t i = 0; i < pairs; i++) {
+        args[2 * i] = field(fields_values[2 * i]);
+        args[2 * i + 1] = value(fields_values[2 * i + 1]);
+        redis::HashSet(open_key, 0, args[2 * i], args[2 * i + 1], nullptr);
+    }
+
+    redis::Replicate(ctx_, "HSET", "sv", key, args, 2 * pairs);
+    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hset", key);
+    return nullptr;
+}
+
+CallError HashCalls::hdel(redis::String *key, const std::string *fields,
+                          std::size_t count)
+{
+    may_write(false);
+    redis::Key *open_key = open(key);
+
+    if (!holds_hash_or_nothing(open_key)) {
+        return kWrongType;
+    }
+
+    if (redis::KeyType(open_key) == redis::kKeyEmpty) {
+        return nullptr;
+    }
+
+    std::size_t first = made_.size();
+    int deleted = 0;
+
+    for (std::size_t i = 0; i < count; i++) {
+        made_.push_back(redis::CreateString(ctx_, fields[i].data(),
+                                            fields[i].size()));
+        deleted += redis::HashSet(open_key, 0, made_.back(),
+                                  redis::kHashDelete, nullptr);
+    }
+
+    if (deleted == 0) {
+        return nullptr;
+    }
+
+    redis::Replicate(ctx_, "HDEL", "sv", key, made_.data() + first, count);
+    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hdel", key);
+
+    if (redis::KeyType(open_key) == redis::kKeyEmpty) {
+        redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "del", key);
+    }
+
+    return nullptr;
+}
+
+CallError HashCalls::del(redis::String *key)
+{
+    may_write(false);
+    redis::Key *open_key = open(key);
+
+    if (redis::KeyType(open_key) != redis::kKeyEmpty) {
+        redis::DeleteKey(open_key);
+        redis::Replicate(ctx_, "DEL", "s", key);
+        redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "del", key);
+    }
+
+    return nullptr;
+}
+
+CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
+{
+    may_write(false);
+    redis::Key *open_key = open(key);
+
+    if (redis::KeyType(open_key) == redis::kKeyEmpty) {
+        return nullptr;
+    }
+
+    redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
+    redis::Replicate(ctx_, "PEXPIREAT", "sc", key, at_ms);
+    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "expire", key);
+    return nullptr;
+}
+
+void HashCalls::release() noexcept
+{
+    close();
+
+    for (redis::String *made : made_) {
+        redis::FreeString(ctx_, made);
+    }
+
+    made_.clear();
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,102 @@
+// The part of the Redis module API (Redis >= 7.0) this module uses, declared
+// here: Redis does not package its header.  The values and signatures are
+// those of Redis's module ABI, version 1.  Each function is a pointer that
+// load_api() fills in OnLoad from the table Redis hands the module.
+#pragma once
+
+#include <cstddef>
+
+extern "C" {
+
+struct RedisModuleCtx;
+struct RedisModuleKey;
+struct RedisModuleString;
+struct RedisModuleScanCursor;
+
+}  // extern "C"
+
+namespace ratelimit::redis {
+
+using Ctx = RedisModuleCtx;
+using Key = RedisModuleKey;
+using String = RedisModuleString;
+
+constexpr int kOk = 0;
+constexpr int kErr = 1;
+constexpr int kApiVersion1 = 1;
+
+// OpenKey modes.
+constexpr int kRead = 1 << 0;
+constexpr int kWrite = 1 << 1;
+
+// KeyType results.
+constexpr int kKeyEmpty = 0;
+constexpr int kKeyHash = 3;
+
+// HashGet / HashSet flags: fields given as C strings.
+constexpr int kHashCFields = 1 << 2;
+
+// GetContextFlags: used memory is over maxmemory.
+constexpr int kCtxOutOfMemory = 1 << 10;
+
+// NotifyKeyspaceEvent classes.
+constexpr int kNotifyGeneric = 1 << 2;
+constexpr int kNotifyHash = 1 << 6;
+
+// KeyAtPosWithFlags: the key is read and written, its data used and
+// updated (as EVAL declares its keys).
+constexpr int kKeyReadWrite = 1 << 1;
+constexpr int kKeyAccess = 1 << 4;
+constexpr int kKeyUpdate = 1 << 5;
+
+inline String *const kHashDelete = reinterpret_cast<String *>(1);
+
+using CommandFunc = int (*)(Ctx *ctx, String **argv, int argc);
+using ScanKeyFunc = void (*)(Key *key, String *field, String *value,
+                             void *data);
+
+inline int (*GetApi)(const char *name, void *slot);
+inline void (*SetModuleAttribs)(Ctx *ctx, const char *name, int version,
+                                int api_version);
+inline int (*IsModuleNameBusy)(const char *name);
+inline int (*CreateCommand)(Ctx *ctx, const char *name, CommandFunc func,
+                            const char *flags, int first_key, int last_key,
+                            int key_step);
+inline int (*IsKeysPositionRequest)(Ctx *ctx);
+inline void (*KeyAtPos)(Ctx *ctx, int pos);
+inline void (*KeyAtPosWithFlags)(Ctx *ctx, int pos, int flags);
+inline int (*GetContextFlags)(Ctx *ctx);
+inline long long (*Milliseconds)();
+
+inline Key *(*OpenKey)(Ctx *ctx, String *name, int mode);
+inline void (*CloseKey)(Key *key);
+inline int (*KeyType)(Key *key);
+inline int (*DeleteKey)(Key *key);
+inline int (*SetAbsExpire)(Key *key, long long expire_ms);
+inline int (*HashGet)(Key *key, int flags, ...);
+inline int (*HashSet)(Key *key, int flags, ...);
+inline RedisModuleScanCursor *(*ScanCursorCreate)();
+inline void (*ScanCursorDestroy)(RedisModuleScanCursor *cursor);
+inline int (*ScanKey)(Key *key, RedisModuleScanCursor *cursor,
+                      ScanKeyFunc func, void *data);
+
+inline String *(*CreateString)(Ctx *ctx, const char *bytes, std::size_t len);
+inline void (*FreeString)(Ctx *ctx, String *str);
+inline const char *(*StringPtrLen)(const String *str, std::size_t *len);
+
+inline int (*Replicate)(Ctx *ctx, const char *command, const char *format,
+                        ...);
+inline int (*NotifyKeyspaceEvent)(Ctx *ctx, int type, const char *event,
+                                  String *key);
+
+inline int (*WrongArity)(Ctx *ctx);
+inline int (*ReplyWithArray)(Ctx *ctx, long len);
+inline int (*ReplyWithLongLong)(Ctx *ctx, long long value);
+inline int (*ReplyWithError)(Ctx *ctx, const char *error);
+
+// Fills in every pointer above from the table Redis passed with `ctx`;
+// false if this Redis lacks one that is required (KeyAtPosWithFlags is
+// not: a Redis before 7.0 has KeyAtPos only).
+bool load_api(Ctx *ctx) noexcept;
+
+}  // namespace ratelimit::redis

@@ -1,0 +1,26 @@
+// RATELIMIT.DECIDE: the window script as a native Redis command.  Same
+// arguments as the script's EVALSHA after its digest, the same flat reply,
+// the same keys, hash fields and expiry times, and the same handling of
+// clock steps, junk fields, keys of another type and out of memory: the
+// command follows the script's code path for path, Redis command for Redis
+// command (see src/window_script.cpp, whose comments explain each rule),
+// and t/24 runs both on the same batches.
+//
+//   RATELIMIT.DECIDE numkeys key... zones zone-arg... entry...
+//
+// Where the script's behaviour is not defined by what nginx sends (a zone
+// argument that is not a number, an entry naming a zone or key the call
+// lacks, an interval peek of 0 buckets), the command refuses the whole call
+// with an error instead.
+#pragma once
+
+#include "decide_command.hpp"
+#include "redis_module_api.hpp"
+
+namespace ratelimit {
+
+// The command, as Redis calls it; also answers Redis's question of where
+// its keys are (getkeys-api).
+int decide_command(redis::Ctx *ctx, redis::String **argv, int argc) noexcept;
+
+}  // namespace ratelimit

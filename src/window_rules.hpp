@@ -1,0 +1,56 @@
+// The rules of the windows, as pure arithmetic on bucket numbers: one
+// definition for the nginx module (SlidingWindow, the status API) and the
+// Redis module's command.  The window script (window_script.cpp) states the
+// same rules in Lua and t/24 holds all three to them.
+//
+// `N` is the number type of the caller: unsigned milliseconds in nginx; in
+// the Redis module a double, as the script's Lua numbers are, so that a
+// hash an operator filled with fractions is decided as the script decides
+// it.  Integers below 2^53 are exact either way.
+#pragma once
+
+namespace ratelimit::window_rules {
+
+// The oldest bucket of a window of `span` buckets whose newest is `current`.
+template <typename N>
+constexpr N first_bucket(N current, N span)
+{
+    return current - span + 1;
+}
+
+// When the counts of a window whose newest bucket is `newest` all leave it:
+// the key's expiry time, in ms.
+template <typename N>
+constexpr N expiry_ms(N newest, N span, N bucket_ms)
+{
+    return (newest + span) * bucket_ms;
+}
+
+// The bucket a request is counted in when the key's newest bucket is
+// `newest`: that one if Redis's clock stepped back since it was written by
+// at most a window (a failover to a replica, an NTP step), so that counts
+// made "in the future" still count; else the current one.  A larger gap
+// means a key written under another bucket length, started afresh.
+template <typename N>
+constexpr bool clock_stepped_back(N current, N newest, N span)
+{
+    return newest > current && newest - current <= span;
+}
+
+// An interval of the status API sums the buckets numbered above this: the
+// `wanted` newest, `counted_in` the bucket a request would be counted in.
+template <typename N>
+constexpr N interval_floor(N counted_in, N wanted)
+{
+    return counted_in - wanted;
+}
+
+// Buckets summed for an interval of `interval_ms`: rounded up, so that no
+// request of the interval is left out.
+template <typename N>
+constexpr N interval_buckets(N interval_ms, N bucket_ms)
+{
+    return (interval_ms + bucket_ms - 1) / bucket_ms;
+}
+
+}  // namespace ratelimit::window_rules

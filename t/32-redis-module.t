@@ -1,0 +1,160 @@
+#!/usr/bin/perl
+# The Redis module's command (redis_module/) in use, and the fallback to the
+# window script.
+#
+# Expected (spec: README "The Redis module"):
+# - on a Redis with the module, each worker's connection says at notice that
+#   it uses ratelimit.decide, and the requests are decided by it (INFO
+#   commandstats: calls of the command, none of EVALSHA), to the limit;
+# - the module unloaded under a live connection (MODULE UNLOAD): the batch
+#   answered "unknown command" ran nothing and is sent again as the script
+#   (EVAL), so no request fails; the script goes on counting the keys the
+#   command wrote, and the connection says it uses the script;
+# - Redis restarted without the module under load: the requests of the
+#   outage get the fail policy, every connection made after says it uses the
+#   script, and the limit holds through EVALSHA; restarted with the module,
+#   the connections use the command again;
+# - its keys are declared as EVAL's are: COMMAND GETKEYS lists them, an ACL
+#   user whose key pattern leaves one out is refused (NOPERM) by both, and a
+#   cluster node refuses keys of two hash slots (CROSSSLOT) from both, and
+#   keys of another node's slots with MOVED.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(time sleep);
+use FaultTest qw(rhdr);
+
+RateLimitTest::require_module();
+my $SO = RateLimitTest::redis_module_so() or BAIL_OUT('redis module not built');
+
+my $WORKERS = 2;
+my $t = FaultTest->new(workers => $WORKERS);
+my $RPORT = $t->redis_port;
+$t->start_redis(redis_module => 1, args => ['--enable-module-command', 'yes']);
+
+$t->write_conf(<<'EOF', error_log_level => 'notice');
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=200ms connect_timeout=200ms;
+ratelimit_zone api key=$http_x_api_key limit=3 window=60s;
+server {
+    listen 127.0.0.1:%%PORT%%;
+    add_header X-RL-Status "$ratelimit_status" always;
+    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
+    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
+}
+EOF
+$t->start_nginx;
+
+my $USES_COMMAND = qr/ratelimit: redis at "127\.0\.0\.1:$RPORT" has ratelimit\.decide: this connection uses it/;
+my $USES_SCRIPT = qr/ratelimit: redis at "127\.0\.0\.1:$RPORT" cannot run ratelimit\.decide \(ERR unknown command[^)]*\): this connection uses the window script/;
+
+sub statuses { join ' ', map { $_->{status} } @_ }
+
+# --- 1. the command in use --------------------------------------------------
+
+cmp_ok($t->wait_log($USES_COMMAND, $WORKERS, 3), '>=', $WORKERS, 'each worker\'s connection says it uses ratelimit.decide');
+my ($when) = $t->wait_passed('open', 'warm', 3);
+ok(defined $when, 'requests pass');
+my @r = map { $t->req('open', 'k1') } 1 .. 5;
+is(statuses(@r), '200 200 200 429 429', 'the command admits the limit');
+is(statuses(map { $t->req('open', 'k3') } 1 .. 2), '200 200', 'another subject, below its limit');
+cmp_ok($t->commandstat('ratelimit.decide'), '>=', 8, 'requests decided by ratelimit.decide');
+is($t->commandstat('evalsha') + $t->commandstat('eval'), 0, 'no script called');
+
+# --- 2. the module unloaded under a live connection ------------------------
+
+{
+    my $before = $t->commandstat('eval');
+    is($t->redis('MODULE', 'UNLOAD', 'ratelimit'), 'OK', 'module unloaded');
+    my @k2 = map { $t->req('open', 'k2') } 1 .. 2;
+    is(statuses(@k2), '200 200', 'after the unload: no request failed');
+    is(join(' ', map { rhdr($_, 'X-RL-Status') } @k2), 'PASSED PASSED', 'after the unload: decided by the script');
+    cmp_ok($t->commandstat('eval'), '>', $before, 'the refused batch sent again with EVAL');
+    # k3 was counted twice by the command: the script counts on from its
+    # hash.
+    is(statuses(map { $t->req('open', 'k3') } 1 .. 2), '200 429', 'the script counts on the keys the command wrote');
+    my @k2more = map { $t->req('open', 'k2') } 1 .. 2;
+    is(statuses(@k2more), '200 429', 'the script keeps the limit');
+    is($t->redis_hash_total('rl:api:k2'), 3, 'counted once each, none twice');
+    ok($t->wait_log(qr/ratelimit: redis at "127\.0\.0\.1:$RPORT" no longer knows ratelimit\.decide: this connection uses the window script/, 1, 2),
+       'the connection says it uses the script now');
+    is($t->redis('MODULE', 'LOAD', $SO), 'OK', 'module loaded again');
+}
+
+# --- 3. Redis restarted without the module, under load ---------------------
+
+{
+    $t->stop_redis;
+    $t->start_redis(port => $RPORT, redis_module => 1);
+    cmp_ok($t->wait_log($USES_COMMAND, 2 * $WORKERS, 4), '>=', 2 * $WORKERS, 'restarted with the module: the command again');
+
+    my $load = $t->start_load(
+        clients => 4, max_seconds => 10, max_requests => 3000, pause => 0.005,
+        pick => sub { my ($c, $i) = @_; (($c % 2 ? 'closed' : 'open'), "L$c-$i") },
+    );
+    sleep 0.8;
+    my $t_kill = time;
+    $t->stop_redis;
+    sleep 0.3;
+    $t->start_redis(port => $RPORT, redis_module => 0);
+    my $t_up = time;
+    cmp_ok($t->wait_log($USES_SCRIPT, $WORKERS, 4), '>=', $WORKERS, 'restarted without the module: each connection says it uses the script');
+    sleep 1.0;
+    my @rec = $t->finish_load($load);
+    ok(@rec > 100, 'load produced requests (' . scalar(@rec) . ')');
+    my @closed_after = grep { $_->{loc} eq 'closed' && $_->{t0} > $t_up + 0.5 } @rec;
+    ok(@closed_after > 5 && !(grep { $_->{status} != 200 || $_->{rs} ne 'PASSED' } @closed_after),
+       'after the restart, fail closed: every request 200 PASSED (' . scalar(@closed_after) . ')')
+        or diag(join ' ', map { "$_->{status}/$_->{rs}" } @closed_after);
+    my @open_bad = grep { $_->{loc} eq 'open' && $_->{status} != 200 } @rec;
+    is(scalar @open_bad, 0, 'fail open: every request 200 through the restart');
+    my @s = map { $t->req('closed', 'after') } 1 .. 4;
+    is(statuses(@s), '200 200 200 429', 'the script keeps the limit after the fallback');
+    cmp_ok($t->commandstat('evalsha'), '>', 0, 'decided by EVALSHA');
+    is($t->commandstat('ratelimit.decide'), 0, 'the command is not there, and not called');
+    note(sprintf 'outage from +0 to +%.2fs', $t_up - $t_kill);
+}
+
+# --- 4. keys declared --------------------------------------------------------
+
+{
+    $t->stop_redis;
+    $t->start_redis(port => $RPORT, redis_module => 1);
+    my $sha = $t->redis('SCRIPT', 'LOAD', RateLimitTest::window_script());
+    my @call = (2, 'rl:a', 'other:b', 1, 3, 1000, 60, 's', '1', "c\x00", "c\x00");
+    is_deeply($t->redis('COMMAND', 'GETKEYS', 'ratelimit.decide', @call), ['rl:a', 'other:b'],
+              'COMMAND GETKEYS: the keys');
+    is($t->redis('ACL', 'SETUSER', 'rl', 'on', '>pw', '~rl:*', '+@all'), 'OK', 'ACL user of rl:* keys');
+    my $as_user = sub { RateLimitTest::redis_at({ host => '127.0.0.1', port => $RPORT, auth => ['rl', 'pw'] }, @_) };
+    my $native = $as_user->('ratelimit.decide', @call);
+    my $script = $as_user->('EVALSHA', $sha, @call);
+    like("$native", qr/^NOPERM/, 'a key outside the user\'s pattern: the command refused');
+    like("$script", qr/^NOPERM/, 'a key outside the user\'s pattern: the script refused too');
+    my $ok = $as_user->('ratelimit.decide', 1, 'rl:a', 1, 3, 1000, 60, 's', '1', "c\x00");
+    is(ref $ok eq 'ARRAY' ? scalar @$ok : "$ok", 5, 'keys inside the pattern: decided');
+}
+
+# A cluster of one node serving half the slots.
+{
+    my $port = $t->free_port;
+    my $pid = $t->start_redis_server(name => 'cluster', port => $port, redis_module => 1,
+        args => ['--cluster-enabled', 'yes', '--cluster-config-file', $t->tmp . '/nodes.conf']);
+    my $node = sub { RateLimitTest::redis_at({ host => '127.0.0.1', port => $port }, @_) };
+    $node->('CLUSTER', 'ADDSLOTSRANGE', 0, 8191);
+    my $sha = $node->('SCRIPT', 'LOAD', RateLimitTest::window_script());
+    # {a} and {b} hash to different slots; {a} (15495) is not served here,
+    # {b} (3300) and {c} (7365) are.
+    my @two_slots = (2, 'rl:{b}:1', 'rl:{c}:2', 1, 3, 1000, 60, 's', '1', "c\x00", "c\x00");
+    like("" . $node->('ratelimit.decide', @two_slots), qr/^CROSSSLOT/, 'cluster: keys of two slots: the command refused');
+    like("" . $node->('EVALSHA', $sha, @two_slots), qr/^CROSSSLOT/, 'cluster: keys of two slots: the script refused');
+    my @elsewhere = (1, 'rl:{a}:1', 1, 3, 1000, 60, 's', '1', "c\x00");
+    like("" . $node->('ratelimit.decide', @elsewhere), qr/^(?:MOVED|CLUSTERDOWN)/, 'cluster: a slot not served here: the command refused');
+    like("" . $node->('EVALSHA', $sha, @elsewhere), qr/^(?:MOVED|CLUSTERDOWN)/, 'cluster: the script refused alike');
+    $t->stop_process($pid);
+}
+
+$t->final_checks;
+$t->stop_all;
+done_testing();
