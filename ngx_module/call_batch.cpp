@@ -4,6 +4,7 @@
 
 #include "cluster_slot.hpp"
 #include "metrics.hpp"
+#include "redis_connection.hpp"
 #include "redis_link.hpp"
 #include "request_state.hpp"
 #include "script_call.hpp"
@@ -215,6 +216,7 @@ Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
         }
 
         batch->owner = this;
+        init_event(&batch->try_again, on_try_again, batch, turn_end_.log);
     }
 
     batch->group = group;
@@ -348,14 +350,24 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
     }
 }
 
-// MOVED or ASK: the call did not run, and goes where the cluster says, up
-// to kMaxRedirects times.
+// MOVED or ASK: the call did not run, and goes where the cluster says;
+// TRYAGAIN: it did not run either, and goes again a moment later.  Up to
+// kMaxRedirects times in all.
 bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
 {
+    if (batch->redirects == Batch::kMaxRedirects) {
+        return false;
+    }
+
+    if (error.substr(0, 8) == "TRYAGAIN") {
+        batch->redirects++;
+        ngx_add_timer(&batch->try_again, Batch::kTryAgainMs);
+        return true;
+    }
+
     Redirect to = parse_redirect(error);
 
     if (to.kind == Redirect::Kind::kNone
-        || batch->redirects == Batch::kMaxRedirects
         || !batch->call.write_command(batch->form, &command_,
                                       link_->cross_slot())
         || !link_->redirect(to, batch->slot, command_, on_batch_reply, batch))
@@ -366,6 +378,28 @@ bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
     batch->redirects++;
     batch->sent_us = metrics::record_call_sent(batch->call.entries());
     return true;
+}
+
+// Sent again after TRYAGAIN, unless every request of it stopped waiting:
+// counting those now would count requests already given the fail policy.
+void CallBatcher::on_try_again(ngx_event_t *ev) noexcept
+{
+    auto *batch = static_cast<Batch *>(ev->data);
+    CallBatcher *batcher = batch->owner;
+    bool waited = false;
+
+    for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
+        waited = waited || batch->states[i] != nullptr;
+    }
+
+    if (!waited) {
+        batcher->release(batch);
+        return;
+    }
+
+    if (const char *failure = batcher->send(batch, batch->form)) {
+        batcher->fail_all(batch, failure, {});
+    }
 }
 
 // A batch Redis refused without running anything, sent once more as EVAL,

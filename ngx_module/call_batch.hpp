@@ -35,6 +35,10 @@ struct Batch {
     // Redirects (MOVED, ASK) one call follows before it fails.
     static constexpr ngx_uint_t kMaxRedirects = 3;
 
+    // TRYAGAIN (a slot half moved): the call is sent again this much later
+    // (ms), within the redirects above.
+    static constexpr ngx_msec_t kTryAgainMs = 20;
+
     CallBatcher *owner;
     ScriptBatch call;
     RequestState *states[kMaxRequests];  // nullptr: stopped waiting
@@ -43,6 +47,7 @@ struct Batch {
     std::uint16_t slot;                  // in a cluster: where it is sent
     ScriptBatch::Form form;              // as last sent; kEval: resent
     ngx_uint_t redirects;
+    ngx_event_t try_again;               // the TRYAGAIN delay
     std::uint64_t sent_us;               // for the round-trip metric
     Batch *next_free;
 };
@@ -87,6 +92,7 @@ private:
     // in flight.
     void on_reply(Batch *batch, const redisReply *reply) noexcept;
     bool follow(Batch *batch, std::string_view error) noexcept;
+    static void on_try_again(ngx_event_t *ev) noexcept;
     Batch *open_for(std::uint32_t group, std::uint16_t slot) noexcept;
     bool add_part(RequestState *state, ngx_uint_t part) noexcept;
     static void on_batch_reply(void *data, const redisReply *reply) noexcept;
