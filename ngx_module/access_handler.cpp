@@ -3,6 +3,7 @@
 #include "metrics.hpp"
 #include "script_call.hpp"
 #include "slot_hold.hpp"
+#include "slot_report.hpp"
 #include "status_handler.hpp"
 #include "subject_key.hpp"
 
@@ -142,8 +143,13 @@ ngx_int_t ask_rate_zones(RequestState *state)
         return act_on(state);
     }
 
+    // A peek whose concurrency zone could not be reported on: 503.
+    if (state->result == Result::kError) {
+        return act_on(state);
+    }
+
     if (state->zones == 0) {
-        state->result = Result::kNone;
+        state->result = state->peek ? Result::kPeeked : Result::kNone;
         return act_on(state);
     }
 
@@ -175,6 +181,23 @@ ngx_int_t ask_slot(RequestState *state, const ZoneRef *ref,
     state->stage = RequestState::Stage::kWaiting;
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_core_run_phases;
+    return NGX_AGAIN;
+}
+
+// A peek reports on the concurrency zone first, then on the rate zones.
+ngx_int_t peek_slot(RequestState *state, const ZoneRef *ref,
+                    const ngx_str_t &subject, ngx_uint_t position)
+{
+    if (!add_slot_report(state, ref, subject, position)) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (!send_slot_report(state, slot_decided)) {
+        return ask_rate_zones(state);
+    }
+
+    state->stage = RequestState::Stage::kWaiting;
+    state->r->write_event_handler = ngx_http_core_run_phases;
     return NGX_AGAIN;
 }
 
@@ -227,6 +250,7 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
     auto *refs = static_cast<const ZoneRef *>(lcf->zones->elts);
     const ZoneRef *slot_ref = nullptr;
     ngx_str_t slot_subject = ngx_null_string;
+    ngx_uint_t slot_position = 0;  // of its object in a peek's answer
 
     for (ngx_uint_t i = 0; i < lcf->zones->nelts; i++) {
         ngx_str_t subject;
@@ -242,10 +266,10 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
             continue;
         }
 
-        // A peek reports rate zones only.
         if (refs[i].zone->concurrency != nullptr) {
-            slot_ref = state->peek ? nullptr : &refs[i];
+            slot_ref = &refs[i];
             slot_subject = subject;
+            slot_position = state->zones;
             continue;
         }
 
@@ -268,17 +292,17 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
         }
     }
 
-    if (state->zones == 0 && state->peek) {
-        state->result = Result::kPeeked;
-        return act_on(state);
-    }
-
     if (!build_keys(state)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return slot_ref != nullptr ? ask_slot(state, slot_ref, slot_subject)
-                               : ask_rate_zones(state);
+    if (slot_ref == nullptr) {
+        return ask_rate_zones(state);
+    }
+
+    return state->peek
+           ? peek_slot(state, slot_ref, slot_subject, slot_position)
+           : ask_slot(state, slot_ref, slot_subject);
 }
 
 }  // namespace
@@ -301,7 +325,10 @@ ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
         case RequestState::Stage::kWaiting:
             return NGX_AGAIN;
         case RequestState::Stage::kSlotDecided:
-            r->read_event_handler = ngx_http_block_reading;
+            // A peek's read handler goes on discarding its body.
+            if (!state->peek) {
+                r->read_event_handler = ngx_http_block_reading;
+            }
             return ask_rate_zones(state);
         case RequestState::Stage::kDecided:
             r->read_event_handler = ngx_http_block_reading;

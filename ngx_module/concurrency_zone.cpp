@@ -125,8 +125,7 @@ char *parse_concurrency_zone(ngx_conf_t *cf, Zone *zone,
     return NGX_CONF_OK;
 }
 
-bool check_concurrency_refs(ngx_conf_t *cf, ngx_array_t *refs,
-                            bool query) noexcept
+bool check_concurrency_refs(ngx_conf_t *cf, ngx_array_t *refs) noexcept
 {
     auto *ref = static_cast<ZoneRef *>(refs->elts);
     const ZoneRef *first = nullptr;
@@ -134,14 +133,6 @@ bool check_concurrency_refs(ngx_conf_t *cf, ngx_array_t *refs,
     for (ngx_uint_t i = 0; i < refs->nelts; i++) {
         if (ref[i].zone->concurrency == nullptr) {
             continue;
-        }
-
-        if (query) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "concurrency zone \"%V\" in %V:%ui: "
-                          "ratelimit_query reports rate zones only",
-                          &ref[i].name, &ref[i].file, ref[i].line);
-            return false;
         }
 
         if (first != nullptr) {

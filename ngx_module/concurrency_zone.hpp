@@ -16,9 +16,8 @@ char *parse_concurrency_zone(ngx_conf_t *cf, Zone *zone,
                              ngx_str_t *key) noexcept;
 
 // A location puts requests under one concurrency zone at most: a request
-// waits in one queue, never in one while holding a slot of another.  The
-// status API (`query`) reports rate zones only.
-bool check_concurrency_refs(ngx_conf_t *cf, ngx_array_t *refs,
-                            bool query) noexcept;
+// waits in one queue, never in one while holding a slot of another.  (The
+// status API, `ratelimit_query`, may report on any number of them.)
+bool check_concurrency_refs(ngx_conf_t *cf, ngx_array_t *refs) noexcept;
 
 }  // namespace ratelimit

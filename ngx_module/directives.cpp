@@ -692,15 +692,12 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
 
     if (conf->zones != NGX_CONF_UNSET_PTR
         && (!resolve_zones(cf, mcf, conf->zones)
-            || !check_concurrency_refs(cf, conf->zones, false)))
+            || !check_concurrency_refs(cf, conf->zones)))
     {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
-    if (conf->query != nullptr
-        && (!resolve_zones(cf, mcf, conf->query)
-            || !check_concurrency_refs(cf, conf->query, true)))
-    {
+    if (conf->query != nullptr && !resolve_zones(cf, mcf, conf->query)) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 

@@ -36,6 +36,17 @@ void cleanup_query_state(void *data) noexcept
 
 }  // namespace
 
+void resume_request(RequestState *state,
+                    void (*next)(RequestState *state) noexcept) noexcept
+{
+    ngx_http_request_t *r = state->r;
+    ngx_connection_t *c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+    next(state);
+    ngx_http_run_posted_requests(c);
+}
+
 RequestState *find_state(ngx_http_request_t *r) noexcept
 {
     ngx_http_request_t *main = r->main;

@@ -12,6 +12,7 @@ namespace ratelimit {
 
 struct Batch;
 struct SlotHold;
+struct SlotReport;
 
 enum class Result {
     kNone,            // no zone applied (every key was empty)
@@ -71,6 +72,7 @@ struct RequestState {
     void (*resume)(RequestState *state) noexcept;
 
     SlotHold *hold;          // its concurrency zone's, or nullptr
+    SlotReport *slot_report; // a peek's concurrency zones, or nullptr
 
     // Its rate zones (concurrency zones are in `hold`).
     ngx_uint_t zones;
@@ -90,6 +92,12 @@ inline bool enforced(const RequestState *state, ngx_uint_t i)
     return !(state->refs[i]->dry_run
              || (state->lcf != nullptr && state->lcf->dry_run));
 }
+
+// Goes on with the request from an nginx event: runs `next`, which may
+// finalize it, and then the requests posted meanwhile, with the framing of
+// an nginx request event handler (the connection outlives the request).
+void resume_request(RequestState *state,
+                    void (*next)(RequestState *state) noexcept) noexcept;
 
 // The state of r's main request, or nullptr if none was created.
 RequestState *find_state(ngx_http_request_t *r) noexcept;

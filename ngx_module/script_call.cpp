@@ -136,14 +136,7 @@ void on_wake(ngx_event_t *ev) noexcept
         mcf->link->on_request_timeout();
     }
 
-    // The framing of an nginx request event handler: the request may be
-    // finalized by resume(), the connection outlives it.
-    ngx_http_request_t *r = state->r;
-    ngx_connection_t *c = r->connection;
-
-    ngx_http_set_log_request(c->log, r);
-    state->resume(state);
-    ngx_http_run_posted_requests(c);
+    resume_request(state, state->resume);
 }
 
 // Resumes the request from the event loop, not from inside hiredis where

@@ -82,7 +82,7 @@ bool SlotGate::start() noexcept
     return subscriber_ != nullptr;
 }
 
-SlotCallRecord *SlotGate::send(SlotOp op, SlotHold *hold,
+SlotCallRecord *SlotGate::send(SlotOp op, SlotAnswer answered, void *waiter,
                                std::string_view key, std::uint64_t seq,
                                const ConcurrencyPolicy *policy,
                                bool dry_run) noexcept
@@ -97,7 +97,7 @@ SlotCallRecord *SlotGate::send(SlotOp op, SlotHold *hold,
         return nullptr;
     }
 
-    *call = {this, hold, op, false, policy, dry_run, {}, seq};
+    *call = {this, answered, waiter, op, false, policy, dry_run, {}, seq};
 
     try {
         call->key.assign(key);
@@ -162,8 +162,8 @@ void SlotGate::answer(SlotCallRecord *call, const redisReply *reply) noexcept
         }
     }
 
-    if (call->hold != nullptr) {
-        on_slot_answer(call->hold, reply == nullptr ? nullptr : &decoded);
+    if (call->waiter != nullptr) {
+        call->answered(call->waiter, reply == nullptr ? nullptr : &decoded);
     } else if (decoded.kind == SlotReply::Kind::kError && link_->may_log()) {
         ngx_log_error(NGX_LOG_WARN, log_, 0,
                       "ratelimit: redis answered an error: %*s",

@@ -15,12 +15,16 @@ namespace ratelimit {
 struct SlotHold;
 class SlotGate;
 
+// Takes the answer to a call (nullptr: none will come) for `waiter`.
+using SlotAnswer = void (*)(void *waiter, const SlotReply *reply) noexcept;
+
 // One call of the script in flight.  Redis answers every call, or the
 // connection hands it nullptr, so the record outlives a request that
-// stopped waiting: the request clears `hold`.
+// stopped waiting: the request clears `waiter`.
 struct SlotCallRecord {
     SlotGate *gate;
-    SlotHold *hold;     // waits for the answer; nullptr: nobody does
+    SlotAnswer answered;
+    void *waiter;       // waits for the answer; nullptr: nobody does
     SlotOp op;
     bool retried;       // sent again with EVAL after NOSCRIPT
     const ConcurrencyPolicy *policy;
@@ -42,10 +46,11 @@ public:
     bool start() noexcept;
 
     // Sends a call for request `seq` of the worker.  Its answer goes to
-    // `hold` (see slot_hold.hpp), or nowhere if nullptr.  nullptr if it
-    // could not be sent: the link is down, or no memory.
-    SlotCallRecord *send(SlotOp op, SlotHold *hold, std::string_view key,
-                         std::uint64_t seq, const ConcurrencyPolicy *policy,
+    // `answered(waiter)`, or nowhere if `waiter` is nullptr.  nullptr if
+    // it could not be sent: the link is down, or no memory.
+    SlotCallRecord *send(SlotOp op, SlotAnswer answered, void *waiter,
+                         std::string_view key, std::uint64_t seq,
+                         const ConcurrencyPolicy *policy,
                          bool dry_run) noexcept;
 
     std::uint64_t next_seq() noexcept { return ++seq_; }

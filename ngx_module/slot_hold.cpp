@@ -21,7 +21,7 @@ void stop_timer(ngx_event_t *ev)
 void detach(SlotHold *hold)
 {
     if (hold->call != nullptr) {
-        hold->call->hold = nullptr;
+        hold->call->waiter = nullptr;
         hold->call = nullptr;
     }
 }
@@ -126,8 +126,8 @@ void give_back(SlotHold *hold)
 {
     if (hold->in_redis) {
         hold->in_redis = false;
-        hold->gate->send(SlotOp::kRelease, nullptr, view(hold->key),
-                         hold->seq, hold->policy, false);
+        hold->gate->send(SlotOp::kRelease, nullptr, nullptr,
+                         view(hold->key), hold->seq, hold->policy, false);
     }
 }
 
@@ -168,8 +168,8 @@ void on_timer(ngx_event_t *ev) noexcept
         break;
 
     case SlotHold::Phase::kHeld:
-        hold->gate->send(SlotOp::kRenew, nullptr, view(hold->key), hold->seq,
-                         hold->policy, false);
+        hold->gate->send(SlotOp::kRenew, nullptr, nullptr, view(hold->key),
+                         hold->seq, hold->policy, false);
         ngx_add_timer(&hold->timer, hold->policy->lease_ms / 3);
         break;
 
@@ -191,12 +191,7 @@ void on_deadline(ngx_event_t *ev) noexcept
 void on_done(ngx_event_t *ev) noexcept
 {
     auto *hold = static_cast<SlotHold *>(ev->data);
-    ngx_http_request_t *r = hold->state->r;
-    ngx_connection_t *c = r->connection;
-
-    ngx_http_set_log_request(c->log, r);
-    hold->decided(hold->state);
-    ngx_http_run_posted_requests(c);
+    resume_request(hold->state, hold->decided);
 }
 
 // The request is gone: whatever it holds or waits for in Redis goes back.
@@ -238,19 +233,35 @@ void init_event(ngx_event_t *ev, ngx_event_handler_pt handler,
 
 }  // namespace
 
+bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
+                   const ngx_str_t &subject, ngx_str_t *key) noexcept
+{
+    std::string_view prefix = view(main_conf(r)->prefix);
+    std::string_view name = view(zone->name);
+    auto *text = static_cast<char *>(ngx_pnalloc(
+        r->pool, subject_key_size(prefix, name, view(subject))));
+
+    if (text == nullptr) {
+        return false;
+    }
+
+    key->data = reinterpret_cast<u_char *>(text);
+    key->len = write_subject_key(prefix, name, view(subject), text);
+    return true;
+}
+
 bool start_slot(RequestState *state, const ZoneRef *ref,
                 const ngx_str_t &subject,
                 void (*decided)(RequestState *state) noexcept) noexcept
 {
     ngx_http_request_t *r = state->r;
     MainConf *mcf = main_conf(r);
-    std::string_view prefix = view(mcf->prefix);
-    std::string_view name = view(ref->zone->name);
-    auto *key = static_cast<char *>(ngx_pnalloc(
-        r->pool, subject_key_size(prefix, name, view(subject))));
+    ngx_str_t key;
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(SlotHold));
 
-    if (key == nullptr || cln == nullptr || mcf->slots == nullptr) {
+    if (!make_slot_key(r, ref->zone, subject, &key) || cln == nullptr
+        || mcf->slots == nullptr)
+    {
         return false;
     }
 
@@ -260,8 +271,7 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     hold->policy = ref->zone->concurrency;
     hold->gate = mcf->slots;
     hold->subject = subject;
-    hold->key.data = reinterpret_cast<u_char *>(key);
-    hold->key.len = write_subject_key(prefix, name, view(subject), key);
+    hold->key = key;
     hold->seq = hold->gate->next_seq();
     hold->decided = decided;
     hold->asked_msec = ngx_current_msec;
@@ -274,8 +284,9 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     bool dry_run = ref->dry_run || state->lcf->dry_run;
 
     hold->phase = SlotHold::Phase::kAsking;
-    hold->call = hold->gate->send(SlotOp::kAcquire, hold, view(hold->key),
-                                  hold->seq, hold->policy, dry_run);
+    hold->call = hold->gate->send(SlotOp::kAcquire, on_slot_answer, hold,
+                                  view(hold->key), hold->seq, hold->policy,
+                                  dry_run);
 
     if (hold->call == nullptr) {
         log_failure(hold, "redis is not connected", {});
@@ -288,8 +299,10 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     return true;
 }
 
-void on_slot_answer(SlotHold *hold, const SlotReply *reply) noexcept
+void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
 {
+    auto *hold = static_cast<SlotHold *>(waiter);
+
     hold->call = nullptr;
     stop_timer(&hold->timer);
 
@@ -363,8 +376,9 @@ void recheck_slot(SlotHold *hold) noexcept
 
     stop_timer(&hold->timer);
     hold->phase = SlotHold::Phase::kChecking;
-    hold->call = hold->gate->send(SlotOp::kCheck, hold, view(hold->key),
-                                  hold->seq, hold->policy, false);
+    hold->call = hold->gate->send(SlotOp::kCheck, on_slot_answer, hold,
+                                  view(hold->key), hold->seq, hold->policy,
+                                  false);
 
     if (hold->call == nullptr) {
         fail(hold, "redis is not connected");

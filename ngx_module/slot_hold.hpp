@@ -67,9 +67,14 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
                 const ngx_str_t &subject,
                 void (*decided)(RequestState *state) noexcept) noexcept;
 
+// The subject's key in the zone, in r's pool, which names its `held` and
+// `queue` sets; false on no memory.
+bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
+                   const ngx_str_t &subject, ngx_str_t *key) noexcept;
+
 // From the gate: the answer to the hold's call (nullptr: none will come),
 // Redis granted it a slot, or it should check its place again.
-void on_slot_answer(SlotHold *hold, const SlotReply *reply) noexcept;
+void on_slot_answer(void *hold, const SlotReply *reply) noexcept;
 void on_slot_granted(SlotHold *hold) noexcept;
 void recheck_slot(SlotHold *hold) noexcept;
 

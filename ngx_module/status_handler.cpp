@@ -2,6 +2,7 @@
 
 #include "script_call.hpp"
 #include "sliding_window.hpp"
+#include "slot_report.hpp"
 #include "status_json.hpp"
 
 namespace ratelimit {
@@ -177,6 +178,48 @@ void finish_query(RequestState *state) noexcept
     ngx_http_finalize_request(state->r, send_status(state));
 }
 
+// The rate zones' call; false if the answer is known at once.
+bool ask_rate_zones(RequestState *state)
+{
+    if (state->zones == 0) {
+        state->result = Result::kPeeked;
+        return false;
+    }
+
+    return send_call(state);
+}
+
+// Once the concurrency zones are reported on: the rate zones, if any.
+void query_rate_zones(RequestState *state) noexcept
+{
+    if (state->result == Result::kError || !ask_rate_zones(state)) {
+        finish_query(state);
+    }
+}
+
+// The location's zones, rate zones in state->refs and concurrency zones in
+// state->slot_report, each at its place in the answer; false on no memory.
+bool take_zones(RequestState *state, const ngx_array_t *zones,
+                const ngx_str_t &subject)
+{
+    auto *refs = static_cast<const ZoneRef *>(zones->elts);
+
+    for (ngx_uint_t i = 0; i < zones->nelts; i++) {
+        if (refs[i].zone->concurrency != nullptr) {
+            if (!add_slot_report(state, &refs[i], subject, i)) {
+                return false;
+            }
+            continue;
+        }
+
+        state->refs[state->zones] = &refs[i];
+        state->subjects[state->zones] = subject;
+        state->zones++;
+    }
+
+    return true;
+}
+
 }  // namespace
 
 ngx_int_t send_status(RequestState *state) noexcept
@@ -188,28 +231,44 @@ ngx_int_t send_status(RequestState *state) noexcept
                           "redis unavailable");
     }
 
+    const SlotReport *slots = state->slot_report;
+    ngx_uint_t n = state->zones + (slots != nullptr ? slots->entries : 0);
+    ngx_uint_t rate = 0, slot = 0;
     ZoneReport reports[kMaxZonesPerRequest];
 
-    for (ngx_uint_t i = 0; i < state->zones; i++) {
-        const Zone *zone = state->refs[i]->zone;
-        reports[i] = report_zone(view(zone->name),
-                                 view(state->subjects[i]), zone->policy,
-                                 state->counts[i], state->now_ms);
+    for (ngx_uint_t k = 0; k < n; k++) {
+        if (slots != nullptr && slot < slots->entries
+            && slots->entry[slot].position == k)
+        {
+            const SlotReport::Entry &e = slots->entry[slot++];
+            reports[k] = report_slot_zone(view(e.ref->zone->name),
+                                          view(e.subject),
+                                          *e.ref->zone->concurrency,
+                                          e.in_flight, e.queued);
+            continue;
+        }
+
+        const Zone *zone = state->refs[rate]->zone;
+        reports[k] = report_zone(view(zone->name),
+                                 view(state->subjects[rate]), zone->policy,
+                                 state->counts[rate], state->now_ms);
 
         if (state->interval_ms > 0) {
-            report_interval(&reports[i], zone->policy, zone->fixed,
-                            state->interval_ms, state->counts[i]);
+            report_interval(&reports[k], zone->policy, zone->fixed,
+                            state->interval_ms, state->counts[rate]);
         }
+
+        rate++;
     }
 
     auto *body = static_cast<u_char *>(ngx_pnalloc(
-        r->pool, status_json_max_size(reports, state->zones)));
+        r->pool, status_json_max_size(reports, n)));
 
     if (body == nullptr) {
         return NGX_ERROR;
     }
 
-    size_t len = write_status_json(reports, state->zones,
+    size_t len = write_status_json(reports, n,
                                    reinterpret_cast<char *>(body));
     return send_json(r, NGX_HTTP_OK, body, len);
 }
@@ -248,14 +307,9 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
     state->peek = true;
     state->resume = finish_query;
 
-    auto *refs = static_cast<const ZoneRef *>(lcf->query->elts);
-
-    for (ngx_uint_t i = 0; i < lcf->query->nelts; i++) {
-        state->refs[i] = &refs[i];
-        state->subjects[i] = subject;
+    if (!take_zones(state, lcf->query, subject)) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    state->zones = lcf->query->nelts;
 
     if (interval_ms > 0) {
         if (const char *error = plan_interval(state, interval_ms)) {
@@ -267,7 +321,11 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (!send_call(state)) {
+    bool waits = state->slot_report != nullptr
+                 ? send_slot_report(state, query_rate_zones)
+                 : ask_rate_zones(state);
+
+    if (!waits) {
         return send_status(state);
     }
 

@@ -41,6 +41,34 @@ char *append_seconds(char *out, std::string_view name, std::uint64_t ms)
     return out;
 }
 
+char *append_rate_fields(char *p, const ZoneReport &z)
+{
+    p = append_field(p, ",\"limit\":", z.limit);
+    p = append_field(p, ",\"used\":", z.used);
+    p = append_field(p, ",\"remaining\":", z.remaining);
+    p = append_field(p, ",\"window\":", z.window_s);
+    p = append_field(p, ",\"reset\":", z.reset);
+    p = append_field(p, ",\"retry_after\":", z.retry_after);
+
+    if (z.interval_ms > 0) {
+        p = append_seconds(p, ",\"interval\":", z.interval_ms);
+        p = append_seconds(p, ",\"interval_summed\":", z.summed_ms);
+        p = append_field(p, ",\"count_in_interval\":", z.in_interval);
+        p = append(p, z.fixed_window ? kFixedNote : "");
+    }
+
+    return p;
+}
+
+char *append_slot_fields(char *p, const ZoneReport &z)
+{
+    p = append(p, ",\"type\":\"concurrency\"");
+    p = append_field(p, ",\"limit\":", z.limit);
+    p = append_field(p, ",\"in_flight\":", z.in_flight);
+    p = append_field(p, ",\"queued\":", z.queued);
+    return append_field(p, ",\"queue_limit\":", z.queue_limit);
+}
+
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if none does.
 std::size_t utf8_sequence(std::string_view s, std::size_t i)
 {
@@ -99,6 +127,22 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
             policy.window_seconds(),
             seconds_ceil(now_ms + status.reset_ms),
             status.remaining > 0 ? 0 : retry_after_seconds(reset_s)};
+}
+
+ZoneReport report_slot_zone(std::string_view zone, std::string_view subject,
+                            const ConcurrencyPolicy &policy,
+                            std::uint64_t in_flight, std::uint64_t queued)
+{
+    ZoneReport report{};
+
+    report.zone = zone;
+    report.subject = subject;
+    report.limit = policy.limit;
+    report.concurrency = true;
+    report.in_flight = in_flight;
+    report.queued = queued;
+    report.queue_limit = policy.queue;
+    return report;
 }
 
 void report_interval(ZoneReport *report, const Policy &policy, bool fixed,
@@ -178,20 +222,7 @@ std::size_t write_status_json(const ZoneReport *reports, std::size_t n,
         p = append(p, "\",\"key\":\"");
         p += write_json_string(z.subject, p);
         *p++ = '"';
-        p = append_field(p, ",\"limit\":", z.limit);
-        p = append_field(p, ",\"used\":", z.used);
-        p = append_field(p, ",\"remaining\":", z.remaining);
-        p = append_field(p, ",\"window\":", z.window_s);
-        p = append_field(p, ",\"reset\":", z.reset);
-        p = append_field(p, ",\"retry_after\":", z.retry_after);
-
-        if (z.interval_ms > 0) {
-            p = append_seconds(p, ",\"interval\":", z.interval_ms);
-            p = append_seconds(p, ",\"interval_summed\":", z.summed_ms);
-            p = append_field(p, ",\"count_in_interval\":", z.in_interval);
-            p = append(p, z.fixed_window ? kFixedNote : "");
-        }
-
+        p = z.concurrency ? append_slot_fields(p, z) : append_rate_fields(p, z);
         *p++ = '}';
     }
 

@@ -9,12 +9,17 @@
 //   "interval":20.000,"interval_summed":20.000,"count_in_interval":4
 // and for a fixed window, whose count is only known for the whole current
 // window, "interval_note":"fixed window: the count of its current window".
+// A concurrency zone's object says so, and counts requests in flight
+// instead (across the fleet, as Redis holds them), and takes no interval:
+//   {"zone":"uploads","key":"...","type":"concurrency","limit":2,
+//    "in_flight":2,"queued":5,"queue_limit":20}
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "concurrency_script.hpp"
 #include "policy.hpp"
 #include "window_script.hpp"
 
@@ -33,11 +38,22 @@ struct ZoneReport {
     std::uint64_t summed_ms = 0;    // the whole buckets summed for it
     std::uint64_t in_interval = 0;  // requests counted in those buckets
     bool fixed_window = false;      // summed the whole current window
+    // A concurrency zone's report has `limit` (its concurrency=) and these
+    // instead of the window's fields.
+    bool concurrency = false;
+    std::uint64_t in_flight = 0;    // slots held
+    std::uint64_t queued = 0;       // waiters in its queue
+    std::uint64_t queue_limit = 0;  // its queue=
 };
 
 ZoneReport report_zone(std::string_view zone, std::string_view subject,
                        const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms);
+
+// A concurrency zone's: `in_flight` and `queued` as Redis counts them.
+ZoneReport report_slot_zone(std::string_view zone, std::string_view subject,
+                            const ConcurrencyPolicy &policy,
+                            std::uint64_t in_flight, std::uint64_t queued);
 
 // Adds the answer to ?interval=: `interval_ms` (1 to the policy's window)
 // rounded up to whole buckets, and the count of an interval peek.

@@ -101,9 +101,6 @@ subtest 'bad concurrency zones fail nginx -t with file:line' => sub {
         [ "ratelimit_zone z key=\$arg_k concurrency=2;\nratelimit_zone y key=\$arg_k concurrency=2;\n"
             . "server { listen 127.0.0.1:%%PORT%%; location / { ratelimit zone=z; ratelimit zone=y; } }",
           qr/a location takes one concurrency zone/ ],
-        [ "ratelimit_zone z key=\$arg_k concurrency=2;\n"
-            . "server { listen 127.0.0.1:%%PORT%%; location / { ratelimit_query zone=z; } }",
-          qr/ratelimit_query reports rate zones only/ ],
     );
     for my $case (@cases) {
         $c->write_conf("ratelimit_redis 127.0.0.1:1;\n$case->[0]\n");

@@ -18,6 +18,13 @@ std::string json_string(std::string_view bytes)
     return out;
 }
 
+std::string status_json(const ZoneReport *reports, std::size_t n)
+{
+    std::string out(status_json_max_size(reports, n), '\0');
+    out.resize(write_status_json(reports, n, out.data()));
+    return out;
+}
+
 // Length of the valid UTF-8 sequence at s[i] (RFC 3629), 0 if invalid.
 std::size_t utf8_at(const std::string &s, std::size_t i)
 {
@@ -119,10 +126,8 @@ TEST(StatusJson, OneObjectPerZoneInOrder)
         {"api", "k1", 10, 7, 3, 60, 1700000000, 0},
         {"login", "k1", 5, 5, 0, 3600, 1700000017, 17},
     };
-    std::string out(status_json_max_size(reports, 2), '\0');
-    out.resize(write_status_json(reports, 2, out.data()));
 
-    EXPECT_EQ(out,
+    EXPECT_EQ(status_json(reports, 2),
               "[{\"zone\":\"api\",\"key\":\"k1\",\"limit\":10,\"used\":7,"
               "\"remaining\":3,\"window\":60,\"reset\":1700000000,"
               "\"retry_after\":0},"
@@ -145,9 +150,7 @@ TEST(StatusJson, IntervalFieldsAfterRetryAfter)
     EXPECT_EQ(reports[0].summed_ms, 3000u);
     EXPECT_EQ(reports[1].summed_ms, 10000u);
 
-    std::string out(status_json_max_size(reports, 2), '\0');
-    out.resize(write_status_json(reports, 2, out.data()));
-    EXPECT_EQ(out,
+    EXPECT_EQ(status_json(reports, 2),
               "[{\"zone\":\"ten\",\"key\":\"k\",\"limit\":100,\"used\":31,"
               "\"remaining\":69,\"window\":10,\"reset\":1700000001,"
               "\"retry_after\":0,\"interval\":2.500,"
@@ -160,11 +163,39 @@ TEST(StatusJson, IntervalFieldsAfterRetryAfter)
               "window\"}]");
 }
 
+TEST(StatusJson, ConcurrencyZonesSayTheirTypeBesideRateZones)
+{
+    ConcurrencyPolicy uploads{2, 20, 30000, 10000};
+    ZoneReport reports[2] = {
+        {"api", "k1", 10, 7, 3, 60, 1700000000, 0},
+        report_slot_zone("uploads", "k\"1", uploads, 2, 5),
+    };
+
+    EXPECT_EQ(status_json(reports, 2),
+              "[{\"zone\":\"api\",\"key\":\"k1\",\"limit\":10,\"used\":7,"
+              "\"remaining\":3,\"window\":60,\"reset\":1700000000,"
+              "\"retry_after\":0},"
+              "{\"zone\":\"uploads\",\"key\":\"k\\\"1\","
+              "\"type\":\"concurrency\",\"limit\":2,\"in_flight\":2,"
+              "\"queued\":5,\"queue_limit\":20}]");
+}
+
+TEST(StatusJson, ConcurrencyZoneTakesNoInterval)
+{
+    ConcurrencyPolicy one{1, 0, 10000, 10000};
+    Policy ten{100, 10000, 1000};
+    ZoneReport report = report_slot_zone("one", "k", one, 0, 0);
+    report_interval(&report, ten, false, 2500, {0, 0, false, 0});
+
+    EXPECT_EQ(status_json(&report, 1),
+              "[{\"zone\":\"one\",\"key\":\"k\",\"type\":\"concurrency\","
+              "\"limit\":1,\"in_flight\":0,\"queued\":0,"
+              "\"queue_limit\":0}]");
+}
+
 TEST(StatusJson, NoZonesIsAnEmptyArray)
 {
-    std::string out(status_json_max_size(nullptr, 0), '\0');
-    out.resize(write_status_json(nullptr, 0, out.data()));
-    EXPECT_EQ(out, "[]");
+    EXPECT_EQ(status_json(nullptr, 0), "[]");
 }
 
 TEST(ReportZone, UsedRemainingResetAndRetry)
@@ -222,6 +253,10 @@ TEST(StatusJsonFuzz, AnyBytesGiveValidJsonWithinBounds)
         auto n = [&] { return numbers[rng() % 7]; };
         ZoneReport report{"z_1.a-b", subject, n(), n(), n(), n(), n(), n(),
                           n(), n(), n(), rng() % 2 == 0};
+        report.concurrency = rng() % 2 == 0;
+        report.in_flight = n();
+        report.queued = n();
+        report.queue_limit = n();
         std::string out(status_json_max_size(&report, 1) + 1, '#');
         std::size_t len = write_status_json(&report, 1, out.data());
         ASSERT_LE(len, status_json_max_size(&report, 1));
