@@ -277,11 +277,15 @@ const char *CallBatcher::send(Batch *batch, ScriptBatch::Form form) noexcept
         return "no memory for the call to redis";
     }
 
+    // Before the send: a write that fails answers the batch, which may be
+    // freed, before send_to_slot() returns.  A call the link refuses is
+    // counted all the same.
+    batch->sent_us = metrics::record_call_sent(batch->call.entries());
+
     if (!link_->send_to_slot(batch->slot, command_, on_batch_reply, batch)) {
         return "redis is not connected";
     }
 
-    batch->sent_us = metrics::record_call_sent(batch->call.entries());
     return nullptr;
 }
 
@@ -369,15 +373,33 @@ bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
 
     if (to.kind == Redirect::Kind::kNone
         || !batch->call.write_command(batch->form, &command_,
-                                      link_->cross_slot())
-        || !link_->redirect(to, batch->slot, command_, on_batch_reply, batch))
+                                      link_->cross_slot()))
     {
         return false;
     }
 
+    if (!waited(batch)) {
+        release(batch);
+        return true;
+    }
+
+    // As in send(): the batch may be answered before redirect() returns.
     batch->redirects++;
     batch->sent_us = metrics::record_call_sent(batch->call.entries());
-    return true;
+    return link_->redirect(to, batch->slot, command_, on_batch_reply, batch);
+}
+
+// Some request of the batch still waits for it.  A batch sent again when
+// none does would count requests already given the fail policy.
+bool CallBatcher::waited(const Batch *batch) noexcept
+{
+    for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
+        if (batch->states[i] != nullptr) {
+            return true;
+        }
+    }
+
+    return false;
 }
 
 // Sent again after TRYAGAIN, unless every request of it stopped waiting:
@@ -386,13 +408,8 @@ void CallBatcher::on_try_again(ngx_event_t *ev) noexcept
 {
     auto *batch = static_cast<Batch *>(ev->data);
     CallBatcher *batcher = batch->owner;
-    bool waited = false;
 
-    for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
-        waited = waited || batch->states[i] != nullptr;
-    }
-
-    if (!waited) {
+    if (!waited(batch)) {
         batcher->release(batch);
         return;
     }
@@ -406,8 +423,16 @@ void CallBatcher::on_try_again(ngx_event_t *ev) noexcept
 // unless it was already.  False if it was, or could not be sent.
 bool CallBatcher::resend_as_script(Batch *batch) noexcept
 {
-    return batch->form != ScriptBatch::Form::kEval
-           && send(batch, ScriptBatch::Form::kEval) == nullptr;
+    if (batch->form == ScriptBatch::Form::kEval) {
+        return false;
+    }
+
+    if (!waited(batch)) {
+        release(batch);
+        return true;
+    }
+
+    return send(batch, ScriptBatch::Form::kEval) == nullptr;
 }
 
 void CallBatcher::fail_all(Batch *batch, const char *why,

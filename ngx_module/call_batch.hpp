@@ -93,6 +93,7 @@ private:
     void on_reply(Batch *batch, const redisReply *reply) noexcept;
     bool follow(Batch *batch, std::string_view error) noexcept;
     static void on_try_again(ngx_event_t *ev) noexcept;
+    static bool waited(const Batch *batch) noexcept;
     Batch *open_for(std::uint32_t group, std::uint16_t slot) noexcept;
     bool add_part(RequestState *state, ngx_uint_t part) noexcept;
     static void on_batch_reply(void *data, const redisReply *reply) noexcept;

@@ -17,16 +17,28 @@ ngx_msec_t backoff(ngx_uint_t failures)
 
 }  // namespace
 
-RedisCluster::Node::Node(RedisCluster *owner, std::string_view host,
-                         int port) noexcept
-    : cluster(owner), conn(this, owner->throttle_, owner->log_)
+RedisCluster::Node::Node(RedisCluster *owner, std::string_view name,
+                         int number) noexcept
+    : cluster(owner), conn(this, owner->throttle_, owner->log_), port(number)
 {
     display.data = text;
     display.len = 0;
 
-    if (make_sockaddr(host, port, &addr, &addr_len)) {
+    try {
+        host.assign(name);
+    } catch (...) {
+        return;  // no address: never connected, calls for it fail
+    }
+
+    if (make_sockaddr(name, number, &addr, &addr_len)) {
         display.len = ngx_sock_ntop(&addr.sockaddr, addr_len, text,
                                     NGX_SOCKADDR_STRLEN, 1);
+    } else if (owner->throttle_->allow()) {
+        ngx_log_error(NGX_LOG_WARN, owner->log_, 0,
+                      "ratelimit: redis cluster node \"%*s:%d\" is not "
+                      "announced by IP address, which the module needs "
+                      "(cluster-preferred-endpoint-type ip)",
+                      name.size(), name.data(), number);
     }
 }
 
@@ -38,7 +50,7 @@ bool RedisCluster::Node::ready() noexcept
         return true;
     }
 
-    if (addr_len == 0 || ngx_current_msec < retry_at) {
+    if (cluster->closing_ || addr_len == 0 || ngx_current_msec < retry_at) {
         return false;
     }
 
@@ -87,6 +99,7 @@ void RedisCluster::start() noexcept
 void RedisCluster::shutdown() noexcept
 {
     closing_ = true;
+    loaded_ = false;
 
     if (refresh_timer_.timer_set) {
         ngx_del_timer(&refresh_timer_);
@@ -102,13 +115,7 @@ void RedisCluster::shutdown() noexcept
 RedisCluster::Node *RedisCluster::node(std::string_view host, int port) noexcept
 {
     for (auto &n : nodes_) {
-        ngx_sockaddr_t sa;
-        socklen_t len;
-
-        if (make_sockaddr(host, port, &sa, &len)
-            && ngx_cmp_sockaddr(&sa.sockaddr, len, &n->addr.sockaddr,
-                                n->addr_len, 1) == NGX_OK)
-        {
+        if (n->port == port && n->host == host) {
             return n.get();
         }
     }
@@ -126,6 +133,10 @@ bool RedisCluster::send(std::uint16_t slot, std::string_view command,
                         RedisConnection::ReplyHandler handler,
                         void *data) noexcept
 {
+    if (closing_) {
+        return false;
+    }
+
     std::uint16_t index = map_.node_of(slot);
 
     if (index == SlotMap::kNoNode || index >= node_of_.size()) {
@@ -157,18 +168,23 @@ bool RedisCluster::redirect(const Redirect &to, std::uint16_t from_slot,
     }
 
     if (to.kind == Redirect::Kind::kMoved) {
-        std::uint16_t before = map_.find(host, to.port);
-
-        if (!map_.move(to.slot, host, to.port)) {
-            return false;
-        }
-
-        if (before == SlotMap::kNoNode) {
+        // A node new to the map gets the next index: node_of_ grows with
+        // it, its room made first so that the two never disagree.
+        if (map_.find(host, to.port) == SlotMap::kNoNode) {
             try {
-                node_of_.push_back(n);
+                node_of_.reserve(node_of_.size() + 1);
             } catch (...) {
                 return false;
             }
+
+            if (!map_.move(to.slot, host, to.port)) {
+                return false;
+            }
+
+            node_of_.push_back(n);
+
+        } else if (!map_.move(to.slot, host, to.port)) {
+            return false;
         }
 
         refresh();

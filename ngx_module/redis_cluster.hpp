@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cluster_slot.hpp"
@@ -67,6 +68,8 @@ private:
 
         RedisCluster *cluster;
         RedisConnection conn;
+        std::string host;           // as the cluster announced it
+        int port;
         ngx_sockaddr_t addr;
         socklen_t addr_len = 0;
         u_char text[NGX_SOCKADDR_STRLEN];

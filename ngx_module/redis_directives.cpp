@@ -610,6 +610,15 @@ char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
         return conf_error();
     }
 
+    if (tls.verify && tls.name.len == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"ratelimit_redis_ssl_verify\" needs a name to check "
+                      "the certificate against: set "
+                      "\"ratelimit_redis_ssl_name\", in %V:%ui",
+                      &mcf->redis->file, mcf->redis->line);
+        return conf_error();
+    }
+
     ngx_conf_init_value(tls.server_name, first.named ? 1 : 0);
 
     return make_tls_context(cf, &tls);

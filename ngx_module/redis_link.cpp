@@ -205,6 +205,8 @@ void RedisLink::resolve(const RedisAddress &address) noexcept
     ctx->handler = on_resolved;
     ctx->data = this;
     ctx->timeout = resolver_timeout_;
+    // A lookup under way must not hold a gracefully exiting worker.
+    ctx->cancelable = 1;
     resolving_ = ctx;
 
     // The handler may run before this returns, with a cached answer.

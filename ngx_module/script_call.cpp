@@ -11,12 +11,12 @@ namespace ratelimit {
 
 namespace {
 
-void fail(RequestState *state, const char *why, std::string_view detail = {})
+// Logs why the request gets the fail policy, at most once a second.
+void fail_log(RequestState *state, const char *why, std::string_view detail)
 {
     RedisLink *link = main_conf(state->r)->link;
 
     state->result = Result::kError;
-    state->stage = RequestState::Stage::kDecided;
 
     if (link != nullptr && !link->may_log()) {
         return;
@@ -29,6 +29,21 @@ void fail(RequestState *state, const char *why, std::string_view detail = {})
     ngx_log_error(NGX_LOG_WARN, state->r->connection->log, 0,
                   "ratelimit: %s%*s, %s", why, detail.size(), detail.data(),
                   outcome);
+}
+
+void fail(RequestState *state, const char *why, std::string_view detail = {})
+{
+    fail_log(state, why, detail);
+    state->stage = RequestState::Stage::kDecided;
+}
+
+// A part of the call got no verdict: the request's is ERROR, decided once
+// every part is in (the others may still wait, and the request with them).
+void fail_part(RequestState *state, const char *why,
+               std::string_view detail = {})
+{
+    fail_log(state, why, detail);
+    state->part_failed = true;
 }
 
 // A rejection this worker remembers, answered without asking Redis.
@@ -152,7 +167,8 @@ void wake_up(RequestState *state)
 }
 
 // A request rejected by a zone in one part was counted by the parts that
-// admitted it: each takes it back, in one call of its own slot, sent once.
+// admitted it: each zone takes it back, in one call of its own key's slot
+// (a cross-slot part's keys may be in several), sent once.
 void undo_admitted_parts(RequestState *state)
 {
     RedisLink *link = main_conf(state->r)->link;
@@ -160,26 +176,23 @@ void undo_admitted_parts(RequestState *state)
 
     for (ngx_uint_t p = 0; p < state->parts; p++) {
         const RequestState::Part &part = state->part[p];
-        std::string_view keys[kMaxZonesPerRequest];
-        std::uint64_t numbers[kMaxZonesPerRequest];
-        bool fixed[kMaxZonesPerRequest];
-        std::size_t n = 0;
 
         for (ngx_uint_t j = 0; !part.rejected && j < part.zones; j++) {
             ngx_uint_t i = part.zone[j];
 
             // A zone the request did not fit (dry run) did not count it.
-            if (!state->counts[i].over) {
-                const Zone &zone = *state->refs[i]->zone;
-                keys[n] = view(state->keys[i]);
-                numbers[n] = part.now_ms / zone.policy.bucket_ms;
-                fixed[n] = zone.fixed;
-                n++;
+            if (state->counts[i].over) {
+                continue;
             }
-        }
 
-        if (n > 0 && write_undo_command(n, keys, numbers, fixed, &command)) {
-            link->send_to_slot(part.slot, command, ignore_reply, nullptr);
+            const Zone &zone = *state->refs[i]->zone;
+            std::string_view key = view(state->keys[i]);
+            std::uint64_t number = part.now_ms / zone.policy.bucket_ms;
+            bool fixed = zone.fixed;
+
+            if (write_undo_command(1, &key, &number, &fixed, &command)) {
+                link->send_keyed(key, command, ignore_reply, nullptr);
+            }
         }
     }
 }
@@ -191,7 +204,9 @@ void part_done(RequestState *state)
         return;
     }
 
-    if (!state->part_failed) {
+    if (state->part_failed) {
+        state->stage = RequestState::Stage::kDecided;
+    } else {
         ScriptReply merged{ScriptReply::Kind::kVerdict, false, {}};
         std::uint64_t now_ms = 0;
 
@@ -298,13 +313,11 @@ void take_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
         break;
     case ScriptReply::Kind::kError:
         metrics::record_link_error(LinkError::kErrorReply);
-        fail(state, "redis answered an error: ", decoded.error);
-        state->part_failed = true;
+        fail_part(state, "redis answered an error: ", decoded.error);
         main_conf(state->r)->link->on_error_reply(decoded.error);
         break;
     case ScriptReply::Kind::kMalformed:
-        fail(state, "unexpected reply from redis");
-        state->part_failed = true;
+        fail_part(state, "unexpected reply from redis");
         break;
     }
 
@@ -314,8 +327,7 @@ void take_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
 void fail_call(RequestState *state, const char *why,
                std::string_view detail) noexcept
 {
-    fail(state, why, detail);
-    state->part_failed = true;
+    fail_part(state, why, detail);
     part_done(state);
 }
 
