@@ -5,18 +5,6 @@
 
 namespace ratelimit {
 
-namespace {
-
-constexpr ngx_msec_t kFirstBackoff = 50;
-constexpr ngx_msec_t kMaxBackoff = 500;
-
-ngx_msec_t backoff(ngx_uint_t failures)
-{
-    return failures < 4 ? kFirstBackoff << failures : kMaxBackoff;
-}
-
-}  // namespace
-
 RedisCluster::Node::Node(RedisCluster *owner, std::string_view name,
                          int number) noexcept
     : cluster(owner), conn(this, owner->throttle_, owner->log_), port(number)
@@ -73,7 +61,7 @@ void RedisCluster::Node::on_open(RedisConnection *c) noexcept
 
 void RedisCluster::Node::on_close(RedisConnection *) noexcept
 {
-    retry_at = ngx_current_msec + backoff(failures++);
+    retry_at = ngx_current_msec + reconnect_delay(failures++);
     cluster->refresh();
 }
 
@@ -204,7 +192,7 @@ void RedisCluster::refresh() noexcept
     }
 
     ngx_msec_t since = ngx_current_msec - last_refresh_;
-    ngx_msec_t wait = failures_ > 0 ? backoff(failures_ - 1)
+    ngx_msec_t wait = failures_ > 0 ? reconnect_delay(failures_ - 1)
                       : since >= kRefreshMs ? 0 : kRefreshMs - since;
 
     ngx_add_timer(&refresh_timer_, wait);

@@ -53,6 +53,14 @@ void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
     ev->cancelable = 1;
 }
 
+ngx_msec_t reconnect_delay(ngx_uint_t failures) noexcept
+{
+    constexpr ngx_msec_t kFirst = 50;
+    constexpr ngx_msec_t kMax = 500;
+
+    return failures < 4 ? kFirst << failures : kMax;
+}
+
 bool make_sockaddr(std::string_view host, int port, ngx_sockaddr_t *sa,
                    socklen_t *len) noexcept
 {

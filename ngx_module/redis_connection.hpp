@@ -24,6 +24,12 @@ void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
 bool make_sockaddr(std::string_view host, int port, ngx_sockaddr_t *sa,
                    socklen_t *len) noexcept;
 
+// The wait before connecting again after `failures` failures in a row:
+// 50 ms doubling to 500 ms, so a Redis that comes back is found within
+// half a second, and one that refuses us (a bad password) sees a few
+// attempts a second per worker, not a storm.
+ngx_msec_t reconnect_delay(ngx_uint_t failures) noexcept;
+
 // At most one line a second for a worker's Redis troubles, however many
 // connections and requests share them.
 class LogThrottle {

@@ -8,12 +8,6 @@ namespace ratelimit {
 
 namespace {
 
-// Reconnect delays: doubling from the first to the cap, so a Redis that comes
-// back is found within the cap, and a Redis that refuses us (bad password)
-// sees a few attempts a second per worker, not a storm.
-constexpr ngx_msec_t kFirstBackoff = 50;
-constexpr ngx_msec_t kMaxBackoff = 500;
-
 // A connection that stayed up this long was a success: the next failure
 // starts the backoff afresh.  A server that takes the connection and then
 // refuses the script keeps backing off.
@@ -427,11 +421,7 @@ void RedisLink::schedule_reconnect() noexcept
         return;
     }
 
-    ngx_msec_t delay = failures_ < 8 ? kFirstBackoff << failures_
-                                     : kMaxBackoff;
-
-    failures_++;
-    ngx_add_timer(&reconnect_timer_, ngx_min(delay, kMaxBackoff));
+    ngx_add_timer(&reconnect_timer_, reconnect_delay(failures_++));
 }
 
 void RedisLink::on_reconnect(ngx_event_t *ev) noexcept
