@@ -108,8 +108,6 @@ public:
     bool send_argv(int argc, const char **argv, const size_t *lens,
                    ReplyHandler handler, void *data) noexcept;
 
-    ngx_uint_t waiting() const noexcept { return count_; }
-
     // Subscriber mode: a message Redis pushes to a subscribed connection
     // (an array whose first element is "message"), which answers no
     // command, goes to `handler`; every other reply answers its command
