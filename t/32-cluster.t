@@ -45,7 +45,14 @@ my $t_start = time;
 $c->start(20);
 my @M0 = $c->masters;
 is(scalar @M0, 3, sprintf('cluster of 3 masters + 3 replicas up in %.1fs', time - $t_start));
-my %plain_replica_of = map { $_->{master} => $_->{port} } grep { $_->{role} eq 'slave' } $c->nodes;
+# Replicas attach after `--cluster create` returns: wait until each master
+# lists one.
+my %plain_replica_of;
+RateLimitTest::wait_until(sub {
+    %plain_replica_of = map { $_->{master} => $_->{port} } grep { $_->{role} eq 'slave' } $c->nodes;
+    !grep { !$plain_replica_of{ $_->{id} } } @M0;
+}, 10);
+is(scalar(grep { $plain_replica_of{ $_->{id} } } @M0), 3, 'every master has its replica');
 # seeds: one master and one replica; the other masters come from the map
 my ($SEED_M) = map { $_->{port} } @M0;
 my $SEED_R = $plain_replica_of{ $M0[1]{id} };
