@@ -43,6 +43,9 @@ my $CONNS       = $ENV{BENCH_CONNECTIONS} // 50;
 my $UNIQUE      = $ENV{BENCH_UNIQUE}      // 1_000_000;
 my $UNIQUE_SECS = $ENV{BENCH_UNIQUE_SECONDS} // 70;
 my $OUT         = $ENV{BENCH_OUT}         // "$Bin/results.md";
+# comma-separated case ids to run (default: all); a short run for one
+# question, e.g. BENCH_CASES=plain,sliding,native BENCH_UNIQUE=0
+my %ONLY        = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '');
 my $SUBJECTS    = 10_000;
 my $BIG_LIMIT   = 1_000_000;
 my $FLOOD_LIMIT = 100;
@@ -415,6 +418,7 @@ my @CASES = (
         loc => "            ratelimit zone=zfl;\n            ratelimit_log_level info;",
     },
 );
+@CASES = grep { $ONLY{ $_->{id} } } @CASES if %ONLY;
 my %CASE = map { $_->{id} => $_ } @CASES;
 
 for my $c (@CASES) {
@@ -543,7 +547,8 @@ my $LAT_SECONDS = $SECONDS < 3 ? $SECONDS : 3;
 # (100 subjects of their own, "lat1".."lat100", each hit many times a
 # second like the main runs' subjects, and apart from them)
 my @LAT = map { +{ %{ $CASE{$_} }, id => "${_}_c1", conns => 1, seconds => $LAT_SECONDS,
-                   subjects => 100, key_prefix => 'lat' } } qw(plain sliding lua_sliding);
+                   subjects => 100, key_prefix => 'lat' } } grep { $CASE{$_} }
+    qw(plain sliding lua_sliding);
 my @MEAS = (@CASES, @LAT);
 
 # Redis bytes per subject of the 60 s / 1 s zone, on the Redis of case `c`,
@@ -606,21 +611,24 @@ my @mem        = @{ $memory{sliding}{sampled} // [] };
 # ---------------------------------------------------------------------------
 # worker RSS before/after many distinct subjects (module, 60 s zone)
 
-my $sl = $CASE{sliding};
-my $rss_before = rss_kb($sl->{worker});
-my $rss_peak = $rss_before;
-note "RSS check: up to $UNIQUE distinct subjects, at most ${UNIQUE_SECS}s (worker RSS $rss_before kB)";
-my $s0 = redis_snapshot({});
-my $u = run_wrk(t => $sl->{t}, seconds => $UNIQUE_SECS, script => "$Bin/unique.lua",
-    quota => int(($UNIQUE + $THREADS - 1) / $THREADS), key_prefix => 'u' . int(time) . '-',
-    tick => sub { my $r = rss_kb($sl->{worker}) // 0; $rss_peak = $r if $r > $rss_peak });
-my $s1 = redis_snapshot({});
-sleep 0.5;
-my $rss_after = rss_kb($sl->{worker});
-$rss_peak = $rss_after if $rss_after > $rss_peak;
-my $ud = redis_delta($s0, $s1);
-note sprintf("RSS check: %d requests in %.1fs, RSS %d -> %d kB (peak %d), non-2xx %d",
-    $u->{requests}, $u->{elapsed}, $rss_before, $rss_after, $rss_peak, $u->{status});
+my ($rss_before, $rss_after, $rss_peak, $u, $ud);
+if ($CASE{sliding} && $UNIQUE > 0) {
+    my $sl = $CASE{sliding};
+    $rss_before = rss_kb($sl->{worker});
+    $rss_peak = $rss_before;
+    note "RSS check: up to $UNIQUE distinct subjects, at most ${UNIQUE_SECS}s (worker RSS $rss_before kB)";
+    my $s0 = redis_snapshot({});
+    $u = run_wrk(t => $sl->{t}, seconds => $UNIQUE_SECS, script => "$Bin/unique.lua",
+        quota => int(($UNIQUE + $THREADS - 1) / $THREADS), key_prefix => 'u' . int(time) . '-',
+        tick => sub { my $r = rss_kb($sl->{worker}) // 0; $rss_peak = $r if $r > $rss_peak });
+    my $s1 = redis_snapshot({});
+    sleep 0.5;
+    $rss_after = rss_kb($sl->{worker});
+    $rss_peak = $rss_after if $rss_after > $rss_peak;
+    $ud = redis_delta($s0, $s1);
+    note sprintf("RSS check: %d requests in %.1fs, RSS %d -> %d kB (peak %d), non-2xx %d",
+        $u->{requests}, $u->{elapsed}, $rss_before, $rss_after, $rss_peak, $u->{status});
+}
 
 # ---------------------------------------------------------------------------
 # health: crashes, alerts, limiter warnings
@@ -639,8 +647,7 @@ for my $c (@CASES) {
 }
 
 # the metrics case recorded what it served: its scrape's count of decisions
-{
-    my $mc = $CASE{sliding_metrics};
+if (my $mc = $CASE{sliding_metrics}) {
     my $m = $mc->{t}->get('/metrics?format=json');
     my $z = $m->{status} == 200 ? eval { JSON::PP::decode_json($m->{content})->{limit_reqs}{z60m} } : undef;
     my $served = sum(map { $_->{requests} } @{ $res{sliding_metrics} // [] });
@@ -768,18 +775,20 @@ push @out, sprintf("- Redis, 60 s window of 1 s buckets: %s bytes per active sub
     . "a key touched in all 60 seconds of its window holds up to 60 buckets).",
     f('%.0f', $mem_avg), scalar(@mem), $z60_keys, $encoding // '?', f('%.1f', $fields_avg),
     f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef));
-my $rss_growth = $rss_after - $rss_before;
+my $rss_growth = $u ? $rss_after - $rss_before : undef;
 push @out, sprintf("- The same zone decided by the Redis module's command, on its own Redis: %s bytes per active subject, "
     . "%s hash fields per key (the same hashes; the figure differs with how many seconds each subject was seen in).",
     f('%.0f', $memory{native}{avg}), f('%.1f', $memory{native}{fields_avg}));
-push @out, sprintf("- nginx worker (module, 60 s zone) VmRSS: %d kB before, %d kB after %d requests for %d distinct subjects "
-    . "(%.0f req/s over %.1f s, %d non-2xx; peak during the run %d kB): %+d kB.",
-    $rss_before, $rss_after, $u->{requests}, $u->{requests}, $u->{rps}, $u->{elapsed},
-    $u->{status}, $rss_peak, $rss_growth);
-push @out, sprintf("  Redis during that run: %.2f cmds/req, %.2f cmd us/req, %.2f CPU us/req.",
-    $ud->{calls} / $u->{requests}, $ud->{usec} / $u->{requests}, $ud->{cpu_us} / $u->{requests});
-push @out, "- Note: the unique-subject run sent $u->{requests} of the $UNIQUE subjects asked for (time cap ${UNIQUE_SECS}s)."
-    if $u->{requests} < $UNIQUE;
+if ($u) {
+    push @out, sprintf("- nginx worker (module, 60 s zone) VmRSS: %d kB before, %d kB after %d requests for %d distinct subjects "
+        . "(%.0f req/s over %.1f s, %d non-2xx; peak during the run %d kB): %+d kB.",
+        $rss_before, $rss_after, $u->{requests}, $u->{requests}, $u->{rps}, $u->{elapsed},
+        $u->{status}, $rss_peak, $rss_growth);
+    push @out, sprintf("  Redis during that run: %.2f cmds/req, %.2f cmd us/req, %.2f CPU us/req.",
+        $ud->{calls} / $u->{requests}, $ud->{usec} / $u->{requests}, $ud->{cpu_us} / $u->{requests});
+    push @out, "- Note: the unique-subject run sent $u->{requests} of the $UNIQUE subjects asked for (time cap ${UNIQUE_SECS}s)."
+        if $u->{requests} < $UNIQUE;
+}
 push @out, "";
 
 # targets
@@ -844,8 +853,8 @@ target("p99 added over plain <= 0.5 ms ($CONNS connections)", defined $p99d ? $p
         f('%+.3f', defined $p99l ? $p99l / 1000 : undef)));
 target('Redis bytes per subject <= 200', defined $z60_bytes ? $z60_bytes <= 200 : undef,
     sprintf('%s bytes (%s buckets per key)', f('%.0f', $z60_bytes), f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef)));
-target('worker RSS flat (growth <= 1024 kB)', $rss_growth <= 1024,
-    sprintf('%+d kB over %d distinct subjects', $rss_growth, $u->{requests}));
+target('worker RSS flat (growth <= 1024 kB)', $u ? $rss_growth <= 1024 : undef,
+    $u ? sprintf('%+d kB over %d distinct subjects', $rss_growth, $u->{requests}) : '-');
 
 push @out, "## Targets";
 push @out, "";
