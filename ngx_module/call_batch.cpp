@@ -144,10 +144,29 @@ bool CallBatcher::add_part(RequestState *state, ngx_uint_t p) noexcept
     RequestState::Part &part = state->part[p];
     Batch *batch = open_for(part.group, part.slot);
 
-    if (batch == nullptr) {
+    if (batch == nullptr || !fill(batch, state, p)) {
         return false;
     }
 
+    if (batch->call.entries() == Batch::kMaxRequests) {
+        for (ngx_uint_t b = 0; b < open_count_; b++) {
+            if (open_[b] == batch) {
+                send_open(b);
+                break;
+            }
+        }
+    } else if (!turn_end_.posted) {
+        ngx_post_event(&turn_end_, &ngx_posted_events);
+    }
+
+    return true;
+}
+
+// Adds part p of the request to the batch; false, with the batch as it
+// was, on no memory.
+bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
+{
+    RequestState::Part &part = state->part[p];
     std::string_view keys[kMaxZonesPerRequest];
     std::string_view args[kMaxZonesPerRequest];
     bool enforce[kMaxZonesPerRequest];
@@ -175,18 +194,6 @@ bool CallBatcher::add_part(RequestState *state, ngx_uint_t p) noexcept
     part.entry = entry;
     in_flight_++;
     metrics::record_requests_waiting(in_flight_);
-
-    if (entry + 1 == Batch::kMaxRequests) {
-        for (ngx_uint_t b = 0; b < open_count_; b++) {
-            if (open_[b] == batch) {
-                send_open(b);
-                break;
-            }
-        }
-    } else if (!turn_end_.posted) {
-        ngx_post_event(&turn_end_, &ngx_posted_events);
-    }
-
     return true;
 }
 
@@ -222,6 +229,8 @@ Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
     batch->group = group;
     batch->slot = slot;
     batch->redirects = 0;
+    batch->hold = hold_index(group);
+    batch->counted = false;
     open_[open_count_++] = batch;
     return batch;
 }
@@ -249,6 +258,15 @@ void CallBatcher::send_open(ngx_uint_t i) noexcept
         ngx_delete_posted_event(&turn_end_);
     }
 
+    if (!compact(batch)) {
+        return;
+    }
+
+    if (batch->hold >= 0) {
+        calls_out_[batch->hold]++;
+        batch->counted = true;
+    }
+
     // The module's command declares its keys: never for a cross-slot
     // call.  A cluster's nodes are not probed: the script.
     ScriptBatch::Form form = probe_.available() && !link_->cross_slot()
@@ -257,6 +275,81 @@ void CallBatcher::send_open(ngx_uint_t i) noexcept
 
     if (const char *failure = send(batch, form)) {
         fail_all(batch, failure, {});
+    }
+}
+
+// Leaves out of a batch about to be sent the requests that stopped waiting
+// while it was held: Redis would count them, though they got the fail
+// policy.  False if none is left (the batch is released).
+bool CallBatcher::compact(Batch *batch) noexcept
+{
+    RequestState *states[Batch::kMaxRequests];
+    std::uint8_t parts[Batch::kMaxRequests];
+    ngx_uint_t n = 0;
+    ngx_uint_t entries = batch->call.entries();
+
+    for (ngx_uint_t i = 0; i < entries; i++) {
+        if (batch->states[i] != nullptr) {
+            states[n] = batch->states[i];
+            parts[n++] = batch->parts[i];
+        }
+    }
+
+    if (n == entries) {
+        return true;
+    }
+
+    if (n == 0) {
+        release(batch);
+        return false;
+    }
+
+    in_flight_ -= entries;
+    batch->call.clear();
+
+    for (ngx_uint_t k = 0; k < n; k++) {
+        if (!fill(batch, states[k], parts[k])) {
+            states[k]->part[parts[k]].batch = nullptr;
+            fail_call(states[k], "no memory for the call to redis", {});
+        }
+    }
+
+    if (batch->call.entries() == 0) {
+        release(batch);
+        return false;
+    }
+
+    return true;
+}
+
+// Which count of calls in flight holds back a batch for `group`, or -1:
+// where a group is one connection (one server, or a master with
+// cross_slot), for the first kMaxHeld masters.
+int CallBatcher::hold_index(std::uint32_t group) const noexcept
+{
+    if (!link_->clustered()) {
+        return 0;
+    }
+
+    std::uint32_t node = group - kClusterSlots;
+
+    return link_->cross_slot() && node < kMaxHeld ? static_cast<int>(node)
+                                                  : -1;
+}
+
+bool CallBatcher::held(const Batch *batch) const noexcept
+{
+    return batch->hold >= 0 && calls_out_[batch->hold] > 0;
+}
+
+// At the end of a loop turn: the open batches whose connection has no call
+// in flight.  The others fill until its reply comes back, or they are full.
+void CallBatcher::send_ready() noexcept
+{
+    for (ngx_uint_t b = open_count_; b-- > 0; /* void */) {
+        if (b < open_count_ && !held(open_[b])) {
+            send_open(b);
+        }
     }
 }
 
@@ -291,7 +384,7 @@ const char *CallBatcher::send(Batch *batch, ScriptBatch::Form form) noexcept
 
 void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
 {
-    static_cast<CallBatcher *>(ev->data)->send_all();
+    static_cast<CallBatcher *>(ev->data)->send_ready();
 }
 
 void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
@@ -454,6 +547,20 @@ void CallBatcher::release(Batch *batch) noexcept
 {
     in_flight_ -= batch->call.entries();
     metrics::record_requests_waiting(in_flight_);
+
+    // The batch held back behind this call goes at the end of this turn.
+    if (batch->counted && --calls_out_[batch->hold] == 0
+        && !turn_end_.posted)
+    {
+        for (ngx_uint_t b = 0; b < open_count_; b++) {
+            if (open_[b]->hold == batch->hold) {
+                ngx_post_event(&turn_end_, &ngx_posted_events);
+                break;
+            }
+        }
+    }
+
+    batch->counted = false;
 
     if (free_count_ == kMaxFree) {
         delete batch;

@@ -2,7 +2,11 @@
 // of the event loop decides go to Redis together, in one call of the window
 // script per kMaxRequests of them.  Redis runs the script, reads its clock
 // and parses a command once per batch instead of once per request, and
-// nginx hands hiredis one preformatted command.
+// nginx hands hiredis one preformatted command.  While a connection has a
+// call in flight, its next batch keeps filling over the turns that follow
+// until the reply comes back (or the batch is full): under load, calls grow
+// instead of multiplying, and a cluster's masters, each given a share of a
+// turn's requests, still get full calls.
 #pragma once
 
 #include <string>
@@ -49,6 +53,8 @@ struct Batch {
     ngx_uint_t redirects;
     ngx_event_t try_again;               // the TRYAGAIN delay
     std::uint64_t sent_us;               // for the round-trip metric
+    int hold;                            // CallBatcher::hold_index()
+    bool counted;                        // in calls_out_[hold]
     Batch *next_free;
 };
 
@@ -80,6 +86,10 @@ public:
     // requests' keys are in: past it, all are sent.
     static constexpr ngx_uint_t kMaxOpen = 64;
 
+    // Masters (by index) whose calls are held back while one is in flight,
+    // with cross_slot.
+    static constexpr ngx_uint_t kMaxHeld = 256;
+
     // Answered batches kept for reuse, with their buffers; after a stall
     // the rest are freed.
     static constexpr ngx_uint_t kMaxFree = 64;
@@ -96,6 +106,10 @@ private:
     static bool waited(const Batch *batch) noexcept;
     Batch *open_for(std::uint32_t group, std::uint16_t slot) noexcept;
     bool add_part(RequestState *state, ngx_uint_t part) noexcept;
+    bool fill(Batch *batch, RequestState *state, ngx_uint_t part) noexcept;
+    bool compact(Batch *batch) noexcept;
+    int hold_index(std::uint32_t group) const noexcept;
+    bool held(const Batch *batch) const noexcept;
     static void on_batch_reply(void *data, const redisReply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it
     // need not send it, and asks whether Redis has the module's command.
@@ -105,6 +119,7 @@ private:
 
     void send_open(ngx_uint_t i) noexcept;
     void send_all() noexcept;
+    void send_ready() noexcept;
     const char *send(Batch *batch, ScriptBatch::Form form) noexcept;
     bool resend_as_script(Batch *batch) noexcept;
     void fail_all(Batch *batch, const char *why,
@@ -119,6 +134,9 @@ private:
     Batch *free_ = nullptr;
     ngx_uint_t free_count_ = 0;
     ngx_uint_t in_flight_ = 0;  // requests queued and not yet answered
+    // Calls in flight per hold_index(): while a connection has one, its
+    // next batch fills instead of following it at once.
+    std::uint16_t calls_out_[kMaxHeld] = {};
     std::string command_;       // the batch being sent, for hiredis to copy
     ngx_event_t turn_end_;      // posted while a batch is open
 };

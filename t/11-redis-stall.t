@@ -132,11 +132,16 @@ my $TIMEOUT = 0.1;
     kill 'STOP', $t->redis_pid;
     $STOPPED = $t->redis_pid;
     my $s = $t->req('lim', 'exact2');
+    # sent while the call above is in flight: held behind it, never sent,
+    # as it got the fail policy before Redis answered the first
+    my $h = $t->req('lim', 'held2');
     kill 'CONT', $t->redis_pid;
     $STOPPED = undef;
     is($s->{status} . '/' . (rhdr($s, 'X-RL-Status') // '-'), '200/ERROR', 'second stall: fail open ERROR');
     cmp_ok($s->{elapsed}, '<', $TIMEOUT + $MARGIN, 'second stall: within timeout + margin');
+    is(sr($h), '200/ERROR', 'second stall: a request held behind the stalled call: fail open ERROR');
     sleep 0.3;
+    is($t->redis_hash_total('rl:api:held2'), 0, 'second stall: the held request was not counted once Redis resumed');
     my @r2 = map { $t->req('lim', 'exact2') } 1 .. 3;
     # the stalled request was counted by redis once it resumed: 1 + 3 requests
     is(join(' ', map { $_->{status} } @r2), '200 200 429', 'second stall: the late-counted request is accounted, then exact limit');

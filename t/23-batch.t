@@ -11,6 +11,8 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use FaultTest qw(rhdr sr);
+use POSIX ();
+use Time::HiRes qw(sleep);
 
 RateLimitTest::require_module();
 
@@ -100,6 +102,23 @@ ok($shared, 'requests shared script calls (' . ($shared // 'never') . ')');
     is(join(' ', map { $_->{status} } @r), join(' ', map { $_ % 2 ? 200 : 429 } 0 .. 9),
        'a full subject and fresh ones at once: 429 for the full one only');
     is(total('f', 'full'), 1, 'the full subject stays at its limit');
+}
+
+# While a call is in flight, the next batch fills over the loop turns that
+# follow instead of going out behind it: with Redis stopped, a request's
+# call waits, and 8 more sent 40 ms apart (8 loop turns) make one call when
+# Redis answers the first.
+{
+    my $calls = $t->commandstat('evalsha');
+    kill 'STOP', $t->redis_pid;
+    my $cont = fork // die "fork: $!";
+    if (!$cont) { sleep 0.7; kill 'CONT', $t->redis_pid; POSIX::_exit(0) }
+    my @r = $t->burst(9, sub { ('/ab/index.html', { 'X-Api-Key' => "held$_[0]" }) }, 5, 0.04);
+    waitpid $cont, 0;
+    kill 'CONT', $t->redis_pid;
+    is(join(' ', map { sr($_) } @r), join(' ', ('200/PASSED') x 9), 'the held requests all passed');
+    is($t->commandstat('evalsha') - $calls, 2, 'one call for the first request, one for the 8 held behind it');
+    is(join(' ', map { total('a', "held$_") } 0 .. 8), join(' ', (1) x 9), 'each counted once');
 }
 
 $t->final_checks;

@@ -17,7 +17,7 @@ package FaultTest;
 # Methods (besides RateLimitTest's):
 #   req($loc, $key[, $timeout])   GET /$loc/index.html with X-Api-Key: $key
 #   wait_passed($loc, $key_prefix, $timeout)  (time, $r) once PASSED, else (undef, $r)
-#   burst($n, $make, $timeout)    $n requests sent at once
+#   burst($n, $make, $timeout[, $gap])  $n requests sent at once, or $gap s apart
 #   hammer(\@servers, $n, $path, \%headers)  $n at once, dealt over servers: tally
 #   tally(@responses)             "passed/rejected/other" (function)
 #   exact_each(\@servers, \@subjects, $limit, $extra, $path, $name)
@@ -144,7 +144,7 @@ sub wait_passed {
 # (same shape as raw_get) in order.  $make->($i) gives ($path, \%headers).
 # or ($path, \%headers, $port) to send that one to another server.
 sub burst {
-    my ($self, $n, $make, $timeout) = @_;
+    my ($self, $n, $make, $timeout, $gap) = @_;
     my $port = $self->port('PORT');
     my (@c, %by_fd);
     my $sel = IO::Select->new;
@@ -160,8 +160,9 @@ sub burst {
         $e->{s} = $s;
         $e->{out} = $req;
     }
-    for my $e (@c) {    # send all requests together
+    for my $e (@c) {    # send all requests together, or spaced
         next unless $e->{s};
+        sleep $gap if $gap && $e != $c[0];
         $e->{t0} = time;
         my $n = syswrite($e->{s}, $e->{out});
         if (!defined $n || $n != length $e->{out}) { $e->{err} = 'short write'; close $e->{s}; delete $e->{s}; next }
