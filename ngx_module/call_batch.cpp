@@ -30,8 +30,7 @@ void CallBatcher::on_link_up(void *data) noexcept
     size_t lens[3] = {6, 4, script.size()};
 
     if (!batcher->link_->send_argv(3, argv, lens, on_script_loaded,
-                                   batcher)
-        || !batcher->probe_.ask(batcher->link_, batcher->turn_end_.log))
+                                   batcher))
     {
         batcher->link_->reconnect();
     }
@@ -267,11 +266,10 @@ void CallBatcher::send_open(ngx_uint_t i) noexcept
         batch->counted = true;
     }
 
-    // The module's command declares its keys: never for a cross-slot
-    // call.  A cluster's nodes are not probed: the script.
-    ScriptBatch::Form form = probe_.available() && !link_->cross_slot()
-                                 ? ScriptBatch::Form::kDecideCommand
-                                 : ScriptBatch::Form::kEvalSha;
+    // The module's command declares its keys: never for a cross-slot call.
+    bool command = link_->decides(batch->slot) && !link_->cross_slot();
+    ScriptBatch::Form form = command ? ScriptBatch::Form::kDecideCommand
+                                     : ScriptBatch::Form::kEvalSha;
 
     if (const char *failure = send(batch, form)) {
         fail_all(batch, failure, {});
@@ -423,7 +421,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         if (batch->form == ScriptBatch::Form::kDecideCommand
             && decoded.error.substr(0, 19) == "ERR unknown command")
         {
-            probe_.lost();
+            link_->decide_lost(batch->slot);
 
             if (resend_as_script(batch)) {
                 return;

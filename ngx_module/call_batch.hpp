@@ -11,7 +11,6 @@
 
 #include <string>
 
-#include "decide_probe.hpp"
 #include "ratelimit_conf.hpp"
 #include "script_batch.hpp"
 
@@ -112,7 +111,7 @@ private:
     bool held(const Batch *batch) const noexcept;
     static void on_batch_reply(void *data, const redisReply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it
-    // need not send it, and asks whether Redis has the module's command.
+    // need not send it.
     static void on_link_up(void *data) noexcept;
     static void on_script_loaded(void *data,
                                  const redisReply *reply) noexcept;
@@ -128,7 +127,6 @@ private:
     static void on_turn_end(ngx_event_t *ev) noexcept;
 
     RedisLink *link_;
-    DecideProbe probe_;         // of the link's current connection
     Batch *open_[kMaxOpen];     // being filled during this loop turn
     ngx_uint_t open_count_ = 0;
     Batch *free_ = nullptr;

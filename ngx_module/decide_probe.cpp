@@ -1,20 +1,20 @@
 #include "decide_probe.hpp"
 
 #include "decide_command.hpp"
-#include "redis_link.hpp"
+#include "redis_connection.hpp"
 
 namespace ratelimit {
 
-bool DecideProbe::ask(RedisLink *link, ngx_log_t *log) noexcept
+bool DecideProbe::ask(RedisConnection *conn, ngx_log_t *log) noexcept
 {
     // No keys, no zones, no request: answered with Redis's time alone.
     static const char *const argv[3] = {kDecideCommand, "0", "0"};
     static const size_t lens[3] = {sizeof(kDecideCommand) - 1, 1, 1};
 
-    link_ = link;
+    conn_ = conn;
     log_ = log;
     available_ = false;
-    return link->send_argv(3, const_cast<const char **>(argv), lens,
+    return conn->send_argv(3, const_cast<const char **>(argv), lens,
                            on_reply, this);
 }
 
@@ -35,7 +35,7 @@ void DecideProbe::on_reply(void *data, const redisReply *reply) noexcept
         ngx_log_error(NGX_LOG_NOTICE, probe->log_, 0,
                       "ratelimit: redis at \"%V\" has %s: this connection "
                       "uses it",
-                      &probe->link_->server(), kDecideCommand);
+                      &probe->conn_->display(), kDecideCommand);
         return;
     }
 
@@ -49,7 +49,7 @@ void DecideProbe::on_reply(void *data, const redisReply *reply) noexcept
     ngx_log_error(NGX_LOG_NOTICE, probe->log_, 0,
                   "ratelimit: redis at \"%V\" cannot run %s (%V): this "
                   "connection uses the window script",
-                  &probe->link_->server(), kDecideCommand, &why);
+                  &probe->conn_->display(), kDecideCommand, &why);
 }
 
 void DecideProbe::lost() noexcept
@@ -62,7 +62,7 @@ void DecideProbe::lost() noexcept
     ngx_log_error(NGX_LOG_NOTICE, log_, 0,
                   "ratelimit: redis at \"%V\" no longer knows %s: this "
                   "connection uses the window script",
-                  &link_->server(), kDecideCommand);
+                  &conn_->display(), kDecideCommand);
 }
 
 }  // namespace ratelimit

@@ -10,11 +10,14 @@
 
 namespace ratelimit {
 
+class RedisConnection;
+
 class DecideProbe {
 public:
-    // Asks on `link`, which has just come up, and forgets the last answer.
-    // False if the question could not be sent.
-    bool ask(RedisLink *link, ngx_log_t *log) noexcept;
+    // Asks on `conn`, just opened (or come up), ahead of the calls it is
+    // to carry, and forgets the last answer.  False if the question could
+    // not be sent.
+    bool ask(RedisConnection *conn, ngx_log_t *log) noexcept;
 
     bool available() const noexcept { return available_; }
 
@@ -25,7 +28,7 @@ public:
 private:
     static void on_reply(void *data, const redisReply *reply) noexcept;
 
-    RedisLink *link_ = nullptr;
+    RedisConnection *conn_ = nullptr;
     ngx_log_t *log_ = nullptr;
     bool available_ = false;
 };

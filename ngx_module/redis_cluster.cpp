@@ -50,6 +50,15 @@ bool RedisCluster::Node::ready() noexcept
         return false;
     }
 
+    // Queued first, answered before the call that opened the connection:
+    // which form that call takes is decided already, the script until the
+    // answer.  Cross-slot calls are the script's alone.
+    if (!cluster->target_.cross_slot && !probe.ask(&conn, cluster->log_)) {
+        conn.close();
+        on_close(&conn);
+        return false;
+    }
+
     return true;
 }
 
@@ -125,15 +134,36 @@ bool RedisCluster::send(std::uint16_t slot, std::string_view command,
         return false;
     }
 
-    std::uint16_t index = map_.node_of(slot);
+    Node *n = master_of(slot);
 
-    if (index == SlotMap::kNoNode || index >= node_of_.size()) {
+    if (n == nullptr) {
         refresh();
         return false;
     }
 
-    Node *n = node_of_[index];
     return n->ready() && n->conn.send(command, handler, data);
+}
+
+RedisCluster::Node *RedisCluster::master_of(std::uint16_t slot) const noexcept
+{
+    std::uint16_t index = map_.node_of(slot);
+
+    return index == SlotMap::kNoNode || index >= node_of_.size()
+               ? nullptr
+               : node_of_[index];
+}
+
+bool RedisCluster::decides(std::uint16_t slot) const noexcept
+{
+    Node *n = master_of(slot);
+    return n != nullptr && n->probe.available();
+}
+
+void RedisCluster::decide_lost(std::uint16_t slot) noexcept
+{
+    if (Node *n = master_of(slot)) {
+        n->probe.lost();
+    }
 }
 
 bool RedisCluster::redirect(const Redirect &to, std::uint16_t from_slot,

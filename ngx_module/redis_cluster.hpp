@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster_slot.hpp"
+#include "decide_probe.hpp"
 #include "redis_connection.hpp"
 
 namespace ratelimit {
@@ -50,6 +51,12 @@ public:
         return map_.node_of(slot);
     }
 
+    // The master of `slot` has the Redis module's command, as its
+    // connection found (false until it has answered); decide_lost(): it
+    // answered that it no longer has it.
+    bool decides(std::uint16_t slot) const noexcept;
+    void decide_lost(std::uint16_t slot) noexcept;
+
     // Asks for the map again soon: after CLUSTERDOWN, a node lost.
     void refresh() noexcept;
 
@@ -68,6 +75,7 @@ private:
 
         RedisCluster *cluster;
         RedisConnection conn;
+        DecideProbe probe;          // of conn, asked as it opens
         std::string host;           // as the cluster announced it
         int port;
         ngx_sockaddr_t addr;
@@ -79,6 +87,7 @@ private:
     };
 
     Node *node(std::string_view host, int port) noexcept;
+    Node *master_of(std::uint16_t slot) const noexcept;
     void ask_next() noexcept;
     void take_map(const redisReply *reply) noexcept;
     void on_open(RedisConnection *conn) noexcept override;

@@ -396,6 +396,11 @@ void RedisLink::became_up() noexcept
                   "ratelimit: connected to redis at \"%V\"",
                   &conn_.display());
 
+    if (!probe_.ask(&conn_, log_)) {
+        reconnect();
+        return;
+    }
+
     for (ngx_uint_t i = 0; i < listener_count_ && up_; i++) {
         listeners_[i].handler(listeners_[i].data);
     }

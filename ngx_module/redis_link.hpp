@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cluster_slot.hpp"
+#include "decide_probe.hpp"
 #include "redis_cluster.hpp"
 #include "redis_connection.hpp"
 #include "sentinel_query.hpp"
@@ -52,6 +53,23 @@ public:
     std::uint32_t batch_group(std::uint16_t slot) const noexcept
     {
         return cross_slot() ? kClusterSlots + cluster_->node_of(slot) : slot;
+    }
+
+    // The server of `slot` (the one server, or the slot's master) has the
+    // Redis module's command, as its connection found when it opened.
+    bool decides(std::uint16_t slot) const noexcept
+    {
+        return cluster_ ? cluster_->decides(slot) : probe_.available();
+    }
+
+    // That server answered that it no longer knows the command.
+    void decide_lost(std::uint16_t slot) noexcept
+    {
+        if (cluster_) {
+            cluster_->decide_lost(slot);
+        } else {
+            probe_.lost();
+        }
     }
 
     // A command not about keys, to the one server (not to a cluster).
@@ -158,6 +176,7 @@ private:
     ngx_log_t *log_;
     LogThrottle throttle_;
     RedisConnection conn_;
+    DecideProbe probe_;               // of conn_, asked as it comes up
     SentinelQuery sentinels_;         // asked only with `sentinel=`
     std::unique_ptr<RedisCluster> cluster_;  // only with `cluster`
     ngx_resolver_ctx_t *resolving_ = nullptr;

@@ -26,6 +26,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(rhdr);
+use ClusterTest;
 
 RateLimitTest::require_module();
 my $SO = RateLimitTest::redis_module_so() or BAIL_OUT('redis module not built');
@@ -153,6 +154,44 @@ is($t->commandstat('evalsha') + $t->commandstat('eval'), 0, 'no script called');
     like("" . $node->('ratelimit.decide', @elsewhere), qr/^(?:MOVED|CLUSTERDOWN)/, 'cluster: a slot not served here: the command refused');
     like("" . $node->('EVALSHA', $sha, @elsewhere), qr/^(?:MOVED|CLUSTERDOWN)/, 'cluster: the script refused alike');
     $t->stop_process($pid);
+}
+
+# --- 5. a cluster whose nodes differ: each connection asks its own ----------
+
+{
+    my $ct = FaultTest->new(workers => 1);
+    my $cl = ClusterTest->new($ct, masters => 3, replicas => 0, redis_module => { 1 => 1, 2 => 0, 3 => 1 });
+    $cl->start(20) or BAIL_OUT('cluster did not come up');
+    $ct->write_conf(<<"EOF", error_log_level => 'notice');
+ratelimit_redis cluster @{[ $cl->seeds ]} timeout=1s;
+ratelimit_zone z key=\$http_x_api_key limit=3 window=60s;
+server {
+    listen 127.0.0.1:%%PORT%%;
+    location /open/ { ratelimit zone=z; alias %%TMP%%/html/; }
+}
+EOF
+    $ct->start_nginx;
+    my @ports = $cl->ports;
+    my %uses;
+    for my $i (0 .. 2) {
+        my $p = $ports[$i];
+        my $s = $cl->key_in($p, "node$i");
+        my @r = map { $ct->get('/open/index.html', { 'X-Api-Key' => $s }) } 1 .. 4;
+        is(statuses(@r), '200 200 200 429', 'node ' . ($i + 1) . ': the limit holds');
+        my %st = $cl->node($p, 'INFO', 'commandstats') =~ /cmdstat_([\w.|]+):calls=(\d+)/g;
+        $uses{$i} = join ' ', map { "$_=" . ($st{$_} // 0) } qw(ratelimit.decide evalsha);
+    }
+    like($uses{0}, qr/^ratelimit\.decide=[1-9]/, "node 1 (the module) decides by its command: $uses{0}");
+    like($uses{1}, qr/^ratelimit\.decide=0 evalsha=[1-9]/, "node 2 (no module) by the script: $uses{1}");
+    like($uses{2}, qr/^ratelimit\.decide=[1-9]/, "node 3 (the module) by its command: $uses{2}");
+    my $log = $ct->error_log;
+    ok(($log =~ /redis at "127\.0\.0\.1:$ports[0]" has ratelimit\.decide: this connection uses it/)
+        && ($log =~ /redis at "127\.0\.0\.1:$ports[2]" has ratelimit\.decide: this connection uses it/)
+        && ($log =~ /redis at "127\.0\.0\.1:$ports[1]" cannot run ratelimit\.decide .*the window script/),
+        'the log says which one each node\'s connection uses')
+        or diag(join "\n", grep { /ratelimit\.decide/ } split /\n/, $log);
+    $ct->final_checks;
+    $ct->stop_all;
 }
 
 $t->final_checks;

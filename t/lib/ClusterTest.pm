@@ -8,7 +8,9 @@ package ClusterTest;
 #   my $c = ClusterTest->new($t, masters => 3, replicas => 1, node_timeout => 1000,
 #       tls => $pki,              # TestCerts: TLS ports, --tls-cluster yes
 #       tls_trust => $bundle,     # CA file of the nodes (default $pki->{ca})
-#       tls_cert => { 3 => [$cert, $key] });   # node 3 (1-based) serves that
+#       tls_cert => { 3 => [$cert, $key] },    # node 3 (1-based) serves that
+#       redis_module => { 2 => 0 });   # node 2 without the Redis module, the
+#                                      # others as RATELIMIT_REDIS_MODULE says
 #   $c->start(20);                # nodes up, cluster created, state ok everywhere
 #   $c->seeds                     "127.0.0.1:P ..." for ratelimit_redis cluster
 #                                 (the TLS ports with tls => ...)
@@ -110,6 +112,7 @@ sub new {
         pki => $o{tls},
         trust => $o{tls_trust},
         cert_of => $o{tls_cert} // {},
+        module_of => $o{redis_module} // {},
         pids => {},
         tls => {},
     }, $class;
@@ -138,6 +141,13 @@ sub _tls_cli_args {
     return ('--tls', '--cacert', $self->{trust} // $self->{pki}{ca});
 }
 
+# A node's place (1-based) among the ports.
+sub _index {
+    my ($self, $port) = @_;
+    my ($i) = grep { $self->{ports}[$_ - 1] == $port } 1 .. @{ $self->{ports} };
+    return $i;
+}
+
 sub start_node {
     my ($self, $port) = @_;
     my $t = $self->{t};
@@ -155,12 +165,12 @@ sub start_node {
             '--tls-cluster', 'yes', '--tls-replication', 'yes',
             '--tls-client-cert-file', $pki->{client}, '--tls-client-key-file', $pki->{client_key};
         push @args, '--tls-ca-cert-file', $self->{trust} if $self->{trust};
-        my ($i) = grep { $self->{ports}[$_ - 1] == $port } 1 .. @{ $self->{ports} };
-        if (my $ck = $self->{cert_of}{$i}) {
+        if (my $ck = $self->{cert_of}{ $self->_index($port) }) {
             push @args, '--tls-cert-file', $ck->[0], '--tls-key-file', $ck->[1];
         }
     }
-    $self->{pids}{$port} = $t->start_redis_server(name => "cnode$port", port => $port, args => \@args);
+    $self->{pids}{$port} = $t->start_redis_server(name => "cnode$port", port => $port, args => \@args,
+        redis_module => $self->{module_of}{ $self->_index($port) });
 }
 
 sub start {
