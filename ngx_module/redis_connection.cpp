@@ -433,18 +433,11 @@ bool RedisConnection::send(std::string_view command, ReplyHandler handler,
         return false;
     }
 
-    // Replies being handed out may bring more commands (a resend after
-    // NOSCRIPT): one posted write takes them all.
-    if (state_ != State::kOpen) {
-        return true;
-    }
-
-    if (dispatching_) {
-        if (!c_->write->posted) {
-            ngx_post_event(c_->write, &ngx_posted_events);
-        }
-    } else {
-        flush();
+    // Written by a posted event, once this loop turn's commands are all
+    // queued: one write takes them, and Redis reads them in one read and
+    // answers them in one write (a cluster node gets a call per slot).
+    if (state_ == State::kOpen && !c_->write->posted) {
+        ngx_post_event(c_->write, &ngx_posted_events);
     }
 
     return true;
@@ -532,7 +525,6 @@ void RedisConnection::drop() noexcept
     out_.clear();
     out_sent_ = 0;
     state_ = State::kIdle;
-    dispatching_ = false;
 
     // Only those waiting now: a handler may open the connection again.
     for (ngx_uint_t n = count_; n > 0; n--) {
@@ -634,8 +626,6 @@ void RedisConnection::dispatch() noexcept
 {
     ngx_uint_t epoch = epoch_;
 
-    dispatching_ = true;
-
     while (epoch == epoch_) {
         void *reply = nullptr;
 
@@ -648,7 +638,6 @@ void RedisConnection::dispatch() noexcept
         }
 
         if (reply == nullptr) {
-            dispatching_ = false;
             return;
         }
 

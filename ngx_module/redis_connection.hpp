@@ -97,10 +97,10 @@ public:
     // timer, which bounds everything before, stops.
     void settle() noexcept;
 
-    // Queues a complete RESP command (copied).  Written at once, or from a
-    // posted event when called while replies are being handed out, or once
-    // connected if open() has not finished.  False, with nothing sent, if
-    // the connection is idle or no memory.
+    // Queues a complete RESP command (copied), written with the others of
+    // this loop turn by a posted event, or once connected if open() has not
+    // finished.  False, with nothing sent, if the connection is idle or no
+    // memory.
     bool send(std::string_view command, ReplyHandler handler,
               void *data) noexcept;
 
@@ -175,7 +175,6 @@ private:
     ngx_connection_t *c_ = nullptr;
     redisReader *reader_ = nullptr;
     ngx_uint_t epoch_ = 0;          // bumped by every close
-    bool dispatching_ = false;
     ngx_event_t timer_;             // connect timeout, until settle()
 
     std::string out_;               // bytes not yet written
