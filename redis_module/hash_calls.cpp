@@ -11,14 +11,49 @@ const char kOutOfMemory[] =
 
 namespace {
 
-// Field names kept for the whole call, at most: past them, names are made
-// for the request.
-constexpr std::size_t kMostNames = 16;
+// The most pairs an HSET of the script sets.
+constexpr std::size_t kMostPairs = 4;
 
 bool holds_hash_or_nothing(redis::Key *key)
 {
     int type = redis::KeyType(key);
     return type == redis::kKeyEmpty || type == redis::kKeyHash;
+}
+
+// Field names are short and mostly differ in their first byte: cheaper
+// than strcmp()'s call.
+bool same_text(const char *a, const char *b)
+{
+    while (*a == *b) {
+        if (*a == '\0') {
+            return true;
+        }
+
+        a++;
+        b++;
+    }
+
+    return false;
+}
+
+// The fields set one after another, as HSET does, in one HashSet call:
+// Redis's work per call (type checks, deleting a key left empty) done once.
+void set_pairs(redis::Key *key, redis::String *const *a, std::size_t pairs)
+{
+    switch (pairs) {
+    case 1:
+        redis::HashSet(key, 0, a[0], a[1], nullptr);
+        break;
+    case 2:
+        redis::HashSet(key, 0, a[0], a[1], a[2], a[3], nullptr);
+        break;
+    case 3:
+        redis::HashSet(key, 0, a[0], a[1], a[2], a[3], a[4], a[5], nullptr);
+        break;
+    default:
+        redis::HashSet(key, 0, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+                       a[7], nullptr);
+    }
 }
 
 void collect_pair(redis::Key *, redis::String *field, redis::String *value,
@@ -38,8 +73,8 @@ HashCalls::~HashCalls()
 {
     release();
 
-    for (auto &[text, name] : names_) {
-        redis::FreeString(ctx_, name);
+    for (std::size_t i = 0; i < name_count_; i++) {
+        redis::FreeString(ctx_, names_[i].made);
     }
 }
 
@@ -80,16 +115,18 @@ void HashCalls::close() noexcept
 
 redis::String *HashCalls::field(const char *name)
 {
-    for (const auto &[text, made] : names_) {
-        if (text == name) {
-            return made;
+    for (std::size_t i = 0; i < name_count_; i++) {
+        if (same_text(names_[i].text, name)) {
+            return names_[i].made;
         }
     }
 
-    redis::String *made = redis::CreateString(ctx_, name, std::strlen(name));
+    std::size_t len = std::strlen(name);
+    redis::String *made = redis::CreateString(ctx_, name, len);
 
-    if (names_.size() < kMostNames) {
-        names_.emplace_back(name, made);
+    if (name_count_ < kMostNames && len < lua::kMaxText) {
+        std::memcpy(names_[name_count_].text, name, len + 1);
+        names_[name_count_++].made = made;
     } else {
         made_.push_back(made);
     }
@@ -159,8 +196,6 @@ CallError HashCalls::hgetall(
 CallError HashCalls::hset(redis::String *key,
                           const char *const *fields_values, std::size_t pairs)
 {
-    constexpr std::size_t kMostPairs = 4;
-
     if (CallError error = may_write(true)) {
         return error;
     }
@@ -177,9 +212,9 @@ CallError HashCalls::hset(redis::String *key,
     for (std::size_t i = 0; i < pairs; i++) {
         args[2 * i] = field(fields_values[2 * i]);
         args[2 * i + 1] = value(fields_values[2 * i + 1]);
-        redis::HashSet(open_key, 0, args[2 * i], args[2 * i + 1], nullptr);
     }
 
+    set_pairs(open_key, args, pairs);
     redis::Replicate(ctx_, "HSET", "sv", key, args, 2 * pairs);
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hset", key);
     return nullptr;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "lua_number.hpp"
 #include "redis_module_api.hpp"
 
 namespace ratelimit {
@@ -86,8 +87,17 @@ private:
 
     // Field names made once per call ("t", "o", "n", the zones' current
     // buckets), for as long as the call runs; values and other names for
-    // as long as the request does.
-    std::vector<std::pair<std::string, redis::String *>> names_;
+    // as long as the request does.  Looked up for every field a request
+    // reads or writes: a plain array, compared byte by byte.
+    struct Name {
+        char text[lua::kMaxText];
+        redis::String *made;
+    };
+
+    static constexpr std::size_t kMostNames = 16;
+
+    Name names_[kMostNames];
+    std::size_t name_count_ = 0;
     std::vector<redis::String *> made_;
 };
 
