@@ -8,8 +8,21 @@
 #    against HAProxy's `maxconn 8` and `timeout queue`.  Throughput against
 #    the ideal N / hold, the most in flight at the backend, the queue wait
 #    (latency - hold) at p50/p99, order inversions (a request reaching the
-#    backend before one sent earlier), and the hand-off: from a response
-#    leaving the backend, at full capacity, to the next request arriving.
+#    backend before one sent earlier), and the hand-off, timed by the
+#    backend: from a response leaving it while all N were in flight to the
+#    next request arriving.  That span holds the proxy's reading of the
+#    response and its end (when nginx sends the release, HAProxy frees its
+#    server slot), the hand-off itself (for the module: the release's
+#    Redis call, the slot given in Redis, its PUBLISH, the wake-up in the
+#    waiter's worker), the proxied request's way to the backend, and the
+#    wake-ups of the processes on the way.
+#    Each case runs twice: with a new backend connection per request (the
+#    span then also holds the connect, and the backend's accept and a
+#    second round of its select loop), and with kept-alive backend
+#    connections (nginx `keepalive`, HAProxy `http-reuse always`, the
+#    backend's keep_alive), where the request goes out on an idle
+#    connection, so the span is the hand-off and what no proxy can avoid:
+#    the backend -> proxy -> backend wake-ups, and the proxy's own work.
 # 2. Two HAProxy instances against two nginx servers, the same load split
 #    between them: the most in flight at the backend.
 # 3. Overhead without queueing: a concurrency zone with N high against a
@@ -37,16 +50,25 @@ my $haproxy = -x '/usr/sbin/haproxy' ? '/usr/sbin/haproxy' : die "haproxy not in
 my $t = RateLimitTest->new(workers => 2);
 $t->start_redis;
 my $backend = $t->port('BACKEND');
+my $kept = $t->port('BACKEND_KEPT');
 HoldBackend::start($t, $backend);
+HoldBackend::start($t, $kept, keep_alive => 1);
 
 my $conf = <<"EOF_CONF";
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=100ms;
 ratelimit_zone conc key=\$arg_key concurrency=$N queue=1000 queue_timeout=30s;
 ratelimit_zone wide key=\$http_x_api_key concurrency=1000000 queue=0;
 ratelimit_zone slide key=\$http_x_api_key rate=1000000r/m;
+upstream kept { server 127.0.0.1:$kept; keepalive 16; }
 server {
     listen 127.0.0.1:%%PORT%%;
     location /q/ { ratelimit zone=conc; proxy_pass http://127.0.0.1:$backend; }
+    location /k/ {
+        ratelimit zone=conc;
+        proxy_pass http://kept;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+    }
     location = /wide.html { ratelimit zone=wide; alias %%TMP%%/html/index.html; }
     location = /slide.html { ratelimit zone=slide; alias %%TMP%%/html/index.html; }
 }
@@ -60,7 +82,7 @@ $t2->write_conf($conf2);
 $t2->start_nginx;
 
 sub start_haproxy {
-    my ($name, $port) = @_;
+    my ($name, $port, $port_kept) = @_;
     my $cfg = $t->tmp . "/$name.cfg";
     open my $f, '>', $cfg or die;
     print $f <<"EOF_HA";
@@ -77,6 +99,12 @@ frontend in
     default_backend out
 backend out
     server s1 127.0.0.1:$backend maxconn $N
+frontend in_kept
+    bind 127.0.0.1:$port_kept
+    default_backend out_kept
+backend out_kept
+    http-reuse always
+    server s1 127.0.0.1:$kept maxconn $N
 EOF_HA
     close $f;
     my $pid = $t->start_child($name, sub { exec $haproxy, '-db', '-f', $cfg or die "exec: $!" });
@@ -84,12 +112,13 @@ EOF_HA
     return $pid;
 }
 
-my @ha = (start_haproxy('haproxy1', $t->port('HA1')), start_haproxy('haproxy2', $t->port('HA2')));
+my @ha = (start_haproxy('haproxy1', $t->port('HA1'), $t->port('HA1_KEPT')),
+    start_haproxy('haproxy2', $t->port('HA2'), $t->port('HA2_KEPT')));
 
-# $CLIENTS clients for $SECONDS, each sending to $ports->[client % @ports];
-# returns the latencies (s).
+# $CLIENTS clients for $SECONDS, each sending to $ports->[client % @ports]
+# under $path; returns the latencies (s).
 sub load {
-    my ($ports, $key) = @_;
+    my ($ports, $path, $key) = @_;
     my $stop = time + 0.5 + $SECONDS;
     my @pids;
     for my $c (0 .. $CLIENTS - 1) {
@@ -102,7 +131,7 @@ sub load {
             while (time < $stop) {
                 my $sent = time;
                 my $seq = int($sent * 1e6);
-                my $r = $ua->get("http://127.0.0.1:$port/q/x?key=$key&seq=$seq&hold=$HOLD_MS");
+                my $r = $ua->get("http://127.0.0.1:$port$path?key=$key&seq=$seq&hold=$HOLD_MS");
                 push @lat, time - $sent if $r->{status} == 200;
             }
             open my $f, '>', $t->tmp . "/lat.$c" or POSIX::_exit(1);
@@ -124,10 +153,11 @@ sub load {
 sub pct { my ($p, @v) = @_; @v ? $v[ POSIX::floor($p * $#v) ] : 0 }
 
 sub run_case {
-    my ($label, $ports, $key) = @_;
-    my @lat = load($ports, $key);
-    my $st = HoldBackend::stats($backend, $key);
-    my $ev = HoldBackend::events($backend, $key);
+    my ($label, $ports, $key, $keep) = @_;
+    my @lat = load($ports, $keep ? '/k/x' : '/q/x', $key);
+    my $port = $keep ? $kept : $backend;
+    my $st = HoldBackend::stats($port, $key);
+    my $ev = HoldBackend::events($port, $key);
     my ($inv, $last, $in, @handoff) = (0, 0, 0);
     my $last_leave;
     for my $e (@$ev) {
@@ -156,11 +186,15 @@ sub run_case {
     return \%r;
 }
 
+my @nginx = ([ $t->port('PORT') ], [ $t->port('PORT'), $t2->port('PORT') ]);
 my @rows = (
-    run_case('module, one nginx (2 workers), N = 8', [ $t->port('PORT') ], 'm1'),
+    run_case('module, one nginx (2 workers), N = 8', $nginx[0], 'm1'),
     run_case('HAProxy maxconn 8, one instance', [ $t->port('HA1') ], 'h1'),
-    run_case('module, two nginx servers, N = 8', [ $t->port('PORT'), $t2->port('PORT') ], 'm2'),
+    run_case('module, two nginx servers, N = 8', $nginx[1], 'm2'),
     run_case('HAProxy maxconn 8, two instances', [ $t->port('HA1'), $t->port('HA2') ], 'h2'),
+    run_case('module, one nginx, kept-alive backend connections', $nginx[0], 'k1', 1),
+    run_case('HAProxy, one instance, kept-alive backend connections', [ $t->port('HA1_KEPT') ], 'k2', 1),
+    run_case('module, two nginx servers, kept-alive backend connections', $nginx[1], 'k3', 1),
 );
 
 # Overhead: wrk on a static file, 10,000 subjects, alternated.
@@ -186,6 +220,12 @@ my $report = "\n## Concurrency zones (bench/queue.pl, " . POSIX::strftime('%Y-%m
     . "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 $report .= sprintf "| %s | %.1f | %d | %d | %.1f | %.1f | %d of %d | %.2f | %.2f |\n",
     @{$_}{qw(label rps ideal max wait50 wait99 inversions requests hand50 hand99)} for @rows;
+$report .= "\nHand-off: timed by the backend, from a response leaving it while all N were in flight to the "
+    . "next request arriving: the proxy's reading of the response and its end (the module's release, "
+    . "HAProxy's freed server slot), the hand-off (the module: Redis gives the slot, PUBLISH, the waiter's "
+    . "worker wakes), and the request's way to the backend.  With a new backend connection per request "
+    . "that way holds a connect and the backend's accept; with kept-alive backend connections "
+    . "(nginx `keepalive`, HAProxy `http-reuse always`) the request goes out on an idle one.\n";
 $report .= sprintf "\nNo queueing (N = 1,000,000, static file, wrk 50 connections, 10,000 subjects): "
     . "concurrency zone %s req/s against a sliding-window zone's %s, ratio %.2f.\n",
     join(' / ', map { int } @wide), join(' / ', map { int } @slide), $ratio;

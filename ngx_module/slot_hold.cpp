@@ -93,11 +93,17 @@ void settle(SlotHold *hold, SlotOutcome outcome)
     record_outcome(hold);
 }
 
-// Resumes the request from the event loop, never from inside a reply.
+// Resumes the request from the event loop, never from inside a reply on
+// the data link, which the request may go on to use.
+void resume_later(SlotHold *hold)
+{
+    ngx_post_event(&hold->done, &ngx_posted_events);
+}
+
 void decide(SlotHold *hold, SlotOutcome outcome)
 {
     settle(hold, outcome);
-    ngx_post_event(&hold->done, &ngx_posted_events);
+    resume_later(hold);
 }
 
 void log_failure(SlotHold *hold, const char *why, std::string_view detail)
@@ -143,11 +149,12 @@ void wait_in_queue(SlotHold *hold)
     metrics::record_slot_queued(hold->ref->zone, true);
 }
 
+// The caller resumes the request.
 void granted_after_wait(SlotHold *hold)
 {
     detach(hold);
     hold->queue_ms = ngx_current_msec - hold->asked_msec;
-    decide(hold, SlotOutcome::kAdmittedAfterWait);
+    settle(hold, SlotOutcome::kAdmittedAfterWait);
 }
 
 void on_timer(ngx_event_t *ev) noexcept
@@ -325,6 +332,7 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
     case SlotCode::kHeld:
         if (checking) {
             granted_after_wait(hold);
+            resume_later(hold);
         } else {
             decide(hold, SlotOutcome::kAdmitted);
         }
@@ -358,13 +366,15 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
     }
 }
 
+// From the worker's Pub/Sub connection, which the request never sends to
+// or closes: the request resumes at once.  A posted event would run only
+// after every other event of the loop turn, which at bench/queue.pl's load
+// delayed the waiter by 45 us at the median and 0.3 ms at p99.
 void on_slot_granted(SlotHold *hold) noexcept
 {
-    if (hold->phase == SlotHold::Phase::kQueued
-        || hold->phase == SlotHold::Phase::kChecking)
-    {
-        stop_timer(&hold->timer);
+    if (queued(hold)) {
         granted_after_wait(hold);
+        resume_request(hold->state, hold->decided);
     }
 }
 

@@ -5,15 +5,18 @@ package HoldBackend;
 # in flight at once and the order in which they arrived.
 #
 #   my $port = $t->port('BACKEND');
-#   my $pid  = HoldBackend::start($t, $port);
+#   my $pid  = HoldBackend::start($t, $port[, keep_alive => 1]);
 #   GET /anything?key=K&seq=N&hold=MS   answered 200 "ok N" after MS ms
 #   HoldBackend::stats($port, 'K')      { max => N, order => [seq...],
 #                                         count => N, in_flight => N }
 #   HoldBackend::reset($port)           forgets every key
 #   HoldBackend::events($port, 'K')     [[arrive|leave, time, seq], ...]
 #
-# Requests are answered with Connection: close.  The process is a child of
-# the test's harness (start_child), killed with it.
+# Requests are answered with Connection: close, unless keep_alive is set:
+# then an HTTP/1.1 request without "Connection: close" leaves its
+# connection open for the next one (one at a time: requests sent before the
+# answer to the last are not read).  The process is a child of the test's
+# harness (start_child), killed with it.
 
 use strict;
 use warnings;
@@ -22,16 +25,16 @@ use IO::Select;
 use Time::HiRes qw(time);
 
 sub start {
-    my ($t, $port) = @_;
+    my ($t, $port, %o) = @_;
     my $listen = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
         Listen => 1024, ReuseAddr => 1, Proto => 'tcp') or die "backend listen: $!";
-    my $pid = $t->start_child('hold backend', sub { serve($listen) });
+    my $pid = $t->start_child('hold backend', sub { serve($listen, $o{keep_alive}) });
     close $listen;
     return $pid;
 }
 
 sub serve {
-    my ($listen) = @_;
+    my ($listen, $keep_alive) = @_;
     $listen->blocking(0);
     my $sel = IO::Select->new($listen);
     my (%buf, %due, %keys, %conn_key);    # by fileno / socket
@@ -67,7 +70,9 @@ sub serve {
             }
             $buf{$fd} .= $chunk;
             next if $due{$fd} || $buf{$fd} !~ /\r\n\r\n/;
-            my ($target) = $buf{$fd} =~ m{^\w+ (\S+)};
+            my ($target, $version) = $buf{$fd} =~ m{^\w+ (\S+) HTTP/(\S+)};
+            my $keep = $keep_alive && ($version // '') eq '1.1'
+                && $buf{$fd} !~ /^Connection:\s*close/mi;
             my %q = map { split /=/, $_, 2 } grep { /=/ } split /[&?]/, ($target =~ /\?(.*)/ ? $1 : '');
             if ($target =~ m{^/stats}) {
                 my $k = $keys{ $q{key} // '' } // {};
@@ -93,7 +98,7 @@ sub serve {
             $k->{max} = $k->{in_flight} if $k->{in_flight} > $k->{max};
             push @{ $k->{order} }, $q{seq} // '';
             push @{ $k->{events} }, [ 'arrive', time, $q{seq} // '' ];
-            $due{$fd} = [ time + ($q{hold} // 0) / 1000, $key, $q{seq} // '' ];
+            $due{$fd} = [ time + ($q{hold} // 0) / 1000, $key, $q{seq} // '', $keep ];
         }
         $now = time;
         for my $fd (keys %due) {
@@ -101,19 +106,21 @@ sub serve {
             my $d = delete $due{$fd};
             $keys{$d->[1]}{in_flight}--;
             push @{ $keys{$d->[1]}{events} }, [ 'leave', time, $d->[2] ];
-            _answer($sock{$fd}, "ok $d->[2]\n") if $sock{$fd};
+            next if !$sock{$fd};
+            _answer($sock{$fd}, "ok $d->[2]\n", $d->[3]);
+            $buf{$fd} = '' if $d->[3];
         }
     }
 }
 
 sub _answer {
-    my ($s, $body) = @_;
+    my ($s, $body, $keep) = @_;
     my $msg = "HTTP/1.1 200 OK\r\nContent-Length: " . length($body)
-        . "\r\nConnection: close\r\n\r\n$body";
+        . ($keep ? '' : "\r\nConnection: close") . "\r\n\r\n$body";
     $s->blocking(1);
     syswrite $s, $msg;
     $s->blocking(0);
-    shutdown $s, 1;
+    shutdown $s, 1 if !$keep;
 }
 
 sub _get {
