@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "cluster_slot.hpp"
 #include "metrics.hpp"
 #include "sha1.hpp"
 #include "slot_hold.hpp"
@@ -97,7 +98,7 @@ SlotCallRecord *SlotGate::send(SlotOp op, SlotAnswer answered, void *waiter,
         return nullptr;
     }
 
-    *call = {this, answered, waiter, op, false, policy, dry_run, {}, seq};
+    *call = {this, answered, waiter, op, false, 0, policy, dry_run, {}, seq};
 
     try {
         call->key.assign(key);
@@ -114,31 +115,59 @@ SlotCallRecord *SlotGate::send(SlotOp op, SlotAnswer answered, void *waiter,
     return call;
 }
 
-// nullptr when sent, else why not.
-const char *SlotGate::put(SlotCallRecord *call, bool eval) noexcept
+// The call's command and the key that routes it; false on no memory.
+bool SlotGate::format(const SlotCallRecord *call, bool eval,
+                      std::string *command, std::string *held) const noexcept
 {
-    std::string command, held;
-
     try {
         std::string token(channel_, wake_prefix_.size());
         token += '.';
         token += std::to_string(call->seq);
 
-        command = format_slot_call({call->op, call->key, token,
-                                    call->policy, wake_prefix_,
-                                    call->dry_run}, eval);
-        held = held_key(call->key);
+        *command = format_slot_call({call->op, call->key, token,
+                                     call->policy, wake_prefix_,
+                                     call->dry_run}, eval);
+        *held = held_key(call->key);
     } catch (...) {
+        return false;
+    }
+
+    return !command->empty();
+}
+
+// nullptr when sent, else why not.
+const char *SlotGate::put(SlotCallRecord *call, bool eval) noexcept
+{
+    std::string command, held;
+
+    if (!format(call, eval, &command, &held)) {
         return "no memory for the call to redis";
     }
 
-    if (command.empty()
-        || !link_->send_keyed(held, command, on_answer, call))
-    {
+    if (!link_->send_keyed(held, command, on_answer, call)) {
         return "redis is not connected";
     }
 
     return nullptr;
+}
+
+// MOVED or ASK (a slot moved or moving in a cluster): the call did not
+// run, and goes where the cluster says, up to kMaxRedirects times.  True
+// once sent there.
+bool SlotGate::follow(SlotCallRecord *call, std::string_view error) noexcept
+{
+    Redirect to = parse_redirect(error);
+    std::string command, held;
+
+    if (to.kind == Redirect::Kind::kNone
+        || call->redirects == kMaxRedirects
+        || !format(call, call->retried, &command, &held))
+    {
+        return false;
+    }
+
+    call->redirects++;
+    return link_->redirect(to, key_slot(held), command, on_answer, call);
 }
 
 void SlotGate::on_answer(void *data, const redisReply *reply) noexcept
@@ -160,6 +189,12 @@ void SlotGate::answer(SlotCallRecord *call, const redisReply *reply) noexcept
         if (put(call, true) == nullptr) {
             return;
         }
+    }
+
+    if (decoded.kind == SlotReply::Kind::kError
+        && follow(call, decoded.error))
+    {
+        return;
     }
 
     if (call->waiter != nullptr) {

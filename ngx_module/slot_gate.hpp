@@ -27,6 +27,7 @@ struct SlotCallRecord {
     void *waiter;       // waits for the answer; nullptr: nobody does
     SlotOp op;
     bool retried;       // sent again with EVAL after NOSCRIPT
+    std::uint8_t redirects;  // MOVED or ASK followed
     const ConcurrencyPolicy *policy;
     bool dry_run;
     std::string key;    // the subject's key
@@ -63,12 +64,18 @@ public:
     RedisLink *link() const noexcept { return link_; }
     ngx_log_t *log() const noexcept { return log_; }
 
+    // Redirects (MOVED, ASK) one call follows before it fails.
+    static constexpr std::uint8_t kMaxRedirects = 3;
+
     // Length of a worker's name in tokens: 16 hex digits.
     static constexpr size_t kWorkerIdLength = 16;
 
 private:
     void answer(SlotCallRecord *call, const redisReply *reply) noexcept;
+    bool format(const SlotCallRecord *call, bool eval, std::string *command,
+                std::string *held) const noexcept;
     const char *put(SlotCallRecord *call, bool eval) noexcept;
+    bool follow(SlotCallRecord *call, std::string_view error) noexcept;
     static void on_answer(void *data, const redisReply *reply) noexcept;
     static void on_message(void *data, std::string_view message) noexcept;
     static void on_subscription(void *data) noexcept;

@@ -69,6 +69,7 @@ ratelimit_zone a    key=$http_x_api_key limit=3 window=60s;
 ratelimit_zone b    key=$http_x_user limit=5 window=60s;
 ratelimit_zone c    key=$http_x_api_key limit=4 window=60s;
 ratelimit_zone load key=$http_x_api_key limit=1000000 window=60s;
+ratelimit_zone q    key=$http_x_api_key concurrency=2;
 server {
     listen 127.0.0.1:%%PORT%%;
     add_header X-RL-Status "$ratelimit_status" always;
@@ -78,6 +79,7 @@ server {
     location /closed/ { ratelimit zone=api; alias %%TMP%%/html/; }
     location /load/   { ratelimit zone=load; alias %%TMP%%/html/; }
     location /plain/  { alias %%TMP%%/html/; }
+    location /q/      { ratelimit zone=q; alias %%TMP%%/html/; }
     location /two/    { ratelimit zone=a; ratelimit zone=b; alias %%TMP%%/html/; }
     location /rev/    { ratelimit zone=b; ratelimit zone=a; alias %%TMP%%/html/; }
     location /same/   { ratelimit zone=a; ratelimit zone=c; alias %%TMP%%/html/; }
@@ -172,6 +174,35 @@ my @lr = map { $t1->req('closed', $long) } 1 .. $LIMIT + 2;
 is(tally(@lr), "$LIMIT/2/0", 'a 300-byte subject: exact limit');
 my $lk = 'rl:api#{' . sha1_hex($long) . '}';
 is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: $lk holds t=$LIMIT on its master");
+
+# A concurrency zone's slot moved to another master behind nginx's back:
+# its call answered MOVED, which it follows (it did not run there), instead
+# of giving the request the fail policy (closed here: 503).
+{
+    my ($s, $slot, $from);
+    for my $n (0 .. 500) {
+        $s = "mv$n";
+        # {PREFIX:ZONE:SUBJECT}:held and :queue, a slot of their own
+        $slot = ClusterTest::keyslot("{rl:q:$s}:held");
+        $from = $c->master_of($slot);
+        last if $c->node($from, 'CLUSTER', 'COUNTKEYSINSLOT', $slot) == 0;
+    }
+    my $before = $t1->req('q', $s);
+    is(sr($before), '200/PASSED', "concurrency zone, subject $s (slot $slot on $from): PASSED");
+    my ($to) = grep { $_ != $from } map { $_->{port} } @M0;
+    my ($from_id, $to_id) = map { $c->node_id($_) } $from, $to;
+    # as redis-cli --cluster moves a slot: the new owner takes a new epoch
+    my @moved = ($c->node($to, 'CLUSTER', 'SETSLOT', $slot, 'IMPORTING', $from_id),
+                 $c->node($from, 'CLUSTER', 'SETSLOT', $slot, 'MIGRATING', $to_id),
+                 map { $c->node($_, 'CLUSTER', 'SETSLOT', $slot, 'NODE', $to_id) } $to, $from);
+    is("@moved", 'OK OK OK OK', "slot $slot moved to $to");
+    ok(defined $c->wait_ok(10), 'every node agrees on the move');
+    $c->refresh;
+    my @after = map { $_->req('q', $s) } @T;
+    is(join(' ', map { sr($_) } @after), '200/PASSED 200/PASSED',
+       'after the move, both servers follow MOVED to the new master');
+    is($c->node($to, 'CLUSTER', 'COUNTKEYSINSLOT', $slot), 0, 'the slots were given back there');
+}
 
 # --- 5. multi-zone requests --------------------------------------------------------
 
