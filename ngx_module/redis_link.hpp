@@ -113,6 +113,14 @@ public:
         return conn_.peer();
     }
 
+    // A cluster's master for such a connection, the n-th: a message
+    // published on any node reaches the subscribers of every node.  False
+    // if none is known, or not a cluster.
+    bool cluster_peer(ngx_uint_t n, RedisConnection::Peer *peer) const noexcept
+    {
+        return cluster_ && cluster_->up() && cluster_->master_peer(n, peer);
+    }
+
     bool send_argv(int argc, const char **argv, const size_t *lens,
                    RedisConnection::ReplyHandler handler, void *data) noexcept
     {

@@ -17,6 +17,11 @@ RedisSubscriber::RedisSubscriber(RedisLink *link, std::string_view channel,
     retry_.cancelable = 1;
     conn_.on_push(on_push, this);
     link->on_up(on_link_up, this);
+
+    // A cluster's link never comes up as one connection: its first try
+    // (which waits for the slot map) is the retry's.  With one server the
+    // link's coming up opens it.
+    ngx_add_timer(&retry_, kRetryMs);
 }
 
 RedisSubscriber::~RedisSubscriber()
@@ -46,17 +51,36 @@ void RedisSubscriber::on_link_up(void *data) noexcept
         return;
     }
 
-    const RedisConnection::Peer &peer = sub->link_->peer();
-    size_t len = ngx_min(peer.display.len, sizeof(sub->display_));
-
     sub->conn_.close();
     sub->subscribed_ = false;
-    ngx_memcpy(&sub->addr_, peer.address, peer.socklen);
-    ngx_memcpy(sub->display_, peer.display.data, len);
-    sub->peer_ = peer;
-    sub->peer_.address = &sub->addr_.sockaddr;
-    sub->peer_.display = {len, sub->display_};
+    sub->take_peer(sub->link_->peer());
     sub->open();
+}
+
+void RedisSubscriber::take_peer(const RedisConnection::Peer &peer) noexcept
+{
+    size_t len = ngx_min(peer.display.len, sizeof(display_));
+
+    ngx_memcpy(&addr_, peer.address, peer.socklen);
+    ngx_memcpy(display_, peer.display.data, len);
+    peer_ = peer;
+    peer_.address = &addr_.sockaddr;
+    peer_.display = {len, display_};
+}
+
+// In a cluster, any master serves: each try takes the next one the map
+// names, so a node that died is left behind.
+void RedisSubscriber::open_in_cluster() noexcept
+{
+    RedisConnection::Peer peer;
+
+    if (!link_->cluster_peer(next_master_++, &peer)) {
+        ngx_add_timer(&retry_, kRetryMs);
+        return;
+    }
+
+    take_peer(peer);
+    open();
 }
 
 void RedisSubscriber::open() noexcept
@@ -146,7 +170,13 @@ void RedisSubscriber::on_retry(ngx_event_t *ev) noexcept
 {
     auto *sub = static_cast<RedisSubscriber *>(ev->data);
 
-    if (sub->link_->up() && sub->conn_.idle()) {
+    if (sub->closing_ || !sub->conn_.idle()) {
+        return;
+    }
+
+    if (sub->link_->clustered()) {
+        sub->open_in_cluster();
+    } else if (sub->link_->up()) {
         sub->open();
     }
 }

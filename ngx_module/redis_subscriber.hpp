@@ -1,7 +1,8 @@
 // A worker's Pub/Sub connection: a RedisConnection of its own in
 // subscriber mode, subscribed to one channel on the server the data link
-// is connected to.  It is opened again each time the link comes up, and
-// after it is lost while the link stays up.  Pub/Sub delivers at most
+// is connected to, or on a master of a cluster (where a message published
+// on one node reaches every node's subscribers).  It is opened again each
+// time the link comes up, and after it is lost while the link stays up.  Pub/Sub delivers at most
 // once: a message published while it is not subscribed is lost, which its
 // owner learns from on_change (subscribed again, or lost) to check by
 // other means.
@@ -37,6 +38,8 @@ public:
 
 private:
     void open() noexcept;
+    void open_in_cluster() noexcept;
+    void take_peer(const RedisConnection::Peer &peer) noexcept;
     void lost() noexcept;
     void on_open(RedisConnection *conn) noexcept override;
     void on_close(RedisConnection *conn) noexcept override;
@@ -55,6 +58,7 @@ private:
     LogThrottle throttle_;
     RedisConnection conn_;
     bool subscribed_ = false;
+    ngx_uint_t next_master_ = 0;  // in a cluster: which one to try next
     bool closing_ = false;
     ngx_event_t retry_;
 

@@ -28,6 +28,7 @@ use Time::HiRes qw(time sleep);
 use Digest::SHA qw(sha1_hex);
 use FaultTest qw(rhdr sr tally);
 use ClusterTest;
+use HoldBackend;
 
 RateLimitTest::require_module();
 
@@ -39,6 +40,7 @@ my $SETTLE = 0.1;        # time for an undo to land
 my $t1 = FaultTest->new(workers => $WORKERS);
 my $t2 = FaultTest->new(workers => $WORKERS);
 my @T = ($t1, $t2);
+my $HOLD = $t1->port('HOLD');    # the held-request backend's
 
 my $c = ClusterTest->new($t1, masters => 3, replicas => 1, node_timeout => 1000);
 my $t_start = time;
@@ -70,6 +72,7 @@ ratelimit_zone b    key=$http_x_user limit=5 window=60s;
 ratelimit_zone c    key=$http_x_api_key limit=4 window=60s;
 ratelimit_zone load key=$http_x_api_key limit=1000000 window=60s;
 ratelimit_zone q    key=$http_x_api_key concurrency=2;
+ratelimit_zone qw   key=$http_x_api_key concurrency=1 queue=4 queue_timeout=5s;
 server {
     listen 127.0.0.1:%%PORT%%;
     add_header X-RL-Status "$ratelimit_status" always;
@@ -80,6 +83,7 @@ server {
     location /load/   { ratelimit zone=load; alias %%TMP%%/html/; }
     location /plain/  { alias %%TMP%%/html/; }
     location /q/      { ratelimit zone=q; alias %%TMP%%/html/; }
+    location /qw/     { ratelimit zone=qw; proxy_pass http://127.0.0.1:%%HOLD%%; }
     location /two/    { ratelimit zone=a; ratelimit zone=b; alias %%TMP%%/html/; }
     location /rev/    { ratelimit zone=b; ratelimit zone=a; alias %%TMP%%/html/; }
     location /same/   { ratelimit zone=a; ratelimit zone=c; alias %%TMP%%/html/; }
@@ -88,7 +92,8 @@ EOF
 
 sub conf {
     my ($t, $redis_line) = @_;
-    $t->write_conf("$redis_line\n$ZONES");
+    (my $zones = $ZONES) =~ s/%%HOLD%%/$HOLD/g;
+    $t->write_conf("$redis_line\n$zones");
 }
 
 my $tmp = $t2->tmp;
@@ -202,6 +207,20 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
     is(join(' ', map { sr($_) } @after), '200/PASSED 200/PASSED',
        'after the move, both servers follow MOVED to the new master');
     is($c->node($to, 'CLUSTER', 'COUNTKEYSINSLOT', $slot), 0, 'the slots were given back there');
+}
+
+# A freed slot wakes its waiter through Pub/Sub in a cluster too: the
+# waiter, queued on the other server, is served as the holder leaves, not
+# at its once-a-second re-check.
+{
+    HoldBackend::start($t1, $HOLD);
+    my @r = $t1->burst(2, sub {
+        $_[0] == 0 ? ('/qw/x?key=w&hold=400', { 'X-Api-Key' => 'waker' }, $t1->port)
+                   : ('/qw/x?key=w&hold=10', { 'X-Api-Key' => 'waker' }, $t2->port);
+    }, 5, 0.1);
+    is(join(' ', map { sr($_) } @r), '200/PASSED 200/PASSED', 'concurrency 1: holder and waiter both served');
+    cmp_ok($r[1]{elapsed}, '<', 0.6,
+        sprintf('the waiter, sent 0.1 s after a 0.4 s holder, was served in %.3f s', $r[1]{elapsed}));
 }
 
 # --- 5. multi-zone requests --------------------------------------------------------
