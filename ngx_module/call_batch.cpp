@@ -143,17 +143,17 @@ bool CallBatcher::add_part(RequestState *state, ngx_uint_t p) noexcept
     RequestState::Part &part = state->part[p];
     Batch *batch = open_for(part.group, part.slot);
 
+    if (batch != nullptr && !batch->call.has_room(part.zones)) {
+        send_batch(batch);
+        batch = open_for(part.group, part.slot);
+    }
+
     if (batch == nullptr || !fill(batch, state, p)) {
         return false;
     }
 
     if (batch->call.entries() == Batch::kMaxRequests) {
-        for (ngx_uint_t b = 0; b < open_count_; b++) {
-            if (open_[b] == batch) {
-                send_open(b);
-                break;
-            }
-        }
+        send_batch(batch);
     } else if (!turn_end_.posted) {
         ngx_post_event(&turn_end_, &ngx_posted_events);
     }
@@ -194,6 +194,17 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
     in_flight_++;
     metrics::record_requests_waiting(in_flight_);
     return true;
+}
+
+// Sends an open batch before the loop turn ends.
+void CallBatcher::send_batch(Batch *batch) noexcept
+{
+    for (ngx_uint_t b = 0; b < open_count_; b++) {
+        if (open_[b] == batch) {
+            send_open(b);
+            return;
+        }
+    }
 }
 
 // The batch being filled for `group`, or a new one, sent to `slot`.

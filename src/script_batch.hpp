@@ -47,6 +47,13 @@ public:
 
     std::size_t entries() const noexcept { return requests_; }
 
+    // A request in `zones` zones fits, however many of them are new to the
+    // batch.
+    bool has_room(std::size_t zones) const noexcept
+    {
+        return described_.size() + zones <= kMaxZoneDescriptors;
+    }
+
     // The length of the script's reply to this batch, and where in it
     // request `entry`'s reply starts (see window_script.hpp).
     std::size_t reply_elements() const noexcept

@@ -268,6 +268,7 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
     LargestRequest request;
 
     while (next + kMaxZonesPerRequest <= ScriptBatch::kMaxZoneDescriptors) {
+        EXPECT_TRUE(batch.has_room(kMaxZonesPerRequest));
         for (std::size_t i = 0; i < kMaxZonesPerRequest; i++) {
             request.args[i] = zones[next + i];
         }
@@ -275,6 +276,7 @@ TEST(ScriptBatch, AtMostMaxZoneDescriptors)
         next += kMaxZonesPerRequest;
     }
     EXPECT_EQ(next, ScriptBatch::kMaxZoneDescriptors);
+    EXPECT_FALSE(batch.has_room(1));
 
     // One new zone too many, even with known ones beside it.
     request.args[0] = zones[0];
