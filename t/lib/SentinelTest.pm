@@ -22,7 +22,6 @@ package SentinelTest;
 
 use strict;
 use warnings;
-use Time::HiRes qw(time sleep);
 use RateLimitTest;
 
 sub new {
@@ -123,24 +122,14 @@ sub master_info {
     return ref $r eq 'ARRAY' ? { @$r } : {};
 }
 
-sub _wait {
-    my ($cond, $timeout) = @_;
-    my $deadline = time + $timeout;
-    while (1) {
-        return time if $cond->();
-        return undef if time > $deadline;
-        sleep 0.05;
-    }
-}
-
 sub wait_role {
     my ($self, $name, $role, $timeout) = @_;
-    return _wait(sub { ($self->role($name) // '') eq $role }, $timeout);
+    return RateLimitTest::wait_until(sub { ($self->role($name) // '') eq $role }, $timeout);
 }
 
 sub wait_synced {
     my ($self, $name, $timeout) = @_;
-    return _wait(sub {
+    return RateLimitTest::wait_until(sub {
         my $i = eval { $self->node($name, 'INFO', 'replication') } // '';
         $i =~ /^master_link_status:up/m;
     }, $timeout);
@@ -148,7 +137,7 @@ sub wait_synced {
 
 sub wait_sentinels_say {
     my ($self, $port, $timeout) = @_;
-    return _wait(sub {
+    return RateLimitTest::wait_until(sub {
         !grep { ($self->master_addr($_) // '') ne "127.0.0.1:$port" } 0 .. $self->{n_sentinels} - 1;
     }, $timeout);
 }
@@ -158,7 +147,7 @@ sub wait_ready {
     my ($self, $timeout) = @_;
     my $want_rep = @{ $self->{nodes} } - 1;
     my $want_s = $self->{n_sentinels} - 1;
-    return _wait(sub {
+    return RateLimitTest::wait_until(sub {
         for my $i (0 .. $self->{n_sentinels} - 1) {
             my $m = $self->master_info($i);
             return 0 unless ($m->{'num-slaves'} // -1) == $want_rep
