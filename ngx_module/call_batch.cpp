@@ -461,7 +461,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
 // kMaxRedirects times in all.
 bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
 {
-    if (batch->redirects == Batch::kMaxRedirects) {
+    if (batch->redirects == RedisLink::kMaxRedirects) {
         return false;
     }
 

@@ -36,11 +36,8 @@ struct Batch {
     // many zones is sent when the next would not fit.
     static_assert(kMaxZonesPerRequest <= ScriptBatch::kMaxZoneDescriptors);
 
-    // Redirects (MOVED, ASK) one call follows before it fails.
-    static constexpr ngx_uint_t kMaxRedirects = 3;
-
     // TRYAGAIN (a slot half moved): the call is sent again this much later
-    // (ms), within the redirects above.
+    // (ms), within RedisLink::kMaxRedirects.
     static constexpr ngx_msec_t kTryAgainMs = 20;
 
     CallBatcher *owner;

@@ -89,6 +89,7 @@ public:
     }
 
     // A call answered MOVED or ASK (in a cluster): sent where it says.
+    // A call follows kMaxRedirects of them (and TRYAGAIN) before it fails.
     bool redirect(const Redirect &to, std::uint16_t slot,
                   std::string_view command,
                   RedisConnection::ReplyHandler handler, void *data) noexcept
@@ -154,6 +155,7 @@ public:
     const ngx_str_t &server() const noexcept { return conn_.display(); }
 
     static constexpr ngx_msec_t kStallMs = 2000;
+    static constexpr ngx_uint_t kMaxRedirects = 3;
 
 private:
     void connect() noexcept;

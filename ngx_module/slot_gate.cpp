@@ -160,7 +160,7 @@ bool SlotGate::follow(SlotCallRecord *call, std::string_view error) noexcept
     std::string command, held;
 
     if (to.kind == Redirect::Kind::kNone
-        || call->redirects == kMaxRedirects
+        || call->redirects == RedisLink::kMaxRedirects
         || !format(call, call->retried, &command, &held))
     {
         return false;

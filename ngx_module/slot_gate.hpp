@@ -64,9 +64,6 @@ public:
     RedisLink *link() const noexcept { return link_; }
     ngx_log_t *log() const noexcept { return log_; }
 
-    // Redirects (MOVED, ASK) one call follows before it fails.
-    static constexpr std::uint8_t kMaxRedirects = 3;
-
     // Length of a worker's name in tokens: 16 hex digits.
     static constexpr size_t kWorkerIdLength = 16;
 
