@@ -156,26 +156,18 @@ RedisCluster::Node *RedisCluster::master_of(std::uint16_t slot) const noexcept
 bool RedisCluster::master_peer(ngx_uint_t n,
                                RedisConnection::Peer *peer) const noexcept
 {
-    ngx_uint_t known = 0;
-
-    for (const Node *node : node_of_) {
-        known += node != nullptr && node->addr_len != 0;
-    }
-
-    if (known == 0) {
+    if (node_of_.empty()) {
         return false;
     }
 
-    n %= known;
+    const Node *node = node_of_[n % node_of_.size()];
 
-    for (const Node *node : node_of_) {
-        if (node != nullptr && node->addr_len != 0 && n-- == 0) {
-            *peer = {&node->addr.sockaddr, node->addr_len, node->display,
-                     &target_.data, tls_, target_.connect_timeout};
-            break;
-        }
+    if (node == nullptr || node->addr_len == 0) {
+        return false;
     }
 
+    *peer = {&node->addr.sockaddr, node->addr_len, node->display,
+             &target_.data, tls_, target_.connect_timeout};
     return true;
 }
 

@@ -57,8 +57,9 @@ public:
     bool decides(std::uint16_t slot) const noexcept;
     void decide_lost(std::uint16_t slot) noexcept;
 
-    // The address of a master the map names, the n-th modulo their number,
-    // for a connection of another kind (Pub/Sub); false if none is known.
+    // The address of the map's n-th master (modulo their number), for a
+    // connection of another kind (Pub/Sub); false if it has none (or no
+    // map): the caller tries the next one later.
     bool master_peer(ngx_uint_t n, RedisConnection::Peer *peer) const noexcept;
 
     // Asks for the map again soon: after CLUSTERDOWN, a node lost.
