@@ -15,10 +15,7 @@ namespace ratelimit {
 CallBatcher::CallBatcher(RedisLink *link, ngx_log_t *log) noexcept
     : link_(link)
 {
-    ngx_memzero(&turn_end_, sizeof(ngx_event_t));
-    turn_end_.handler = on_turn_end;
-    turn_end_.data = this;
-    turn_end_.log = log;
+    init_event(&turn_end_, on_turn_end, this, log);
     link->on_up(on_link_up, this);
 }
 

@@ -10,11 +10,7 @@ RedisSubscriber::RedisSubscriber(RedisLink *link, std::string_view channel,
       on_change_(on_change), data_(data), log_(log),
       conn_(this, &throttle_, log)
 {
-    ngx_memzero(&retry_, sizeof(ngx_event_t));
-    retry_.handler = on_retry;
-    retry_.data = this;
-    retry_.log = log;
-    retry_.cancelable = 1;
+    init_event(&retry_, on_retry, this, log);
     conn_.on_push(on_push, this);
     link->on_up(on_link_up, this);
 
