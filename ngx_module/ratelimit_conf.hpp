@@ -156,6 +156,14 @@ inline LocConf *loc_conf(ngx_http_request_t *r)
         ngx_http_get_module_loc_conf(r, ngx_http_ratelimit_module));
 }
 
+// Deletes the event's timer if it is set.
+inline void stop_timer(ngx_event_t *ev)
+{
+    if (ev->timer_set) {
+        ngx_del_timer(ev);
+    }
+}
+
 inline std::string_view view(const ngx_str_t &s)
 {
     return {reinterpret_cast<const char *>(s.data), s.len};

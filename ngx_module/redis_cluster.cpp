@@ -98,9 +98,7 @@ void RedisCluster::shutdown() noexcept
     closing_ = true;
     loaded_ = false;
 
-    if (refresh_timer_.timer_set) {
-        ngx_del_timer(&refresh_timer_);
-    }
+    stop_timer(&refresh_timer_);
 
     asking_.close();
 

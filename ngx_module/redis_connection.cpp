@@ -189,9 +189,7 @@ void RedisConnection::close() noexcept
 
 void RedisConnection::settle() noexcept
 {
-    if (timer_.timer_set) {
-        ngx_del_timer(&timer_);
-    }
+    stop_timer(&timer_);
 }
 
 // A connect in progress ends with the socket writable, or readable with an

@@ -80,13 +80,9 @@ void RedisLink::shutdown() noexcept
     closing_ = true;
     up_ = false;
 
-    if (reconnect_timer_.timer_set) {
-        ngx_del_timer(&reconnect_timer_);
-    }
+    stop_timer(&reconnect_timer_);
 
-    if (check_timer_.timer_set) {
-        ngx_del_timer(&check_timer_);
-    }
+    stop_timer(&check_timer_);
 
     if (drop_.posted) {
         ngx_delete_posted_event(&drop_);

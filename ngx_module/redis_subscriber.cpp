@@ -30,9 +30,7 @@ void RedisSubscriber::shutdown() noexcept
     closing_ = true;
     subscribed_ = false;
 
-    if (retry_.timer_set) {
-        ngx_del_timer(&retry_);
-    }
+    stop_timer(&retry_);
 
     conn_.close();
 }
@@ -81,9 +79,7 @@ void RedisSubscriber::open_in_cluster() noexcept
 
 void RedisSubscriber::open() noexcept
 {
-    if (retry_.timer_set) {
-        ngx_del_timer(&retry_);
-    }
+    stop_timer(&retry_);
 
     if (!conn_.open(peer_)) {
         lost();

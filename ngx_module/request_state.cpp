@@ -14,9 +14,7 @@ void release_state(RequestState *state)
 {
     CallBatcher::forget(state);
 
-    if (state->wake.timer_set) {
-        ngx_del_timer(&state->wake);
-    }
+    stop_timer(&state->wake);
 
     if (state->wake.posted) {
         ngx_delete_posted_event(&state->wake);

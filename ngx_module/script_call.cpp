@@ -159,9 +159,7 @@ void on_wake(ngx_event_t *ev) noexcept
 // context must not be under it.
 void wake_up(RequestState *state)
 {
-    if (state->wake.timer_set) {
-        ngx_del_timer(&state->wake);
-    }
+    stop_timer(&state->wake);
 
     ngx_post_event(&state->wake, &ngx_posted_events);
 }

@@ -71,9 +71,7 @@ void SentinelQuery::cancel() noexcept
         ngx_delete_posted_event(&next_);
     }
 
-    if (timer_.timer_set) {
-        ngx_del_timer(&timer_);
-    }
+    stop_timer(&timer_);
 
     conn_.close();
 }
@@ -167,9 +165,7 @@ void SentinelQuery::done(const sockaddr *sa, socklen_t len) noexcept
 {
     querying_ = false;
 
-    if (timer_.timer_set) {
-        ngx_del_timer(&timer_);
-    }
+    stop_timer(&timer_);
 
     ngx_str_t text = ngx_null_string;
 
@@ -190,9 +186,7 @@ void SentinelQuery::on_next(ngx_event_t *ev) noexcept
         return;
     }
 
-    if (query->timer_.timer_set) {
-        ngx_del_timer(&query->timer_);
-    }
+    stop_timer(&query->timer_);
 
     query->current_ = (query->current_ + 1) % query->target_.addresses.nelts;
     query->ask();

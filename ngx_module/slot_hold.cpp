@@ -11,13 +11,6 @@ namespace ratelimit {
 
 namespace {
 
-void stop_timer(ngx_event_t *ev)
-{
-    if (ev->timer_set) {
-        ngx_del_timer(ev);
-    }
-}
-
 void detach(SlotHold *hold)
 {
     if (hold->call != nullptr) {

@@ -25,9 +25,7 @@ void forget_answers(SlotReport *report)
 
     report->waiting = 0;
 
-    if (report->timer.timer_set) {
-        ngx_del_timer(&report->timer);
-    }
+    stop_timer(&report->timer);
 }
 
 // Resumes the request from the event loop, never from inside a reply.
