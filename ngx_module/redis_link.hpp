@@ -129,8 +129,10 @@ public:
     }
 
     // At most once a second, so a Redis outage under load is one log line a
-    // second per worker, not one per request.
+    // second per worker, not one per request: the worker's other
+    // connections to Redis (the subscriber's) share the throttle.
     bool may_log() noexcept { return throttle_.allow(); }
+    LogThrottle *log_throttle() noexcept { return &throttle_; }
 
     // A request gave up waiting: a connection that has answered nothing for
     // kStallMs while calls wait is replaced.

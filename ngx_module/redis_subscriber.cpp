@@ -8,7 +8,7 @@ RedisSubscriber::RedisSubscriber(RedisLink *link, std::string_view channel,
                                  ngx_log_t *log) noexcept
     : link_(link), channel_(channel), on_message_(on_message),
       on_change_(on_change), data_(data), log_(log),
-      conn_(this, &throttle_, log)
+      conn_(this, link->log_throttle(), log)
 {
     init_event(&retry_, on_retry, this, log);
     conn_.on_push(on_push, this);
@@ -109,7 +109,7 @@ void RedisSubscriber::on_subscribe_reply(void *data,
     }
 
     if (reply->type != REDIS_REPLY_ARRAY) {
-        if (sub->throttle_.allow()) {
+        if (sub->link_->may_log()) {
             ngx_log_error(NGX_LOG_ERR, sub->log_, 0,
                           "ratelimit: redis at \"%V\" refused SUBSCRIBE: %*s",
                           &sub->peer_.display,

@@ -55,7 +55,6 @@ private:
     ChangeHandler on_change_;
     void *data_;
     ngx_log_t *log_;
-    LogThrottle throttle_;
     RedisConnection conn_;
     bool subscribed_ = false;
     ngx_uint_t next_master_ = 0;  // in a cluster: which one to try next
