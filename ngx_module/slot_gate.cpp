@@ -17,22 +17,35 @@ SlotHold *hold_of(ngx_rbtree_node_t *node)
         reinterpret_cast<char *>(node) - offsetof(SlotHold, node));
 }
 
-// Where tokens end their worker's name: "WORKER.SEQ".
-std::uint64_t parse_seq(std::string_view text, bool *ok)
+// A decimal number of up to 19 digits, as the script writes SEQ and
+// FREED_US.
+std::uint64_t parse_number(std::string_view text, bool *ok)
 {
-    std::uint64_t seq = 0;
+    std::uint64_t n = 0;
 
     *ok = !text.empty() && text.size() <= 19;
 
     for (char c : text) {
         *ok = *ok && c >= '0' && c <= '9';
-        seq = seq * 10 + static_cast<std::uint64_t>(c - '0');
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
     }
 
-    return seq;
+    return n;
 }
 
 }  // namespace
+
+std::uint64_t wall_clock_us() noexcept
+{
+    struct timespec now;
+
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0) {
+        return 0;
+    }
+
+    return static_cast<std::uint64_t>(now.tv_sec) * 1000000
+           + static_cast<std::uint64_t>(now.tv_nsec) / 1000;
+}
 
 SlotGate::SlotGate(RedisLink *link, const ngx_str_t &prefix,
                    ngx_log_t *log) noexcept
@@ -98,7 +111,8 @@ SlotCallRecord *SlotGate::send(SlotOp op, SlotAnswer answered, void *waiter,
         return nullptr;
     }
 
-    *call = {this, answered, waiter, op, false, 0, policy, dry_run, {}, seq};
+    *call = {this, answered, waiter, op, false, 0, policy, dry_run, {}, seq,
+             op == SlotOp::kRelease ? wall_clock_us() : 0};
 
     try {
         call->key.assign(key);
@@ -126,7 +140,7 @@ bool SlotGate::format(const SlotCallRecord *call, bool eval,
 
         *command = format_slot_call({call->op, call->key, token,
                                      call->policy, wake_prefix_,
-                                     call->dry_run}, eval);
+                                     call->dry_run, call->freed_us}, eval);
         *held = held_key(call->key);
     } catch (...) {
         return false;
@@ -236,14 +250,25 @@ void SlotGate::on_message(void *data, std::string_view message) noexcept
         return;
     }
 
-    bool ok;
-    std::uint64_t seq = parse_seq(message.substr(name.size() + 1), &ok);
+    // "WORKER.SEQ FREED_US"
+    std::string_view token = message.substr(name.size() + 1);
+    std::string_view freed;
+    size_t space = token.find(' ');
+
+    if (space != std::string_view::npos) {
+        freed = token.substr(space + 1);
+        token = token.substr(0, space);
+    }
+
+    bool ok, freed_ok;
+    std::uint64_t seq = parse_number(token, &ok);
+    std::uint64_t freed_us = parse_number(freed, &freed_ok);
     ngx_rbtree_node_t *node = gate->waiters_.root;
     auto key = static_cast<ngx_rbtree_key_t>(seq);
 
     while (ok && node != &gate->sentinel_) {
         if (key == node->key) {
-            on_slot_granted(hold_of(node));
+            on_slot_granted(hold_of(node), freed_ok ? freed_us : 0);
             return;
         }
 

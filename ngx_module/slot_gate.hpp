@@ -32,7 +32,12 @@ struct SlotCallRecord {
     bool dry_run;
     std::string key;    // the subject's key
     std::uint64_t seq;
+    std::uint64_t freed_us;  // a release: when it was sent, wall_clock_us()
 };
+
+// Microseconds since the epoch, read now: the hand-off of a slot is timed
+// between two workers, maybe of two servers, so by the wall clock.
+std::uint64_t wall_clock_us() noexcept;
 
 class SlotGate {
 public:

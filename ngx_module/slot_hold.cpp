@@ -275,6 +275,7 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     hold->seq = hold->gate->next_seq();
     hold->decided = decided;
     hold->asked_msec = ngx_current_msec;
+    hold->handoff_us = kUnknownHandoff;
     init_event(&hold->timer, on_timer, hold);
     init_event(&hold->deadline, on_deadline, hold);
     init_event(&hold->done, on_done, hold);
@@ -362,10 +363,16 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
 // From the worker's Pub/Sub connection, which the request never sends to
 // or closes: the request resumes at once.  A posted event would run only
 // after every other event of the loop turn, which at bench/queue.pl's load
-// delayed the waiter by 45 us at the median and 0.3 ms at p99.
-void on_slot_granted(SlotHold *hold) noexcept
+// delayed the waiter by 45 us at the median and 0.3 ms at p99.  Clocks of
+// two servers may disagree: a hand-off "before" its release counts as 0.
+void on_slot_granted(SlotHold *hold, std::uint64_t freed_us) noexcept
 {
     if (queued(hold)) {
+        if (freed_us != 0) {
+            std::uint64_t now_us = wall_clock_us();
+            hold->handoff_us = now_us > freed_us ? now_us - freed_us : 0;
+        }
+
         granted_after_wait(hold);
         resume_request(hold->state, hold->decided);
     }

@@ -53,8 +53,12 @@ struct SlotHold {
     ngx_event_t done;        // posted when the outcome is known
     ngx_msec_t asked_msec;
     ngx_msec_t queue_ms;     // waited in the queue, if outcome says so
+    std::uint64_t handoff_us;  // the slot's release to the resumption, if
+                               // Pub/Sub told it; else kUnknownHandoff
     void (*decided)(RequestState *state) noexcept;
 };
+
+constexpr std::uint64_t kUnknownHandoff = ~std::uint64_t{0};
 
 // Waits between checks of a waiter's place: see above.
 constexpr ngx_msec_t kRecheckMs = 1000;
@@ -73,9 +77,10 @@ bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
                    const ngx_str_t &subject, ngx_str_t *key) noexcept;
 
 // From the gate: the answer to the hold's call (nullptr: none will come),
-// Redis granted it a slot, or it should check its place again.
+// Redis granted it a slot (freed at `freed_us`, wall_clock_us(); 0 if not
+// known), or it should check its place again.
 void on_slot_answer(void *hold, const SlotReply *reply) noexcept;
-void on_slot_granted(SlotHold *hold) noexcept;
+void on_slot_granted(SlotHold *hold, std::uint64_t freed_us) noexcept;
 void recheck_slot(SlotHold *hold) noexcept;
 
 }  // namespace ratelimit

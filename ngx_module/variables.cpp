@@ -91,11 +91,8 @@ ngx_int_t number_variable(ngx_http_request_t *r,
     return NGX_OK;
 }
 
-// $ratelimit_queue_time: milliseconds the request waited in its
-// concurrency zone's queue; empty if it did not wait.
-ngx_int_t queue_time_variable(ngx_http_request_t *r,
-                              ngx_http_variable_value_t *v,
-                              uintptr_t) noexcept
+// The request's hold if it waited in a concurrency zone's queue.
+const SlotHold *waited_hold(ngx_http_request_t *r)
 {
     const RequestState *state = find_state(r);
     const SlotHold *hold = state != nullptr ? state->hold : nullptr;
@@ -104,6 +101,21 @@ ngx_int_t queue_time_variable(ngx_http_request_t *r,
         || (hold->outcome != SlotOutcome::kAdmittedAfterWait
             && hold->outcome != SlotOutcome::kTimedOut))
     {
+        return nullptr;
+    }
+
+    return hold;
+}
+
+// $ratelimit_queue_time: milliseconds the request waited in its
+// concurrency zone's queue; empty if it did not wait.
+ngx_int_t queue_time_variable(ngx_http_request_t *r,
+                              ngx_http_variable_value_t *v,
+                              uintptr_t) noexcept
+{
+    const SlotHold *hold = waited_hold(r);
+
+    if (hold == nullptr) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -119,6 +131,36 @@ ngx_int_t queue_time_variable(ngx_http_request_t *r,
     return NGX_OK;
 }
 
+// $ratelimit_handoff_time: milliseconds, to the microsecond, from the
+// release that freed the slot a waiter got to the waiter's resumption;
+// empty if it did not wait, or learned of its slot by a check (a lost
+// Pub/Sub message) rather than by the message.
+ngx_int_t handoff_time_variable(ngx_http_request_t *r,
+                                ngx_http_variable_value_t *v,
+                                uintptr_t) noexcept
+{
+    const SlotHold *hold = waited_hold(r);
+
+    if (hold == nullptr || hold->outcome != SlotOutcome::kAdmittedAfterWait
+        || hold->handoff_us == kUnknownHandoff)
+    {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    auto *text = static_cast<u_char *>(ngx_pnalloc(r->pool,
+                                                   NGX_INT64_LEN + 4));
+
+    if (text == nullptr) {
+        return NGX_ERROR;
+    }
+
+    u_char *end = ngx_sprintf(text, "%uL.%03uL", hold->handoff_us / 1000,
+                              hold->handoff_us % 1000);
+    set_value(v, text, static_cast<size_t>(end - text));
+    return NGX_OK;
+}
+
 ngx_http_variable_t variables[] = {
     {ngx_string("ratelimit_status"), nullptr, status_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
@@ -129,6 +171,8 @@ ngx_http_variable_t variables[] = {
     {ngx_string("ratelimit_reset"), nullptr, number_variable, kReset,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("ratelimit_queue_time"), nullptr, queue_time_variable, 0,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ratelimit_handoff_time"), nullptr, handoff_time_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
 };
 

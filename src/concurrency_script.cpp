@@ -35,22 +35,25 @@ local function keep()
     call('PEXPIRE', queue, ttl)
 end
 
-local function promote()
+local function promote(freed_us)
     local free = limit - call('ZCARD', held)
     if free <= 0 then
         return
     end
     local next = call('ZPOPMIN', queue, free)
+    local freed = fmt('%d', freed_us)
     for i = 1, #next, 2 do
         call('ZADD', held, until_ms, next[i])
-        call('PUBLISH', ARGV[7] .. string.match(next[i], '^[^.]*'), next[i])
+        call('PUBLISH', ARGV[7] .. string.match(next[i], '^[^.]*'),
+             next[i] .. ' ' .. freed)
     end
 end
 
 if op == 'r' then
     call('ZREM', held, token)
     call('ZREM', queue, token)
-    promote()
+    local freed_us = tonumber(ARGV[9]) or 0
+    promote(freed_us > 0 and freed_us or now_us)
     return {1, 0}
 end
 
@@ -60,7 +63,7 @@ if op == 'n' then
     return {1, 0}
 end
 
-promote()
+promote(now_us)
 
 if op == 's' then
     return {1, call('ZCARD', held), call('ZCARD', queue)}
@@ -148,16 +151,17 @@ std::string format_slot_call(const SlotCall &call, bool eval)
     std::string held = held_key(call.subject_key);
     std::string queue = held.substr(0, held.size() - 4) + "queue";
     const ConcurrencyPolicy &p = *call.policy;
-    std::string numbers[4] = {decimal(p.limit), decimal(p.queue),
+    std::string numbers[5] = {decimal(p.limit), decimal(p.queue),
                               decimal(p.lease_ms),
-                              decimal(p.queue_timeout_ms)};
+                              decimal(p.queue_timeout_ms),
+                              decimal(call.freed_us)};
     char op = static_cast<char>(call.op);
     std::string_view script = eval ? concurrency_script()
                                    : concurrency_script_sha1();
     std::string_view argv[] = {
         eval ? "EVAL" : "EVALSHA", script, "2", held, queue,
         {&op, 1}, call.token, numbers[0], numbers[1], numbers[2],
-        numbers[3], call.wake_prefix, call.dry_run ? "1" : "0",
+        numbers[3], call.wake_prefix, call.dry_run ? "1" : "0", numbers[4],
     };
     constexpr int argc = sizeof(argv) / sizeof(argv[0]);
     const char *data[argc];

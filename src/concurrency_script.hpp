@@ -14,11 +14,14 @@
 // digits), SEQ its request.  A slot freed is given, in the same call, to
 // the oldest waiter, which is moved to `held` before it is told: by a
 // PUBLISH of its token on the channel "PREFIX:wake:WORKER", which only its
-// own worker subscribes to, so one release wakes one waiter.
+// own worker subscribes to, so one release wakes one waiter.  The message
+// is "TOKEN FREED_US": when the slot was freed, in microseconds since the
+// epoch, by the releasing worker's clock (for a release) or by Redis's (for
+// a lease that ran out), so that the waiter's worker can time the hand-off.
 //
 // Call: EVALSHA sha 2 HELD QUEUE OP TOKEN LIMIT QUEUE_LIMIT LEASE_MS
-// QUEUE_TIMEOUT_MS CHANNEL_PREFIX DRY_RUN.  Reply: {code, number}; see
-// SlotCode.
+// QUEUE_TIMEOUT_MS CHANNEL_PREFIX DRY_RUN FREED_US (0 but for a release).
+// Reply: {code, number}; see SlotCode.
 #pragma once
 
 #include <cstddef>
@@ -69,6 +72,7 @@ struct SlotCall {
     const ConcurrencyPolicy *policy;
     std::string_view wake_prefix;
     bool dry_run;
+    std::uint64_t freed_us;  // a release: when, by the worker's clock
 };
 
 std::string format_slot_call(const SlotCall &call, bool eval);

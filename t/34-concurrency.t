@@ -27,7 +27,7 @@ ratelimit_zone fifo key=$arg_key concurrency=4 queue=200 queue_timeout=20s;
 ratelimit_zone small key=$arg_key concurrency=1 queue=1 queue_timeout=600ms lease=1s;
 ratelimit_zone one key=$arg_key concurrency=1 queue=5 queue_timeout=5s lease=1s;
 ratelimit_zone rate key=$arg_key rate=1000r/s;
-log_format q '$request_uri $status rs=$ratelimit_status qt="$ratelimit_queue_time" t=$msec rt=$request_time pid=$pid';
+log_format q '$request_uri $status rs=$ratelimit_status qt="$ratelimit_queue_time" t=$msec rt=$request_time pid=$pid ht="$ratelimit_handoff_time"';
 server {
     listen 127.0.0.1:%%PORT%%;
     access_log %%TMP%%/queue.log q;
@@ -147,6 +147,22 @@ subtest 'two servers x two workers, 64 clients, N = 4: FIFO, never more than 4' 
         }
     }
     is(scalar(keys %admitted), 64, 'all 64 logged');
+    # $ratelimit_handoff_time: a release to its waiter's resumption, timed
+    # by the two workers' clocks (of one host here); empty for the 4 that
+    # had a slot at once.  A waiter told by its check, not by Pub/Sub, has
+    # none: allow one.
+    my (@handoff, $direct);
+    for my $log (map { RateLimitTest::_read_file($_->tmp . '/queue.log') } $t, $t2) {
+        while ($log =~ /hold=400 200 \S+ qt="(\d+|-)" .* ht="([\d.]+|-)"/g) {
+            $direct++ if $1 eq '-' && $2 eq '-';
+            push @handoff, $2 if $1 ne '-' && $2 ne '-';
+        }
+    }
+    is($direct, 4, 'no hand-off time for the 4 admitted at once');
+    cmp_ok(scalar @handoff, '>=', 59, 'a hand-off time for the waiters');
+    @handoff = sort { $a <=> $b } @handoff;
+    cmp_ok($handoff[ $#handoff / 2 ], '<', 20, 'median hand-off under 20 ms')
+        or diag "@handoff";
     is(join(', ', @unfair), '', 'each was given its slot in the order of the sends, hence of the queue');
     is(join(', ', @reordered), '', 'the backend saw them in the order they were given their slots')
         or diag join ',', @order;

@@ -31,11 +31,11 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
     EXPECT_EQ(held_key("rl:up:k}1"), "{rl:up:k}1}:held");
 
     SlotCall call{SlotOp::kAcquire, "rl:up:k1", "00ff.7", &kPolicy,
-                  "rl:wake:", false};
+                  "rl:wake:", false, 0};
     ReplyPtr argv = parse(format_slot_call(call, false));
 
     ASSERT_TRUE(argv);
-    ASSERT_EQ(argv->elements, 13u);
+    ASSERT_EQ(argv->elements, 14u);
     EXPECT_EQ(element(argv.get(), 0), "EVALSHA");
     EXPECT_EQ(element(argv.get(), 1), concurrency_script_sha1());
     EXPECT_EQ(element(argv.get(), 2), "2");
@@ -49,6 +49,7 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
     EXPECT_EQ(element(argv.get(), 10), "30000");
     EXPECT_EQ(element(argv.get(), 11), "rl:wake:");
     EXPECT_EQ(element(argv.get(), 12), "0");
+    EXPECT_EQ(element(argv.get(), 13), "0");
 
     call.dry_run = true;
     argv = parse(format_slot_call(call, true));
@@ -56,6 +57,13 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
     EXPECT_EQ(element(argv.get(), 0), "EVAL");
     EXPECT_EQ(element(argv.get(), 1), concurrency_script());
     EXPECT_EQ(element(argv.get(), 12), "1");
+
+    call = {SlotOp::kRelease, "rl:up:k1", "00ff.7", &kPolicy, "rl:wake:",
+            false, 1795000000123456};
+    argv = parse(format_slot_call(call, false));
+    ASSERT_TRUE(argv);
+    EXPECT_EQ(element(argv.get(), 5), "r");
+    EXPECT_EQ(element(argv.get(), 13), "1795000000123456");
 }
 
 TEST(ConcurrencyScript, DecodesReplies)
