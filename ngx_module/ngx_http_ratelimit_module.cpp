@@ -7,6 +7,7 @@
 #include "deny_cache.hpp"
 #include "directives.hpp"
 #include "header_filter.hpp"
+#include "release_filter.hpp"
 #include "metrics.hpp"
 #include "redis_link.hpp"
 #include "slot_gate.hpp"
@@ -47,7 +48,11 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
         return NGX_ERROR;
     }
 
-    return install_header_filter(cf);
+    if (install_header_filter(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return install_release_filter(cf);
 }
 
 MainConf *cycle_main_conf(ngx_cycle_t *cycle)

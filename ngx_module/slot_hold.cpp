@@ -214,10 +214,7 @@ void cleanup_hold(void *data) noexcept
                                    SlotEvent::kGoneWhileQueued);
     }
 
-    if (hold->phase == SlotHold::Phase::kHeld) {
-        metrics::record_slot_freed(hold->state, hold->ref->zone);
-    }
-
+    release_slot(hold);
     hold->gate->remove_waiter(hold);
     give_back(hold);
     hold->phase = SlotHold::Phase::kOut;
@@ -376,6 +373,18 @@ void on_slot_granted(SlotHold *hold, std::uint64_t freed_us) noexcept
         granted_after_wait(hold);
         resume_request(hold->state, hold->decided);
     }
+}
+
+void release_slot(SlotHold *hold) noexcept
+{
+    if (hold->phase != SlotHold::Phase::kHeld) {
+        return;
+    }
+
+    stop_timer(&hold->timer);
+    metrics::record_slot_freed(hold->state, hold->ref->zone);
+    give_back(hold);
+    hold->phase = SlotHold::Phase::kOut;
 }
 
 void recheck_slot(SlotHold *hold) noexcept

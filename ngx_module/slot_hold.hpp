@@ -1,9 +1,10 @@
 // A request's place in a concurrency zone: asking Redis for a slot,
 // waiting in the subject's queue, holding the slot (its lease renewed)
-// until the request ends, and giving it back.  Lives in the request's
-// pool; a cleanup of that pool gives the slot or the place back, so a
-// request that ends in any way (answered, client gone, finalized with an
-// error) holds nothing after it.  Subrequests and internal redirects keep
+// until the response is sent, and giving it back.  Lives in the request's
+// pool; the response's last byte (release_filter.hpp) or, failing that, a
+// cleanup of the pool gives the slot or the place back, so a request that
+// ends in any way (answered, client gone, finalized with an error) holds
+// nothing after it.  Subrequests and internal redirects keep
 // the main request's pool, and with it the hold.
 //
 // Redis calls: one to ask; while queued, one check every kRecheckMs
@@ -46,6 +47,7 @@ struct SlotHold {
     Phase phase;
     SlotOutcome outcome;
     bool in_redis;           // Redis may hold a slot or place under the token
+    bool last_buf_passed;    // the response's last buffer went out
     SlotCallRecord *call;    // the answer awaited, if any
     ngx_event_t timer;       // the answer's timeout, the next check, or
                              // the next renewal
@@ -82,5 +84,10 @@ bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
 void on_slot_answer(void *hold, const SlotReply *reply) noexcept;
 void on_slot_granted(SlotHold *hold, std::uint64_t freed_us) noexcept;
 void recheck_slot(SlotHold *hold) noexcept;
+
+// The request's response has left to its last byte: a slot it holds goes
+// back now, though the request may live on (discarding a request body it
+// did not read, a lingering close).  Nothing if it holds none.
+void release_slot(SlotHold *hold) noexcept;
 
 }  // namespace ratelimit

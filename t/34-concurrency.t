@@ -10,6 +10,7 @@ use lib "$FindBin::Bin/lib";
 use RateLimitTest;
 use HoldBackend;
 use HTTP::Tiny;
+use IO::Select;
 use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(time sleep);
@@ -35,6 +36,7 @@ server {
     location /fifo/ { ratelimit zone=fifo; proxy_pass http://127.0.0.1:%%BACKEND%%; }
     location /small/ { ratelimit zone=small; proxy_pass http://127.0.0.1:%%BACKEND%%; }
     location /one/ { ratelimit zone=one; proxy_pass http://127.0.0.1:%%BACKEND%%; }
+    location /static/ { ratelimit zone=one; alias %%TMP%%/html/; }
     location /closed/ {
         ratelimit zone=one;
         ratelimit_fail closed;
@@ -222,6 +224,26 @@ subtest 'a long request (3 x lease) keeps its slot' => sub {
     is($res[0][0], 200, 'the long request is served');
     is($res[2][0], 429, 'at 3 leases its slot is still taken: queue full');
     is(HoldBackend::stats($backend, 'l1')->{max}, 1, 'never two in flight');
+};
+
+subtest 'a slot goes back with the response, though nginx keeps the request' => sub {
+    # A GET that announces a body it never sends: nginx answers, then keeps
+    # the request for lingering_timeout (5 s) to discard that body.
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port('PORT'))
+        or die "connect: $!";
+    print $s "GET /static/index.html?key=d1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
+    my $sel = IO::Select->new($s);
+    my $got = '';
+    while ($got !~ /index page\n/ && $sel->can_read(5)) {
+        sysread($s, $got, 4096, length $got) or last;
+    }
+    like($got, qr{^HTTP/1.1 200 .*index page\n}s, 'the first request is answered');
+    my $start = time;
+    my $r = HTTP::Tiny->new(timeout => 10)->get('http://127.0.0.1:' . $t->port('PORT') . '/static/index.html?key=d1');
+    my $took = time - $start;
+    is($r->{status}, 200, 'the next request of the subject is served');
+    cmp_ok($took, '<', 1, '... at once: the first gave its slot back with its response') or diag $took;
+    close $s;
 };
 
 subtest 'a worker killed while holding slots: capacity back within lease + 1 s' => sub {
