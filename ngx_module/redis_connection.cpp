@@ -335,6 +335,16 @@ bool RedisConnection::start_tls() noexcept
 
 #endif
 
+bool RedisConnection::tls_resumed() const noexcept
+{
+#if (NGX_SSL)
+    return state_ == State::kOpen && c_ != nullptr && c_->ssl != nullptr
+           && SSL_session_reused(c_->ssl->connection);
+#else
+    return false;
+#endif
+}
+
 // Connected, TLS done: what was queued meanwhile goes out, then the owner
 // is told.
 void RedisConnection::start_io() noexcept

@@ -125,6 +125,9 @@ public:
     const ngx_str_t &display() const noexcept { return peer_.display; }
     const Peer &peer() const noexcept { return peer_; }
 
+    // Open over TLS, resuming the session of its previous connection.
+    bool tls_resumed() const noexcept;
+
 private:
     enum class State { kIdle, kConnecting, kHandshaking, kOpen };
 

@@ -389,8 +389,9 @@ void RedisLink::became_up() noexcept
     up_since_ = ngx_current_msec;
     metrics::record_link_state(LinkState::kUp);
     ngx_log_error(NGX_LOG_INFO, log_, 0,
-                  "ratelimit: connected to redis at \"%V\"",
-                  &conn_.display());
+                  "ratelimit: connected to redis at \"%V\"%s",
+                  &conn_.display(),
+                  conn_.tls_resumed() ? " (TLS session resumed)" : "");
 
     if (!probe_.ask(&conn_, log_)) {
         reconnect();

@@ -182,6 +182,24 @@ works('TLS, ratelimit_redis_ssl_name redis.test',
 works('TLS, verify off, unrelated CA',
     ssl => "ratelimit_redis_ssl on;\nratelimit_redis_ssl_trusted_certificate $pki->{other_ca};\nratelimit_redis_ssl_verify off;\n");
 
+# A worker that connects again resumes its last TLS session (an abbreviated
+# handshake, no certificate sent or checked again).
+if (start_nginx_with(name => 'session resumption')) {
+    my $addr = qr/ratelimit: connected to redis at "127\.0\.0\.1:$TLS"/;
+    # Each worker has read its first reply (the command probe's), and with
+    # it the session ticket a TLS 1.3 server sends after the handshake.
+    my $probed = qr/ratelimit: redis at "127\.0\.0\.1:$TLS" (?:has|cannot run) /;
+    ok(defined(($t->wait_passed('open', 'resume-', 3))[0]) && $t->wait_log($probed, $WORKERS, 5) >= $WORKERS,
+        'session resumption: the workers connected');
+    is($t->count_log(qr/$addr \(TLS session resumed\)/), 0, '... first with a full handshake');
+    $t->redis('CLIENT', 'KILL', 'TYPE', 'normal');
+    $t->req('open', "resume-$_") for 1 .. 4;
+    ok($t->wait_log(qr/$addr \(TLS session resumed\)/, $WORKERS, 3), '... then, cut off by redis, each resumed its session')
+        or diag(join "\n", grep { /ratelimit/ } split /\n/, $t->error_log);
+    $t->stop_nginx;
+    $t->final_checks;
+}
+
 # TLS applies to the sentinels too: a sentinel with a TLS port only names the
 # TLS port of the master
 {
