@@ -60,7 +60,7 @@ ratelimit_zone conc key=\$arg_key concurrency=$N queue=1000 queue_timeout=30s;
 ratelimit_zone wide key=\$http_x_api_key concurrency=1000000 queue=0;
 ratelimit_zone slide key=\$http_x_api_key rate=1000000r/m;
 upstream kept { server 127.0.0.1:$kept; keepalive 16; }
-log_format handoff '\$arg_key \$ratelimit_queue_time \$ratelimit_handoff_time';
+log_format handoff '\$arg_key \$status \$ratelimit_queue_time \$ratelimit_handoff_time';
 server {
     listen 127.0.0.1:%%PORT%%;
     access_log %%TMP%%/handoff.log handoff;
@@ -119,7 +119,8 @@ my @ha = (start_haproxy('haproxy1', $t->port('HA1'), $t->port('HA1_KEPT')),
 
 # The module's own hand-offs for the subject $key: $ratelimit_handoff_time
 # (ms, from the release to the waiter's resumption, by the two workers'
-# clocks) of each request that waited, from both nginx servers' logs.  A
+# clocks) of each request that waited and was served, from both nginx
+# servers' logs.  A
 # waiter that learned of its slot by its check has none: it counts as
 # slower than any.  Empty for HAProxy's subjects.
 sub slot_handoffs {
@@ -128,8 +129,8 @@ sub slot_handoffs {
     for my $log (map { $_->tmp . '/handoff.log' } $t, $t2) {
         open my $f, '<', $log or next;
         while (<$f>) {
-            my ($k, $queued, $ms) = split;
-            push @ms, $ms eq '-' ? 9e9 : $ms if $k eq $key && $queued ne '-';
+            my ($k, $status, $queued, $ms) = split;
+            push @ms, $ms eq '-' ? 9e9 : $ms if $k eq $key && $status == 200 && $queued ne '-';
         }
     }
     return sort { $a <=> $b } @ms;
