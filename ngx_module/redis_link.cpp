@@ -105,10 +105,14 @@ void RedisLink::shutdown() noexcept
 // would give the same replica back.
 void RedisLink::on_error_reply(std::string_view error) noexcept
 {
-    // The cluster has no quorum, or a slot no master: the map may have
+    // The cluster has no quorum, or a slot no master, or (cross_slot) the
+    // script met a key of a slot its master no longer serves, which Redis
+    // answers inside the script, with no MOVED to follow: the map may have
     // changed under us.
     if (cluster_ != nullptr) {
-        if (error.substr(0, 11) == "CLUSTERDOWN") {
+        if (error.substr(0, 11) == "CLUSTERDOWN"
+            || error.find("non local key") != std::string_view::npos)
+        {
             cluster_->refresh();
         }
         return;

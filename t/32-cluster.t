@@ -465,6 +465,37 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     is("@st", '200 200 200 429 429', 'cross_slot: zones a and b on two masters: 3 admitted, then rejected by a');
     sleep $SETTLE;
     is($c->hash_total(key('a', $K2)) . '/' . $c->hash_total(key('b', $U2)), '3/3', 'cross_slot: rejected by a: counted in neither after 100 ms');
+
+    # A subject's slot moved, its key with it, to another master behind
+    # nginx's back: the old master refuses the key inside the script (no
+    # MOVED), and the servers must find the new one.
+    my $S = $c->key_in($m[0], 'xsMv', 'api');
+    my $k = key('api', $S);
+    my $slot = ClusterTest::keyslot($k);
+    is(sr($T[0]->req('closed', $S)), '200/PASSED', "cross_slot: subject $S (slot $slot on $m[0]) PASSED");
+    my ($from_id, $to_id) = map { $c->node_id($_) } $m[0], $m[1];
+    my @moved = ($c->node($m[1], 'CLUSTER', 'SETSLOT', $slot, 'IMPORTING', $from_id),
+                 $c->node($m[0], 'CLUSTER', 'SETSLOT', $slot, 'MIGRATING', $to_id),
+                 $c->node($m[0], 'MIGRATE', '127.0.0.1', $m[1], '', 0, 5000, 'KEYS', $k),
+                 map { $c->node($_, 'CLUSTER', 'SETSLOT', $slot, 'NODE', $to_id) } $m[1], $m[0]);
+    is("@moved", 'OK OK OK OK OK', "cross_slot: slot $slot and its key moved to $m[1]");
+    ok(defined $c->wait_ok(10), 'cross_slot: every node agrees on the move');
+    # Each server's first request after the move may get the fail policy
+    # (closed: 503) while its worker asks for the map again.
+    my (@after, $t0) = ((), time);
+    for my $i (0 .. 99) {
+        push @after, sr($T[$i % 2]->req('closed', $S));
+        last if $after[-1] ne '503/ERROR' || time - $t0 > 1;
+        sleep 0.02;
+    }
+    push @after, map { sr($T[$_ % 2]->req('closed', $S)) } 1 .. 8;
+    my %n;
+    $n{$_}++ for @after;
+    is($n{'200/PASSED'}, $LIMIT - 1, 'cross_slot: after the move, exactly the rest of the limit passed on the new master')
+        or diag("@after");
+    cmp_ok($n{'503/ERROR'} // 0, '<=', 4, 'cross_slot: at most a request per worker got the fail policy meanwhile')
+        or diag("@after");
+    is($c->hash_total($k), $LIMIT, "cross_slot: $LIMIT counted there");
 }
 
 $T[$_]->stop_and_check('server ' . ($_ + 1)) for 0, 1;
