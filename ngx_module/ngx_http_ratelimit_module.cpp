@@ -52,7 +52,9 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
         return NGX_ERROR;
     }
 
-    return install_release_filter(cf);
+    // Only a concurrency zone holds anything to give back: without one,
+    // responses do not pass through it.
+    return mcf->concurrency ? install_release_filter(cf) : NGX_OK;
 }
 
 MainConf *cycle_main_conf(ngx_cycle_t *cycle)

@@ -2,10 +2,10 @@
 // subscriber mode, subscribed to one channel on the server the data link
 // is connected to, or on a master of a cluster (where a message published
 // on one node reaches every node's subscribers).  It is opened again each
-// time the link comes up, and after it is lost while the link stays up.  Pub/Sub delivers at most
-// once: a message published while it is not subscribed is lost, which its
-// owner learns from on_change (subscribed again, or lost) to check by
-// other means.
+// time the link comes up, and after it is lost while the link stays up.
+// Pub/Sub delivers at most once: a message published while it is not
+// subscribed is lost, which its owner learns from on_change (subscribed
+// again, or lost) to check by other means.
 #pragma once
 
 #include "redis_link.hpp"

@@ -4,8 +4,8 @@
 // pool; the response's last byte (release_filter.hpp) or, failing that, a
 // cleanup of the pool gives the slot or the place back, so a request that
 // ends in any way (answered, client gone, finalized with an error) holds
-// nothing after it.  Subrequests and internal redirects keep
-// the main request's pool, and with it the hold.
+// nothing after it.  Subrequests and internal redirects keep the main
+// request's pool, and with it the hold.
 //
 // Redis calls: one to ask; while queued, one check every kRecheckMs
 // (Pub/Sub wakes the waiter at once when it gets the slot; the checks
