@@ -2,16 +2,16 @@
 // that points at the same Redis.  This file is the module object; each
 // concern lives in its own file beside it.
 
-#include "access_handler.hpp"
-#include "call_batch.hpp"
-#include "deny_cache.hpp"
-#include "directives.hpp"
-#include "header_filter.hpp"
-#include "release_filter.hpp"
-#include "metrics.hpp"
-#include "redis_link.hpp"
-#include "slot_gate.hpp"
-#include "variables.hpp"
+#include "http/access_handler.hpp"
+#include "rate/call_batch.hpp"
+#include "limits/deny_cache.hpp"
+#include "directives/directives.hpp"
+#include "http/header_filter.hpp"
+#include "http/release_filter.hpp"
+#include "metrics/metrics.hpp"
+#include "redis/redis_link.hpp"
+#include "concurrency/slot_gate.hpp"
+#include "http/variables.hpp"
 
 #include <new>
 

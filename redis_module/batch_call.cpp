@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "window_rules.hpp"
+#include "limits/window_rules.hpp"
 
 namespace ratelimit {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "window_rules.hpp"
+#include "limits/window_rules.hpp"
 
 namespace ratelimit {
 

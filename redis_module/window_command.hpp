@@ -14,7 +14,7 @@
 // with an error instead.
 #pragma once
 
-#include "decide_command.hpp"
+#include "scripts/decide_command.hpp"
 #include "redis_module_api.hpp"
 
 namespace ratelimit {

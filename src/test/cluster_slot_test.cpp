@@ -1,4 +1,4 @@
-#include "cluster_slot.hpp"
+#include "cluster/cluster_slot.hpp"
 
 #include <cstring>
 #include <deque>

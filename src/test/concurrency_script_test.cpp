@@ -1,4 +1,4 @@
-#include "concurrency_script.hpp"
+#include "scripts/concurrency_script.hpp"
 
 #include <memory>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "resp_parse.hpp"
 
-#include "window_script.hpp"
+#include "scripts/window_script.hpp"
 
 namespace ratelimit {
 namespace {

@@ -1,4 +1,4 @@
-#include "deny_cache.hpp"
+#include "limits/deny_cache.hpp"
 
 #include <memory>
 #include <string>

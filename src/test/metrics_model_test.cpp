@@ -1,4 +1,4 @@
-#include "metrics_model.hpp"
+#include "report/metrics_model.hpp"
 
 #include <cstring>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "metrics_text.hpp"
+#include "report/metrics_text.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "policy.hpp"
+#include "limits/policy.hpp"
 
 #include <cstdint>
 #include <string>

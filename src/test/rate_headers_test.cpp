@@ -1,4 +1,4 @@
-#include "rate_headers.hpp"
+#include "limits/rate_headers.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "script_batch.hpp"
+#include "scripts/script_batch.hpp"
 
 #include <memory>
 #include <string>
@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
-#include "decide_command.hpp"
-#include "window_script.hpp"
+#include "scripts/decide_command.hpp"
+#include "scripts/window_script.hpp"
 
 namespace ratelimit {
 namespace {

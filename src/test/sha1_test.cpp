@@ -1,11 +1,11 @@
-#include "sha1.hpp"
+#include "base/sha1.hpp"
 
 #include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "window_script.hpp"
+#include "scripts/window_script.hpp"
 
 namespace ratelimit {
 namespace {

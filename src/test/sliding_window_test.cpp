@@ -1,4 +1,4 @@
-#include "sliding_window.hpp"
+#include "limits/sliding_window.hpp"
 
 #include <cstdint>
 

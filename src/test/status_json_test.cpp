@@ -1,4 +1,4 @@
-#include "status_json.hpp"
+#include "report/status_json.hpp"
 
 #include <random>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rate_headers.hpp"
+#include "limits/rate_headers.hpp"
 
 namespace ratelimit {
 namespace {

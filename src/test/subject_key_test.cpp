@@ -1,4 +1,4 @@
-#include "subject_key.hpp"
+#include "keys/subject_key.hpp"
 
 #include <algorithm>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sha1.hpp"
+#include "base/sha1.hpp"
 
 namespace ratelimit {
 namespace {

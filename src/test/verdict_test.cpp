@@ -1,4 +1,4 @@
-#include "verdict.hpp"
+#include "scripts/verdict.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sliding_window.hpp"
+#include "limits/sliding_window.hpp"
 
 namespace ratelimit {
 namespace {

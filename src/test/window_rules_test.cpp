@@ -1,4 +1,4 @@
-#include "window_rules.hpp"
+#include "limits/window_rules.hpp"
 
 #include <cstdint>
 

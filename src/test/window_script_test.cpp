@@ -1,4 +1,4 @@
-#include "window_script.hpp"
+#include "scripts/window_script.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,0 +1,300 @@
+#include "concurrency/slot_gate.hpp"
+
+#include <new>
+
+#include "cluster/cluster_slot.hpp"
+#include "metrics/metrics.hpp"
+#include "base/sha1.hpp"
+#include "concurrency/slot_hold.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+SlotHold *hold_of(ngx_rbtree_node_t *node)
+{
+    return reinterpret_cast<SlotHold *>(
+        reinterpret_cast<char *>(node) - offsetof(SlotHold, node));
+}
+
+// A decimal number of up to 19 digits, as the script writes SEQ and
+// FREED_US.
+std::uint64_t parse_number(std::string_view text, bool *ok)
+{
+    std::uint64_t n = 0;
+
+    *ok = !text.empty() && text.size() <= 19;
+
+    for (char c : text) {
+        *ok = *ok && c >= '0' && c <= '9';
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+
+    return n;
+}
+
+}  // namespace
+
+std::uint64_t wall_clock_us() noexcept
+{
+    struct timespec now;
+
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0) {
+        return 0;
+    }
+
+    return static_cast<std::uint64_t>(now.tv_sec) * 1000000
+           + static_cast<std::uint64_t>(now.tv_nsec) / 1000;
+}
+
+SlotGate::SlotGate(RedisLink *link, const ngx_str_t &prefix,
+                   ngx_log_t *log) noexcept
+    : link_(link), log_(log)
+{
+    ngx_rbtree_init(&waiters_, &sentinel_, ngx_rbtree_insert_value);
+
+    try {
+        wake_prefix_.assign(view(prefix));
+        wake_prefix_ += ":wake:";
+    } catch (...) {
+        wake_prefix_.clear();
+    }
+}
+
+SlotGate::~SlotGate()
+{
+    delete subscriber_;
+}
+
+// The worker's name must differ from every other worker's of the fleet,
+// now and across restarts: a digest of the host, the pid, the time and
+// nginx's random numbers.
+bool SlotGate::start() noexcept
+{
+    u_char seed[NGX_MAXHOSTNAMELEN + 3 * NGX_INT64_LEN + 4];
+    u_char *end = ngx_snprintf(seed, sizeof(seed), "%V %P %M %l",
+                               &ngx_cycle->hostname, ngx_pid,
+                               ngx_current_msec, ngx_random());
+    char digest[kSha1HexLength];
+
+    sha1_hex({reinterpret_cast<char *>(seed),
+              static_cast<size_t>(end - seed)}, digest);
+
+    if (wake_prefix_.empty()) {
+        return false;
+    }
+
+    try {
+        channel_ = wake_prefix_;
+        channel_.append(digest, kWorkerIdLength);
+    } catch (...) {
+        return false;
+    }
+
+    subscriber_ = new (std::nothrow) RedisSubscriber(
+        link_, channel_, on_message, on_subscription, this, log_);
+    return subscriber_ != nullptr;
+}
+
+SlotCallRecord *SlotGate::send(SlotOp op, SlotAnswer answered, void *waiter,
+                               std::string_view key, std::uint64_t seq,
+                               const ConcurrencyPolicy *policy,
+                               bool dry_run) noexcept
+{
+    if (!link_->up()) {
+        return nullptr;
+    }
+
+    auto *call = new (std::nothrow) SlotCallRecord();
+
+    if (call == nullptr) {
+        return nullptr;
+    }
+
+    *call = {this, answered, waiter, op, false, 0, policy, dry_run, {}, seq,
+             op == SlotOp::kRelease ? wall_clock_us() : 0};
+
+    try {
+        call->key.assign(key);
+    } catch (...) {
+        delete call;
+        return nullptr;
+    }
+
+    if (put(call, false) != nullptr) {
+        delete call;
+        return nullptr;
+    }
+
+    return call;
+}
+
+// The call's command and the key that routes it; false on no memory.
+bool SlotGate::format(const SlotCallRecord *call, bool eval,
+                      std::string *command, std::string *held) const noexcept
+{
+    try {
+        std::string token(channel_, wake_prefix_.size());
+        token += '.';
+        token += std::to_string(call->seq);
+
+        *command = format_slot_call({call->op, call->key, token,
+                                     call->policy, wake_prefix_,
+                                     call->dry_run, call->freed_us}, eval);
+        *held = held_key(call->key);
+    } catch (...) {
+        return false;
+    }
+
+    return !command->empty();
+}
+
+// nullptr when sent, else why not.
+const char *SlotGate::put(SlotCallRecord *call, bool eval) noexcept
+{
+    std::string command, held;
+
+    if (!format(call, eval, &command, &held)) {
+        return "no memory for the call to redis";
+    }
+
+    if (!link_->send_keyed(held, command, on_answer, call)) {
+        return "redis is not connected";
+    }
+
+    return nullptr;
+}
+
+// MOVED or ASK (a slot moved or moving in a cluster): the call did not
+// run, and goes where the cluster says, up to kMaxRedirects times.  True
+// once sent there.
+bool SlotGate::follow(SlotCallRecord *call, std::string_view error) noexcept
+{
+    Redirect to = parse_redirect(error);
+    std::string command, held;
+
+    if (to.kind == Redirect::Kind::kNone
+        || call->redirects == RedisLink::kMaxRedirects
+        || !format(call, call->retried, &command, &held))
+    {
+        return false;
+    }
+
+    call->redirects++;
+    return link_->redirect(to, key_slot(held), command, on_answer, call);
+}
+
+void SlotGate::on_answer(void *data, const redisReply *reply) noexcept
+{
+    auto *call = static_cast<SlotCallRecord *>(data);
+    call->gate->answer(call, reply);
+}
+
+void SlotGate::answer(SlotCallRecord *call, const redisReply *reply) noexcept
+{
+    SlotReply decoded = decode_slot_reply(reply);
+
+    // NOSCRIPT: it did not run.  The script is loaded by its first EVAL
+    // on each connection, so this costs a round trip per connection.
+    if (decoded.kind == SlotReply::Kind::kNoScript && !call->retried) {
+        call->retried = true;
+        metrics::record_link_error(LinkError::kNoScript);
+
+        if (put(call, true) == nullptr) {
+            return;
+        }
+    }
+
+    if (decoded.kind == SlotReply::Kind::kError
+        && follow(call, decoded.error))
+    {
+        return;
+    }
+
+    if (call->waiter != nullptr) {
+        call->answered(call->waiter, reply == nullptr ? nullptr : &decoded);
+    } else if (decoded.kind == SlotReply::Kind::kError && link_->may_log()) {
+        ngx_log_error(NGX_LOG_WARN, log_, 0,
+                      "ratelimit: redis answered an error: %*s",
+                      decoded.error.size(), decoded.error.data());
+    }
+
+    delete call;
+}
+
+void SlotGate::add_waiter(SlotHold *hold) noexcept
+{
+    hold->node.key = static_cast<ngx_rbtree_key_t>(hold->seq);
+    ngx_rbtree_insert(&waiters_, &hold->node);
+    hold->waiting = true;
+}
+
+void SlotGate::remove_waiter(SlotHold *hold) noexcept
+{
+    if (hold->waiting) {
+        ngx_rbtree_delete(&waiters_, &hold->node);
+        hold->waiting = false;
+    }
+}
+
+void SlotGate::on_message(void *data, std::string_view message) noexcept
+{
+    auto *gate = static_cast<SlotGate *>(data);
+    std::string_view name(gate->channel_);
+    name.remove_prefix(gate->wake_prefix_.size());
+
+    if (message.size() <= name.size() + 1
+        || message.substr(0, name.size()) != name
+        || message[name.size()] != '.')
+    {
+        return;
+    }
+
+    // "WORKER.SEQ FREED_US"
+    std::string_view token = message.substr(name.size() + 1);
+    std::string_view freed;
+    size_t space = token.find(' ');
+
+    if (space != std::string_view::npos) {
+        freed = token.substr(space + 1);
+        token = token.substr(0, space);
+    }
+
+    bool ok, freed_ok;
+    std::uint64_t seq = parse_number(token, &ok);
+    std::uint64_t freed_us = parse_number(freed, &freed_ok);
+    ngx_rbtree_node_t *node = gate->waiters_.root;
+    auto key = static_cast<ngx_rbtree_key_t>(seq);
+
+    while (ok && node != &gate->sentinel_) {
+        if (key == node->key) {
+            on_slot_granted(hold_of(node), freed_ok ? freed_us : 0);
+            return;
+        }
+
+        node = key < node->key ? node->left : node->right;
+    }
+}
+
+// Messages may have been lost meanwhile: every waiter asks Redis.  A
+// recheck may take its own waiter out of the tree, never another, so the
+// next one is found before it.
+void SlotGate::on_subscription(void *data) noexcept
+{
+    auto *gate = static_cast<SlotGate *>(data);
+    ngx_rbtree_t *tree = &gate->waiters_;
+
+    if (tree->root == &gate->sentinel_) {
+        return;
+    }
+
+    ngx_rbtree_node_t *node = ngx_rbtree_min(tree->root, &gate->sentinel_);
+
+    while (node != nullptr) {
+        ngx_rbtree_node_t *next = ngx_rbtree_next(tree, node);
+        recheck_slot(hold_of(node));
+        node = next;
+    }
+}
+
+}  // namespace ratelimit

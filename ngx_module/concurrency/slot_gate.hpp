@@ -1,0 +1,95 @@
+// A worker's side of the concurrency zones: the calls of the concurrency
+// script it sends (each answered to the request that waits for it, if it
+// still does), the requests of the worker waiting in a queue, found again
+// by their token, and the Pub/Sub subscription that tells it which of them
+// Redis gave a slot to.
+#pragma once
+
+#include <string>
+
+#include "scripts/concurrency_script.hpp"
+#include "redis/redis_subscriber.hpp"
+
+namespace ratelimit {
+
+struct SlotHold;
+class SlotGate;
+
+// Takes the answer to a call (nullptr: none will come) for `waiter`.
+using SlotAnswer = void (*)(void *waiter, const SlotReply *reply) noexcept;
+
+// One call of the script in flight.  Redis answers every call, or the
+// connection hands it nullptr, so the record outlives a request that
+// stopped waiting: the request clears `waiter`.
+struct SlotCallRecord {
+    SlotGate *gate;
+    SlotAnswer answered;
+    void *waiter;       // waits for the answer; nullptr: nobody does
+    SlotOp op;
+    bool retried;       // sent again with EVAL after NOSCRIPT
+    std::uint8_t redirects;  // MOVED or ASK followed
+    const ConcurrencyPolicy *policy;
+    bool dry_run;
+    std::string key;    // the subject's key
+    std::uint64_t seq;
+    std::uint64_t freed_us;  // a release: when it was sent, wall_clock_us()
+};
+
+// Microseconds since the epoch, read now: the hand-off of a slot is timed
+// between two workers, maybe of two servers, so by the wall clock.
+std::uint64_t wall_clock_us() noexcept;
+
+class SlotGate {
+public:
+    SlotGate(RedisLink *link, const ngx_str_t &prefix,
+             ngx_log_t *log) noexcept;
+    ~SlotGate();
+
+    SlotGate(const SlotGate &) = delete;
+    SlotGate &operator=(const SlotGate &) = delete;
+
+    // Names the worker and subscribes to its channel; false on no memory.
+    bool start() noexcept;
+
+    // Sends a call for request `seq` of the worker.  Its answer goes to
+    // `answered(waiter)`, or nowhere if `waiter` is nullptr.  nullptr if
+    // it could not be sent: the link is down, or no memory.
+    SlotCallRecord *send(SlotOp op, SlotAnswer answered, void *waiter,
+                         std::string_view key, std::uint64_t seq,
+                         const ConcurrencyPolicy *policy,
+                         bool dry_run) noexcept;
+
+    std::uint64_t next_seq() noexcept { return ++seq_; }
+
+    // A request waiting in a queue, found by its token when Redis grants
+    // it a slot.
+    void add_waiter(SlotHold *hold) noexcept;
+    void remove_waiter(SlotHold *hold) noexcept;
+
+    RedisLink *link() const noexcept { return link_; }
+    ngx_log_t *log() const noexcept { return log_; }
+
+    // Length of a worker's name in tokens: 16 hex digits.
+    static constexpr size_t kWorkerIdLength = 16;
+
+private:
+    void answer(SlotCallRecord *call, const redisReply *reply) noexcept;
+    bool format(const SlotCallRecord *call, bool eval, std::string *command,
+                std::string *held) const noexcept;
+    const char *put(SlotCallRecord *call, bool eval) noexcept;
+    bool follow(SlotCallRecord *call, std::string_view error) noexcept;
+    static void on_answer(void *data, const redisReply *reply) noexcept;
+    static void on_message(void *data, std::string_view message) noexcept;
+    static void on_subscription(void *data) noexcept;
+
+    RedisLink *link_;
+    ngx_log_t *log_;
+    std::string wake_prefix_;   // "PREFIX:wake:", as the script wants it
+    std::string channel_;       // wake_prefix_ and this worker's name
+    std::uint64_t seq_ = 0;
+    RedisSubscriber *subscriber_ = nullptr;
+    ngx_rbtree_t waiters_;      // of SlotHold, by seq
+    ngx_rbtree_node_t sentinel_;
+};
+
+}  // namespace ratelimit

@@ -1,0 +1,93 @@
+// A request's place in a concurrency zone: asking Redis for a slot,
+// waiting in the subject's queue, holding the slot (its lease renewed)
+// until the response is sent, and giving it back.  Lives in the request's
+// pool; the response's last byte (release_filter.hpp) or, failing that, a
+// cleanup of the pool gives the slot or the place back, so a request that
+// ends in any way (answered, client gone, finalized with an error) holds
+// nothing after it.  Subrequests and internal redirects keep the main
+// request's pool, and with it the hold.
+//
+// Redis calls: one to ask; while queued, one check every kRecheckMs
+// (Pub/Sub wakes the waiter at once when it gets the slot; the checks
+// only catch a lost message) and one each time the worker's subscription
+// is made again; while held, one renewal every third of the lease; one to
+// give the slot or the place back.
+#pragma once
+
+#include "request/request_state.hpp"
+
+namespace ratelimit {
+
+struct SlotCallRecord;
+class SlotGate;
+struct SlotReply;
+
+enum class SlotOutcome {
+    kPending,
+    kAdmitted,           // had a slot at once
+    kAdmittedAfterWait,  // got one from the queue
+    kQueueFull,          // refused at once
+    kTimedOut,           // waited queue_timeout in vain
+    kDryRun,             // dry run: would have waited or been refused
+    kError,              // no answer: the fail policy applies
+};
+
+struct SlotHold {
+    ngx_rbtree_node_t node;  // in the gate's waiters, by seq, while queued
+    bool waiting;            // in it now
+    RequestState *state;
+    const ZoneRef *ref;
+    const ConcurrencyPolicy *policy;
+    SlotGate *gate;
+    ngx_str_t subject;
+    ngx_str_t key;           // the subject's key
+    std::uint64_t seq;       // the request's number in its worker's token
+
+    enum class Phase { kAsking, kQueued, kChecking, kHeld, kOut };
+    Phase phase;
+    SlotOutcome outcome;
+    bool in_redis;           // Redis may hold a slot or place under the token
+    bool last_buf_passed;    // the response's last buffer went out
+    SlotCallRecord *call;    // the answer awaited, if any
+    ngx_event_t timer;       // the answer's timeout, the next check, or
+                             // the next renewal
+    ngx_event_t deadline;    // queue_timeout, while queued
+    ngx_event_t done;        // posted when the outcome is known
+    ngx_msec_t asked_msec;
+    ngx_msec_t queue_ms;     // waited in the queue, if outcome says so
+    std::uint64_t handoff_us;  // the slot's release to the resumption, if
+                               // Pub/Sub told it; else kUnknownHandoff
+    void (*decided)(RequestState *state) noexcept;
+};
+
+constexpr std::uint64_t kUnknownHandoff = ~std::uint64_t{0};
+
+// Waits between checks of a waiter's place: see above.
+constexpr ngx_msec_t kRecheckMs = 1000;
+
+// Asks for a slot of `ref`'s zone for `subject`.  True if the request now
+// waits: `decided` runs, from an nginx event, when the outcome is known;
+// false if it is known at once (state->hold->outcome, kError: not sent).
+// state->hold is nullptr after a false on no memory.
+bool start_slot(RequestState *state, const ZoneRef *ref,
+                const ngx_str_t &subject,
+                void (*decided)(RequestState *state) noexcept) noexcept;
+
+// The subject's key in the zone, in r's pool, which names its `held` and
+// `queue` sets; false on no memory.
+bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
+                   const ngx_str_t &subject, ngx_str_t *key) noexcept;
+
+// From the gate: the answer to the hold's call (nullptr: none will come),
+// Redis granted it a slot (freed at `freed_us`, wall_clock_us(); 0 if not
+// known), or it should check its place again.
+void on_slot_answer(void *hold, const SlotReply *reply) noexcept;
+void on_slot_granted(SlotHold *hold, std::uint64_t freed_us) noexcept;
+void recheck_slot(SlotHold *hold) noexcept;
+
+// The request's response has left to its last byte: a slot it holds goes
+// back now, though the request may live on (discarding a request body it
+// did not read, a lingering close).  Nothing if it holds none.
+void release_slot(SlotHold *hold) noexcept;
+
+}  // namespace ratelimit

@@ -1,0 +1,193 @@
+#include "concurrency/slot_report.hpp"
+
+#include <new>
+
+#include "metrics/metrics.hpp"
+#include "redis/redis_link.hpp"
+#include "concurrency/slot_gate.hpp"
+#include "concurrency/slot_hold.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// The status call names no request of the worker: its token is unused.
+constexpr std::uint64_t kNoSeq = 0;
+
+void forget_answers(SlotReport *report)
+{
+    for (ngx_uint_t i = 0; i < report->entries; i++) {
+        if (report->entry[i].call != nullptr) {
+            report->entry[i].call->waiter = nullptr;
+            report->entry[i].call = nullptr;
+        }
+    }
+
+    report->waiting = 0;
+
+    stop_timer(&report->timer);
+}
+
+// Resumes the request from the event loop, never from inside a reply.
+void decide(SlotReport *report, Result result)
+{
+    forget_answers(report);
+    report->state->result = result;
+    ngx_post_event(&report->done, &ngx_posted_events);
+}
+
+void fail(SlotReport *report, const SlotReport::Entry &entry,
+          const char *why, std::string_view detail = {})
+{
+    RedisLink *link = main_conf(report->state->r)->link;
+
+    if (link == nullptr || link->may_log()) {
+        ngx_log_error(NGX_LOG_WARN, report->state->r->connection->log, 0,
+                      "ratelimit: %s%*s, concurrency zone \"%V\", "
+                      "answered 503", why, detail.size(), detail.data(),
+                      &entry.ref->zone->name);
+    }
+
+    report->state->result = Result::kError;
+}
+
+// The status call's reply: {1, held, queued}.
+void on_answer(void *waiter, const SlotReply *reply) noexcept
+{
+    auto *entry = static_cast<SlotReport::Entry *>(waiter);
+    SlotReport *report = entry->report;
+
+    entry->call = nullptr;
+
+    if (reply == nullptr) {
+        fail(report, *entry, "lost connection to redis");
+    } else if (reply->kind == SlotReply::Kind::kError) {
+        metrics::record_link_error(LinkError::kErrorReply);
+        fail(report, *entry, "redis answered an error: ", reply->error);
+        main_conf(report->state->r)->link->on_error_reply(reply->error);
+    } else if (reply->kind != SlotReply::Kind::kAnswer
+               || reply->code != SlotCode::kHeld)
+    {
+        fail(report, *entry, "unexpected reply from redis");
+    } else {
+        entry->in_flight = reply->number;
+        entry->queued = reply->queued;
+
+        if (--report->waiting > 0) {
+            return;
+        }
+    }
+
+    decide(report, report->state->result == Result::kError
+                   ? Result::kError : Result::kPeeked);
+}
+
+void on_timer(ngx_event_t *ev) noexcept
+{
+    auto *report = static_cast<SlotReport *>(ev->data);
+    const SlotReport::Entry *late = &report->entry[0];
+
+    while (late->call == nullptr) {
+        late++;
+    }
+
+    metrics::record_link_error(LinkError::kTimeout);
+    fail(report, *late, "redis timed out");
+    decide(report, Result::kError);
+    main_conf(report->state->r)->link->on_request_timeout();
+}
+
+void on_done(ngx_event_t *ev) noexcept
+{
+    auto *report = static_cast<SlotReport *>(ev->data);
+    resume_request(report->state, report->decided);
+}
+
+void cleanup_report(void *data) noexcept
+{
+    auto *report = static_cast<SlotReport *>(data);
+
+    forget_answers(report);
+
+    if (report->done.posted) {
+        ngx_delete_posted_event(&report->done);
+    }
+}
+
+SlotReport *create_report(RequestState *state)
+{
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(state->r->pool,
+                                                   sizeof(SlotReport));
+
+    if (cln == nullptr) {
+        return nullptr;
+    }
+
+    auto *report = new (cln->data) SlotReport();
+    report->state = state;
+
+    report->timer.handler = on_timer;
+    report->done.handler = on_done;
+    report->timer.data = report->done.data = report;
+    report->timer.log = report->done.log = state->r->connection->log;
+
+    cln->handler = cleanup_report;
+    return report;
+}
+
+}  // namespace
+
+bool add_slot_report(RequestState *state, const ZoneRef *ref,
+                     const ngx_str_t &subject, ngx_uint_t position) noexcept
+{
+    if (state->slot_report == nullptr) {
+        state->slot_report = create_report(state);
+
+        if (state->slot_report == nullptr) {
+            return false;
+        }
+    }
+
+    SlotReport *report = state->slot_report;
+    SlotReport::Entry &entry = report->entry[report->entries];
+
+    entry = {report, ref, subject, ngx_null_string, position, nullptr, 0, 0};
+
+    if (!make_slot_key(state->r, ref->zone, subject, &entry.key)) {
+        return false;
+    }
+
+    report->entries++;
+    return true;
+}
+
+bool send_slot_report(RequestState *state,
+                      void (*decided)(RequestState *state) noexcept) noexcept
+{
+    MainConf *mcf = main_conf(state->r);
+    SlotReport *report = state->slot_report;
+
+    report->decided = decided;
+
+    for (ngx_uint_t i = 0; i < report->entries; i++) {
+        SlotReport::Entry &entry = report->entry[i];
+
+        entry.call = mcf->slots == nullptr ? nullptr
+                     : mcf->slots->send(SlotOp::kStatus, on_answer, &entry,
+                                        view(entry.key), kNoSeq,
+                                        entry.ref->zone->concurrency, false);
+
+        if (entry.call == nullptr) {
+            forget_answers(report);
+            fail(report, entry, "redis is not connected");
+            return false;
+        }
+
+        report->waiting++;
+    }
+
+    ngx_add_timer(&report->timer, mcf->redis->timeout);
+    return true;
+}
+
+}  // namespace ratelimit

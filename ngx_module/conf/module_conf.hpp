@@ -1,0 +1,172 @@
+// Configuration of ngx_http_ratelimit_module as nginx holds it: plain structs
+// in configuration pools (every member trivially destructible, so the pools
+// free them without cleanups), shared by the shell's translation units.
+#pragma once
+
+extern "C" {
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+}
+
+#include "scripts/concurrency_script.hpp"
+#include "limits/policy.hpp"
+#include "scripts/window_script.hpp"
+
+extern "C" ngx_module_t ngx_http_ratelimit_module;
+
+namespace ratelimit {
+
+class CallBatcher;
+class DenyCache;
+class SlotGate;
+class RedisLink;
+
+// One ADDRESS of `ratelimit_redis`: a Redis server, or a sentinel.
+struct RedisAddress {
+    ngx_str_t text;         // as written, for log lines
+    ngx_addr_t addr;        // resolved when the configuration is read
+    ngx_str_t host;         // as written, NUL-terminated; empty for unix:
+    bool named;             // host is a name, not an IP address
+    in_port_t port;
+};
+
+// Who the module is to a Redis server: AUTH [user] password, SELECT db.
+struct RedisCredentials {
+    ngx_str_t user;         // Redis 6 ACL user; empty for none
+    ngx_str_t password;     // empty: no AUTH
+    ngx_int_t db;           // SELECT unless 0
+};
+
+// A file a directive names, and where the directive stands, for errors
+// found once the whole http block is read.
+struct ConfFile {
+    ngx_str_t path;              // full name, NUL-terminated; empty if unset
+    ngx_str_t conf_file;
+    ngx_uint_t line;
+};
+
+// The `ratelimit_redis_ssl*` directives, and what they make.
+struct RedisTls {
+    ngx_flag_t enable;
+    ngx_flag_t verify;
+    ngx_int_t verify_depth;
+    ngx_flag_t server_name;      // send SNI; unset: if the host is a name
+    ngx_uint_t protocols;
+    ngx_str_t ciphers;
+    ConfFile trusted_certificate;
+    ConfFile certificate;
+    ConfFile certificate_key;
+    ngx_str_t name;              // checked against the certificate, and
+                                 // sent as SNI; NUL-terminated
+#if (NGX_SSL)
+    ngx_ssl_t *ssl;              // with `on`: the context every connection
+                                 // to Redis and the sentinels uses
+#endif
+};
+
+// Where `ratelimit_redis` points, and how to talk to it.
+struct RedisTarget {
+    ngx_array_t addresses;      // of RedisAddress: the server, or sentinels
+    ngx_str_t sentinel_master;  // empty: addresses holds the server itself
+    bool cluster;               // addresses are seed nodes of a cluster
+    bool cross_slot;            // a cluster's calls batched per master
+    RedisCredentials data;      // for the Redis server
+    RedisCredentials sentinel;  // for the sentinels (db unused)
+    ngx_msec_t timeout;         // a request's wait for its verdict
+    ngx_msec_t connect_timeout; // each step of a connect: TCP, TLS, asking
+                                // a sentinel, checking ROLE
+    ngx_str_t file;             // where the directive stands
+    ngx_uint_t line;
+
+    const RedisAddress &first() const
+    {
+        return static_cast<const RedisAddress *>(addresses.elts)[0];
+    }
+};
+
+struct Zone {
+    ngx_str_t name;
+    ngx_uint_t index;         // its place in MainConf::zones
+    ngx_http_complex_value_t key;
+    Policy policy;
+    bool fixed;               // algorithm=fixed: one bucket, the window
+    // The zone's script arguments that do not depend on the request, made
+    // once, encoded: see write_zone_args().
+    ngx_str_t script_args;
+    ngx_str_t policy_member;  // its member of the RateLimit-Policy list
+    // A concurrency zone bounds requests in flight instead (the members
+    // above unused); nullptr for a rate zone.
+    const ConcurrencyPolicy *concurrency;
+};
+
+// One `ratelimit zone=NAME [dry_run];`, resolved to its zone when the http
+// block has been read, so zones may be defined after their first use.
+struct ZoneRef {
+    ngx_str_t name;
+    Zone *zone;
+    bool dry_run;
+    ngx_str_t file;  // where the directive stands, for the error if the
+    ngx_uint_t line; // zone is never defined
+};
+
+struct MainConf {
+    ngx_array_t zones;     // of Zone *
+    RedisTarget *redis;    // nullptr without `ratelimit_redis`
+    RedisTls tls;
+    // nginx's `resolver` of the http block, if one is configured: host
+    // names of Redis are resolved again on each reconnect through it.
+    ngx_resolver_t *resolver;
+    ngx_msec_t resolver_timeout;
+    ngx_str_t prefix;      // Redis key prefix
+    bool used;             // some location applies a zone
+    RedisLink *link;       // this worker's connection, from init_process
+    CallBatcher *calls;    // its script calls, likewise
+    DenyCache *denied;     // this worker's rejected subjects, likewise
+    SlotGate *slots;       // its concurrency zones' calls, likewise, if
+                           // some location applies one
+    bool concurrency;      // some location applies a concurrency zone
+    bool metrics;          // some location has `ratelimit_metrics`
+    ngx_shm_zone_t *metrics_zone;  // its counters, when it has
+};
+
+struct LocConf {
+    ngx_array_t *zones;    // of ZoneRef; NGX_CONF_UNSET_PTR to inherit
+    ngx_uint_t status;     // answer to a rejected request
+    ngx_flag_t headers;
+    ngx_uint_t fail;       // kFailOpen or kFailClosed
+    ngx_flag_t dry_run;
+    ngx_uint_t log_level;  // of the line logged for a rejection
+    ngx_str_t peek_header; // a request carrying it is only reported on
+    ngx_array_t *query;    // of ZoneRef: `ratelimit_query` zones, or null
+    bool metrics;          // `ratelimit_metrics` answers here
+};
+
+enum FailPolicy : ngx_uint_t { kFailOpen = 0, kFailClosed = 1 };
+
+inline MainConf *main_conf(ngx_http_request_t *r)
+{
+    return static_cast<MainConf *>(
+        ngx_http_get_module_main_conf(r, ngx_http_ratelimit_module));
+}
+
+inline LocConf *loc_conf(ngx_http_request_t *r)
+{
+    return static_cast<LocConf *>(
+        ngx_http_get_module_loc_conf(r, ngx_http_ratelimit_module));
+}
+
+// Deletes the event's timer if it is set.
+inline void stop_timer(ngx_event_t *ev)
+{
+    if (ev->timer_set) {
+        ngx_del_timer(ev);
+    }
+}
+
+inline std::string_view view(const ngx_str_t &s)
+{
+    return {reinterpret_cast<const char *>(s.data), s.len};
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,715 @@
+#include "directives/directives.hpp"
+
+#include <new>
+
+#include "directives/concurrency_zone.hpp"
+#include "directives/conf_params.hpp"
+#include "status/metrics_handler.hpp"
+#include "limits/rate_headers.hpp"
+#include "directives/redis_directives.hpp"
+#include "scripts/script_batch.hpp"
+#include "status/status_handler.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+
+// Unlike ngx_conf_check_num_bounds, answers with a message nginx prefixes
+// with the directive's name.
+char *check_status(ngx_conf_t *cf, void *post, void *data) noexcept
+{
+    auto status = *static_cast<ngx_uint_t *>(data);
+
+    if (status < 400 || status > 599) {
+        return const_cast<char *>("must be between 400 and 599");
+    }
+
+    return NGX_CONF_OK;
+}
+
+ngx_conf_post_t status_bounds = {check_status};
+
+ngx_conf_enum_t fail_policies[] = {
+    {ngx_string("open"), kFailOpen},
+    {ngx_string("closed"), kFailClosed},
+    {ngx_null_string, 0},
+};
+
+ngx_conf_enum_t log_levels[] = {
+    {ngx_string("info"), NGX_LOG_INFO},
+    {ngx_string("notice"), NGX_LOG_NOTICE},
+    {ngx_string("warn"), NGX_LOG_WARN},
+    {ngx_string("error"), NGX_LOG_ERR},
+    {ngx_null_string, 0},
+};
+
+// Zone names go into Redis keys and quoted header members: tokens only, and
+// never '#', which marks hashed subjects in keys.
+bool valid_zone_name(const ngx_str_t &name)
+{
+    if (name.len == 0) {
+        return false;
+    }
+
+    for (size_t i = 0; i < name.len; i++) {
+        u_char c = name.data[i];
+
+        bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
+                     || (c >= 'A' && c <= 'Z');
+
+        if (!(alnum || c == '_' || c == '-' || c == '.')) {
+            return false;
+        }
+    }
+
+    return true;
+}
+
+// The zone's request-independent script arguments and header text.
+bool render_zone(ngx_pool_t *pool, Zone *zone)
+{
+    const Policy &p = zone->policy;
+
+    zone->script_args.data = static_cast<u_char *>(
+        ngx_pnalloc(pool, kZoneArgsMaxSize));
+
+    if (zone->script_args.data == nullptr) {
+        return false;
+    }
+
+    zone->script_args.len = write_zone_args(
+        p, zone->fixed, reinterpret_cast<char *>(zone->script_args.data));
+
+    std::string_view name = view(zone->name);
+    auto *member = static_cast<u_char *>(
+        ngx_pnalloc(pool, policy_member_max_size(name)));
+
+    if (member == nullptr) {
+        return false;
+    }
+
+    zone->policy_member.data = member;
+    zone->policy_member.len = write_policy_member(
+        name, p.limit, p.window_seconds(), reinterpret_cast<char *>(member));
+    return true;
+}
+
+// The parameters of a rate zone; *key gets the `key=` value, unchecked.
+char *parse_rate_zone(ngx_conf_t *cf, Zone *zone, ngx_str_t *key)
+{
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    const ngx_str_t &name = args[1];
+
+    ngx_str_t rate = ngx_null_string,
+              limit = ngx_null_string, window = ngx_null_string,
+              bucket = ngx_null_string, algorithm = ngx_null_string;
+
+    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
+        ngx_str_t value, *slot;
+
+        if (take_param(args[i], "key=", &value)) {
+            slot = key;
+        } else if (take_param(args[i], "rate=", &value)) {
+            slot = &rate;
+        } else if (take_param(args[i], "limit=", &value)) {
+            slot = &limit;
+        } else if (take_param(args[i], "window=", &value)) {
+            slot = &window;
+        } else if (take_param(args[i], "bucket=", &value)) {
+            slot = &bucket;
+        } else if (take_param(args[i], "algorithm=", &value)) {
+            slot = &algorithm;
+        } else {
+            return invalid_param(cf, args[i]);
+        }
+
+        if (slot->data != nullptr) {
+            return duplicate_param(cf, args[i]);
+        }
+
+        *slot = value;
+    }
+
+    Policy &policy = zone->policy;
+
+    if (rate.data != nullptr) {
+        if (limit.data != nullptr || window.data != nullptr) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"rate=\" cannot be combined with \"limit=\" "
+                               "or \"window=\"");
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        auto parsed = parse_rate(view(rate));
+
+        if (!parsed) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid rate \"%V\": use Nr/s, Nr/m, Nr/h or "
+                               "Nr/d with N > 0", &rate);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        policy.limit = parsed->limit;
+        policy.window_ms = parsed->window_ms;
+
+    } else if (limit.data != nullptr && window.data != nullptr) {
+        auto count = parse_count(view(limit));
+
+        if (!count) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid limit \"%V\"", &limit);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        ngx_msec_t ms;
+
+        if (!parse_msec(window, &ms)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid window \"%V\"", &window);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        policy.limit = *count;
+        policy.window_ms = ms;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "ratelimit_zone \"%V\" needs \"rate=\", or both "
+                           "\"limit=\" and \"window=\"", &name);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    bool fixed = false;
+
+    if (algorithm.data != nullptr) {
+        if (algorithm.len == 5
+            && ngx_strncmp(algorithm.data, "fixed", 5) == 0)
+        {
+            fixed = true;
+        } else if (algorithm.len != 7
+                   || ngx_strncmp(algorithm.data, "sliding", 7) != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid algorithm \"%V\": use \"sliding\" "
+                               "or \"fixed\"", &algorithm);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    if (fixed) {
+        if (bucket.data != nullptr) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"bucket=\" applies to sliding windows only");
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        // One bucket as long as the window: its number is the window's.
+        policy.bucket_ms = policy.window_ms;
+
+    } else if (bucket.data != nullptr) {
+        ngx_msec_t ms;
+
+        if (!parse_msec(bucket, &ms)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid bucket \"%V\"", &bucket);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        if (ms > policy.window_ms || policy.window_ms % ms != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "bucket \"%V\" does not divide the window of "
+                               "%uL ms into whole buckets", &bucket,
+                               policy.window_ms);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        policy.bucket_ms = ms;
+
+    } else {
+        policy.bucket_ms = default_bucket_ms(policy.window_ms);
+    }
+
+    zone->fixed = fixed;
+
+    if (!render_zone(cf->pool, zone)) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    return NGX_CONF_OK;
+}
+
+char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    const ngx_str_t &name = args[1];
+
+    if (!valid_zone_name(name)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone name \"%V\": use letters, digits, "
+                           "\"_\", \"-\" and \".\"", &name);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+
+    for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
+        if (zones[i]->name.len == name.len
+            && ngx_strncmp(zones[i]->name.data, name.data, name.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "ratelimit_zone \"%V\" is duplicate", &name);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    auto *zone = static_cast<Zone *>(ngx_pcalloc(cf->pool, sizeof(Zone)));
+
+    if (zone == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    zone->name = name;
+    zone->index = mcf->zones.nelts;
+
+    ngx_str_t key = ngx_null_string;
+    char *rv = is_concurrency_zone(cf)
+               ? parse_concurrency_zone(cf, zone, &key)
+               : parse_rate_zone(cf, zone, &key);
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    if (key.data == nullptr || key.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "no \"key=\" is defined for ratelimit_zone \"%V\"",
+                           &name);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ngx_http_compile_complex_value_t ccv;
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+    ccv.cf = cf;
+    ccv.value = &key;
+    ccv.complex_value = &zone->key;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    auto **slot = static_cast<Zone **>(ngx_array_push(&mcf->zones));
+
+    if (slot == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    *slot = zone;
+    return NGX_CONF_OK;
+}
+
+// Adds `zone=NAME` to a location's list of zones (`ratelimit` or
+// `ratelimit_query`); the zone itself is looked up in resolve_zones().
+char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
+                    bool dry_run)
+{
+    if (*list == NGX_CONF_UNSET_PTR || *list == nullptr) {
+        *list = ngx_array_create(cf->pool, 2, sizeof(ZoneRef));
+        if (*list == nullptr) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    auto *refs = static_cast<ZoneRef *>((*list)->elts);
+
+    for (ngx_uint_t i = 0; i < (*list)->nelts; i++) {
+        if (refs[i].name.len == name.len
+            && ngx_strncmp(refs[i].name.data, name.data, name.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "zone \"%V\" is duplicate", &name);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    if ((*list)->nelts == kMaxZonesPerRequest) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "too many ratelimit zones, at most %uz",
+                           kMaxZonesPerRequest);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    auto *ref = static_cast<ZoneRef *>(ngx_array_push(*list));
+
+    if (ref == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ref->name = name;
+    ref->zone = nullptr;
+    ref->dry_run = dry_run;
+    ref->file = cf->conf_file->file.name;
+    ref->line = cf->conf_file->line;
+    return NGX_CONF_OK;
+}
+
+char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+{
+    auto *lcf = static_cast<LocConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    ngx_str_t name = ngx_null_string;
+    bool dry_run = false;
+
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        ngx_str_t value;
+
+        if (take_param(args[i], "zone=", &value)) {
+            if (name.data != nullptr) {
+                return duplicate_param(cf, args[i]);
+            }
+            if (value.len == 0) {
+                return invalid_param(cf, args[i]);
+            }
+            name = value;
+
+        } else if (args[i].len == 7
+                   && ngx_strncmp(args[i].data, "dry_run", 7) == 0)
+        {
+            dry_run = true;
+
+        } else {
+            return invalid_param(cf, args[i]);
+        }
+    }
+
+    if (name.data == nullptr) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must have \"zone=\" parameter", &args[0]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    return push_zone_ref(cf, &lcf->zones, name, dry_run);
+}
+
+char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+{
+    auto *lcf = static_cast<LocConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (lcf->query != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        ngx_str_t name;
+
+        if (!take_param(args[i], "zone=", &name) || name.len == 0) {
+            return invalid_param(cf, args[i]);
+        }
+
+        if (push_zone_ref(cf, &lcf->query, name, false) != NGX_CONF_OK) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = query_handler;
+    return NGX_CONF_OK;
+}
+
+// Binds each `ratelimit zone=NAME` to its zone, once the whole http block
+// (and so every ratelimit_zone) has been read.
+bool resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
+{
+    auto *refs = static_cast<ZoneRef *>(refs_array->elts);
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+
+    for (ngx_uint_t i = 0; i < refs_array->nelts; i++) {
+        ZoneRef &ref = refs[i];
+
+        for (ngx_uint_t j = 0; ref.zone == nullptr && j < mcf->zones.nelts;
+             j++)
+        {
+            if (zones[j]->name.len == ref.name.len
+                && ngx_strncmp(zones[j]->name.data, ref.name.data,
+                               ref.name.len) == 0)
+            {
+                ref.zone = zones[j];
+            }
+        }
+
+        if (ref.zone == nullptr) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown ratelimit zone \"%V\" in %V:%ui",
+                          &ref.name, &ref.file, ref.line);
+            return false;
+        }
+
+        if (mcf->redis == nullptr) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "ratelimit zone \"%V\" needs \"ratelimit_redis\" "
+                          "in the http block, in %V:%ui",
+                          &ref.name, &ref.file, ref.line);
+            return false;
+        }
+
+        mcf->used = true;
+        mcf->concurrency |= ref.zone->concurrency != nullptr;
+    }
+
+    return true;
+}
+
+}  // namespace
+
+ngx_command_t commands[] = {
+    {ngx_string("ratelimit_redis"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
+     set_redis,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.enable),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_verify"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.verify),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_verify_depth"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.verify_depth),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_name"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.name),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_server_name"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.server_name),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_trusted_certificate"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     set_tls_file,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.trusted_certificate),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_certificate"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     set_tls_file,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.certificate),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_certificate_key"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     set_tls_file,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.certificate_key),
+     nullptr},
+
+    {ngx_string("ratelimit_redis_ssl_protocols"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
+     ngx_conf_set_bitmask_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.protocols),
+     tls_protocols},
+
+    {ngx_string("ratelimit_redis_ssl_ciphers"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, tls.ciphers),
+     nullptr},
+
+    {ngx_string("ratelimit_zone"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE,
+     set_zone,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_prefix"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, prefix),
+     nullptr},
+
+    {ngx_string("ratelimit"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_1MORE,
+     set_ratelimit,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_query"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+     set_query,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_metrics"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+     set_metrics,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_peek_header"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, peek_header),
+     nullptr},
+
+    {ngx_string("ratelimit_status"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_TAKE1,
+     ngx_conf_set_num_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, status),
+     &status_bounds},
+
+    {ngx_string("ratelimit_headers"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, headers),
+     nullptr},
+
+    {ngx_string("ratelimit_fail"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_TAKE1,
+     ngx_conf_set_enum_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, fail),
+     fail_policies},
+
+    {ngx_string("ratelimit_dry_run"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, dry_run),
+     nullptr},
+
+    {ngx_string("ratelimit_log_level"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_TAKE1,
+     ngx_conf_set_enum_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, log_level),
+     log_levels},
+
+    ngx_null_command,
+};
+
+void *create_main_conf(ngx_conf_t *cf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(
+        ngx_pcalloc(cf->pool, sizeof(MainConf)));
+
+    if (mcf == nullptr) {
+        return nullptr;
+    }
+
+    if (ngx_array_init(&mcf->zones, cf->pool, 4, sizeof(Zone *)) != NGX_OK) {
+        return nullptr;
+    }
+
+    init_redis_defaults(mcf);
+    return mcf;
+}
+
+char *init_main_conf(ngx_conf_t *cf, void *conf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(conf);
+
+    if (mcf->prefix.data == nullptr) {
+        ngx_str_set(&mcf->prefix, "rl");
+    }
+
+    return finish_redis_conf(cf, mcf);
+}
+
+void *create_loc_conf(ngx_conf_t *cf) noexcept
+{
+    auto *lcf = static_cast<LocConf *>(
+        ngx_pcalloc(cf->pool, sizeof(LocConf)));
+
+    if (lcf == nullptr) {
+        return nullptr;
+    }
+
+    lcf->zones = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
+    lcf->status = NGX_CONF_UNSET_UINT;
+    lcf->headers = NGX_CONF_UNSET;
+    lcf->fail = NGX_CONF_UNSET_UINT;
+    lcf->dry_run = NGX_CONF_UNSET;
+    lcf->log_level = NGX_CONF_UNSET_UINT;
+    return lcf;
+}
+
+char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
+{
+    auto *prev = static_cast<LocConf *>(parent);
+    auto *conf = static_cast<LocConf *>(child);
+
+    if (conf->zones == NGX_CONF_UNSET_PTR) {
+        conf->zones = prev->zones;
+    }
+
+    auto *mcf = static_cast<MainConf *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
+
+    if (conf->zones != NGX_CONF_UNSET_PTR
+        && (!resolve_zones(cf, mcf, conf->zones)
+            || !check_concurrency_refs(cf, conf->zones)))
+    {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    if (conf->query != nullptr && !resolve_zones(cf, mcf, conf->query)) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    ngx_conf_merge_str_value(conf->peek_header, prev->peek_header, "");
+
+    ngx_conf_merge_uint_value(conf->status, prev->status,
+                              NGX_HTTP_TOO_MANY_REQUESTS);
+    ngx_conf_merge_value(conf->headers, prev->headers, 1);
+    ngx_conf_merge_uint_value(conf->fail, prev->fail, kFailOpen);
+    ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
+    return NGX_CONF_OK;
+}
+
+}  // namespace ratelimit

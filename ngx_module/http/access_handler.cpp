@@ -1,0 +1,350 @@
+#include "http/access_handler.hpp"
+
+#include "metrics/metrics.hpp"
+#include "rate/script_call.hpp"
+#include "concurrency/slot_hold.hpp"
+#include "concurrency/slot_report.hpp"
+#include "status/status_handler.hpp"
+#include "keys/subject_key.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+void log_limited(RequestState *state, bool dry_run)
+{
+    const Verdict &v = state->verdict;
+    const ngx_str_t &zone = state->refs[v.zone]->zone->name;
+    char subject[printable_subject_max_size()];
+    size_t len = write_printable_subject(view(state->subjects[v.zone]),
+                                         subject);
+
+    ngx_log_error(state->lcf->log_level, state->r->connection->log, 0,
+                  "limiting requests%s by zone \"%V\", key \"%*s\"",
+                  dry_run ? ", dry run," : "", &zone, len, subject);
+}
+
+void log_slot_limited(RequestState *state, bool dry_run)
+{
+    const ZoneRef *ref = state->hold->ref;
+    char subject[printable_subject_max_size()];
+    size_t len = write_printable_subject(view(state->hold->subject),
+                                         subject);
+    const char *why = state->hold->outcome == SlotOutcome::kTimedOut
+                      ? "waited too long" : "queue full";
+
+    ngx_log_error(state->lcf->log_level, state->r->connection->log, 0,
+                  "limiting requests%s by zone \"%V\", key \"%*s\", %s",
+                  dry_run ? ", dry run," : "", &ref->zone->name, len, subject,
+                  dry_run ? "would wait" : why);
+}
+
+// Whether the concurrency zone leaves the request to the rate zones; if
+// not, its result.  A request refused by it is counted in no rate zone.
+bool past_slot(RequestState *state)
+{
+    switch (state->hold->outcome) {
+    case SlotOutcome::kQueueFull:
+    case SlotOutcome::kTimedOut:
+        state->result = Result::kRejected;
+        break;
+    case SlotOutcome::kError:
+        if (state->lcf->fail != kFailClosed) {
+            return true;
+        }
+        state->result = Result::kError;
+        break;
+    default:
+        return true;
+    }
+
+    state->zones = 0;
+    state->stage = RequestState::Stage::kDecided;
+    return false;
+}
+
+// A request the rate zones passed takes the concurrency zone's word for
+// its status: it waited in vain in dry run, or Redis did not answer.
+void merge_slot_result(RequestState *state)
+{
+    SlotOutcome outcome = state->hold->outcome;
+
+    if (state->result != Result::kPassed && state->result != Result::kNone) {
+        return;
+    }
+
+    if (outcome == SlotOutcome::kDryRun) {
+        log_slot_limited(state, true);
+        state->result = Result::kRejectedDryRun;
+    } else if (outcome == SlotOutcome::kError) {
+        state->result = Result::kError;
+    } else {
+        state->result = Result::kPassed;
+    }
+}
+
+// The phase's answer once the result is known; later passes through the
+// phase (internal redirects) are let through: a request is counted once.
+ngx_int_t act_on(RequestState *state)
+{
+    state->stage = RequestState::Stage::kDone;
+    metrics::record_decision(state);
+
+    if (state->hold != nullptr) {
+        merge_slot_result(state);
+    }
+
+    if (state->peek) {
+        ngx_http_finalize_request(state->r, send_status(state));
+        return NGX_DONE;
+    }
+
+    switch (state->result) {
+    case Result::kRejected:
+        if (state->zones == 0) {
+            log_slot_limited(state, false);
+        } else {
+            log_limited(state, false);
+        }
+        return static_cast<ngx_int_t>(state->lcf->status);
+
+    case Result::kRejectedDryRun:
+        log_limited(state, true);
+        return NGX_DECLINED;
+
+    case Result::kError:
+        return state->lcf->fail == kFailClosed
+               ? NGX_HTTP_SERVICE_UNAVAILABLE : NGX_DECLINED;
+
+    default:
+        return NGX_DECLINED;
+    }
+}
+
+void resume_phases(RequestState *state) noexcept
+{
+    state->r->write_event_handler(state->r);
+}
+
+void slot_decided(RequestState *state) noexcept
+{
+    state->stage = RequestState::Stage::kSlotDecided;
+    resume_phases(state);
+}
+
+// Once the concurrency zone, if any, let the request through: its rate
+// zones.  A request that waited for a slot is counted in them only now,
+// once.
+ngx_int_t ask_rate_zones(RequestState *state)
+{
+    ngx_http_request_t *r = state->r;
+
+    if (state->hold != nullptr && !past_slot(state)) {
+        return act_on(state);
+    }
+
+    // A peek whose concurrency zone could not be reported on: 503.
+    if (state->result == Result::kError) {
+        return act_on(state);
+    }
+
+    if (state->zones == 0) {
+        state->result = state->peek ? Result::kPeeked : Result::kNone;
+        return act_on(state);
+    }
+
+    if (!send_call(state)) {
+        return act_on(state);
+    }
+
+    // A peek discards the body, and its read handler must go on doing so.
+    if (!state->peek) {
+        r->read_event_handler = ngx_http_test_reading;
+    }
+
+    r->write_event_handler = ngx_http_core_run_phases;
+    return NGX_AGAIN;
+}
+
+// A concurrency zone is asked first: a request it refuses, or that waits,
+// is counted in no rate zone until it has its slot.
+ngx_int_t ask_slot(RequestState *state, const ZoneRef *ref,
+                   const ngx_str_t &subject)
+{
+    ngx_http_request_t *r = state->r;
+
+    if (!start_slot(state, ref, subject, slot_decided)) {
+        return state->hold == nullptr ? NGX_HTTP_INTERNAL_SERVER_ERROR
+                                      : ask_rate_zones(state);
+    }
+
+    state->stage = RequestState::Stage::kWaiting;
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+    return NGX_AGAIN;
+}
+
+// A peek reports on the concurrency zone first, then on the rate zones.
+ngx_int_t peek_slot(RequestState *state, const ZoneRef *ref,
+                    const ngx_str_t &subject, ngx_uint_t position)
+{
+    if (!add_slot_report(state, ref, subject, position)) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (!send_slot_report(state, slot_decided)) {
+        return ask_rate_zones(state);
+    }
+
+    state->stage = RequestState::Stage::kWaiting;
+    state->r->write_event_handler = ngx_http_core_run_phases;
+    return NGX_AGAIN;
+}
+
+// `ratelimit_peek_header`: present with a value other than empty, "0" or
+// "false" (any case).
+bool wants_peek(ngx_http_request_t *r, const ngx_str_t &name)
+{
+    ngx_list_part_t *part = &r->headers_in.headers.part;
+    auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+
+    for (ngx_uint_t i = 0; /* void */; i++) {
+        if (i >= part->nelts) {
+            if (part->next == nullptr) {
+                return false;
+            }
+            part = part->next;
+            h = static_cast<ngx_table_elt_t *>(part->elts);
+            i = 0;
+        }
+
+        if (h[i].key.len != name.len
+            || ngx_strncasecmp(h[i].key.data, name.data, name.len) != 0)
+        {
+            continue;
+        }
+
+        const ngx_str_t &v = h[i].value;
+        bool off = v.len == 0 || (v.len == 1 && v.data[0] == '0')
+                   || (v.len == 5
+                       && ngx_strncasecmp(v.data,
+                                          (u_char *) "false", 5) == 0);
+        return !off;
+    }
+}
+
+ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
+{
+    RequestState *state = create_state(r, true);
+
+    if (state == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    state->lcf = lcf;
+    state->resume = resume_phases;
+    metrics::record_check_start(state);
+    state->peek = lcf->peek_header.len > 0
+                  && wants_peek(r, lcf->peek_header);
+
+    auto *refs = static_cast<const ZoneRef *>(lcf->zones->elts);
+    const ZoneRef *slot_ref = nullptr;
+    ngx_str_t slot_subject = ngx_null_string;
+    ngx_uint_t slot_position = 0;  // of its object in a peek's answer
+
+    for (ngx_uint_t i = 0; i < lcf->zones->nelts; i++) {
+        ngx_str_t subject;
+
+        if (ngx_http_complex_value(r, &refs[i].zone->key, &subject)
+            != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        // As with limit_req: an empty key puts the request under no limit.
+        if (subject.len == 0) {
+            continue;
+        }
+
+        if (refs[i].zone->concurrency != nullptr) {
+            slot_ref = &refs[i];
+            slot_subject = subject;
+            slot_position = state->zones;
+            continue;
+        }
+
+        state->refs[state->zones] = &refs[i];
+        state->subjects[state->zones] = subject;
+        state->zones++;
+    }
+
+    if (state->zones == 0 && slot_ref == nullptr && !state->peek) {
+        state->result = Result::kNone;
+        state->stage = RequestState::Stage::kDone;
+        return NGX_DECLINED;
+    }
+
+    if (state->peek) {
+        ngx_int_t rc = ngx_http_discard_request_body(r);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if (!build_keys(state)) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (slot_ref == nullptr) {
+        return ask_rate_zones(state);
+    }
+
+    return state->peek
+           ? peek_slot(state, slot_ref, slot_subject, slot_position)
+           : ask_slot(state, slot_ref, slot_subject);
+}
+
+}  // namespace
+
+ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
+{
+    // Subrequests belong to a main request that was decided already.
+    if (r != r->main) {
+        return NGX_DECLINED;
+    }
+
+    RequestState *state = find_state(r);
+
+    if (state != nullptr) {
+        switch (state->stage) {
+        case RequestState::Stage::kNew:
+            // The first pass ended in an error before anything was sent
+            // and the request was redirected (error_page): let it be.
+            return NGX_DECLINED;
+        case RequestState::Stage::kWaiting:
+            return NGX_AGAIN;
+        case RequestState::Stage::kSlotDecided:
+            // A peek's read handler goes on discarding its body.
+            if (!state->peek) {
+                r->read_event_handler = ngx_http_block_reading;
+            }
+            return ask_rate_zones(state);
+        case RequestState::Stage::kDecided:
+            r->read_event_handler = ngx_http_block_reading;
+            return act_on(state);
+        case RequestState::Stage::kDone:
+            return NGX_DECLINED;
+        }
+    }
+
+    const LocConf *lcf = loc_conf(r);
+
+    if (lcf->zones == NGX_CONF_UNSET_PTR || lcf->zones->nelts == 0) {
+        return NGX_DECLINED;
+    }
+
+    return start(r, lcf);
+}
+
+}  // namespace ratelimit

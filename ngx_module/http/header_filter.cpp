@@ -1,0 +1,134 @@
+#include "http/header_filter.hpp"
+
+#include "limits/rate_headers.hpp"
+#include "request/request_state.hpp"
+#include "limits/sliding_window.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+ngx_http_output_header_filter_pt next_header_filter;
+
+bool add_header(ngx_http_request_t *r, ngx_str_t name, ngx_str_t value)
+{
+    auto *h = static_cast<ngx_table_elt_t *>(
+        ngx_list_push(&r->headers_out.headers));
+
+    if (h == nullptr) {
+        return false;
+    }
+
+    h->hash = 1;
+    h->key = name;
+    h->value = value;
+#if defined(nginx_version) && nginx_version >= 1023000
+    h->next = nullptr;
+#endif
+    return true;
+}
+
+bool add_number(ngx_http_request_t *r, ngx_str_t name, std::uint64_t value)
+{
+    auto *text = static_cast<u_char *>(ngx_pnalloc(r->pool, kMaxDigits));
+
+    if (text == nullptr) {
+        return false;
+    }
+
+    size_t len = write_decimal(value, reinterpret_cast<char *>(text));
+    return add_header(r, name, {len, text});
+}
+
+// RateLimit-Policy lists every zone the request was decided in.
+bool add_policy(ngx_http_request_t *r, const RequestState *state)
+{
+    static const char kSeparator[] = ", ";
+    size_t len = 0;
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        len += state->refs[i]->zone->policy_member.len
+               + sizeof(kSeparator) - 1;
+    }
+
+    auto *text = static_cast<u_char *>(ngx_pnalloc(r->pool, len));
+
+    if (text == nullptr) {
+        return false;
+    }
+
+    u_char *p = text;
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        if (i > 0) {
+            p = ngx_cpymem(p, kSeparator, sizeof(kSeparator) - 1);
+        }
+
+        const ngx_str_t &member = state->refs[i]->zone->policy_member;
+        p = ngx_cpymem(p, member.data, member.len);
+    }
+
+    return add_header(r, ngx_string("RateLimit-Policy"),
+                      {static_cast<size_t>(p - text), text});
+}
+
+bool add_ratelimit(ngx_http_request_t *r, const RequestState *state)
+{
+    const Verdict &v = state->verdict;
+    std::string_view zone = view(state->refs[v.zone]->zone->name);
+    std::uint64_t reset_s = seconds_ceil(v.status.reset_ms);
+    auto *text = static_cast<u_char *>(
+        ngx_pnalloc(r->pool, ratelimit_field_max_size(zone)));
+
+    if (text == nullptr) {
+        return false;
+    }
+
+    size_t len = write_ratelimit_field(zone, v.status.remaining, reset_s,
+                                       reinterpret_cast<char *>(text));
+
+    return add_header(r, ngx_string("RateLimit"), {len, text})
+           && add_number(r, ngx_string("X-RateLimit-Limit"), v.status.limit)
+           && add_number(r, ngx_string("X-RateLimit-Remaining"),
+                         v.status.remaining)
+           && add_number(r, ngx_string("X-RateLimit-Reset"),
+                         state->reset_epoch_s)
+           && (state->result != Result::kRejected
+               || add_number(r, ngx_string("Retry-After"),
+                             retry_after_seconds(reset_s)));
+}
+
+ngx_int_t header_filter(ngx_http_request_t *r) noexcept
+{
+    if (r != r->main) {
+        return next_header_filter(r);
+    }
+
+    const RequestState *state = find_state(r);
+
+    // A request limited by a concurrency zone alone has no rate to tell.
+    if (state == nullptr || !state->lcf->headers || state->zones == 0
+        || (state->result != Result::kPassed
+            && state->result != Result::kRejected
+            && state->result != Result::kRejectedDryRun))
+    {
+        return next_header_filter(r);
+    }
+
+    if (!add_policy(r, state) || !add_ratelimit(r, state)) {
+        return NGX_ERROR;
+    }
+
+    return next_header_filter(r);
+}
+
+}  // namespace
+
+ngx_int_t install_header_filter(ngx_conf_t *cf) noexcept
+{
+    next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = header_filter;
+    return NGX_OK;
+}
+
+}  // namespace ratelimit

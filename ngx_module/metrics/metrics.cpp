@@ -1,0 +1,428 @@
+#include "metrics/metrics.hpp"
+
+#include <ctime>
+#include <new>
+
+#include "request/request_state.hpp"
+
+namespace ratelimit {
+
+namespace metrics {
+
+namespace {
+
+// A worker's view of the shared block, and what it keeps to itself.
+struct Worker {
+    MetricsLayout layout;
+    void *block;
+    std::size_t slot;
+    LinkCounters *link;
+    ngx_uint_t *zones_in_flight;  // per zone: requests let through, not done
+};
+
+// This worker process's slot: set in init_process, cleared in exit_process;
+// a reload starts new processes, so it never outlives its cycle.
+Worker *worker;
+
+void add(std::uint64_t *counter, std::uint64_t n)
+{
+    ngx_atomic_fetch_add(reinterpret_cast<ngx_atomic_t *>(counter), n);
+}
+
+template <std::size_t kBounds>
+void observe(Histogram<kBounds> *h, const std::uint64_t (&bounds)[kBounds],
+             std::uint64_t value)
+{
+    add(&h->buckets[bucket_index(bounds, kBounds, value)], 1);
+    add(&h->sum, value);
+}
+
+ZoneCounters *zone_slot(const RequestState *state, ngx_uint_t i)
+{
+    return worker->layout.zone(worker->block, worker->slot,
+                               state->refs[i]->zone->index);
+}
+
+ZoneCounters *zone_slot(const Zone *zone)
+{
+    return worker->layout.zone(worker->block, worker->slot, zone->index);
+}
+
+void enter_busy(ngx_uint_t zone)
+{
+    if (worker->zones_in_flight[zone]++ == 0) {
+        busy_clock::enter(worker->layout.busy_word(worker->block, zone),
+                          worker->slot, now_us());
+    }
+}
+
+// A request the zone let through ends: answered below 400, it is a
+// success, whose response time runs from the preaccess phase (headers
+// read) to now, in microseconds: nginx's own $request_time has
+// milliseconds only.
+void leave_busy(const RequestState *state, ngx_uint_t zone, ZoneCounters *z,
+                std::uint64_t now)
+{
+    ngx_uint_t status = state->r->headers_out.status;
+
+    if (status > 0 && status < NGX_HTTP_BAD_REQUEST) {
+        add(&z->successes, 1);
+        add(&z->response_us, now - state->check_start_us);
+    }
+
+    if (--worker->zones_in_flight[zone] == 0) {
+        busy_clock::leave(worker->layout.busy_word(worker->block, zone),
+                          worker->slot, now, &z->busy_us);
+    }
+}
+
+// The zone i of the request decided `decision` after `wait_us`; a request
+// it let through is in flight until the log phase.
+void count(RequestState *state, ngx_uint_t i, Decision decision,
+           std::uint64_t wait_us)
+{
+    ZoneCounters *z = zone_slot(state, i);
+
+    add(&z->decisions[static_cast<std::size_t>(decision)], 1);
+    observe(&z->check_us, kDurationBoundsUs, wait_us);
+
+    if (decision == Decision::kRejected
+        || decision == Decision::kErrorRejected)
+    {
+        return;
+    }
+
+    enter_busy(state->refs[i]->zone->index);
+    state->in_flight = true;
+}
+
+// Main requests let through by a rate zone leave it here.
+ngx_int_t log_handler(ngx_http_request_t *r) noexcept
+{
+    RequestState *state = worker != nullptr ? find_state(r) : nullptr;
+
+    if (state == nullptr || !state->in_flight) {
+        return NGX_OK;
+    }
+
+    state->in_flight = false;
+
+    std::uint64_t now = now_us();
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        leave_busy(state, state->refs[i]->zone->index, zone_slot(state, i),
+                   now);
+    }
+
+    return NGX_OK;
+}
+
+// A reused zone (a reload that kept the zone set, so its name, and the
+// worker count) keeps its block, whose pointer the slab pool holds.
+ngx_int_t init_shared_zone(ngx_shm_zone_t *zone, void *old) noexcept
+{
+    auto *shared = static_cast<MetricsShared *>(zone->data);
+    auto *pool = reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
+
+    if (old != nullptr) {
+        shared->block = pool->data;
+        return NGX_OK;
+    }
+
+    shared->block = ngx_slab_calloc(pool, shared->layout.size());
+
+    if (shared->block == nullptr) {
+        return NGX_ERROR;
+    }
+
+    pool->data = shared->block;
+    return NGX_OK;
+}
+
+// One slot per worker; worker_processes may come after the http block,
+// and is unset here then: a slot per CPU covers `auto`.  Workers past the
+// slots share one (counts stay exact: every add is atomic).
+std::size_t slot_count(ngx_conf_t *cf)
+{
+    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(
+        ngx_get_conf(cf->cycle->conf_ctx, ngx_core_module));
+
+    return ccf->worker_processes > 0
+           ? static_cast<std::size_t>(ccf->worker_processes)
+           : static_cast<std::size_t>(ngx_ncpu > 0 ? ngx_ncpu : 1);
+}
+
+}  // namespace
+
+ngx_int_t add_shared_zone(ngx_conf_t *cf, MainConf *mcf) noexcept
+{
+    if (!mcf->metrics) {
+        return NGX_OK;
+    }
+
+    ngx_uint_t zones = mcf->zones.nelts;
+    auto **defined = static_cast<Zone **>(mcf->zones.elts);
+    auto *names = static_cast<std::string_view *>(
+        ngx_palloc(cf->temp_pool, (zones + 1) * sizeof(std::string_view)));
+    void *memory = ngx_palloc(cf->pool, sizeof(MetricsShared));
+    auto *name = static_cast<u_char *>(ngx_pnalloc(cf->pool, 64));
+
+    if (names == nullptr || memory == nullptr || name == nullptr) {
+        return NGX_ERROR;
+    }
+
+    for (ngx_uint_t i = 0; i < zones; i++) {
+        names[i] = view(defined[i]->name);
+    }
+
+    std::size_t slots = slot_count(cf);
+    auto *shared = new (memory) MetricsShared{MetricsLayout(zones, slots),
+                                              nullptr};
+    // Named after the zone set: a reload that changes it gets a new block,
+    // while the old workers finish writing into the old one.
+    ngx_str_t zone_name = {
+        static_cast<size_t>(ngx_sprintf(name, "ratelimit_metrics_%016xL",
+                                        layout_signature(names, zones, slots))
+                            - name),
+        name};
+    size_t size = ngx_align(shared->layout.size(), ngx_pagesize)
+                  + 8 * ngx_pagesize;  // the slab pool's own pages
+    ngx_shm_zone_t *zone = ngx_shared_memory_add(cf, &zone_name, size,
+                                                 &ngx_http_ratelimit_module);
+
+    if (zone == nullptr) {
+        return NGX_ERROR;
+    }
+
+    zone->init = init_shared_zone;
+    zone->data = shared;
+    mcf->metrics_zone = zone;
+    return NGX_OK;
+}
+
+std::uint64_t now_us() noexcept
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000
+           + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
+}
+
+ngx_int_t install_log_handler(ngx_conf_t *cf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
+
+    if (!mcf->metrics) {
+        return NGX_OK;
+    }
+
+    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto *h = static_cast<ngx_http_handler_pt *>(
+        ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers));
+
+    if (h == nullptr) {
+        return NGX_ERROR;
+    }
+
+    *h = log_handler;
+    return NGX_OK;
+}
+
+ngx_int_t start_worker(ngx_cycle_t *cycle, MainConf *mcf) noexcept
+{
+    if (mcf->metrics_zone == nullptr) {
+        return NGX_OK;
+    }
+
+    auto *shared = static_cast<MetricsShared *>(mcf->metrics_zone->data);
+    const MetricsLayout &layout = shared->layout;
+    std::size_t slot = ngx_worker % layout.slots();
+
+    worker = new (std::nothrow) Worker{layout, shared->block, slot,
+                                       layout.link(shared->block, slot),
+                                       nullptr};
+
+    if (worker == nullptr) {
+        return NGX_ERROR;
+    }
+
+    worker->zones_in_flight = static_cast<ngx_uint_t *>(ngx_pcalloc(
+        cycle->pool, (layout.zones() + 1) * sizeof(ngx_uint_t)));
+
+    if (worker->zones_in_flight == nullptr) {
+        stop_worker();
+        return NGX_ERROR;
+    }
+
+    record_link_state(LinkState::kDown);
+    record_requests_waiting(0);
+    return NGX_OK;
+}
+
+void stop_worker() noexcept
+{
+    delete worker;
+    worker = nullptr;
+}
+
+void record_check_start(RequestState *state) noexcept
+{
+    if (worker != nullptr) {
+        state->check_start_us = now_us();
+    }
+}
+
+void record_decision(RequestState *state) noexcept
+{
+    if (worker == nullptr || state->peek) {
+        return;
+    }
+
+    std::uint64_t wait_us = now_us() - state->check_start_us;
+    bool closed = state->lcf->fail == kFailClosed;
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        bool deciding = i == state->verdict.zone;
+
+        switch (state->result) {
+        case Result::kRejected:
+            if (deciding) {
+                count(state, i, Decision::kRejected, wait_us);
+            }
+            break;
+        case Result::kRejectedDryRun:
+            count(state, i, deciding ? Decision::kRejectedDryRun
+                                     : Decision::kPassed, wait_us);
+            break;
+        case Result::kPassed:
+            count(state, i, Decision::kPassed, wait_us);
+            break;
+        case Result::kError:
+            count(state, i, closed ? Decision::kErrorRejected
+                                   : Decision::kError, wait_us);
+            break;
+        default:
+            return;
+        }
+    }
+}
+
+void record_deny_cache_hit(const RequestState *state, ngx_uint_t zone) noexcept
+{
+    if (worker != nullptr) {
+        add(&zone_slot(state, zone)->deny_cache_hits, 1);
+    }
+}
+
+void record_slot_outcome(const RequestState *state, const Zone *zone,
+                         Decision decision, SlotEvent event,
+                         ngx_msec_t queue_ms) noexcept
+{
+    if (worker == nullptr) {
+        return;
+    }
+
+    ZoneCounters *z = zone_slot(zone);
+
+    add(&z->decisions[static_cast<std::size_t>(decision)], 1);
+    observe(&z->check_us, kDurationBoundsUs,
+            now_us() - state->check_start_us);
+
+    if (event != SlotEvent::kCount) {
+        add(&z->slot_events[static_cast<std::size_t>(event)], 1);
+    }
+
+    if (event == SlotEvent::kAdmittedAfterWait) {
+        observe(&z->queue_wait_us, kQueueWaitBoundsUs,
+                std::uint64_t{queue_ms} * 1000);
+    }
+
+    if (event == SlotEvent::kAdmitted
+        || event == SlotEvent::kAdmittedAfterWait)
+    {
+        add(&z->slots_taken, 1);
+        enter_busy(zone->index);
+    }
+}
+
+void record_slot_queued(const Zone *zone, bool entering) noexcept
+{
+    if (worker != nullptr) {
+        ZoneCounters *z = zone_slot(zone);
+        add(entering ? &z->queue_entered : &z->queue_left, 1);
+    }
+}
+
+void record_slot_event(const Zone *zone, SlotEvent event) noexcept
+{
+    if (worker != nullptr) {
+        add(&zone_slot(zone)->slot_events[static_cast<std::size_t>(event)],
+            1);
+    }
+}
+
+void record_slot_freed(const RequestState *state, const Zone *zone) noexcept
+{
+    if (worker != nullptr) {
+        ZoneCounters *z = zone_slot(zone);
+        add(&z->slots_freed, 1);
+        leave_busy(state, zone->index, z, now_us());
+    }
+}
+
+std::uint64_t record_call_sent(ngx_uint_t requests) noexcept
+{
+    if (worker == nullptr) {
+        return 0;
+    }
+
+    add(&worker->link->calls, 1);
+    observe(&worker->link->requests_per_call, kBatchBoundsCount, requests);
+    return now_us();
+}
+
+void record_call_answered(bool replied, std::uint64_t sent_us) noexcept
+{
+    if (worker != nullptr && replied && sent_us != 0) {
+        observe(&worker->link->round_trip_us, kDurationBoundsUs,
+                now_us() - sent_us);
+    }
+}
+
+void record_link_error(LinkError kind) noexcept
+{
+    if (worker != nullptr) {
+        add(&worker->link->errors[static_cast<std::size_t>(kind)], 1);
+    }
+}
+
+void record_reconnect() noexcept
+{
+    if (worker != nullptr) {
+        add(&worker->link->reconnects, 1);
+    }
+}
+
+void record_link_state(LinkState state) noexcept
+{
+    if (worker != nullptr) {
+        __atomic_store_n(&worker->link->state,
+                         static_cast<std::uint64_t>(state), __ATOMIC_RELAXED);
+    }
+}
+
+void record_requests_waiting(ngx_uint_t requests) noexcept
+{
+    if (worker == nullptr) {
+        return;
+    }
+
+    __atomic_store_n(&worker->link->waiting, std::uint64_t{requests},
+                     __ATOMIC_RELAXED);
+}
+
+}  // namespace metrics
+
+}  // namespace ratelimit

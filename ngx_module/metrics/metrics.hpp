@@ -1,0 +1,71 @@
+// The counters `ratelimit_metrics` reports: a shared memory zone of
+// per-worker slots (see metrics_model.hpp), and the calls that record into
+// the calling worker's slot.  Nothing is recorded, and each call costs a
+// test of one pointer, unless some location has `ratelimit_metrics`.
+//
+// The link's calls are one line each at the place where the event happens,
+// so that they can follow that place when the connection code changes.
+#pragma once
+
+#include "report/metrics_model.hpp"
+#include "conf/module_conf.hpp"
+
+namespace ratelimit {
+
+struct RequestState;
+
+// The shared zone's data: its layout, and the block of counters in it.
+struct MetricsShared {
+    MetricsLayout layout;
+    void *block;
+};
+
+namespace metrics {
+
+// After the http block is read (every zone known): adds the shared zone,
+// named after the zone set, if a location has `ratelimit_metrics`.
+ngx_int_t add_shared_zone(ngx_conf_t *cf, MainConf *mcf) noexcept;
+
+// The log phase handler that closes the requests decided in zones.
+ngx_int_t install_log_handler(ngx_conf_t *cf) noexcept;
+
+// This worker's slot, from init_process to exit_process.
+ngx_int_t start_worker(ngx_cycle_t *cycle, MainConf *mcf) noexcept;
+void stop_worker() noexcept;
+
+// Monotonic time, the same clock in every process.
+std::uint64_t now_us() noexcept;
+
+// Requests.
+void record_check_start(RequestState *state) noexcept;
+void record_decision(RequestState *state) noexcept;
+void record_deny_cache_hit(const RequestState *state,
+                           ngx_uint_t zone) noexcept;
+
+// Concurrency zones: what a request's ask for a slot came to (`event`
+// kCount if none of the events; `queue_ms` counts if it was admitted after
+// waiting), its entering or leaving the queue, and the end of a request
+// that held a slot (its success and response time counted then, as the
+// log phase counts them for rate zones).
+void record_slot_outcome(const RequestState *state, const Zone *zone,
+                         Decision decision, SlotEvent event,
+                         ngx_msec_t queue_ms) noexcept;
+void record_slot_queued(const Zone *zone, bool entering) noexcept;
+void record_slot_event(const Zone *zone, SlotEvent event) noexcept;
+void record_slot_freed(const RequestState *state, const Zone *zone) noexcept;
+
+// The Redis link.  call_sent and call_answered pair in the order Redis
+// answers, which is the order calls are sent: round trips are timed by it.
+// A call of `requests` requests went out: its send time, in us, for
+// record_call_answered() (0 when nothing is recorded).  Calls to several
+// cluster nodes, or resent after a redirect, are answered in any order.
+std::uint64_t record_call_sent(ngx_uint_t requests) noexcept;
+void record_call_answered(bool replied, std::uint64_t sent_us) noexcept;
+void record_link_error(LinkError kind) noexcept;
+void record_reconnect() noexcept;
+void record_link_state(LinkState state) noexcept;
+void record_requests_waiting(ngx_uint_t requests) noexcept;
+
+}  // namespace metrics
+
+}  // namespace ratelimit

@@ -1,0 +1,582 @@
+#include "rate/call_batch.hpp"
+
+#include <new>
+
+#include "cluster/cluster_slot.hpp"
+#include "metrics/metrics.hpp"
+#include "redis/redis_connection.hpp"
+#include "redis/redis_link.hpp"
+#include "request/request_state.hpp"
+#include "rate/script_call.hpp"
+#include "scripts/window_script.hpp"
+
+namespace ratelimit {
+
+CallBatcher::CallBatcher(RedisLink *link, ngx_log_t *log) noexcept
+    : link_(link)
+{
+    init_event(&turn_end_, on_turn_end, this, log);
+    link->on_up(on_link_up, this);
+}
+
+void CallBatcher::on_link_up(void *data) noexcept
+{
+    auto *batcher = static_cast<CallBatcher *>(data);
+    std::string_view script = window_script();
+    const char *argv[3] = {"SCRIPT", "LOAD", script.data()};
+    size_t lens[3] = {6, 4, script.size()};
+
+    if (!batcher->link_->send_argv(3, argv, lens, on_script_loaded,
+                                   batcher))
+    {
+        batcher->link_->reconnect();
+    }
+}
+
+void CallBatcher::on_script_loaded(void *data,
+                                   const redisReply *reply) noexcept
+{
+    auto *batcher = static_cast<CallBatcher *>(data);
+
+    if (reply == nullptr || reply->type != REDIS_REPLY_ERROR) {
+        return;
+    }
+
+    metrics::record_link_error(LinkError::kErrorReply);
+
+    if (batcher->link_->may_log()) {
+        ngx_log_error(NGX_LOG_ERR, batcher->turn_end_.log, 0,
+                      "ratelimit: redis at \"%V\" refused SCRIPT LOAD: %*s",
+                      &batcher->link_->server(),
+                      static_cast<size_t>(reply->len), reply->str);
+    }
+
+    batcher->link_->reconnect();
+}
+
+void CallBatcher::on_batch_reply(void *data, const redisReply *reply) noexcept
+{
+    auto *batch = static_cast<Batch *>(data);
+    batch->owner->on_reply(batch, reply);
+}
+
+CallBatcher::~CallBatcher()
+{
+    if (turn_end_.posted) {
+        ngx_delete_posted_event(&turn_end_);
+    }
+
+    // Only when the worker exits, after every request: none can be left in
+    // them, but none may keep a pointer to them either.
+    for (ngx_uint_t b = 0; b < open_count_; b++) {
+        for (ngx_uint_t i = 0; i < open_[b]->call.entries(); i++) {
+            if (RequestState *state = open_[b]->states[i]) {
+                state->part[open_[b]->parts[i]].batch = nullptr;
+            }
+        }
+
+        delete open_[b];
+    }
+
+    while (free_ != nullptr) {
+        Batch *next = free_->next_free;
+        delete free_;
+        free_ = next;
+    }
+}
+
+CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
+{
+    if (!link_->up()) {
+        return QueueResult::kDown;
+    }
+
+    if (in_flight_ >= kMaxInFlight) {
+        return QueueResult::kSaturated;
+    }
+
+    // One part per slot of its keys (per master with cross_slot); every
+    // key in slot 0 but in a cluster.
+    bool clustered = link_->clustered();
+    state->parts = 0;
+    state->part_failed = false;
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        std::uint16_t slot = clustered ? key_slot(view(state->keys[i])) : 0;
+        std::uint32_t group = link_->batch_group(slot);
+        ngx_uint_t p = 0;
+
+        while (p < state->parts && state->part[p].group != group) {
+            p++;
+        }
+
+        if (p == state->parts) {
+            state->part[p] = {};
+            state->part[p].group = group;
+            state->part[p].slot = slot;
+            state->parts++;
+        }
+
+        state->part[p].zone[state->part[p].zones++] =
+            static_cast<std::uint8_t>(i);
+    }
+
+    // Counted down as parts are answered, from the first: a full batch is
+    // sent, and may fail, while the next part is being added.
+    state->parts_waiting = state->parts;
+
+    for (ngx_uint_t p = 0; p < state->parts; p++) {
+        if (!add_part(state, p)) {
+            forget(state);
+            return QueueResult::kNoMemory;
+        }
+    }
+
+    return QueueResult::kQueued;
+}
+
+bool CallBatcher::add_part(RequestState *state, ngx_uint_t p) noexcept
+{
+    RequestState::Part &part = state->part[p];
+    Batch *batch = open_for(part.group, part.slot);
+
+    if (batch != nullptr && !batch->call.has_room(part.zones)) {
+        send_batch(batch);
+        batch = open_for(part.group, part.slot);
+    }
+
+    if (batch == nullptr || !fill(batch, state, p)) {
+        return false;
+    }
+
+    if (batch->call.entries() == Batch::kMaxRequests) {
+        send_batch(batch);
+    } else if (!turn_end_.posted) {
+        ngx_post_event(&turn_end_, &ngx_posted_events);
+    }
+
+    return true;
+}
+
+// Adds part p of the request to the batch; false, with the batch as it
+// was, on no memory.
+bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
+{
+    RequestState::Part &part = state->part[p];
+    std::string_view keys[kMaxZonesPerRequest];
+    std::string_view args[kMaxZonesPerRequest];
+    bool enforce[kMaxZonesPerRequest];
+    std::uint64_t buckets[kMaxZonesPerRequest];
+
+    for (ngx_uint_t j = 0; j < part.zones; j++) {
+        ngx_uint_t i = part.zone[j];
+        keys[j] = view(state->keys[i]);
+        args[j] = view(state->refs[i]->zone->script_args);
+        enforce[j] = enforced(state, i);
+        buckets[j] = state->interval_buckets ? state->interval_buckets[i] : 0;
+    }
+
+    ngx_uint_t entry = batch->call.entries();
+
+    if (!batch->call.add(state->peek, part.zones, keys, args, enforce,
+                         state->interval_buckets ? buckets : nullptr))
+    {
+        return false;
+    }
+
+    batch->states[entry] = state;
+    batch->parts[entry] = static_cast<std::uint8_t>(p);
+    part.batch = batch;
+    part.entry = entry;
+    in_flight_++;
+    metrics::record_requests_waiting(in_flight_);
+    return true;
+}
+
+// Sends an open batch before the loop turn ends.
+void CallBatcher::send_batch(Batch *batch) noexcept
+{
+    for (ngx_uint_t b = 0; b < open_count_; b++) {
+        if (open_[b] == batch) {
+            send_open(b);
+            return;
+        }
+    }
+}
+
+// The batch being filled for `group`, or a new one, sent to `slot`.
+Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
+{
+    for (ngx_uint_t b = 0; b < open_count_; b++) {
+        if (open_[b]->group == group) {
+            return open_[b];
+        }
+    }
+
+    if (open_count_ == kMaxOpen) {
+        send_all();
+    }
+
+    Batch *batch = free_;
+
+    if (batch != nullptr) {
+        free_ = batch->next_free;
+        free_count_--;
+    } else {
+        batch = new (std::nothrow) Batch();
+
+        if (batch == nullptr) {
+            return nullptr;
+        }
+
+        batch->owner = this;
+        init_event(&batch->try_again, on_try_again, batch, turn_end_.log);
+    }
+
+    batch->group = group;
+    batch->slot = slot;
+    batch->redirects = 0;
+    batch->hold = hold_index(group);
+    batch->counted = false;
+    open_[open_count_++] = batch;
+    return batch;
+}
+
+void CallBatcher::forget(RequestState *state) noexcept
+{
+    for (ngx_uint_t p = 0; p < state->parts; p++) {
+        RequestState::Part &part = state->part[p];
+
+        if (part.batch != nullptr) {
+            part.batch->states[part.entry] = nullptr;
+            part.batch = nullptr;
+        }
+    }
+}
+
+// Hands open batch i to the link.  The batch may be answered (with NULL, if
+// the write fails) and released before send() returns.
+void CallBatcher::send_open(ngx_uint_t i) noexcept
+{
+    Batch *batch = open_[i];
+    open_[i] = open_[--open_count_];
+
+    if (open_count_ == 0 && turn_end_.posted) {
+        ngx_delete_posted_event(&turn_end_);
+    }
+
+    if (!compact(batch)) {
+        return;
+    }
+
+    if (batch->hold >= 0) {
+        calls_out_[batch->hold]++;
+        batch->counted = true;
+    }
+
+    // The module's command declares its keys: never for a cross-slot call.
+    bool command = link_->decides(batch->slot) && !link_->cross_slot();
+    ScriptBatch::Form form = command ? ScriptBatch::Form::kDecideCommand
+                                     : ScriptBatch::Form::kEvalSha;
+
+    if (const char *failure = send(batch, form)) {
+        fail_all(batch, failure, {});
+    }
+}
+
+// Leaves out of a batch about to be sent the requests that stopped waiting
+// while it was held: Redis would count them, though they got the fail
+// policy.  False if none is left (the batch is released).
+bool CallBatcher::compact(Batch *batch) noexcept
+{
+    RequestState *states[Batch::kMaxRequests];
+    std::uint8_t parts[Batch::kMaxRequests];
+    ngx_uint_t n = 0;
+    ngx_uint_t entries = batch->call.entries();
+
+    for (ngx_uint_t i = 0; i < entries; i++) {
+        if (batch->states[i] != nullptr) {
+            states[n] = batch->states[i];
+            parts[n++] = batch->parts[i];
+        }
+    }
+
+    if (n == entries) {
+        return true;
+    }
+
+    if (n == 0) {
+        release(batch);
+        return false;
+    }
+
+    in_flight_ -= entries;
+    batch->call.clear();
+
+    for (ngx_uint_t k = 0; k < n; k++) {
+        if (!fill(batch, states[k], parts[k])) {
+            states[k]->part[parts[k]].batch = nullptr;
+            fail_call(states[k], "no memory for the call to redis", {});
+        }
+    }
+
+    if (batch->call.entries() == 0) {
+        release(batch);
+        return false;
+    }
+
+    return true;
+}
+
+// Which count of calls in flight holds back a batch for `group`, or -1:
+// where a group is one connection (one server, or a master with
+// cross_slot), for the first kMaxHeld masters.
+int CallBatcher::hold_index(std::uint32_t group) const noexcept
+{
+    if (!link_->clustered()) {
+        return 0;
+    }
+
+    std::uint32_t node = group - kClusterSlots;
+
+    return link_->cross_slot() && node < kMaxHeld ? static_cast<int>(node)
+                                                  : -1;
+}
+
+bool CallBatcher::held(const Batch *batch) const noexcept
+{
+    return batch->hold >= 0 && calls_out_[batch->hold] > 0;
+}
+
+// At the end of a loop turn: the open batches whose connection has no call
+// in flight.  The others fill until its reply comes back, or they are full.
+void CallBatcher::send_ready() noexcept
+{
+    for (ngx_uint_t b = open_count_; b-- > 0; /* void */) {
+        if (b < open_count_ && !held(open_[b])) {
+            send_open(b);
+        }
+    }
+}
+
+void CallBatcher::send_all() noexcept
+{
+    while (open_count_ > 0) {
+        send_open(open_count_ - 1);
+    }
+}
+
+// hiredis copies the command: one buffer serves every batch.  Returns what
+// went wrong, or nullptr once the batch is sent.
+const char *CallBatcher::send(Batch *batch, ScriptBatch::Form form) noexcept
+{
+    batch->form = form;
+
+    if (!batch->call.write_command(form, &command_, link_->cross_slot())) {
+        return "no memory for the call to redis";
+    }
+
+    // Before the send: a write that fails answers the batch, which may be
+    // freed, before send_to_slot() returns.  A call the link refuses is
+    // counted all the same.
+    batch->sent_us = metrics::record_call_sent(batch->call.entries());
+
+    if (!link_->send_to_slot(batch->slot, command_, on_batch_reply, batch)) {
+        return "redis is not connected";
+    }
+
+    return nullptr;
+}
+
+void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
+{
+    static_cast<CallBatcher *>(ev->data)->send_ready();
+}
+
+void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
+{
+    metrics::record_call_answered(reply != nullptr, batch->sent_us);
+
+    const ScriptBatch &call = batch->call;
+    BatchReply decoded = decode_batch_reply(reply, call.reply_elements());
+
+    switch (decoded.kind) {
+    case BatchReply::Kind::kReplies:
+        for (ngx_uint_t i = 0; i < call.entries(); i++) {
+            RequestState *state = batch->states[i];
+
+            if (state != nullptr) {
+                state->part[batch->parts[i]].batch = nullptr;
+                take_reply(state, batch->parts[i], decoded.now_ms,
+                           reply->element + call.reply_offset(i));
+            }
+        }
+        release(batch);
+        return;
+
+    case BatchReply::Kind::kNoScript:
+        metrics::record_link_error(LinkError::kNoScript);
+        // A Redis restarted or flushed behind our back: send the script
+        // itself once, which also caches it for the calls that follow.
+        if (!resend_as_script(batch)) {
+            fail_all(batch, "redis does not have the script: ",
+                     decoded.error);
+        }
+        return;
+
+    case BatchReply::Kind::kError:
+        // The module unloaded: the command ran nothing, the script can.
+        if (batch->form == ScriptBatch::Form::kDecideCommand
+            && decoded.error.substr(0, 19) == "ERR unknown command")
+        {
+            link_->decide_lost(batch->slot);
+
+            if (resend_as_script(batch)) {
+                return;
+            }
+        }
+
+        if (follow(batch, decoded.error)) {
+            return;
+        }
+
+        metrics::record_link_error(LinkError::kErrorReply);
+        fail_all(batch, "redis answered an error: ", decoded.error);
+        link_->on_error_reply(decoded.error);
+        return;
+
+    case BatchReply::Kind::kMalformed:
+        fail_all(batch, reply == nullptr ? "redis connection failed"
+                                         : "unexpected reply from redis",
+                 {});
+        return;
+    }
+}
+
+// MOVED or ASK: the call did not run, and goes where the cluster says;
+// TRYAGAIN: it did not run either, and goes again a moment later.  Up to
+// kMaxRedirects times in all.
+bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
+{
+    if (batch->redirects == RedisLink::kMaxRedirects) {
+        return false;
+    }
+
+    if (error.substr(0, 8) == "TRYAGAIN") {
+        batch->redirects++;
+        ngx_add_timer(&batch->try_again, Batch::kTryAgainMs);
+        return true;
+    }
+
+    Redirect to = parse_redirect(error);
+
+    if (to.kind == Redirect::Kind::kNone
+        || !batch->call.write_command(batch->form, &command_,
+                                      link_->cross_slot()))
+    {
+        return false;
+    }
+
+    if (!waited(batch)) {
+        release(batch);
+        return true;
+    }
+
+    // As in send(): the batch may be answered before redirect() returns.
+    batch->redirects++;
+    batch->sent_us = metrics::record_call_sent(batch->call.entries());
+    return link_->redirect(to, batch->slot, command_, on_batch_reply, batch);
+}
+
+// Some request of the batch still waits for it.  A batch sent again when
+// none does would count requests already given the fail policy.
+bool CallBatcher::waited(const Batch *batch) noexcept
+{
+    for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
+        if (batch->states[i] != nullptr) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+// Sent again after TRYAGAIN, unless every request of it stopped waiting:
+// counting those now would count requests already given the fail policy.
+void CallBatcher::on_try_again(ngx_event_t *ev) noexcept
+{
+    auto *batch = static_cast<Batch *>(ev->data);
+    CallBatcher *batcher = batch->owner;
+
+    if (!waited(batch)) {
+        batcher->release(batch);
+        return;
+    }
+
+    if (const char *failure = batcher->send(batch, batch->form)) {
+        batcher->fail_all(batch, failure, {});
+    }
+}
+
+// A batch Redis refused without running anything, sent once more as EVAL,
+// unless it was already.  False if it was, or could not be sent.
+bool CallBatcher::resend_as_script(Batch *batch) noexcept
+{
+    if (batch->form == ScriptBatch::Form::kEval) {
+        return false;
+    }
+
+    if (!waited(batch)) {
+        release(batch);
+        return true;
+    }
+
+    return send(batch, ScriptBatch::Form::kEval) == nullptr;
+}
+
+void CallBatcher::fail_all(Batch *batch, const char *why,
+                           std::string_view detail) noexcept
+{
+    for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
+        RequestState *state = batch->states[i];
+
+        if (state != nullptr) {
+            state->part[batch->parts[i]].batch = nullptr;
+            fail_call(state, why, detail);
+        }
+    }
+
+    release(batch);
+}
+
+void CallBatcher::release(Batch *batch) noexcept
+{
+    in_flight_ -= batch->call.entries();
+    metrics::record_requests_waiting(in_flight_);
+
+    // The batch held back behind this call goes at the end of this turn.
+    if (batch->counted && --calls_out_[batch->hold] == 0
+        && !turn_end_.posted)
+    {
+        for (ngx_uint_t b = 0; b < open_count_; b++) {
+            if (open_[b]->hold == batch->hold) {
+                ngx_post_event(&turn_end_, &ngx_posted_events);
+                break;
+            }
+        }
+    }
+
+    batch->counted = false;
+
+    if (free_count_ == kMaxFree) {
+        delete batch;
+        return;
+    }
+
+    batch->call.clear();
+    batch->next_free = free_;
+    free_ = batch;
+    free_count_++;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,332 @@
+#include "rate/script_call.hpp"
+
+#include "rate/call_batch.hpp"
+#include "limits/deny_cache.hpp"
+#include "metrics/metrics.hpp"
+#include "redis/redis_link.hpp"
+#include "limits/sliding_window.hpp"
+#include "keys/subject_key.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// Logs why the request gets the fail policy, at most once a second.
+void fail_log(RequestState *state, const char *why, std::string_view detail)
+{
+    RedisLink *link = main_conf(state->r)->link;
+
+    state->result = Result::kError;
+
+    if (link != nullptr && !link->may_log()) {
+        return;
+    }
+
+    const char *outcome = state->peek ? "answered 503"
+                          : state->lcf->fail == kFailClosed
+                          ? "request rejected" : "request passed";
+
+    ngx_log_error(NGX_LOG_WARN, state->r->connection->log, 0,
+                  "ratelimit: %s%*s, %s", why, detail.size(), detail.data(),
+                  outcome);
+}
+
+void fail(RequestState *state, const char *why, std::string_view detail = {})
+{
+    fail_log(state, why, detail);
+    state->stage = RequestState::Stage::kDecided;
+}
+
+// A part of the call got no verdict: the request's is ERROR, decided once
+// every part is in (the others may still wait, and the request with them).
+void fail_part(RequestState *state, const char *why,
+               std::string_view detail = {})
+{
+    fail_log(state, why, detail);
+    state->part_failed = true;
+}
+
+// A rejection this worker remembers, answered without asking Redis.
+bool reject_from_memory(RequestState *state, const DenyCache &denied)
+{
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        std::uint64_t reset_epoch_s = 0;
+        std::uint64_t ms = enforced(state, i)
+                           ? denied.denied_for(view(state->keys[i]),
+                                               ngx_current_msec,
+                                               &reset_epoch_s)
+                           : 0;
+
+        if (ms == 0) {
+            continue;
+        }
+
+        state->verdict = {Outcome::kRejected, i,
+                          {state->refs[i]->zone->policy.limit, 0, ms}};
+        state->reset_epoch_s = reset_epoch_s;
+        state->result = Result::kRejected;
+        metrics::record_deny_cache_hit(state, i);
+        state->stage = RequestState::Stage::kDecided;
+        return true;
+    }
+
+    return false;
+}
+
+void take_counts(RequestState *state, std::uint64_t now_ms,
+                 const ScriptReply &reply)
+{
+    state->now_ms = now_ms;
+    state->stage = RequestState::Stage::kDecided;
+
+    if (state->peek) {
+        state->result = Result::kPeeked;
+        return;
+    }
+
+    const Policy *policies[kMaxZonesPerRequest];
+    bool enforcing[kMaxZonesPerRequest];
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        policies[i] = &state->refs[i]->zone->policy;
+        enforcing[i] = enforced(state, i);
+    }
+
+    std::optional<Verdict> verdict = decide(policies, enforcing, state->counts,
+                                            state->zones, now_ms,
+                                            reply.rejected);
+
+    if (!verdict) {
+        fail(state, "unexpected reply from redis");
+        return;
+    }
+
+    state->verdict = *verdict;
+    state->reset_epoch_s = seconds_ceil(now_ms
+                                        + state->verdict.status.reset_ms);
+
+    DenyCache *denied = main_conf(state->r)->denied;
+    const Verdict &v = state->verdict;
+
+    switch (v.outcome) {
+    case Outcome::kRejected:
+        state->result = Result::kRejected;
+        // Measured from when the call left, not from now: Redis decided
+        // after that, so the remembered rejection never outlasts its own.
+        if (denied != nullptr && v.status.reset_ms > 0) {
+            denied->deny(view(state->keys[v.zone]),
+                         state->sent_msec + v.status.reset_ms,
+                         state->reset_epoch_s);
+        }
+        break;
+    case Outcome::kRejectedDryRun:
+        state->result = Result::kRejectedDryRun;
+        break;
+    case Outcome::kPassed:
+        state->result = Result::kPassed;
+        break;
+    }
+}
+
+void ignore_reply(void *, const redisReply *) noexcept
+{
+}
+
+void on_wake(ngx_event_t *ev) noexcept
+{
+    auto *state = static_cast<RequestState *>(ev->data);
+
+    if (ev->timedout) {
+        ev->timedout = 0;
+
+        CallBatcher::forget(state);
+        metrics::record_link_error(LinkError::kTimeout);
+
+        MainConf *mcf = main_conf(state->r);
+        u_char text[NGX_INT_T_LEN + 16];
+        u_char *end = ngx_sprintf(text, " after %M ms", mcf->redis->timeout);
+        fail(state, "redis timed out",
+             {reinterpret_cast<char *>(text),
+              static_cast<size_t>(end - text)});
+        mcf->link->on_request_timeout();
+    }
+
+    resume_request(state, state->resume);
+}
+
+// Resumes the request from the event loop, not from inside hiredis where
+// its reply is taken: the request may go on to anything, and the Redis
+// context must not be under it.
+void wake_up(RequestState *state)
+{
+    stop_timer(&state->wake);
+
+    ngx_post_event(&state->wake, &ngx_posted_events);
+}
+
+// A request rejected by a zone in one part was counted by the parts that
+// admitted it: each zone takes it back, in one call of its own key's slot
+// (a cross-slot part's keys may be in several), sent once.
+void undo_admitted_parts(RequestState *state)
+{
+    RedisLink *link = main_conf(state->r)->link;
+    std::string command;
+
+    for (ngx_uint_t p = 0; p < state->parts; p++) {
+        const RequestState::Part &part = state->part[p];
+
+        for (ngx_uint_t j = 0; !part.rejected && j < part.zones; j++) {
+            ngx_uint_t i = part.zone[j];
+
+            // A zone the request did not fit (dry run) did not count it.
+            if (state->counts[i].over) {
+                continue;
+            }
+
+            const Zone &zone = *state->refs[i]->zone;
+            std::string_view key = view(state->keys[i]);
+            std::uint64_t number = part.now_ms / zone.policy.bucket_ms;
+            bool fixed = zone.fixed;
+
+            if (write_undo_command(1, &key, &number, &fixed, &command)) {
+                link->send_keyed(key, command, ignore_reply, nullptr);
+            }
+        }
+    }
+}
+
+// Every part of the call is answered, or failed: the request's verdict.
+void part_done(RequestState *state)
+{
+    if (--state->parts_waiting > 0) {
+        return;
+    }
+
+    if (state->part_failed) {
+        state->stage = RequestState::Stage::kDecided;
+    } else {
+        ScriptReply merged{ScriptReply::Kind::kVerdict, false, {}};
+        std::uint64_t now_ms = 0;
+
+        for (ngx_uint_t p = 0; p < state->parts; p++) {
+            merged.rejected |= state->part[p].rejected;
+            now_ms = ngx_max(now_ms, state->part[p].now_ms);
+        }
+
+        take_counts(state, now_ms, merged);
+
+        if (merged.rejected && state->parts > 1 && !state->peek) {
+            undo_admitted_parts(state);
+        }
+    }
+
+    wake_up(state);
+}
+
+}  // namespace
+
+bool build_keys(RequestState *state) noexcept
+{
+    MainConf *mcf = main_conf(state->r);
+    std::string_view prefix = view(mcf->prefix);
+    bool tagged = mcf->redis->cluster;
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        std::string_view name = view(state->refs[i]->zone->name);
+        std::string_view subject = view(state->subjects[i]);
+        auto *key = static_cast<char *>(ngx_pnalloc(
+            state->r->pool, subject_key_size(prefix, name, subject, tagged)));
+
+        if (key == nullptr) {
+            return false;
+        }
+
+        state->keys[i].data = reinterpret_cast<u_char *>(key);
+        state->keys[i].len = write_subject_key(prefix, name, subject, key,
+                                               tagged);
+    }
+
+    return true;
+}
+
+bool send_call(RequestState *state) noexcept
+{
+    MainConf *mcf = main_conf(state->r);
+
+    state->wake.handler = on_wake;
+    state->wake.data = state;
+    state->wake.log = state->r->connection->log;
+
+    if (!state->peek && mcf->denied != nullptr
+        && reject_from_memory(state, *mcf->denied))
+    {
+        return false;
+    }
+
+    // Waiting from before the queueing: a batch it fills is sent at once,
+    // and a failing write hands the batch its NULL reply, to be taken.
+    state->stage = RequestState::Stage::kWaiting;
+    state->sent_msec = ngx_current_msec;
+
+    switch (mcf->calls == nullptr ? CallBatcher::QueueResult::kDown
+                                  : mcf->calls->queue(state))
+    {
+    case CallBatcher::QueueResult::kQueued:
+        break;
+    case CallBatcher::QueueResult::kSaturated:
+        fail(state, "too many calls in flight to redis");
+        return false;
+    case CallBatcher::QueueResult::kNoMemory:
+        fail(state, "no memory for the call to redis");
+        return false;
+    case CallBatcher::QueueResult::kDown:
+        fail(state, "redis is not connected");
+        return false;
+    }
+
+    // Unless already decided (see above: the wake event is posted then).
+    if (state->stage == RequestState::Stage::kWaiting) {
+        ngx_add_timer(&state->wake, mcf->redis->timeout);
+    }
+
+    return true;
+}
+
+void take_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
+                const redisReply *const *reply) noexcept
+{
+    RequestState::Part &part = state->part[p];
+    ZoneCount counts[kMaxZonesPerRequest];
+    ScriptReply decoded = decode_script_reply(reply, part.zones, counts,
+                                              state->interval_buckets
+                                              != nullptr);
+
+    switch (decoded.kind) {
+    case ScriptReply::Kind::kVerdict:
+        for (ngx_uint_t j = 0; j < part.zones; j++) {
+            state->counts[part.zone[j]] = counts[j];
+        }
+        part.now_ms = now_ms;
+        part.rejected = decoded.rejected;
+        break;
+    case ScriptReply::Kind::kError:
+        metrics::record_link_error(LinkError::kErrorReply);
+        fail_part(state, "redis answered an error: ", decoded.error);
+        main_conf(state->r)->link->on_error_reply(decoded.error);
+        break;
+    case ScriptReply::Kind::kMalformed:
+        fail_part(state, "unexpected reply from redis");
+        break;
+    }
+
+    part_done(state);
+}
+
+void fail_call(RequestState *state, const char *why,
+               std::string_view detail) noexcept
+{
+    fail_part(state, why, detail);
+    part_done(state);
+}
+
+}  // namespace ratelimit

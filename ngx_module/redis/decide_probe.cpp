@@ -1,0 +1,68 @@
+#include "redis/decide_probe.hpp"
+
+#include "scripts/decide_command.hpp"
+#include "redis/redis_connection.hpp"
+
+namespace ratelimit {
+
+bool DecideProbe::ask(RedisConnection *conn, ngx_log_t *log) noexcept
+{
+    // No keys, no zones, no request: answered with Redis's time alone.
+    static const char *const argv[3] = {kDecideCommand, "0", "0"};
+    static const size_t lens[3] = {sizeof(kDecideCommand) - 1, 1, 1};
+
+    conn_ = conn;
+    log_ = log;
+    available_ = false;
+    return conn->send_argv(3, const_cast<const char **>(argv), lens,
+                           on_reply, this);
+}
+
+void DecideProbe::on_reply(void *data, const redisReply *reply) noexcept
+{
+    auto *probe = static_cast<DecideProbe *>(data);
+
+    // The connection closed before the answer: the next one asks again.
+    if (reply == nullptr) {
+        return;
+    }
+
+    probe->available_ = reply->type == REDIS_REPLY_ARRAY
+                        && reply->elements == 1
+                        && reply->element[0]->type == REDIS_REPLY_INTEGER;
+
+    if (probe->available_) {
+        ngx_log_error(NGX_LOG_NOTICE, probe->log_, 0,
+                      "ratelimit: redis at \"%V\" has %s: this connection "
+                      "uses it",
+                      &probe->conn_->display(), kDecideCommand);
+        return;
+    }
+
+    ngx_str_t why = ngx_string("not its answer");
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        why.data = reinterpret_cast<u_char *>(reply->str);
+        why.len = reply->len;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, probe->log_, 0,
+                  "ratelimit: redis at \"%V\" cannot run %s (%V): this "
+                  "connection uses the window script",
+                  &probe->conn_->display(), kDecideCommand, &why);
+}
+
+void DecideProbe::lost() noexcept
+{
+    if (!available_) {
+        return;
+    }
+
+    available_ = false;
+    ngx_log_error(NGX_LOG_NOTICE, log_, 0,
+                  "ratelimit: redis at \"%V\" no longer knows %s: this "
+                  "connection uses the window script",
+                  &conn_->display(), kDecideCommand);
+}
+
+}  // namespace ratelimit

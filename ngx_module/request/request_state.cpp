@@ -1,0 +1,91 @@
+#include "request/request_state.hpp"
+
+#include <new>
+
+#include "rate/call_batch.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// Runs when the request's pool is destroyed: the request is gone, so a reply
+// still on its way must find nothing to resume.
+void release_state(RequestState *state)
+{
+    CallBatcher::forget(state);
+
+    stop_timer(&state->wake);
+
+    if (state->wake.posted) {
+        ngx_delete_posted_event(&state->wake);
+    }
+}
+
+void cleanup_state(void *data) noexcept
+{
+    release_state(static_cast<RequestState *>(data));
+}
+
+// The same, under another name: find_state() looks for cleanup_state only.
+void cleanup_query_state(void *data) noexcept
+{
+    release_state(static_cast<RequestState *>(data));
+}
+
+}  // namespace
+
+void resume_request(RequestState *state,
+                    void (*next)(RequestState *state) noexcept) noexcept
+{
+    ngx_http_request_t *r = state->r;
+    ngx_connection_t *c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+    next(state);
+    ngx_http_run_posted_requests(c);
+}
+
+RequestState *find_state(ngx_http_request_t *r) noexcept
+{
+    ngx_http_request_t *main = r->main;
+    auto *state = static_cast<RequestState *>(
+        ngx_http_get_module_ctx(main, ngx_http_ratelimit_module));
+
+    if (state != nullptr) {
+        return state;
+    }
+
+    for (ngx_pool_cleanup_t *c = main->pool->cleanup; c; c = c->next) {
+        if (c->handler == cleanup_state) {
+            state = static_cast<RequestState *>(c->data);
+            ngx_http_set_ctx(main, state, ngx_http_ratelimit_module);
+            return state;
+        }
+    }
+
+    return nullptr;
+}
+
+RequestState *create_state(ngx_http_request_t *r, bool findable) noexcept
+{
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool,
+                                                   sizeof(RequestState));
+
+    if (cln == nullptr) {
+        return nullptr;
+    }
+
+    auto *state = new (cln->data) RequestState();
+    state->r = r;
+
+    if (!findable) {
+        cln->handler = cleanup_query_state;
+        return state;
+    }
+
+    cln->handler = cleanup_state;
+    ngx_http_set_ctx(r, state, ngx_http_ratelimit_module);
+    return state;
+}
+
+}  // namespace ratelimit

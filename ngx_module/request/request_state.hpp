@@ -1,0 +1,110 @@
+// What the module knows about one main request: the zones it was sent to
+// Redis for, and the verdict.  It lives in a cleanup of the request's pool,
+// found again through that cleanup's handler, because internal redirects
+// (error_page, try_files) wipe module contexts and the request must be
+// decided once, not once per location it passes through.
+#pragma once
+
+#include "conf/module_conf.hpp"
+#include "scripts/verdict.hpp"
+
+namespace ratelimit {
+
+struct Batch;
+struct SlotHold;
+struct SlotReport;
+
+enum class Result {
+    kNone,            // no zone applied (every key was empty)
+    kPassed,
+    kRejected,
+    kRejectedDryRun,
+    kError,           // Redis failed, timed out or was not connected
+    kPeeked,          // reported on, not counted: the status API or peek
+};
+
+struct RequestState {
+    enum class Stage {
+        kNew,      // created, nothing sent yet (the zero a new state holds)
+        kWaiting,  // the script call is in flight, or the request waits
+                   // for a slot of its concurrency zone
+        kSlotDecided,  // the concurrency zone let it through (or failed
+                       // open): the rate zones are to be asked
+        kDecided,  // result known; the phase handler has yet to act on it
+        kDone,     // acted on: later passes through the phase let it be
+    };
+
+    ngx_http_request_t *r;
+    const LocConf *lcf;      // of the location that decided the request
+    Stage stage;
+    Result result;
+    // The request's call, in one part per cluster slot its keys are in
+    // (per master with `cross_slot`; one part elsewhere), each decided
+    // atomically on its own.
+    struct Part {
+        Batch *batch;        // holding the part's call, while waiting
+        ngx_uint_t entry;    // its place in the batch
+        std::uint32_t group;  // its slot, or master: RedisLink::batch_group()
+        std::uint16_t slot;   // of its first key: where it is sent
+        std::uint8_t zones;  // how many of the request's zones it decides
+        std::uint8_t zone[kMaxZonesPerRequest];  // their indexes
+        std::uint64_t now_ms;                    // Redis time of its reply
+        bool rejected;
+    };
+
+    ngx_uint_t parts;
+    ngx_uint_t parts_waiting;
+    Part part[kMaxZonesPerRequest];
+    bool part_failed;        // a part got no verdict: the request's is ERROR
+    ngx_event_t wake;        // the wait's timeout, or posted on the reply
+    bool peek;               // report the zones, count nothing
+    // The status API's ?interval=, in ms, 1 to the shortest window of its
+    // zones, and per zone the newest buckets to count for it (in r's
+    // pool); 0 and nullptr if not asked.  Only with peek.
+    std::uint64_t interval_ms;
+    const std::uint64_t *interval_buckets;
+    ngx_msec_t sent_msec;    // when the call left, on nginx's clock
+    std::uint64_t check_start_us;  // metrics: when the phase first saw it
+    bool in_flight;          // metrics: let through, its zones busy
+    // Goes on with the request once the result is known, from an nginx
+    // event (never from inside hiredis), which runs the posted requests
+    // after it.
+    void (*resume)(RequestState *state) noexcept;
+
+    SlotHold *hold;          // its concurrency zone's, or nullptr
+    SlotReport *slot_report; // a peek's concurrency zones, or nullptr
+
+    // Its rate zones (concurrency zones are in `hold`).
+    ngx_uint_t zones;
+    const ZoneRef *refs[kMaxZonesPerRequest];
+    ngx_str_t subjects[kMaxZonesPerRequest];
+    ngx_str_t keys[kMaxZonesPerRequest];  // the subjects' Redis keys
+
+    std::uint64_t now_ms;         // Redis time of the reply
+    ZoneCount counts[kMaxZonesPerRequest];
+    Verdict verdict;
+    std::uint64_t reset_epoch_s;  // Unix time at which verdict's zone resets
+};
+
+// Whether the request's zone i counts it and may reject it, or dry-runs.
+inline bool enforced(const RequestState *state, ngx_uint_t i)
+{
+    return !(state->refs[i]->dry_run
+             || (state->lcf != nullptr && state->lcf->dry_run));
+}
+
+// Goes on with the request from an nginx event: runs `next`, which may
+// finalize it, and then the requests posted meanwhile, with the framing of
+// an nginx request event handler (the connection outlives the request).
+void resume_request(RequestState *state,
+                    void (*next)(RequestState *state) noexcept) noexcept;
+
+// The state of r's main request, or nullptr if none was created.
+RequestState *find_state(ngx_http_request_t *r) noexcept;
+
+// Creates a state in r's pool; nullptr on no memory.  The state of the
+// request's decision is `findable` by find_state(); a status API query is
+// not, so that it can coexist with the decision of its own request.
+RequestState *create_state(ngx_http_request_t *r, bool findable) noexcept;
+
+}  // namespace ratelimit

@@ -1,0 +1,58 @@
+#include "limits/deny_cache.hpp"
+
+#include <cstring>
+
+namespace ratelimit {
+
+// FNV-1a: only spreads keys over slots.  Keys chosen to collide only evict
+// each other's entries, which costs Redis calls, not correctness.
+std::size_t DenyCache::slot_of(std::string_view key)
+{
+    std::uint64_t h = 14695981039346656037ull;
+
+    for (char c : key) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 1099511628211ull;
+    }
+
+    return static_cast<std::size_t>(h % kSlots);
+}
+
+std::uint64_t DenyCache::denied_for(std::string_view key,
+                                    std::uint64_t now_ms,
+                                    std::uint64_t *reset_epoch_s) const
+{
+    if (key.size() > kMaxKey) {
+        return 0;
+    }
+
+    const Slot &slot = slots_[slot_of(key)];
+
+    if (slot.until_ms <= now_ms || slot.len != key.size()
+        || std::memcmp(slot.key, key.data(), key.size()) != 0)
+    {
+        return 0;
+    }
+
+    if (reset_epoch_s != nullptr) {
+        *reset_epoch_s = slot.reset_epoch_s;
+    }
+
+    return slot.until_ms - now_ms;
+}
+
+void DenyCache::deny(std::string_view key, std::uint64_t until_ms,
+                     std::uint64_t reset_epoch_s)
+{
+    if (key.size() > kMaxKey) {
+        return;
+    }
+
+    Slot &slot = slots_[slot_of(key)];
+    slot.until_ms = until_ms;
+    slot.reset_epoch_s = reset_epoch_s;
+    slot.len = static_cast<std::uint8_t>(key.size());
+    std::memcpy(slot.key, key.data(), key.size());
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,78 @@
+#include "limits/policy.hpp"
+
+#include <charconv>
+
+namespace ratelimit {
+
+namespace {
+
+// 2^53: the largest integer a Lua 5.1 number (a double) holds exactly.
+constexpr std::uint64_t kMaxExactInteger = std::uint64_t{1} << 53;
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_count(std::string_view text)
+{
+    std::uint64_t value = 0;
+    const char *end = text.data() + text.size();
+
+    if (text.empty() || text.front() < '0' || text.front() > '9') {
+        return std::nullopt;
+    }
+
+    auto [ptr, ec] = std::from_chars(text.data(), end, value);
+
+    if (ec != std::errc() || ptr != end || value == 0
+        || value > kMaxExactInteger)
+    {
+        return std::nullopt;
+    }
+
+    return value;
+}
+
+std::optional<Rate> parse_rate(std::string_view text)
+{
+    constexpr std::string_view kSuffix = "r/?";
+
+    if (text.size() <= kSuffix.size()) {
+        return std::nullopt;
+    }
+
+    std::string_view unit = text.substr(text.size() - kSuffix.size());
+
+    if (unit[0] != 'r' || unit[1] != '/') {
+        return std::nullopt;
+    }
+
+    std::uint64_t window_ms;
+
+    switch (unit[2]) {
+    case 's': window_ms = 1000; break;
+    case 'm': window_ms = 60 * 1000; break;
+    case 'h': window_ms = 60 * 60 * 1000; break;
+    case 'd': window_ms = 24 * 60 * 60 * 1000; break;
+    default: return std::nullopt;
+    }
+
+    auto limit = parse_count(text.substr(0, text.size() - kSuffix.size()));
+
+    if (!limit) {
+        return std::nullopt;
+    }
+
+    return Rate{*limit, window_ms};
+}
+
+std::uint64_t default_bucket_ms(std::uint64_t window_ms)
+{
+    for (std::uint64_t n = kMaxDefaultBuckets; n > 1; n--) {
+        if (window_ms % n == 0) {
+            return window_ms / n;
+        }
+    }
+
+    return window_ms;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,271 @@
+#include "report/metrics_model.hpp"
+
+#include <iterator>
+
+namespace ratelimit {
+
+namespace {
+
+using busy_clock::kClosing;
+using busy_clock::kStartMask;
+constexpr unsigned kMaskShift = 49;
+
+// Bumped whenever ZoneCounters or LinkCounters change shape, so that a
+// reload onto a new build never reads an old block as its own.
+constexpr std::uint64_t kLayoutVersion = 1;
+
+std::size_t round_up(std::size_t n, std::size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+std::uint64_t slot_bit(std::size_t slot)
+{
+    return std::uint64_t{1} << (kMaskShift + slot % busy_clock::kMaskSlots);
+}
+
+bool cas(std::uint64_t *word, std::uint64_t *expected, std::uint64_t desired)
+{
+    return __atomic_compare_exchange_n(word, expected, desired, false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+template <std::size_t kBounds>
+void add_histogram(const Histogram<kBounds> &from, Histogram<kBounds> *to)
+{
+    for (std::size_t i = 0; i <= kBounds; i++) {
+        to->buckets[i] += load_counter(&from.buckets[i]);
+    }
+
+    to->sum += load_counter(&from.sum);
+}
+
+}  // namespace
+
+const std::uint64_t kDurationBoundsUs[kDurationBounds] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000,
+    500000, 1000000,
+};
+
+const std::string_view kDurationBoundsText[kDurationBounds] = {
+    "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
+    "0.025", "0.05", "0.1", "0.25", "0.5", "1.0",
+};
+
+const std::uint64_t kBatchBoundsCount[kBatchBounds] = {1, 2, 4, 8, 16};
+
+const std::string_view kBatchBoundsText[kBatchBounds] = {
+    "1.0", "2.0", "4.0", "8.0", "16.0",
+};
+
+const std::uint64_t kQueueWaitBoundsUs[kQueueWaitBounds] = {
+    1000, 5000, 10000, 50000, 100000, 250000, 500000, 1000000, 2500000,
+    5000000, 10000000, 30000000,
+};
+
+const std::string_view kQueueWaitBoundsText[kQueueWaitBounds] = {
+    "0.001", "0.005", "0.01", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5",
+    "5.0", "10.0", "30.0",
+};
+
+std::string_view slot_event_name(SlotEvent e)
+{
+    static constexpr std::string_view kNames[] = {
+        "admitted", "admitted_after_wait", "queue_full", "wait_timeout",
+        "gone_while_queued",
+    };
+    static_assert(std::size(kNames)
+                  == static_cast<std::size_t>(SlotEvent::kCount));
+    return kNames[static_cast<std::size_t>(e)];
+}
+
+std::string_view decision_name(Decision d)
+{
+    static const std::string_view names[] = {
+        "passed", "rejected", "rejected_dry_run", "error", "error_rejected",
+    };
+    return names[static_cast<std::size_t>(d)];
+}
+
+std::string_view link_error_name(LinkError e)
+{
+    static const std::string_view names[] = {
+        "timeout", "connect", "closed", "error_reply", "noscript",
+    };
+    return names[static_cast<std::size_t>(e)];
+}
+
+std::string_view link_state_name(LinkState s)
+{
+    static const std::string_view names[] = {"down", "connecting", "up"};
+    return names[static_cast<std::size_t>(s)];
+}
+
+std::size_t bucket_index(const std::uint64_t *bounds, std::size_t n,
+                         std::uint64_t value)
+{
+    std::size_t i = 0;
+
+    while (i < n && value > bounds[i]) {
+        i++;
+    }
+
+    return i;
+}
+
+MetricsLayout::MetricsLayout(std::size_t zones, std::size_t slots)
+    : zones_(zones), slots_(slots),
+      slot_size_(round_up(sizeof(LinkCounters) + zones * sizeof(ZoneCounters),
+                          kCacheLine))
+{
+}
+
+std::size_t MetricsLayout::slot_offset(std::size_t slot) const
+{
+    return round_up(zones_ * sizeof(std::uint64_t), kCacheLine)
+           + slot * slot_size_;
+}
+
+std::size_t MetricsLayout::size() const
+{
+    return slot_offset(slots_);
+}
+
+std::uint64_t *MetricsLayout::busy_word(void *block, std::size_t zone) const
+{
+    return static_cast<std::uint64_t *>(block) + zone;
+}
+
+LinkCounters *MetricsLayout::link(void *block, std::size_t slot) const
+{
+    return reinterpret_cast<LinkCounters *>(static_cast<char *>(block)
+                                            + slot_offset(slot));
+}
+
+ZoneCounters *MetricsLayout::zone(void *block, std::size_t slot,
+                                  std::size_t zone) const
+{
+    auto *zones = reinterpret_cast<ZoneCounters *>(link(block, slot) + 1);
+    return zones + zone;
+}
+
+std::uint64_t layout_signature(const std::string_view *names,
+                               std::size_t zones, std::size_t slots)
+{
+    std::uint64_t h = 0xcbf29ce484222325;
+    auto mix = [&h](std::string_view bytes) {
+        for (unsigned char c : bytes) {
+            h = (h ^ c) * 0x100000001b3;
+        }
+        // A separator no name holds, so "ab","c" differs from "a","bc".
+        h = (h ^ 0xff) * 0x100000001b3;
+    };
+    auto mix_number = [&mix](std::uint64_t n) {
+        mix({reinterpret_cast<const char *>(&n), sizeof(n)});
+    };
+
+    mix_number(kLayoutVersion);
+    mix_number(slots);
+
+    for (std::size_t i = 0; i < zones; i++) {
+        mix(names[i]);
+    }
+
+    return h;
+}
+
+void busy_clock::enter(std::uint64_t *word, std::size_t slot,
+                       std::uint64_t now_us)
+{
+    std::uint64_t bit = slot_bit(slot);
+    std::uint64_t old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    std::uint64_t desired;
+
+    do {
+        if (old & bit) {
+            return;  // another process of this slot (a reload's old worker)
+        }
+
+        desired = (old >> kMaskShift) == 0
+                  ? bit | (old & kClosing) | (now_us & kStartMask)
+                  : old | bit;
+    } while (!cas(word, &old, desired));
+}
+
+void busy_clock::leave(std::uint64_t *word, std::size_t slot,
+                       std::uint64_t now_us, std::uint64_t *busy_us)
+{
+    std::uint64_t bit = slot_bit(slot);
+    std::uint64_t old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    std::uint64_t desired;
+
+    do {
+        if (!(old & bit)) {
+            return;
+        }
+
+        desired = old & ~bit;
+
+        if ((desired >> kMaskShift) == 0) {
+            desired |= kClosing;
+        }
+    } while (!cas(word, &old, desired));
+
+    if (!(desired & kClosing)) {
+        return;  // other slots are still busy
+    }
+
+    __atomic_fetch_add(busy_us, (now_us - old) & kStartMask,
+                       __ATOMIC_RELEASE);
+
+    // The flag was already set if the closer of the interval before this
+    // one has not cleared it yet: that one clears it.
+    if (!(old & kClosing)) {
+        __atomic_fetch_and(word, ~kClosing, __ATOMIC_RELEASE);
+    }
+}
+
+void add_zone(const ZoneCounters &slot, ZoneCounters *sum)
+{
+    for (std::size_t i = 0; i < static_cast<std::size_t>(Decision::kCount);
+         i++)
+    {
+        sum->decisions[i] += load_counter(&slot.decisions[i]);
+    }
+
+    sum->deny_cache_hits += load_counter(&slot.deny_cache_hits);
+    add_histogram(slot.check_us, &sum->check_us);
+    sum->successes += load_counter(&slot.successes);
+    sum->response_us += load_counter(&slot.response_us);
+    sum->busy_us += load_counter(&slot.busy_us);
+
+    for (std::size_t i = 0; i < static_cast<std::size_t>(SlotEvent::kCount);
+         i++)
+    {
+        sum->slot_events[i] += load_counter(&slot.slot_events[i]);
+    }
+
+    sum->slots_taken += load_counter(&slot.slots_taken);
+    sum->slots_freed += load_counter(&slot.slots_freed);
+    sum->queue_entered += load_counter(&slot.queue_entered);
+    sum->queue_left += load_counter(&slot.queue_left);
+    add_histogram(slot.queue_wait_us, &sum->queue_wait_us);
+}
+
+void add_link(const LinkCounters &slot, LinkCounters *sum)
+{
+    sum->calls += load_counter(&slot.calls);
+    add_histogram(slot.requests_per_call, &sum->requests_per_call);
+    add_histogram(slot.round_trip_us, &sum->round_trip_us);
+
+    for (std::size_t i = 0; i < static_cast<std::size_t>(LinkError::kCount);
+         i++)
+    {
+        sum->errors[i] += load_counter(&slot.errors[i]);
+    }
+
+    sum->reconnects += load_counter(&slot.reconnects);
+    sum->waiting += load_counter(&slot.waiting);
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,464 @@
+#include "report/metrics_text.hpp"
+
+#include <cstdio>
+
+namespace ratelimit {
+
+namespace {
+
+constexpr std::size_t kDecisions = static_cast<std::size_t>(Decision::kCount);
+constexpr std::size_t kLinkErrors = static_cast<std::size_t>(LinkError::kCount);
+constexpr std::size_t kLinkStates = static_cast<std::size_t>(LinkState::kCount);
+
+std::string number(std::uint64_t n)
+{
+    return std::to_string(n);
+}
+
+// An integer count of 10^-digits units as an exact decimal: (1500, 3) is
+// "1.500", (7, 0) is "7".
+std::string fixed_point(std::uint64_t units, unsigned digits)
+{
+    if (digits == 0) {
+        return number(units);
+    }
+
+    std::uint64_t scale = 1;
+
+    for (unsigned i = 0; i < digits; i++) {
+        scale *= 10;
+    }
+
+    std::string fraction = number(units % scale);
+    return number(units / scale) + "."
+           + std::string(digits - fraction.size(), '0') + fraction;
+}
+
+std::string decimal(double value, int digits)
+{
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.*f", digits, value);
+    return text;
+}
+
+// Prometheus's text format and OpenMetrics differ, for what is written
+// here, in a counter's TYPE line (OpenMetrics names the family without
+// _total) and in OpenMetrics's closing # EOF.
+class Exposition {
+public:
+    Exposition(std::string *out, bool open_metrics)
+        : out_(*out), open_metrics_(open_metrics) {}
+
+    void family(std::string_view name, std::string_view type,
+                std::string_view help)
+    {
+        std::string full = "nginx_ratelimit_" + std::string(name);
+
+        if (type == "counter" && !open_metrics_) {
+            full += "_total";
+        }
+
+        out_ += "# HELP " + full + " " + std::string(help) + "\n";
+        out_ += "# TYPE " + full + " " + std::string(type) + "\n";
+    }
+
+    // `labels` is the text inside the braces, without them; may be empty.
+    void sample(std::string_view name, std::string_view labels,
+                std::string_view value)
+    {
+        out_ += "nginx_ratelimit_";
+        out_ += name;
+
+        if (!labels.empty()) {
+            out_ += "{" + std::string(labels) + "}";
+        }
+
+        out_ += " " + std::string(value) + "\n";
+    }
+
+    template <std::size_t kBounds>
+    void histogram(std::string_view name, std::string_view labels,
+                   const Histogram<kBounds> &h,
+                   const std::string_view (&bounds)[kBounds],
+                   unsigned sum_digits)
+    {
+        std::string sep = labels.empty() ? "" : std::string(labels) + ",";
+        std::string n(name);
+        std::uint64_t cumulative = 0;
+
+        for (std::size_t i = 0; i <= kBounds; i++) {
+            cumulative += h.buckets[i];
+            std::string le = i < kBounds ? std::string(bounds[i]) : "+Inf";
+            sample(n + "_bucket", sep + "le=\"" + le + "\"",
+                   number(cumulative));
+        }
+
+        sample(n + "_count", labels, number(cumulative));
+        sample(n + "_sum", labels, fixed_point(h.sum, sum_digits));
+    }
+
+    void end()
+    {
+        if (open_metrics_) {
+            out_ += "# EOF\n";
+        }
+    }
+
+private:
+    std::string &out_;
+    bool open_metrics_;
+};
+
+std::string zone_label(const ZoneMetrics &z)
+{
+    return "zone=\"" + std::string(z.name) + "\"";
+}
+
+void write_decisions(Exposition &e, const MetricsReport &r)
+{
+    e.family("decisions", "counter",
+             "Requests each zone decided, by decision.");
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        for (std::size_t d = 0; d < kDecisions; d++) {
+            e.sample("decisions_total",
+                     zone_label(r.zones[i]) + ",decision=\""
+                         + std::string(decision_name(Decision(d))) + "\"",
+                     number(r.zones[i].sum.decisions[d]));
+        }
+    }
+}
+
+// A per-zone family of one sample per zone, its value from `value`.
+template <typename Value>
+void per_zone(Exposition &e, const MetricsReport &r, std::string_view name,
+              std::string_view type, std::string_view help, Value value)
+{
+    e.family(name, type, help);
+    std::string sample(name);
+
+    if (type == "counter") {
+        sample += "_total";
+    }
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        e.sample(sample, zone_label(r.zones[i]), value(r.zones[i]));
+    }
+}
+
+void write_zones(Exposition &e, const MetricsReport &r)
+{
+    write_decisions(e, r);
+    per_zone(e, r, "deny_cache_hits", "counter",
+             "Rejections answered from the worker's memory of rejections.",
+             [](const ZoneMetrics &z) {
+                 return number(z.sum.deny_cache_hits);
+             });
+    per_zone(e, r, "zone_limit", "gauge", "Requests a window admits.",
+             [](const ZoneMetrics &z) { return number(z.limit); });
+    per_zone(e, r, "zone_window_seconds", "gauge", "The window's length.",
+             [](const ZoneMetrics &z) { return fixed_point(z.window_ms, 3); });
+    per_zone(e, r, "successful_responses", "counter",
+             "Requests the zone let through that were answered below 400.",
+             [](const ZoneMetrics &z) { return number(z.sum.successes); });
+    per_zone(e, r, "response_time_seconds", "counter",
+             "Response times of the successful responses, summed.",
+             [](const ZoneMetrics &z) {
+                 return fixed_point(z.sum.response_us, 6);
+             });
+    per_zone(e, r, "busy_seconds", "counter",
+             "Time in which a request the zone let through was in flight.",
+             [](const ZoneMetrics &z) {
+                 return fixed_point(z.sum.busy_us, 6);
+             });
+
+    e.family("check_duration_seconds", "histogram",
+             "Time a request waited for its verdict.");
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        e.histogram("check_duration_seconds", zone_label(r.zones[i]),
+                    r.zones[i].sum.check_us, kDurationBoundsText, 6);
+    }
+}
+
+std::uint64_t in_flight(const ZoneCounters &c)
+{
+    return c.slots_taken - c.slots_freed;
+}
+
+std::uint64_t queued(const ZoneCounters &c)
+{
+    return c.queue_entered - c.queue_left;
+}
+
+// Concurrency zones only: the rate zones have none of these.
+void write_concurrency(Exposition &e, const MetricsReport &r)
+{
+    static constexpr std::size_t kEvents =
+        static_cast<std::size_t>(SlotEvent::kCount);
+    struct Gauge {
+        std::string_view name, help;
+        std::uint64_t (*value)(const ZoneMetrics &z);
+    };
+    static const Gauge gauges[] = {
+        {"concurrency_in_flight", "Requests holding a slot in this server.",
+         [](const ZoneMetrics &z) { return in_flight(z.sum); }},
+        {"concurrency_queued", "Requests of this server waiting for one.",
+         [](const ZoneMetrics &z) { return queued(z.sum); }},
+        {"concurrency_queue_limit", "Requests a subject's queue holds.",
+         [](const ZoneMetrics &z) { return z.queue_limit; }},
+    };
+
+    for (const Gauge &g : gauges) {
+        e.family(g.name, "gauge", g.help);
+        for (std::size_t i = 0; i < r.zone_count; i++) {
+            if (r.zones[i].concurrency) {
+                e.sample(g.name, zone_label(r.zones[i]),
+                         number(g.value(r.zones[i])));
+            }
+        }
+    }
+
+    e.family("concurrency_events", "counter",
+             "What concurrency zones did with requests, by event.");
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        for (std::size_t k = 0; r.zones[i].concurrency && k < kEvents; k++) {
+            e.sample("concurrency_events_total",
+                     zone_label(r.zones[i]) + ",event=\""
+                         + std::string(slot_event_name(SlotEvent(k))) + "\"",
+                     number(r.zones[i].sum.slot_events[k]));
+        }
+    }
+
+    e.family("concurrency_queue_wait_seconds", "histogram",
+             "Time a request admitted after waiting spent in the queue.");
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        if (r.zones[i].concurrency) {
+            e.histogram("concurrency_queue_wait_seconds",
+                        zone_label(r.zones[i]), r.zones[i].sum.queue_wait_us,
+                        kQueueWaitBoundsText, 6);
+        }
+    }
+}
+
+void write_link_gauges(Exposition &e, const MetricsReport &r)
+{
+    e.family("redis_connection_state", "gauge",
+             "1 for the state each worker's Redis connection is in.");
+
+    for (std::size_t w = 0; w < r.worker_count; w++) {
+        for (std::size_t s = 0; s < kLinkStates; s++) {
+            bool now = static_cast<std::size_t>(r.workers[w].state) == s;
+            e.sample("redis_connection_state",
+                     "worker=\"" + number(w) + "\",state=\""
+                         + std::string(link_state_name(LinkState(s))) + "\"",
+                     now ? "1" : "0");
+        }
+    }
+
+    e.family("redis_requests_waiting", "gauge",
+             "Requests each worker has waiting for Redis's reply.");
+
+    for (std::size_t w = 0; w < r.worker_count; w++) {
+        e.sample("redis_requests_waiting", "worker=\"" + number(w) + "\"",
+                 number(r.workers[w].waiting));
+    }
+}
+
+void write_link(Exposition &e, const MetricsReport &r)
+{
+    const LinkCounters &l = r.link;
+
+    e.family("redis_calls", "counter", "Script calls sent to Redis.");
+    e.sample("redis_calls_total", "", number(l.calls));
+    e.family("redis_requests_per_call", "histogram",
+             "Requests decided by one script call.");
+    e.histogram("redis_requests_per_call", "", l.requests_per_call,
+                kBatchBoundsText, 0);
+    e.family("redis_call_duration_seconds", "histogram",
+             "Round trip of a script call, from sending to its reply.");
+    e.histogram("redis_call_duration_seconds", "", l.round_trip_us,
+                kDurationBoundsText, 6);
+    e.family("redis_errors", "counter", "Failures talking to Redis, by kind.");
+
+    for (std::size_t k = 0; k < kLinkErrors; k++) {
+        e.sample("redis_errors_total",
+                 "kind=\"" + std::string(link_error_name(LinkError(k))) + "\"",
+                 number(l.errors[k]));
+    }
+
+    e.family("redis_reconnects", "counter",
+             "Connection attempts after the first, made by the backoff.");
+    e.sample("redis_reconnects_total", "", number(l.reconnects));
+    write_link_gauges(e, r);
+}
+
+std::string prometheus(const MetricsReport &r, bool open_metrics)
+{
+    std::string out;
+    Exposition e(&out, open_metrics);
+
+    write_zones(e, r);
+    write_concurrency(e, r);
+    write_link(e, r);
+    e.family("build_info", "gauge", "1, labelled with the versions.");
+    e.sample("build_info",
+             "version=\"" + std::string(kModuleVersion) + "\",nginx=\""
+                 + std::string(r.server_version) + "\"",
+             "1");
+    e.end();
+    return out;
+}
+
+template <std::size_t kBounds>
+std::string json_histogram(const Histogram<kBounds> &h,
+                           const std::string_view (&bounds)[kBounds],
+                           unsigned sum_digits)
+{
+    std::string buckets;
+    std::uint64_t cumulative = 0;
+
+    for (std::size_t i = 0; i <= kBounds; i++) {
+        cumulative += h.buckets[i];
+        buckets += (i > 0 ? ",\"" : "\"")
+                   + std::string(i < kBounds ? bounds[i] : "+Inf") + "\":"
+                   + number(cumulative);
+    }
+
+    return "{\"count\":" + number(cumulative) + ",\"sum\":"
+           + fixed_point(h.sum, sum_digits) + ",\"buckets\":{" + buckets
+           + "}}";
+}
+
+// A concurrency zone's own members, after those every zone has.
+std::string json_concurrency(const ZoneMetrics &z)
+{
+    const ZoneCounters &c = z.sum;
+    std::string out = ",\"in_flight\":" + number(in_flight(c))
+                      + ",\"queued\":" + number(queued(c))
+                      + ",\"queue_limit\":" + number(z.queue_limit);
+
+    for (std::size_t k = 0; k < static_cast<std::size_t>(SlotEvent::kCount);
+         k++)
+    {
+        out += ",\"" + std::string(slot_event_name(SlotEvent(k))) + "\":"
+               + number(c.slot_events[k]);
+    }
+
+    return out + ",\"queue_wait\":"
+           + json_histogram(c.queue_wait_us, kQueueWaitBoundsText, 6);
+}
+
+std::string json_zone(const ZoneMetrics &z)
+{
+    const ZoneCounters &c = z.sum;
+    std::string out = "\"" + std::string(z.name) + "\":{";
+
+    for (std::size_t d = 0; d < kDecisions; d++) {
+        out += "\"" + std::string(decision_name(Decision(d))) + "\":"
+               + number(c.decisions[d]) + ",";
+    }
+
+    double rate = c.busy_us > 0 ? c.successes * 1e6 / c.busy_us : 0;
+    double mean = c.successes > 0 ? c.response_us / 1e6 / c.successes : 0;
+
+    return out + "\"deny_cache_hits\":" + number(c.deny_cache_hits)
+           + ",\"limit\":" + number(z.limit)
+           + ",\"window\":" + fixed_point(z.window_ms, 3)
+           + ",\"check_duration\":"
+           + json_histogram(c.check_us, kDurationBoundsText, 6)
+           + ",\"successful_responses\":" + number(c.successes)
+           + ",\"busy_seconds\":" + fixed_point(c.busy_us, 6)
+           + ",\"requests_per_second\":" + decimal(rate, 3)
+           + ",\"mean_response_time\":" + decimal(mean, 6)
+           + (z.concurrency ? json_concurrency(z) : std::string()) + "}";
+}
+
+std::string json_link(const MetricsReport &r)
+{
+    const LinkCounters &l = r.link;
+    std::string errors, workers;
+
+    for (std::size_t k = 0; k < kLinkErrors; k++) {
+        errors += (k > 0 ? ",\"" : "\"")
+                  + std::string(link_error_name(LinkError(k))) + "\":"
+                  + number(l.errors[k]);
+    }
+
+    for (std::size_t w = 0; w < r.worker_count; w++) {
+        workers += (w > 0 ? ",{\"state\":\"" : "{\"state\":\"")
+                   + std::string(link_state_name(r.workers[w].state))
+                   + "\",\"requests_waiting\":"
+                   + number(r.workers[w].waiting) + "}";
+    }
+
+    return "{\"calls\":" + number(l.calls) + ",\"requests_per_call\":"
+           + json_histogram(l.requests_per_call, kBatchBoundsText, 0)
+           + ",\"call_duration\":"
+           + json_histogram(l.round_trip_us, kDurationBoundsText, 6)
+           + ",\"errors\":{" + errors + "},\"reconnects\":"
+           + number(l.reconnects) + ",\"workers\":[" + workers + "]}";
+}
+
+std::string json(const MetricsReport &r)
+{
+    std::string zones;
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        zones += (i > 0 ? "," : "") + json_zone(r.zones[i]);
+    }
+
+    return "{\"build\":{\"version\":\"" + std::string(kModuleVersion)
+           + "\",\"nginx\":\"" + std::string(r.server_version)
+           + "\"},\"limit_reqs\":{" + zones + "},\"redis\":" + json_link(r)
+           + "}\n";
+}
+
+}  // namespace
+
+MetricsFormat choose_metrics_format(std::string_view format_arg,
+                                    std::string_view accept)
+{
+    if (format_arg == "json") {
+        return MetricsFormat::kJson;
+    }
+
+    if (format_arg == "openmetrics") {
+        return MetricsFormat::kOpenMetrics;
+    }
+
+    if (format_arg == "prometheus") {
+        return MetricsFormat::kPrometheus;
+    }
+
+    return accept.find("application/openmetrics-text") != accept.npos
+           ? MetricsFormat::kOpenMetrics : MetricsFormat::kPrometheus;
+}
+
+std::string_view metrics_content_type(MetricsFormat format)
+{
+    switch (format) {
+    case MetricsFormat::kJson:
+        return "application/json";
+    case MetricsFormat::kOpenMetrics:
+        return "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    default:
+        return "text/plain; version=0.0.4; charset=utf-8";
+    }
+}
+
+std::string render_metrics(const MetricsReport &report, MetricsFormat format)
+{
+    switch (format) {
+    case MetricsFormat::kJson:
+        return json(report);
+    case MetricsFormat::kOpenMetrics:
+        return prometheus(report, true);
+    default:
+        return prometheus(report, false);
+    }
+}
+
+}  // namespace ratelimit

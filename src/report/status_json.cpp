@@ -1,0 +1,233 @@
+#include "report/status_json.hpp"
+
+#include <cstring>
+
+#include "limits/rate_headers.hpp"
+#include "limits/sliding_window.hpp"
+#include "scripts/verdict.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// Bytes of one object besides the zone name and the escaped subject: the
+// field names, punctuation, and nine numbers of at most kMaxDigits + 1
+// (seconds with milliseconds), the interval's note.
+constexpr std::string_view kFixedNote =
+    ",\"interval_note\":\"fixed window: the count of its current window\"";
+constexpr std::size_t kObjectOverhead = 160 + 9 * (kMaxDigits + 1)
+                                        + kFixedNote.size();
+
+char *append(char *out, std::string_view part)
+{
+    std::memcpy(out, part.data(), part.size());
+    return out + part.size();
+}
+
+char *append_field(char *out, std::string_view name, std::uint64_t value)
+{
+    out = append(out, name);
+    return out + write_decimal(value, out);
+}
+
+// Milliseconds as seconds with three decimals: 1500 as 1.500.
+char *append_seconds(char *out, std::string_view name, std::uint64_t ms)
+{
+    out = append_field(out, name, ms / 1000);
+    *out++ = '.';
+    *out++ = static_cast<char>('0' + ms / 100 % 10);
+    *out++ = static_cast<char>('0' + ms / 10 % 10);
+    *out++ = static_cast<char>('0' + ms % 10);
+    return out;
+}
+
+char *append_rate_fields(char *p, const ZoneReport &z)
+{
+    p = append_field(p, ",\"limit\":", z.limit);
+    p = append_field(p, ",\"used\":", z.used);
+    p = append_field(p, ",\"remaining\":", z.remaining);
+    p = append_field(p, ",\"window\":", z.window_s);
+    p = append_field(p, ",\"reset\":", z.reset);
+    p = append_field(p, ",\"retry_after\":", z.retry_after);
+
+    if (z.interval_ms > 0) {
+        p = append_seconds(p, ",\"interval\":", z.interval_ms);
+        p = append_seconds(p, ",\"interval_summed\":", z.summed_ms);
+        p = append_field(p, ",\"count_in_interval\":", z.in_interval);
+        p = append(p, z.fixed_window ? kFixedNote : "");
+    }
+
+    return p;
+}
+
+char *append_slot_fields(char *p, const ZoneReport &z)
+{
+    p = append(p, ",\"type\":\"concurrency\"");
+    p = append_field(p, ",\"limit\":", z.limit);
+    p = append_field(p, ",\"in_flight\":", z.in_flight);
+    p = append_field(p, ",\"queued\":", z.queued);
+    return append_field(p, ",\"queue_limit\":", z.queue_limit);
+}
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if none does.
+std::size_t utf8_sequence(std::string_view s, std::size_t i)
+{
+    auto byte = [&](std::size_t k) {
+        return static_cast<unsigned char>(s[k]);
+    };
+    auto continuation = [&](std::size_t k) {
+        return k < s.size() && (byte(k) & 0xc0) == 0x80;
+    };
+
+    unsigned char c = byte(i);
+
+    if (c >= 0xc2 && c <= 0xdf) {
+        return continuation(i + 1) ? 2 : 0;
+    }
+
+    if (c >= 0xe0 && c <= 0xef) {
+        if (!continuation(i + 1) || !continuation(i + 2)) {
+            return 0;
+        }
+        unsigned char c1 = byte(i + 1);
+        bool overlong = c == 0xe0 && c1 < 0xa0;
+        bool surrogate = c == 0xed && c1 >= 0xa0;
+        return overlong || surrogate ? 0 : 3;
+    }
+
+    if (c >= 0xf0 && c <= 0xf4) {
+        if (!continuation(i + 1) || !continuation(i + 2)
+            || !continuation(i + 3))
+        {
+            return 0;
+        }
+        unsigned char c1 = byte(i + 1);
+        bool overlong = c == 0xf0 && c1 < 0x90;
+        bool too_high = c == 0xf4 && c1 >= 0x90;
+        return overlong || too_high ? 0 : 4;
+    }
+
+    return 0;
+}
+
+}  // namespace
+
+ZoneReport report_zone(std::string_view zone, std::string_view subject,
+                       const Policy &policy, const ZoneCount &count,
+                       std::uint64_t now_ms)
+{
+    ZoneStatus status = zone_status(policy, count, now_ms);
+    std::uint64_t reset_s = seconds_ceil(status.reset_ms);
+
+    return {zone,
+            subject,
+            policy.limit,
+            count.total,
+            status.remaining,
+            policy.window_seconds(),
+            seconds_ceil(now_ms + status.reset_ms),
+            status.remaining > 0 ? 0 : retry_after_seconds(reset_s)};
+}
+
+ZoneReport report_slot_zone(std::string_view zone, std::string_view subject,
+                            const ConcurrencyPolicy &policy,
+                            std::uint64_t in_flight, std::uint64_t queued)
+{
+    ZoneReport report{};
+
+    report.zone = zone;
+    report.subject = subject;
+    report.limit = policy.limit;
+    report.concurrency = true;
+    report.in_flight = in_flight;
+    report.queued = queued;
+    report.queue_limit = policy.queue;
+    return report;
+}
+
+void report_interval(ZoneReport *report, const Policy &policy, bool fixed,
+                     std::uint64_t interval_ms, const ZoneCount &count)
+{
+    report->interval_ms = interval_ms;
+    report->summed_ms = SlidingWindow(policy).interval_buckets(interval_ms)
+                        * policy.bucket_ms;
+    report->in_interval = count.in_interval;
+    report->fixed_window = fixed;
+}
+
+std::size_t write_json_string(std::string_view bytes, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *p = out;
+
+    for (std::size_t i = 0; i < bytes.size(); i++) {
+        auto c = static_cast<unsigned char>(bytes[i]);
+
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = static_cast<char>(c);
+            continue;
+        }
+
+        if (c >= 0x20 && c < 0x7f) {
+            *p++ = static_cast<char>(c);
+            continue;
+        }
+
+        if (c >= 0x80) {
+            std::size_t len = utf8_sequence(bytes, i);
+
+            if (len > 0) {
+                p = append(p, bytes.substr(i, len));
+                i += len - 1;
+                continue;
+            }
+        }
+
+        p = append(p, "\\u00");
+        *p++ = digits[c >> 4];
+        *p++ = digits[c & 0xf];
+    }
+
+    return static_cast<std::size_t>(p - out);
+}
+
+std::size_t status_json_max_size(const ZoneReport *reports, std::size_t n)
+{
+    std::size_t size = 2;
+
+    for (std::size_t i = 0; i < n; i++) {
+        size += kObjectOverhead + reports[i].zone.size()
+                + 6 * reports[i].subject.size();
+    }
+
+    return size;
+}
+
+std::size_t write_status_json(const ZoneReport *reports, std::size_t n,
+                              char *out)
+{
+    char *p = out;
+    *p++ = '[';
+
+    for (std::size_t i = 0; i < n; i++) {
+        const ZoneReport &z = reports[i];
+
+        if (i > 0) {
+            *p++ = ',';
+        }
+
+        p = append(p, "{\"zone\":\"");
+        p = append(p, z.zone);
+        p = append(p, "\",\"key\":\"");
+        p += write_json_string(z.subject, p);
+        *p++ = '"';
+        p = z.concurrency ? append_slot_fields(p, z) : append_rate_fields(p, z);
+        *p++ = '}';
+    }
+
+    *p++ = ']';
+    return static_cast<std::size_t>(p - out);
+}
+
+}  // namespace ratelimit

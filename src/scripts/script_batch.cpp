@@ -1,0 +1,245 @@
+#include "scripts/script_batch.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "scripts/decide_command.hpp"
+#include "limits/rate_headers.hpp"
+#include "scripts/window_script.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// "$LEN\r\n" (a bulk string's header) or "*LEN\r\n" (an array's) into out,
+// which holds kMaxDigits + 3 bytes; returns its size.
+std::size_t put_head(char *out, char type, std::size_t len)
+{
+    out[0] = type;
+    std::size_t n = 1 + write_decimal(len, out + 1);
+    out[n++] = '\r';
+    out[n++] = '\n';
+    return n;
+}
+
+// "$LEN\r\nBYTES\r\n" into out, which holds kMaxDigits + 5 + bytes.size().
+char *put_bulk(char *out, std::string_view bytes)
+{
+    out += put_head(out, '$', bytes.size());
+    std::memcpy(out, bytes.data(), bytes.size());
+    out += bytes.size();
+    *out++ = '\r';
+    *out++ = '\n';
+    return out;
+}
+
+char *put_decimal_bulk(char *out, std::uint64_t value)
+{
+    char digits[kMaxDigits];
+    return put_bulk(out, {digits, write_decimal(value, digits)});
+}
+
+void append_bulk(std::string &out, std::string_view bytes)
+{
+    char head[kMaxDigits + 3];
+    out.append(head, put_head(head, '$', bytes.size()))
+       .append(bytes)
+       .append("\r\n", 2);
+}
+
+void append_decimal_bulk(std::string &out, std::uint64_t value)
+{
+    char digits[kMaxDigits];
+    append_bulk(out, {digits, write_decimal(value, digits)});
+}
+
+constexpr std::string_view kEnforce = "$1\r\n1\r\n";
+constexpr std::string_view kDryRun = "$1\r\n0\r\n";
+
+// The start of an entry: its mode and, for an interval peek, each zone's
+// bucket count followed by "," or, after the last, ":" (see
+// window_script.hpp).  `out` holds kMaxEntryHead bytes.
+constexpr std::size_t kMaxEntryHead = 1 + kMaxZonesPerRequest
+                                          * (kMaxDigits + 1);
+
+std::size_t write_entry_head(bool peek, std::size_t zones,
+                             const std::uint64_t *interval_buckets, char *out)
+{
+    if (interval_buckets == nullptr) {
+        out[0] = peek ? 'p' : 'c';
+        return 1;
+    }
+
+    std::size_t n = 0;
+    out[n++] = 'i';
+
+    for (std::size_t i = 0; i < zones; i++) {
+        n += write_decimal(interval_buckets[i], out + n);
+        out[n++] = i + 1 < zones ? ',' : ':';
+    }
+
+    return n;
+}
+
+}  // namespace
+
+std::size_t write_zone_args(const Policy &policy, bool fixed, char *out)
+{
+    char *p = put_decimal_bulk(out, policy.limit);
+    p = put_decimal_bulk(p, policy.bucket_ms);
+    p = put_decimal_bulk(p, policy.buckets());
+    p = put_bulk(p, fixed ? "f" : "s");
+    return static_cast<std::size_t>(p - out);
+}
+
+bool ScriptBatch::add(bool peek, std::size_t zones,
+                      const std::string_view *keys,
+                      const std::string_view *zone_args,
+                      const bool *enforce,
+                      const std::uint64_t *interval_buckets) noexcept
+{
+    if (zones == 0 || zones > kMaxZonesPerRequest
+        || (interval_buckets != nullptr && !peek))
+    {
+        return false;
+    }
+
+    // The entry: its head, then each zone's descriptor by number.  A zone
+    // new to the batch is described as it is met.
+    char entry[kMaxEntryHead + kMaxZonesPerRequest];
+    std::size_t head = write_entry_head(peek, zones, interval_buckets, entry);
+    std::size_t known = described_.size();
+    std::size_t keys_size = keys_.size();
+    std::size_t zones_size = zones_.size();
+    std::size_t entries_size = entries_.size();
+    bool fits = true;
+
+    try {
+        for (std::size_t i = 0; i < zones; i++) {
+            Descriptor want{zone_args[i].data(), enforce[i]};
+            std::size_t d = 0;
+
+            while (d < described_.size() && !described_[d].same(want)) {
+                d++;
+            }
+
+            if (d == kMaxZoneDescriptors) {
+                fits = false;
+                break;
+            }
+
+            if (d == described_.size()) {
+                described_.push_back(want);
+                zones_.append(zone_args[i]).append(enforce[i] ? kEnforce
+                                                              : kDryRun);
+            }
+
+            entry[head + i] = static_cast<char>(d);
+            append_bulk(keys_, keys[i]);
+        }
+
+        if (fits) {
+            append_bulk(entries_, {entry, head + zones});
+            reply_offsets_.push_back(reply_elements());
+        }
+    } catch (const std::bad_alloc &) {
+        fits = false;
+    }
+
+    if (!fits) {
+        described_.resize(known);
+        keys_.erase(keys_size);
+        zones_.erase(zones_size);
+        entries_.erase(entries_size);
+        return false;
+    }
+
+    requests_++;
+    key_count_ += zones;
+    interval_zones_ += interval_buckets != nullptr ? zones : 0;
+    return true;
+}
+
+bool ScriptBatch::write_command(Form form, std::string *out,
+                                bool cross_slot) const noexcept
+{
+    char head[kMaxDigits + 3];
+    bool script = form != Form::kDecideCommand;
+    std::size_t argc = (script ? 4 : 3) + key_count_
+                       + described_.size() * kArgsPerZone + requests_
+                       + (cross_slot ? 1 : 0);
+    std::size_t n = put_head(head, '*', argc);
+
+    try {
+        out->assign(head, n);
+
+        if (form == Form::kEval) {
+            append_bulk(*out, "EVAL");
+            append_bulk(*out, cross_slot ? cross_slot_script()
+                                         : window_script());
+        } else if (form == Form::kEvalSha) {
+            append_bulk(*out, "EVALSHA");
+            append_bulk(*out, cross_slot ? cross_slot_script_sha1()
+                                         : window_script_sha1());
+        } else {
+            append_bulk(*out, kDecideCommand);
+        }
+
+        // No declared key: the key count leads ARGV instead.
+        if (cross_slot) {
+            append_decimal_bulk(*out, 0);
+        }
+
+        append_decimal_bulk(*out, key_count_);
+        out->append(keys_);
+        append_decimal_bulk(*out, described_.size());
+        out->append(zones_).append(entries_);
+    } catch (const std::bad_alloc &) {
+        out->clear();
+        return false;
+    }
+
+    return true;
+}
+
+bool write_undo_command(std::size_t n, const std::string_view *keys,
+                        const std::uint64_t *numbers, const bool *fixed,
+                        std::string *out) noexcept
+{
+    char head[kMaxDigits + 3];
+
+    try {
+        out->assign(head, put_head(head, '*', 3 + 3 * n));
+        append_bulk(*out, "EVAL");
+        append_bulk(*out, undo_script());
+        append_decimal_bulk(*out, n);
+
+        for (std::size_t i = 0; i < n; i++) {
+            append_bulk(*out, keys[i]);
+        }
+
+        for (std::size_t i = 0; i < n; i++) {
+            append_decimal_bulk(*out, numbers[i]);
+            append_bulk(*out, fixed[i] ? "f" : "s");
+        }
+    } catch (const std::bad_alloc &) {
+        out->clear();
+        return false;
+    }
+
+    return true;
+}
+
+void ScriptBatch::clear() noexcept
+{
+    keys_.clear();
+    zones_.clear();
+    entries_.clear();
+    described_.clear();
+    reply_offsets_.clear();
+    requests_ = 0;
+    key_count_ = 0;
+    interval_zones_ = 0;
+}
+
+}  // namespace ratelimit

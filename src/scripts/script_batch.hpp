@@ -1,0 +1,108 @@
+// The requests a worker sends Redis in one call of the window script,
+// encoded in Redis's protocol (RESP) as they are added: sending a batch
+// copies bytes and formats nothing, and one script call, one TIME and one
+// round of parsing serve every request in it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "limits/policy.hpp"
+#include "scripts/window_script.hpp"
+
+namespace ratelimit {
+
+// The arguments of a zone that do not depend on the request (limit, bucket
+// length in ms, buckets per window, algorithm), as RESP bulk strings: at
+// most kZoneArgsMaxSize bytes, four bulks of at most 20 digits.
+constexpr std::size_t kZoneArgsMaxSize = 4 * (1 + 20 + 2 + 20 + 2);
+std::size_t write_zone_args(const Policy &policy, bool fixed, char *out);
+
+// EVAL of undo_script() (window_script.hpp) for `n` keys of one slot, key i
+// counted in bucket numbers[i] of a sliding window, or in window numbers[i]
+// if fixed[i].  False on no memory.
+bool write_undo_command(std::size_t n, const std::string_view *keys,
+                        const std::uint64_t *numbers, const bool *fixed,
+                        std::string *out) noexcept;
+
+class ScriptBatch {
+public:
+    // Adds a request deciding `zones` zones (1 to kMaxZonesPerRequest):
+    // keys[i] is its Redis key in zone i, zone_args[i] what
+    // write_zone_args() wrote for that zone, enforce[i] false to dry-run
+    // it.  `peek` reports on the zones and counts nothing; with
+    // `interval_buckets` too (else nullptr), an interval peek also asks for
+    // the count of the interval_buckets[i] newest buckets of zone i (1 to
+    // the zone's buckets per window).  A zone's arguments go once into the
+    // batch, however many requests use it: two zones are the same if their
+    // zone_args point to the same bytes and they are enforced alike.  False,
+    // with the batch as it was, on no memory, past kMaxZoneDescriptors
+    // distinct zones, or for interval buckets without `peek`.
+    bool add(bool peek, std::size_t zones, const std::string_view *keys,
+             const std::string_view *zone_args, const bool *enforce,
+             const std::uint64_t *interval_buckets = nullptr) noexcept;
+
+    std::size_t entries() const noexcept { return requests_; }
+
+    // A request in `zones` zones fits, however many of them are new to the
+    // batch.
+    bool has_room(std::size_t zones) const noexcept
+    {
+        return described_.size() + zones <= kMaxZoneDescriptors;
+    }
+
+    // The length of the script's reply to this batch, and where in it
+    // request `entry`'s reply starts (see window_script.hpp).
+    std::size_t reply_elements() const noexcept
+    {
+        return 1 + requests_ + kRepliesPerZone * key_count_
+               + interval_zones_;
+    }
+
+    std::size_t reply_offset(std::size_t entry) const noexcept
+    {
+        return reply_offsets_[entry];
+    }
+
+    // How the batch is sent: the script by its digest (EVALSHA) or its
+    // text (EVAL), or the Redis module's command (see decide_command.hpp).
+    enum class Form { kEvalSha, kEval, kDecideCommand };
+
+    // Writes the whole command into `out`; with `cross_slot`, of
+    // cross_slot_script(), its keys in ARGV (a script form only: the
+    // command declares its keys).  False on no memory.
+    bool write_command(Form form, std::string *out,
+                       bool cross_slot = false) const noexcept;
+
+    void clear() noexcept;
+
+    // Zones one batch can name: a request names each of its zones by one
+    // byte.
+    static constexpr std::size_t kMaxZoneDescriptors = 256;
+
+private:
+    // RESP bulks: the keys, the zones' arguments, one entry per request.
+    std::string keys_;
+    std::string zones_;
+    std::string entries_;
+    struct Descriptor {
+        const char *args;  // the zone's write_zone_args() bytes
+        bool enforce;
+
+        bool same(const Descriptor &o) const
+        {
+            return args == o.args && enforce == o.enforce;
+        }
+    };
+
+    std::vector<Descriptor> described_;
+    std::vector<std::size_t> reply_offsets_;
+    std::size_t requests_ = 0;
+    std::size_t key_count_ = 0;
+    std::size_t interval_zones_ = 0;  // zones of interval peeks
+};
+
+}  // namespace ratelimit

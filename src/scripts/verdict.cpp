@@ -1,0 +1,62 @@
+#include "scripts/verdict.hpp"
+
+#include "limits/sliding_window.hpp"
+
+namespace ratelimit {
+
+ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
+                       std::uint64_t now_ms)
+{
+    ZoneStatus status{policy.limit, 0, 0};
+
+    if (!count.over && count.total < policy.limit) {
+        status.remaining = policy.limit - count.total;
+    }
+
+    if (count.oldest != 0) {
+        status.reset_ms = SlidingWindow(policy).ms_until_expiry(count.oldest,
+                                                                 now_ms);
+    }
+
+    return status;
+}
+
+std::optional<Verdict> decide(const Policy *const *policies,
+                              const bool *enforced, const ZoneCount *counts,
+                              std::size_t zones, std::uint64_t now_ms,
+                              bool rejected)
+{
+    Verdict verdict{Outcome::kPassed, 0, {}};
+    bool chosen = false;
+
+    for (std::size_t i = 0; i < zones; i++) {
+        ZoneStatus status = zone_status(*policies[i], counts[i], now_ms);
+
+        if (counts[i].over && !rejected) {
+            verdict.outcome = Outcome::kRejectedDryRun;
+        }
+
+        bool take = rejected ? counts[i].over && enforced[i] && !chosen
+                             : !chosen
+                               || status.remaining
+                                  < verdict.status.remaining;
+
+        if (take) {
+            verdict.zone = i;
+            verdict.status = status;
+            chosen = true;
+        }
+    }
+
+    if (rejected && !chosen) {
+        return std::nullopt;
+    }
+
+    if (rejected) {
+        verdict.outcome = Outcome::kRejected;
+    }
+
+    return verdict;
+}
+
+}  // namespace ratelimit

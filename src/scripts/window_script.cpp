@@ -1,0 +1,603 @@
+#include "scripts/window_script.hpp"
+
+#include <string>
+
+namespace ratelimit {
+
+namespace {
+
+// Each key is a hash.  Sliding window: "t" the count of the live buckets,
+// "o" the oldest non-empty bucket, "n" the newest one, and one field per
+// non-empty bucket, named by its absolute number, holding its count.
+// Buckets older than the window are deleted as the window slides past them,
+// each exactly once, so the work per call does not grow with the number of
+// buckets in a window; "t" saves summing them.  Fixed window: "t" the count
+// and "n" the window's number.  Either way the key expires when its newest
+// count leaves the window, so idle subjects cost nothing, and a key written
+// under another algorithm or bucket length is recognised and started afresh.
+//
+// A request that does not fit in an enforced zone is counted in no zone.  A
+// request that passes is counted in every zone it fits in; a dry-run zone it
+// does not fit in does not count it, as if it had been rejected there.
+//
+// Numbers go to redis.call as text made by string.format('%d'): Redis 7.0
+// turns a Lua number argument into text with "%.17g", which cost about a
+// tenth of the script's instructions (callgrind).
+//
+// The text stays within kMaxScriptSize (see window_script.hpp).
+//
+// The Redis module's command (redis_module/batch_decider.cpp) is this
+// script in C++, function for function and Redis command for Redis command:
+// a change here is made there too, and t/24 holds both to one model.
+constexpr char kScript[] = R"lua(
+local call, fmt, tonumber = redis.call, string.format, tonumber
+local time = call('TIME')
+local now = time[1] * 1000 + math.floor(time[2] / 1000)
+
+local function drop(key, ids)
+    for i = 1, #ids, 256 do
+        call('HDEL', key, unpack(ids, i, math.min(i + 255, #ids)))
+    end
+end
+
+-- Finds the buckets of `key` older than `first`: returns the count without
+-- them, the oldest bucket left and the names of those to delete, which
+-- write_zone() deletes once every zone of the request is read, so that a
+-- request failing before that (a later zone's key of another type) leaves
+-- the key as it was.  `oldest` and `newest` are non-empty, newest >= first.
+-- Steps through bucket numbers from `oldest`, 2, 14, 16 and 32 at a time: a
+-- subject seen in every bucket loses one bucket a bucket, and the first
+-- step finds it and the next; past 64 numbers the live buckets are sparse,
+-- and reading the whole hash once is cheaper.  So a call costs at most 5
+-- reads, the last of them of the hash's fields: never the number of
+-- buckets in a window.
+local steps = {2, 14, 16, 32}
+
+local function slide(key, count, oldest, newest, first)
+    local gone = {}
+    local at = oldest
+    for i = 1, 4 do
+        if at > newest then
+            break
+        end
+        local last = math.min(at + steps[i] - 1, newest)
+        local names = {}
+        for id = at, last do
+            names[#names + 1] = fmt('%d', id)
+        end
+        local counts = call('HMGET', key, unpack(names))
+        for j = 1, #names do
+            if counts[j] then
+                local id = at + j - 1
+                if id >= first then
+                    return count, id, gone
+                end
+                count = count - tonumber(counts[j])
+                gone[#gone + 1] = names[j]
+            end
+        end
+        at = last + 1
+    end
+
+    -- The count is summed afresh from the live fields: the fields found
+    -- above are read again, and a count that disagrees with its buckets
+    -- (a hand-edited key) is mended.
+    gone, count = {}, 0
+    local all = call('HGETALL', key)
+    local next = newest
+    for j = 1, #all, 2 do
+        local id = tonumber(all[j])
+        if id and id < first then
+            gone[#gone + 1] = all[j]
+        elseif id then
+            count = count + (tonumber(all[j + 1]) or 0)
+            if id < next then
+                next = id
+            end
+        end
+    end
+    return count, next, gone
+end
+
+-- The bucket to count in: `newest` when Redis's clock has stepped back by
+-- at most a window since it was written (a failover to a replica, an NTP
+-- step), so that counts made "in the future" still count; else current.
+-- A larger gap means the key was written under another bucket length: the
+-- zone starts afresh below.
+local function ahead(current, newest, span)
+    if newest and newest > current and newest - current <= span then
+        return newest
+    end
+    return current
+end
+
+-- The zones of the batch, read once: ARGV[1] of them, kArgsPerZone
+-- arguments each.  A zone's current bucket number is also kept as text,
+-- the field name, and so is the time its keys expire at if counted now, so
+-- that run() does not format them again; `first_bucket` is the oldest
+-- bucket in the window.
+local zones = tonumber(ARGV[1])
+local limit, width, span, fixed, enforce = {}, {}, {}, {}, {}
+local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
+
+for d = 1, zones do
+    local z = 2 + (d - 1) * 5
+    limit[d] = tonumber(ARGV[z])
+    width[d] = tonumber(ARGV[z + 1])
+    span[d] = tonumber(ARGV[z + 2])
+    fixed[d] = ARGV[z + 3] == 'f'
+    enforce[d] = ARGV[z + 4] == '1'
+    bucket[d] = math.floor(now / width[d])
+    bucket_field[d] = fmt('%d', bucket[d])
+    first_bucket[d] = bucket[d] - span[d] + 1
+    expire_at[d] = fmt('%d', (bucket[d] + span[d]) * width[d])
+end
+
+local byte = string.byte
+local keys = KEYS
+
+-- Reads the zone `d` of a request, its key `key`: returns the count in the
+-- window, the oldest and newest buckets (0 if none), the count of the
+-- current bucket, the buckets to delete as the window slid (false if it did
+-- not), the current bucket and its field name.  Writes nothing but a DEL of
+-- a key it starts afresh.  `read`, if given, is what run() read of the zone.
+local function read_zone(key, d, read)
+    local current, field = bucket[d], bucket_field[d]
+    local count, oldest, newest, here, gone = 0, 0, 0, 0, false
+
+    if fixed[d] then
+        local h = read or call('HMGET', key, 't', 'n')
+        current = ahead(current, tonumber(h[2]), span[d])
+        if current ~= bucket[d] then
+            field = fmt('%d', current)
+        end
+        if tonumber(h[2]) == current and tonumber(h[1]) then
+            count, oldest, newest = tonumber(h[1]), current, current
+        elseif h[1] or h[2] then
+            call('DEL', key)
+        end
+    else
+        local h = read or call('HMGET', key, 't', 'o', 'n', field)
+        local c, o, m = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+        if m and m > current and ahead(current, m, span[d]) == m then
+            current, field = m, fmt('%d', m)
+            h[4] = call('HGET', key, field)
+        end
+        local first = current - span[d] + 1
+        if c and o and m and m >= first and m <= current then
+            count, oldest, newest = c, o, m
+            here = tonumber(h[4]) or 0
+            if oldest < first then
+                count, oldest, gone = slide(key, count, oldest, newest, first)
+            end
+        elseif h[1] or h[2] or h[3] then
+            call('DEL', key)
+        end
+    end
+
+    return count, oldest, newest, here, gone, current, field
+end
+
+-- Writes back a zone read by read_zone(): deletes the buckets the window
+-- slid past, then counts the request in it if `counts`.  Deleting first
+-- matters under maxmemory: Redis refuses a script's writes with OOM only
+-- until it has written something, and HDEL is never refused.  Returns the
+-- zone's count and oldest bucket after that.
+local function write_zone(key, d, counts, count, oldest, newest, here, gone,
+                          current, field)
+    if gone then
+        drop(key, gone)
+    end
+
+    if counts then
+        if newest == current and fixed[d] then
+            call('HSET', key, 't', fmt('%d', count + 1))
+        elseif newest == current and gone then
+            call('HSET', key, field, fmt('%d', here + 1),
+                 't', fmt('%d', count + 1), 'o', fmt('%d', oldest))
+        elseif newest == current then
+            call('HSET', key, field, fmt('%d', here + 1),
+                 't', fmt('%d', count + 1))
+        else
+            if oldest == 0 then
+                oldest = current
+            end
+            if fixed[d] then
+                call('HSET', key, 't', fmt('%d', count + 1), 'n', field)
+            else
+                call('HSET', key, field, '1', 't', fmt('%d', count + 1),
+                     'o', fmt('%d', oldest), 'n', field)
+            end
+            call('PEXPIREAT', key, fmt('%d', (current + span[d]) * width[d]))
+        end
+        count = count + 1
+    elseif gone then
+        call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
+    end
+    return count, oldest
+end
+
+-- What read_zone() returned for each zone of a request of several, 8
+-- values a zone (its number first), while its other zones are read: a
+-- zone is written only once all are known not to reject the request.
+-- Kept flat and shared by all requests, so that no request makes a table.
+local st = {}
+
+-- An entry's zones and reply length; "i": see peek_interval().
+local function shape(entry)
+    if byte(entry, 1) == 105 then
+        local n = #entry - (string.find(entry, ':', 1, true) or #entry)
+        return n, 1 + 4 * n
+    end
+    return #entry - 1, 3 * #entry - 2
+end
+
+-- The sum of the `wanted` newest buckets of sliding zone `d` in `key` (a
+-- window decide() just read), the current one included.
+local function count_newest(key, d, wanted)
+    local newest = tonumber(call('HGET', key, 'n'))
+    local before = ahead(bucket[d], newest, span[d]) - wanted
+    local all, count = call('HGETALL', key), 0
+    for j = 1, #all, 2 do
+        local id = tonumber(all[j])
+        if id and id > before then
+            count = count + (tonumber(all[j + 1]) or 0)
+        end
+    end
+    return count
+end
+
+local decide
+
+-- An interval peek: "i", per zone a bucket count K >= 1 ("," between, ":"
+-- after), the zone bytes as for "p".  Replies as "p", then per zone the sum
+-- of its K newest buckets (a fixed window: its count).
+local function peek_interval(k, entry, reply, r)
+    local wanted, at = string.match(entry, '^i([%d,]+):()')
+    local zones = string.sub(entry, at)
+    local n, ks = #zones, string.gmatch(wanted, '%d+')
+    decide(k, 'p' .. zones, reply, r)
+    for i = 1, n do
+        local d, want = byte(zones, i) + 1, tonumber(ks())
+        if not want or want < 1 then
+            error('bad interval peek')
+        end
+        reply[r + 3 * n + i] = fixed[d] and reply[r + 3 * i - 2]
+                               or count_newest(keys[k + i - 1], d, want)
+    end
+    return n, 1 + 4 * n
+end
+
+-- Decides one request: `entry` is "c" (count, byte 99) or "p" (peek), then a
+-- byte per zone, the zone's number from 0; its keys are KEYS[k] on; or "i".
+-- Its reply goes into `reply` from index r: rejected, then per zone count,
+-- oldest bucket and over.  `read` as for read_zone().  Returns its shape().
+function decide(k, entry, reply, r, read)
+    local n = #entry - 1
+    local counting = byte(entry, 1) == 99
+
+    if not counting and byte(entry, 1) == 105 then
+        return peek_interval(k, entry, reply, r)
+    end
+
+    -- One zone (a peek, a slide, a clock stepped back, a key started
+    -- afresh, a request run() raised on): nothing to hold while others are
+    -- read (about 5% of Redis's instructions, callgrind).
+    if n == 1 then
+        local key, d = keys[k], byte(entry, 2) + 1
+        local count, oldest, newest, here, gone, current, field =
+            read_zone(key, d, read)
+        local over = count + 1 > limit[d]
+        reply[r] = over and enforce[d] and 1 or 0
+        reply[r + 1], reply[r + 2] =
+            write_zone(key, d, counting and not over, count, oldest, newest,
+                       here, gone, current, field)
+        reply[r + 3] = over and 1 or 0
+        return 1, 4
+    end
+
+    local rejected = false
+
+    for i = 1, n do
+        local d = byte(entry, i + 1) + 1
+        local s = (i - 1) * 8
+        local count
+        st[s + 1] = d
+        count, st[s + 3], st[s + 4], st[s + 5], st[s + 6], st[s + 7],
+            st[s + 8] = read_zone(keys[k + i - 1], d)
+        st[s + 2] = count
+        if count + 1 > limit[d] and enforce[d] then
+            rejected = true
+        end
+    end
+
+    reply[r] = rejected and 1 or 0
+
+    for i = 1, n do
+        local s = (i - 1) * 8
+        local d, count = st[s + 1], st[s + 2]
+        local over = count + 1 > limit[d]
+        local q = r + 3 * i - 2
+        reply[q], reply[q + 1] =
+            write_zone(keys[k + i - 1], d, counting and not rejected
+                       and not over, count, st[s + 3], st[s + 4], st[s + 5],
+                       st[s + 6], st[s + 7], st[s + 8])
+        reply[q + 2] = over and 1 or 0
+    end
+    return n, 1 + 3 * n
+end
+
+local replies = {now}
+local entries = #ARGV
+
+-- The counted request of one zone, its entry "c" and the zone's byte, to
+-- that zone's number: the requests run() may take itself.
+local solo = {}
+for d = 1, zones do
+    solo['c' .. string.char(d - 1)] = d
+end
+
+-- The requests one after another, as if each were its own call, but at one
+-- Redis time, into one flat reply.  ARGV[a] is the next request, its keys
+-- KEYS[k] on, its reply from replies[r].
+local a, k, r = 2 + zones * 5, 1, 2
+
+-- Decides request `a` through decide(), under pcall: an error (a key of
+-- another type, OOM) takes the place of that request's `rejected`, its
+-- counts are zeros: the other requests are still decided.  `read` as for
+-- read_zone().  decide() returns its shape: only a failed one is parsed.
+local function careful(read)
+    local entry = ARGV[a]
+    local ok, n, width = pcall(decide, k, entry, replies, r, read)
+    if not ok then
+        replies[r] = type(n) == 'table' and n or {err = tostring(n)}
+        n, width = shape(entry)
+        for j = r + 1, r + width - 1 do
+            replies[j] = 0
+        end
+    end
+    a, k, r = a + 1, k + n, r + width
+end
+
+-- Takes a counted request of one zone itself when its key needs nothing
+-- deleted: counted in the bucket (or fixed window) it was last counted in,
+-- or in a new bucket, or a new key.  That is most requests; taken here, a
+-- request costs Redis a sixth (sliding) to a quarter (fixed) fewer
+-- instructions (callgrind), mostly function calls and pcalls saved, and
+-- "+ 0" converts a field once where tonumber() does it twice.  Everything
+-- else goes to careful(), with what was read.  Anything here that raises (a
+-- field that is not a number, a key of another type, OOM) does so before it
+-- writes, or in the one write that failed: run() is left, and careful()
+-- takes that request again from the start.
+local function run()
+    while a <= entries do
+        local d = solo[ARGV[a]]
+        local take = d ~= nil
+        local key, field, h, count, oldest, same, fixed_window
+        if take then
+            key, field, fixed_window = keys[k], bucket_field[d], fixed[d]
+            if fixed_window then
+                h = call('HMGET', key, 't', 'n')
+                same = h[2] == field
+                if same then
+                    count, oldest = h[1] + 0, bucket[d]
+                else
+                    count, oldest = 0, 0
+                    take = not (h[1] or h[2])
+                end
+            else
+                h = call('HMGET', key, 't', 'o', 'n', field)
+                local newest = h[3]
+                if newest then
+                    count, oldest = h[1] + 0, h[2] + 0
+                    same = newest == field
+                    if not same then
+                        newest = newest + 0
+                        same = newest == bucket[d]
+                        take = newest <= bucket[d] and newest >= first_bucket[d]
+                    end
+                    take = take and oldest >= first_bucket[d]
+                else
+                    count, oldest, same = 0, 0, false
+                    take = not (h[1] or h[2])
+                end
+            end
+        end
+
+        if not take then
+            careful(h)
+        elseif count + 1 > limit[d] then
+            replies[r] = enforce[d] and 1 or 0
+            replies[r + 1], replies[r + 2], replies[r + 3] = count, oldest, 1
+            a, k, r = a + 1, k + 1, r + 4
+        else
+            local total = fmt('%d', count + 1)
+            if same and fixed_window then
+                call('HSET', key, 't', total)
+            elseif same then
+                call('HSET', key, field, fmt('%d', h[4] + 1), 't', total)
+            else
+                if oldest == 0 then
+                    oldest = bucket[d]
+                end
+                if fixed_window then
+                    call('HSET', key, 't', total, 'n', field)
+                else
+                    call('HSET', key, field, '1', 't', total,
+                         'o', fmt('%d', oldest), 'n', field)
+                end
+            end
+            replies[r] = 0
+            replies[r + 1], replies[r + 2], replies[r + 3] =
+                count + 1, oldest, 0
+            if not same then
+                local w = redis.pcall('PEXPIREAT', key, expire_at[d])
+                if type(w) == 'table' then
+                    replies[r] = w
+                    replies[r + 1], replies[r + 2], replies[r + 3] = 0, 0, 0
+                end
+            end
+            a, k, r = a + 1, k + 1, r + 4
+        end
+    end
+end
+
+while not pcall(run) do
+    careful(nil)
+end
+
+return replies
+)lua";
+
+// The window script for a Redis Cluster node that takes the keys of
+// several slots in one call: declared as touching undeclared keys of
+// several slots, and taking the keys from the front of ARGV (the count,
+// then the keys) so that it declares none.
+constexpr char kCrossSlotHead[] = R"lua(#!lua flags=allow-cross-slot-keys
+local n = tonumber(ARGV[1])
+local KEYS, ARGV = {unpack(ARGV, 2, n + 1)}, {unpack(ARGV, n + 2)}
+)lua";
+
+struct ScriptDigest {
+    char hex[kSha1HexLength];
+
+    explicit ScriptDigest(std::string_view script) { sha1_hex(script, hex); }
+};
+
+struct CrossSlotScript {
+    std::string text;
+
+    CrossSlotScript()
+        : text(std::string(kCrossSlotHead) + std::string(window_script()))
+    {
+    }
+};
+
+bool read_count(const redisReply *element, std::uint64_t *out)
+{
+    if (element == nullptr || element->type != REDIS_REPLY_INTEGER
+        || element->integer < 0)
+    {
+        return false;
+    }
+
+    *out = static_cast<std::uint64_t>(element->integer);
+    return true;
+}
+
+}  // namespace
+
+std::string_view window_script()
+{
+    return {kScript, sizeof(kScript) - 1};
+}
+
+std::string_view undo_script()
+{
+    static constexpr char kUndo[] = R"lua(
+for i, key in ipairs(KEYS) do
+    local n, kind = ARGV[2 * i - 1], ARGV[2 * i]
+    if kind == 's' then
+        local c = tonumber(redis.call('HGET', key, n))
+        if c and c > 0 then
+            redis.call('HINCRBY', key, n, -1)
+            redis.call('HINCRBY', key, 't', -1)
+        end
+    elseif redis.call('HGET', key, 'n') == n then
+        local t = tonumber(redis.call('HGET', key, 't'))
+        if t and t > 0 then
+            redis.call('HINCRBY', key, 't', -1)
+        end
+    end
+end
+return 0
+)lua";
+    return {kUndo, sizeof(kUndo) - 1};
+}
+
+std::string_view window_script_sha1()
+{
+    static const ScriptDigest digest(window_script());
+    return {digest.hex, kSha1HexLength};
+}
+
+std::string_view cross_slot_script()
+{
+    static const CrossSlotScript script;
+    return script.text;
+}
+
+std::string_view cross_slot_script_sha1()
+{
+    static const ScriptDigest digest(cross_slot_script());
+    return {digest.hex, kSha1HexLength};
+}
+
+BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements)
+{
+    BatchReply out{BatchReply::Kind::kMalformed, 0, {}};
+
+    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+        out.error = std::string_view(reply->str, reply->len);
+        out.kind = out.error.substr(0, 8) == "NOSCRIPT"
+                       ? BatchReply::Kind::kNoScript
+                       : BatchReply::Kind::kError;
+        return out;
+    }
+
+    if (reply != nullptr && reply->type == REDIS_REPLY_ARRAY
+        && reply->elements == elements && elements > 0
+        && read_count(reply->element[0], &out.now_ms))
+    {
+        out.kind = BatchReply::Kind::kReplies;
+    }
+
+    return out;
+}
+
+ScriptReply decode_script_reply(const redisReply *const *reply,
+                                std::size_t zones, ZoneCount *counts,
+                                bool interval)
+{
+    ScriptReply out{ScriptReply::Kind::kMalformed, false, {}};
+
+    if (reply[0] != nullptr && reply[0]->type == REDIS_REPLY_ERROR) {
+        out.error = std::string_view(reply[0]->str, reply[0]->len);
+        out.kind = ScriptReply::Kind::kError;
+        return out;
+    }
+
+    std::uint64_t rejected;
+
+    if (!read_count(reply[0], &rejected) || rejected > 1) {
+        return out;
+    }
+
+    for (std::size_t i = 0; i < zones; i++) {
+        const redisReply *const *zone = reply + 1 + kRepliesPerZone * i;
+        std::uint64_t over;
+
+        if (!read_count(zone[0], &counts[i].total)
+            || !read_count(zone[1], &counts[i].oldest)
+            || !read_count(zone[2], &over) || over > 1)
+        {
+            return out;
+        }
+
+        counts[i].over = over == 1;
+        counts[i].in_interval = 0;
+
+        if (interval
+            && !read_count(reply[1 + kRepliesPerZone * zones + i],
+                           &counts[i].in_interval))
+        {
+            return out;
+        }
+    }
+
+    out.rejected = rejected == 1;
+    out.kind = ScriptReply::Kind::kVerdict;
+    return out;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,124 @@
+// The Redis script that decides a batch of requests, each for all its zones
+// at once, and the decoding of its reply.
+//
+// Call (see ScriptBatch): EVALSHA <sha> <keys> KEY... ZONES ZONE-ARG...
+// ENTRY... with the keys of every request in turn, one per zone; then the
+// number of distinct zones in the batch and kArgsPerZone arguments for
+// each: limit; bucket length in ms; buckets per window; "s" for a sliding
+// window of buckets, "f" for a fixed window (one bucket, the whole window,
+// aligned to Redis time); "1" to enforce the limit, "0" for dry run.  Then
+// one entry per request: "c" (decide and count the request) or "p" (report,
+// count nothing), followed by one byte per zone of the request, in the
+// order of its keys: the zone's number among the batch's, from 0.  Or an
+// interval peek (the status API's ?interval=): "i", then per zone the
+// number K >= 1 of its newest buckets to count, in decimal, each followed
+// by "," but the last by ":", then the zone bytes as for "p", e.g.
+// "i3,1:\x00\x01".
+// Reply: one flat array (nested ones cost Redis a table per request): Redis
+// time in ms, then each request's reply in their order, 1 +
+// kRepliesPerZone * zones elements: 1 if the request was rejected, then per
+// zone the count in the window after this request, the oldest non-empty
+// bucket (0 if none), and 1 if this request did not fit in the zone.  An
+// interval peek's reply is the one of "p" followed by one count per zone:
+// the sum of the bucket fields numbered current - K + 1 to current, where
+// current is the bucket a request would be counted in now (the newest
+// bucket if Redis's clock stepped back); for a fixed window, its count.  A
+// request the script failed on (a key of another type, OOM) has an error in
+// place of its first element, that request's alone, and zeros after it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <hiredis/hiredis.h>
+
+#include "base/sha1.hpp"
+
+namespace ratelimit {
+
+constexpr std::size_t kArgsPerZone = 5;
+constexpr std::size_t kRepliesPerZone = 3;
+
+// The most zones one request may be decided in: bounds the script's argument
+// list and the per-request arrays.
+constexpr std::size_t kMaxZonesPerRequest = 16;
+
+// The script's text is at most this long: Redis 7 drops a connection that
+// has not authenticated when it sends a longer argument ("Protocol error:
+// unauthenticated bulk length"), so a Redis that wants a password the
+// configuration lacks would be reported as that instead of NOAUTH.
+constexpr std::size_t kMaxScriptSize = 16384;
+
+std::string_view window_script();
+
+// Takes one request back out of the zones it was counted in, when another
+// part of it (its keys in another Redis Cluster slot) rejected it.  KEYS:
+// the zones' keys; ARGV: per key, the bucket number it was counted in and
+// "s" (sliding: that bucket and "t" lose one, if the bucket is still
+// there), or the window number and "f" (fixed: "t" loses one, if "n" is
+// still that window).  Never below zero; a key gone or of another type is
+// left as it is.  Sent once, never again: a lost undo leaves the request
+// counted, as a request rejected elsewhere.
+std::string_view undo_script();
+
+// The script's SHA-1 in hex, as EVALSHA wants it.
+std::string_view window_script_sha1();
+
+// The same script for `ratelimit_redis cluster ... cross_slot`: flagged
+// allow-cross-slot-keys (Redis 7), called with no declared keys and ARGV
+// starting with the number of keys, then the keys, then the usual ARGV.
+// A node runs it for the keys of every slot it serves, so that a batch is
+// a master's requests, not a slot's.  Redis refuses it on an out-of-memory
+// server as a whole, and a key not on the node fails its request.
+std::string_view cross_slot_script();
+std::string_view cross_slot_script_sha1();
+
+struct ZoneCount {
+    std::uint64_t total;   // counted in the window after this request
+    std::uint64_t oldest;  // oldest non-empty bucket number, 0 if none
+    bool over;             // this request did not fit in the zone
+    std::uint64_t in_interval = 0;  // of an interval peek: its count
+};
+
+struct ScriptReply {
+    enum class Kind {
+        kVerdict,    // rejected and the zone counts are set
+        kError,      // an error reply; `error` holds its text
+        kMalformed,  // not the shape the script answers with
+    };
+
+    Kind kind;
+    bool rejected;
+    std::string_view error;  // points into the decoded reply
+};
+
+struct BatchReply {
+    enum class Kind {
+        kReplies,    // now_ms is set; the requests' replies follow it
+        kNoScript,   // Redis does not have the script: load it and retry
+        kError,      // an error reply; `error` holds its text
+        kMalformed,  // not an array of `elements` starting with the time
+    };
+
+    Kind kind;
+    std::uint64_t now_ms;    // Redis time of the whole batch
+    std::string_view error;  // points into the decoded reply
+};
+
+// Decodes the reply to a batch whose reply is `elements` long (see
+// ScriptBatch::reply_elements()); with kReplies, each request's reply
+// starts at reply->element[ScriptBatch::reply_offset(i)], for
+// decode_script_reply().
+BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements);
+
+// Decodes one request's reply for `zones` zones, the 1 + kRepliesPerZone *
+// zones elements from `reply` on, and with `interval` (the reply to an
+// interval peek) the `zones` counts after them, into the result and
+// `counts` (which holds `zones` entries).  Never trusts an element: a null
+// one, wrong types and negative numbers are kMalformed.
+ScriptReply decode_script_reply(const redisReply *const *reply,
+                                std::size_t zones, ZoneCount *counts,
+                                bool interval = false);
+
+}  // namespace ratelimit
