@@ -86,7 +86,11 @@ build_module() {
         flags=(--with-compat)
     fi
     local stamp
+    # config finds the sources by their folders: a file added or removed
+    # configures the tree again.
     stamp="$NGINX_SRC ${flags[*]} $cc_opt $ld_opt $(cksum < "$ROOT/config")"
+    stamp="$stamp $(cd "$ROOT" && ls ngx_module/*.cpp ngx_module/*/*.cpp \
+        src/*/*.cpp | cksum)"
     if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$tree/.stamp" 2>/dev/null)" != "$stamp" ]; then
         say "configuring nginx tree from $NGINX_SRC"
         rm -rf "$tree"

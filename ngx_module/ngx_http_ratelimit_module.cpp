@@ -4,14 +4,17 @@
 
 #include "http/access_handler.hpp"
 #include "rate/call_batch.hpp"
+#include "rate/script_call.hpp"
 #include "limits/deny_cache.hpp"
 #include "directives/directives.hpp"
 #include "http/header_filter.hpp"
 #include "http/release_filter.hpp"
+#include "http/request_metrics.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "concurrency/slot_gate.hpp"
 #include "http/variables.hpp"
+#include "worker/worker_objects.hpp"
 
 #include <new>
 
@@ -43,7 +46,7 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
     if (metrics::add_shared_zone(cf, mcf) != NGX_OK
-        || metrics::install_log_handler(cf) != NGX_OK)
+        || install_request_log_handler(cf) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -62,6 +65,59 @@ MainConf *cycle_main_conf(ngx_cycle_t *cycle)
     return static_cast<MainConf *>(
         ngx_http_cycle_get_module_main_conf(cycle,
                                             ngx_http_ratelimit_module));
+}
+
+// The worker's objects (worker/worker_objects.hpp), the link last: it
+// starts connecting once everything that listens to it is there.
+ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
+{
+    WorkerObjects &worker = worker_objects();
+
+    worker.link = new (std::nothrow) RedisLink(*mcf, cycle->log);
+    worker.denied = new (std::nothrow) DenyCache();
+
+    if (worker.link == nullptr || worker.denied == nullptr) {
+        return NGX_ERROR;
+    }
+
+    bool cross_slot = mcf->redis->cluster && mcf->redis->cross_slot;
+
+    worker.calls = new (std::nothrow) CallBatcher(worker.link, cross_slot,
+                                                  rate_reply_sink(),
+                                                  cycle->log);
+
+    if (worker.calls == nullptr) {
+        return NGX_ERROR;
+    }
+
+    if (mcf->concurrency) {
+        worker.slots = new (std::nothrow) SlotGate(worker.link, mcf->prefix,
+                                                   cycle->log);
+
+        if (worker.slots == nullptr || !worker.slots->subscribe()) {
+            return NGX_ERROR;
+        }
+    }
+
+    worker.link->connect_first();
+    return NGX_OK;
+}
+
+// The link answers its calls in flight with NULL as it shuts down: the
+// batcher and the gate outlive that, the link outlives them.
+void destroy_worker_objects() noexcept
+{
+    WorkerObjects &worker = worker_objects();
+
+    if (worker.link != nullptr) {
+        worker.link->shutdown();
+    }
+
+    delete worker.calls;
+    delete worker.slots;
+    delete worker.link;
+    delete worker.denied;
+    worker = {};
 }
 
 // Only processes that serve requests talk to Redis: not the master, the
@@ -88,56 +144,16 @@ ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
         return NGX_OK;
     }
 
-    mcf->link = new (std::nothrow) RedisLink(*mcf, cycle->log);
-    mcf->denied = new (std::nothrow) DenyCache();
-
-    if (mcf->link == nullptr || mcf->denied == nullptr) {
-        return NGX_ERROR;
-    }
-
-    mcf->calls = new (std::nothrow) CallBatcher(mcf->link, cycle->log);
-
-    if (mcf->calls == nullptr) {
-        return NGX_ERROR;
-    }
-
-    if (mcf->concurrency) {
-        mcf->slots = new (std::nothrow) SlotGate(mcf->link, mcf->prefix,
-                                                 cycle->log);
-
-        if (mcf->slots == nullptr || !mcf->slots->start()) {
-            return NGX_ERROR;
-        }
-    }
-
-    mcf->link->start();
-    return NGX_OK;
+    return create_worker_objects(cycle, mcf);
 }
 
 void exit_process(ngx_cycle_t *cycle) noexcept
 {
-    MainConf *mcf = cycle_main_conf(cycle);
-
-    if (mcf == nullptr) {
+    if (cycle_main_conf(cycle) == nullptr) {
         return;
     }
 
-    // The link answers its batches in flight with NULL as it shuts down:
-    // the batcher outlives that, the link outlives the batcher.
-    if (mcf->link != nullptr) {
-        mcf->link->shutdown();
-    }
-
-    delete mcf->calls;
-    mcf->calls = nullptr;
-    delete mcf->slots;
-    mcf->slots = nullptr;
-    delete mcf->link;
-    mcf->link = nullptr;
-
-    delete mcf->denied;
-    mcf->denied = nullptr;
-
+    destroy_worker_objects();
     metrics::stop_worker();
 }
 

@@ -15,7 +15,7 @@ std::string_view view(redis::String *str)
     return {bytes, len};
 }
 
-bool number(redis::String *str, double *out)
+bool arg_number(redis::String *str, double *out)
 {
     std::string_view text = view(str);
     return lua::to_number(text.data(), text.size(), out);
@@ -26,7 +26,7 @@ bool count_of(redis::String *str, std::size_t *out)
 {
     double value;
 
-    if (!number(str, &value) || !(value >= 0 && value < 1e9)
+    if (!arg_number(str, &value) || !(value >= 0 && value < 1e9)
         || value != std::floor(value))
     {
         return false;
@@ -39,8 +39,9 @@ bool count_of(redis::String *str, std::size_t *out)
 const char *parse_zone(redis::String *const *args, double now_ms,
                        ZoneParams *zone)
 {
-    if (!number(args[0], &zone->limit) || !number(args[1], &zone->bucket_ms)
-        || !number(args[2], &zone->span) || !(zone->bucket_ms > 0)
+    if (!arg_number(args[0], &zone->limit)
+        || !arg_number(args[1], &zone->bucket_ms)
+        || !arg_number(args[2], &zone->span) || !(zone->bucket_ms > 0)
         || !(zone->span >= 1))
     {
         return "ERR ratelimit: a zone's limit, bucket and span must be "

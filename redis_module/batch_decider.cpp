@@ -15,13 +15,13 @@ namespace {
 using window_rules::clock_stepped_back;
 
 // tonumber() of a field: false for nil too.
-bool number(const FieldValue &value, double *out)
+bool field_number(const FieldValue &value, double *out)
 {
     return value.present()
            && lua::to_number(value.text.data(), value.text.size(), out);
 }
 
-bool number(const std::string &text, double *out)
+bool field_number(const std::string &text, double *out)
 {
     return lua::to_number(text.data(), text.size(), out);
 }
@@ -32,7 +32,8 @@ bool text_is(const FieldValue &value, const char *text)
 }
 
 // The script's ahead().
-double ahead(double current, bool has_newest, double newest, double span)
+double buckets_ahead(double current, bool has_newest, double newest,
+                     double span)
 {
     return has_newest && clock_stepped_back(current, newest, span) ? newest
                                                                     : current;
@@ -82,7 +83,7 @@ bool BatchDecider::fast(const Entry &entry)
         same = text_is(h[1], field);
 
         if (same) {
-            if (!number(h[0], &count)) {
+            if (!field_number(h[0], &count)) {
                 return false;
             }
             oldest = zone.bucket;
@@ -98,7 +99,7 @@ bool BatchDecider::fast(const Entry &entry)
         }
 
         if (h[2].present()) {
-            if (!number(h[0], &count) || !number(h[1], &oldest)) {
+            if (!field_number(h[0], &count) || !field_number(h[1], &oldest)) {
                 return false;
             }
 
@@ -107,7 +108,7 @@ bool BatchDecider::fast(const Entry &entry)
             if (!same) {
                 double newest;
 
-                if (!number(h[2], &newest)) {
+                if (!field_number(h[2], &newest)) {
                     return false;
                 }
 
@@ -150,7 +151,7 @@ bool BatchDecider::fast(const Entry &entry)
     } else if (same) {
         double here;
 
-        if (!number(h[3], &here)) {
+        if (!field_number(h[3], &here)) {
             return false;
         }
 
@@ -335,9 +336,9 @@ CallError BatchDecider::count_newest(redis::String *key,
     }
 
     double newest;
-    bool has_newest = number(n, &newest);
+    bool has_newest = field_number(n, &newest);
     double before = window_rules::interval_floor(
-        ahead(zone.bucket, has_newest, newest, zone.span), wanted);
+        buckets_ahead(zone.bucket, has_newest, newest, zone.span), wanted);
 
     if (CallError error = redis_.hgetall(key, &all_)) {
         return error;
@@ -348,8 +349,8 @@ CallError BatchDecider::count_newest(redis::String *key,
     for (const auto &[name, value] : all_) {
         double id, bucket_count;
 
-        if (number(name, &id) && id > before) {
-            *count = *count + (number(value, &bucket_count) ? bucket_count
+        if (field_number(name, &id) && id > before) {
+            *count = *count + (field_number(value, &bucket_count) ? bucket_count
                                                             : 0);
         }
     }
@@ -377,14 +378,14 @@ CallError BatchDecider::read_zone(redis::String *key, const ZoneParams &zone,
         }
 
         double count, newest;
-        bool has_newest = number(h[1], &newest);
-        z->current = ahead(z->current, has_newest, newest, zone.span);
+        bool has_newest = field_number(h[1], &newest);
+        z->current = buckets_ahead(z->current, has_newest, newest, zone.span);
 
         if (z->current != zone.bucket) {
             lua::format(z->current, z->field);
         }
 
-        if (has_newest && newest == z->current && number(h[0], &count)) {
+        if (has_newest && newest == z->current && field_number(h[0], &count)) {
             z->count = count;
             z->oldest = z->newest = z->current;
         } else if (h[0].present() || h[1].present()) {
@@ -405,8 +406,8 @@ CallError BatchDecider::read_zone(redis::String *key, const ZoneParams &zone,
     }
 
     double c, o, m;
-    bool has_c = number(h[0], &c), has_o = number(h[1], &o),
-         has_m = number(h[2], &m);
+    bool has_c = field_number(h[0], &c), has_o = field_number(h[1], &o),
+         has_m = field_number(h[2], &m);
 
     if (has_m && m > z->current && clock_stepped_back(z->current, m,
                                                       zone.span))
@@ -427,7 +428,7 @@ CallError BatchDecider::read_zone(redis::String *key, const ZoneParams &zone,
         z->oldest = o;
         z->newest = m;
 
-        if (!number(h[3], &z->here)) {
+        if (!field_number(h[3], &z->here)) {
             z->here = 0;
         }
 
@@ -488,7 +489,7 @@ CallError BatchDecider::slide(redis::String *key, double first, ZoneRead *z)
                 return nullptr;
             }
 
-            if (!number(counts[j], &bucket_count)) {
+            if (!field_number(counts[j], &bucket_count)) {
                 return kNotANumber;
             }
 
@@ -512,14 +513,14 @@ CallError BatchDecider::slide(redis::String *key, double first, ZoneRead *z)
     for (const auto &[name, value] : all_) {
         double id, bucket_count;
 
-        if (!number(name, &id)) {
+        if (!field_number(name, &id)) {
             continue;
         }
 
         if (id < first) {
             z->gone.push_back(name);
         } else {
-            count = count + (number(value, &bucket_count) ? bucket_count : 0);
+            count = count + (field_number(value, &bucket_count) ? bucket_count : 0);
 
             if (id < next) {
                 next = id;

@@ -2,19 +2,17 @@
 
 #include <new>
 
-#include "cluster/cluster_slot.hpp"
 #include "metrics/metrics.hpp"
 #include "base/sha1.hpp"
-#include "concurrency/slot_hold.hpp"
 
 namespace ratelimit {
 
 namespace {
 
-SlotHold *hold_of(ngx_rbtree_node_t *node)
+SlotWaiter *waiter_of(ngx_rbtree_node_t *node)
 {
-    return reinterpret_cast<SlotHold *>(
-        reinterpret_cast<char *>(node) - offsetof(SlotHold, node));
+    return reinterpret_cast<SlotWaiter *>(
+        reinterpret_cast<char *>(node) - offsetof(SlotWaiter, node));
 }
 
 // A decimal number of up to 19 digits, as the script writes SEQ and
@@ -69,7 +67,7 @@ SlotGate::~SlotGate()
 // The worker's name must differ from every other worker's of the fleet,
 // now and across restarts: a digest of the host, the pid, the time and
 // nginx's random numbers.
-bool SlotGate::start() noexcept
+bool SlotGate::subscribe() noexcept
 {
     u_char seed[NGX_MAXHOSTNAMELEN + 3 * NGX_INT64_LEN + 4];
     u_char *end = ngx_snprintf(seed, sizeof(seed), "%V %P %M %l",
@@ -111,7 +109,7 @@ SlotCallRecord *SlotGate::send(SlotOp op, SlotAnswer answered, void *waiter,
         return nullptr;
     }
 
-    *call = {this, answered, waiter, op, false, 0, policy, dry_run, {}, seq,
+    *call = {this, answered, waiter, op, false, policy, dry_run, {}, seq,
              op == SlotOp::kRelease ? wall_clock_us() : 0};
 
     try {
@@ -158,30 +156,12 @@ const char *SlotGate::put(SlotCallRecord *call, bool eval) noexcept
         return "no memory for the call to redis";
     }
 
-    if (!link_->send_keyed(held, command, on_answer, call)) {
+    // In a cluster, the cluster follows its redirects.
+    if (!link_->send_for_key(held, command, on_answer, call)) {
         return "redis is not connected";
     }
 
     return nullptr;
-}
-
-// MOVED or ASK (a slot moved or moving in a cluster): the call did not
-// run, and goes where the cluster says, up to kMaxRedirects times.  True
-// once sent there.
-bool SlotGate::follow(SlotCallRecord *call, std::string_view error) noexcept
-{
-    Redirect to = parse_redirect(error);
-    std::string command, held;
-
-    if (to.kind == Redirect::Kind::kNone
-        || call->redirects == RedisLink::kMaxRedirects
-        || !format(call, call->retried, &command, &held))
-    {
-        return false;
-    }
-
-    call->redirects++;
-    return link_->redirect(to, key_slot(held), command, on_answer, call);
 }
 
 void SlotGate::on_answer(void *data, const redisReply *reply) noexcept
@@ -205,12 +185,6 @@ void SlotGate::answer(SlotCallRecord *call, const redisReply *reply) noexcept
         }
     }
 
-    if (decoded.kind == SlotReply::Kind::kError
-        && follow(call, decoded.error))
-    {
-        return;
-    }
-
     if (call->waiter != nullptr) {
         call->answered(call->waiter, reply == nullptr ? nullptr : &decoded);
     } else if (decoded.kind == SlotReply::Kind::kError && link_->may_log()) {
@@ -222,18 +196,18 @@ void SlotGate::answer(SlotCallRecord *call, const redisReply *reply) noexcept
     delete call;
 }
 
-void SlotGate::add_waiter(SlotHold *hold) noexcept
+void SlotGate::add_waiter(SlotWaiter *waiter, std::uint64_t seq) noexcept
 {
-    hold->node.key = static_cast<ngx_rbtree_key_t>(hold->seq);
-    ngx_rbtree_insert(&waiters_, &hold->node);
-    hold->waiting = true;
+    waiter->node.key = static_cast<ngx_rbtree_key_t>(seq);
+    ngx_rbtree_insert(&waiters_, &waiter->node);
+    waiter->waiting = true;
 }
 
-void SlotGate::remove_waiter(SlotHold *hold) noexcept
+void SlotGate::remove_waiter(SlotWaiter *waiter) noexcept
 {
-    if (hold->waiting) {
-        ngx_rbtree_delete(&waiters_, &hold->node);
-        hold->waiting = false;
+    if (waiter->waiting) {
+        ngx_rbtree_delete(&waiters_, &waiter->node);
+        waiter->waiting = false;
     }
 }
 
@@ -268,7 +242,8 @@ void SlotGate::on_message(void *data, std::string_view message) noexcept
 
     while (ok && node != &gate->sentinel_) {
         if (key == node->key) {
-            on_slot_granted(hold_of(node), freed_ok ? freed_us : 0);
+            SlotWaiter *waiter = waiter_of(node);
+            waiter->granted(waiter, freed_ok ? freed_us : 0);
             return;
         }
 
@@ -292,7 +267,8 @@ void SlotGate::on_subscription(void *data) noexcept
 
     while (node != nullptr) {
         ngx_rbtree_node_t *next = ngx_rbtree_next(tree, node);
-        recheck_slot(hold_of(node));
+        SlotWaiter *waiter = waiter_of(node);
+        waiter->recheck(waiter);
         node = next;
     }
 }

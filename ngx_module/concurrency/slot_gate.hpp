@@ -12,7 +12,6 @@
 
 namespace ratelimit {
 
-struct SlotHold;
 class SlotGate;
 
 // Takes the answer to a call (nullptr: none will come) for `waiter`.
@@ -27,12 +26,24 @@ struct SlotCallRecord {
     void *waiter;       // waits for the answer; nullptr: nobody does
     SlotOp op;
     bool retried;       // sent again with EVAL after NOSCRIPT
-    std::uint8_t redirects;  // MOVED or ASK followed
     const ConcurrencyPolicy *policy;
     bool dry_run;
     std::string key;    // the subject's key
     std::uint64_t seq;
     std::uint64_t freed_us;  // a release: when it was sent, wall_clock_us()
+};
+
+// A request waiting in a queue, as the gate knows it: found by its number
+// when Redis grants it a slot, or told to check its place again.  It lives
+// inside its holder's record, which the gate never sees.
+struct SlotWaiter {
+    ngx_rbtree_node_t node;  // in the gate's waiters, by seq, while queued
+    bool waiting;            // in it now
+    // Redis granted it the slot, freed at `freed_us` (wall_clock_us(); 0 if
+    // not known): it resumes at once.
+    void (*granted)(SlotWaiter *waiter, std::uint64_t freed_us) noexcept;
+    // Messages may have been lost: it asks Redis for its place.
+    void (*recheck)(SlotWaiter *waiter) noexcept;
 };
 
 // Microseconds since the epoch, read now: the hand-off of a slot is timed
@@ -49,7 +60,7 @@ public:
     SlotGate &operator=(const SlotGate &) = delete;
 
     // Names the worker and subscribes to its channel; false on no memory.
-    bool start() noexcept;
+    bool subscribe() noexcept;
 
     // Sends a call for request `seq` of the worker.  Its answer goes to
     // `answered(waiter)`, or nowhere if `waiter` is nullptr.  nullptr if
@@ -61,10 +72,10 @@ public:
 
     std::uint64_t next_seq() noexcept { return ++seq_; }
 
-    // A request waiting in a queue, found by its token when Redis grants
-    // it a slot.
-    void add_waiter(SlotHold *hold) noexcept;
-    void remove_waiter(SlotHold *hold) noexcept;
+    // A request waiting in a queue as request `seq` of the worker, found
+    // by its token when Redis grants it a slot.
+    void add_waiter(SlotWaiter *waiter, std::uint64_t seq) noexcept;
+    void remove_waiter(SlotWaiter *waiter) noexcept;
 
     RedisLink *link() const noexcept { return link_; }
     ngx_log_t *log() const noexcept { return log_; }
@@ -77,7 +88,6 @@ private:
     bool format(const SlotCallRecord *call, bool eval, std::string *command,
                 std::string *held) const noexcept;
     const char *put(SlotCallRecord *call, bool eval) noexcept;
-    bool follow(SlotCallRecord *call, std::string_view error) noexcept;
     static void on_answer(void *data, const redisReply *reply) noexcept;
     static void on_message(void *data, std::string_view message) noexcept;
     static void on_subscription(void *data) noexcept;
@@ -88,7 +98,7 @@ private:
     std::string channel_;       // wake_prefix_ and this worker's name
     std::uint64_t seq_ = 0;
     RedisSubscriber *subscriber_ = nullptr;
-    ngx_rbtree_t waiters_;      // of SlotHold, by seq
+    ngx_rbtree_t waiters_;      // of SlotWaiter, by seq
     ngx_rbtree_node_t sentinel_;
 };
 

@@ -5,11 +5,21 @@
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "concurrency/slot_gate.hpp"
+#include "worker/worker_objects.hpp"
 #include "keys/subject_key.hpp"
 
 namespace ratelimit {
 
 namespace {
+
+void on_slot_answer(void *waiter, const SlotReply *reply) noexcept;
+void recheck_slot(SlotHold *hold) noexcept;
+
+SlotHold *hold_of(SlotWaiter *waiter)
+{
+    return reinterpret_cast<SlotHold *>(
+        reinterpret_cast<char *>(waiter) - offsetof(SlotHold, waiter));
+}
 
 void detach(SlotHold *hold)
 {
@@ -61,19 +71,19 @@ void record_outcome(const SlotHold *hold)
         break;
     }
 
-    metrics::record_slot_outcome(hold->state, hold->ref->zone, decision,
-                                 event, hold->queue_ms);
+    metrics::record_slot_outcome(hold->ref->zone->index, decision, event,
+                                 hold->state->check_start_us, hold->queue_ms);
 }
 
 // The outcome, without resuming the request: the caller does.
 void settle(SlotHold *hold, SlotOutcome outcome)
 {
     if (queued(hold)) {
-        metrics::record_slot_queued(hold->ref->zone, false);
+        metrics::record_slot_queued(hold->ref->zone->index, false);
     }
 
     hold->outcome = outcome;
-    hold->gate->remove_waiter(hold);
+    hold->gate->remove_waiter(&hold->waiter);
     stop_timer(&hold->deadline);
     stop_timer(&hold->timer);
     hold->phase = SlotHold::Phase::kOut;
@@ -93,7 +103,7 @@ void resume_later(SlotHold *hold)
     ngx_post_event(&hold->done, &ngx_posted_events);
 }
 
-void decide(SlotHold *hold, SlotOutcome outcome)
+void decide_slot(SlotHold *hold, SlotOutcome outcome)
 {
     settle(hold, outcome);
     resume_later(hold);
@@ -112,11 +122,11 @@ void log_failure(SlotHold *hold, const char *why, std::string_view detail)
                                                         : "request passed");
 }
 
-void fail(SlotHold *hold, const char *why, std::string_view detail = {})
+void slot_failed(SlotHold *hold, const char *why, std::string_view detail = {})
 {
     detach(hold);
     log_failure(hold, why, detail);
-    decide(hold, SlotOutcome::kError);
+    decide_slot(hold, SlotOutcome::kError);
 }
 
 // Gives the slot or the place back, if Redis may hold one; nobody waits
@@ -136,10 +146,10 @@ void wait_in_queue(SlotHold *hold)
     ngx_msec_t timeout = hold->policy->queue_timeout_ms;
 
     hold->phase = SlotHold::Phase::kQueued;
-    hold->gate->add_waiter(hold);
+    hold->gate->add_waiter(&hold->waiter, hold->seq);
     ngx_add_timer(&hold->deadline, waited < timeout ? timeout - waited : 1);
     ngx_add_timer(&hold->timer, kRecheckMs);
-    metrics::record_slot_queued(hold->ref->zone, true);
+    metrics::record_slot_queued(hold->ref->zone->index, true);
 }
 
 // The caller resumes the request.
@@ -150,7 +160,7 @@ void granted_after_wait(SlotHold *hold)
     settle(hold, SlotOutcome::kAdmittedAfterWait);
 }
 
-void on_timer(ngx_event_t *ev) noexcept
+void on_hold_timer(ngx_event_t *ev) noexcept
 {
     auto *hold = static_cast<SlotHold *>(ev->data);
     RedisLink *link = hold->gate->link();
@@ -159,7 +169,7 @@ void on_timer(ngx_event_t *ev) noexcept
     case SlotHold::Phase::kAsking:
     case SlotHold::Phase::kChecking:
         metrics::record_link_error(LinkError::kTimeout);
-        fail(hold, "redis timed out", {});
+        slot_failed(hold, "redis timed out", {});
         link->on_request_timeout();
         break;
 
@@ -185,10 +195,10 @@ void on_deadline(ngx_event_t *ev) noexcept
     detach(hold);
     hold->queue_ms = ngx_current_msec - hold->asked_msec;
     give_back(hold);
-    decide(hold, SlotOutcome::kTimedOut);
+    decide_slot(hold, SlotOutcome::kTimedOut);
 }
 
-void on_done(ngx_event_t *ev) noexcept
+void on_hold_done(ngx_event_t *ev) noexcept
 {
     auto *hold = static_cast<SlotHold *>(ev->data);
     resume_request(hold->state, hold->decided);
@@ -209,13 +219,13 @@ void cleanup_hold(void *data) noexcept
     detach(hold);
 
     if (queued(hold)) {
-        metrics::record_slot_queued(hold->ref->zone, false);
-        metrics::record_slot_event(hold->ref->zone,
+        metrics::record_slot_queued(hold->ref->zone->index, false);
+        metrics::record_slot_event(hold->ref->zone->index,
                                    SlotEvent::kGoneWhileQueued);
     }
 
     release_slot(hold);
-    hold->gate->remove_waiter(hold);
+    hold->gate->remove_waiter(&hold->waiter);
     give_back(hold);
     hold->phase = SlotHold::Phase::kOut;
 }
@@ -226,6 +236,111 @@ void init_event(ngx_event_t *ev, ngx_event_handler_pt handler,
     ev->handler = handler;
     ev->data = hold;
     ev->log = hold->state->r->connection->log;
+}
+
+void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
+{
+    auto *hold = static_cast<SlotHold *>(waiter);
+
+    hold->call = nullptr;
+    stop_timer(&hold->timer);
+
+    bool checking = hold->phase == SlotHold::Phase::kChecking;
+
+    if (reply == nullptr || reply->kind != SlotReply::Kind::kAnswer) {
+        if (reply == nullptr) {
+            slot_failed(hold, "lost connection to redis");
+        } else if (reply->kind == SlotReply::Kind::kMalformed) {
+            slot_failed(hold, "unexpected reply from redis");
+        } else {
+            metrics::record_link_error(LinkError::kErrorReply);
+            slot_failed(hold, "redis answered an error: ", reply->error);
+            hold->gate->link()->on_error_reply(reply->error);
+        }
+        return;
+    }
+
+    switch (reply->code) {
+    case SlotCode::kHeld:
+        if (checking) {
+            granted_after_wait(hold);
+            resume_later(hold);
+        } else {
+            decide_slot(hold, SlotOutcome::kAdmitted);
+        }
+        return;
+
+    case SlotCode::kQueued:
+        if (checking) {
+            hold->phase = SlotHold::Phase::kQueued;
+            ngx_add_timer(&hold->timer, kRecheckMs);
+        } else {
+            wait_in_queue(hold);
+        }
+        return;
+
+    case SlotCode::kRefused:
+        hold->in_redis = false;
+        if (checking) {
+            // Redis dropped the waiter: past queue_timeout by its clock.
+            hold->queue_ms = ngx_current_msec - hold->asked_msec;
+            decide_slot(hold, SlotOutcome::kTimedOut);
+        } else {
+            decide_slot(hold, hold->ref->dry_run || hold->state->lcf->dry_run
+                         ? SlotOutcome::kDryRun : SlotOutcome::kQueueFull);
+        }
+        return;
+
+    case SlotCode::kWouldWait:
+        hold->in_redis = false;
+        decide_slot(hold, SlotOutcome::kDryRun);
+        return;
+    }
+}
+
+// From the worker's Pub/Sub connection, which the request never sends to
+// or closes: the request resumes at once.  A posted event would run only
+// after every other event of the loop turn, which at bench/queue.pl's load
+// delayed the waiter by 45 us at the median and 0.3 ms at p99.  Clocks of
+// two servers may disagree: a hand-off "before" its release counts as 0.
+void on_slot_granted(SlotWaiter *waiter, std::uint64_t freed_us) noexcept
+{
+    SlotHold *hold = hold_of(waiter);
+
+    if (queued(hold)) {
+        if (freed_us != 0) {
+            std::uint64_t now_us = wall_clock_us();
+            hold->handoff_us = now_us > freed_us ? now_us - freed_us : 0;
+        }
+
+        granted_after_wait(hold);
+        resume_request(hold->state, hold->decided);
+    }
+}
+
+void recheck_slot(SlotHold *hold) noexcept
+{
+    if (hold->phase != SlotHold::Phase::kQueued) {
+        return;
+    }
+
+    stop_timer(&hold->timer);
+    hold->phase = SlotHold::Phase::kChecking;
+    hold->call = hold->gate->send(SlotOp::kCheck, on_slot_answer, hold,
+                                  view(hold->key), hold->seq, hold->policy,
+                                  false);
+
+    if (hold->call == nullptr) {
+        slot_failed(hold, "redis is not connected");
+        return;
+    }
+
+    ngx_add_timer(&hold->timer, main_conf(hold->state->r)->redis->timeout);
+}
+
+void on_slot_recheck(SlotWaiter *waiter) noexcept
+{
+    recheck_slot(hold_of(waiter));
 }
 
 }  // namespace
@@ -257,7 +372,7 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(SlotHold));
 
     if (!make_slot_key(r, ref->zone, subject, &key) || cln == nullptr
-        || mcf->slots == nullptr)
+        || worker_objects().slots == nullptr)
     {
         return false;
     }
@@ -266,16 +381,18 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     hold->state = state;
     hold->ref = ref;
     hold->policy = ref->zone->concurrency;
-    hold->gate = mcf->slots;
+    hold->gate = worker_objects().slots;
     hold->subject = subject;
     hold->key = key;
     hold->seq = hold->gate->next_seq();
     hold->decided = decided;
     hold->asked_msec = ngx_current_msec;
     hold->handoff_us = kUnknownHandoff;
-    init_event(&hold->timer, on_timer, hold);
+    hold->waiter.granted = on_slot_granted;
+    hold->waiter.recheck = on_slot_recheck;
+    init_event(&hold->timer, on_hold_timer, hold);
     init_event(&hold->deadline, on_deadline, hold);
-    init_event(&hold->done, on_done, hold);
+    init_event(&hold->done, on_hold_done, hold);
     cln->handler = cleanup_hold;
     state->hold = hold;
 
@@ -297,84 +414,6 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     return true;
 }
 
-void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
-{
-    auto *hold = static_cast<SlotHold *>(waiter);
-
-    hold->call = nullptr;
-    stop_timer(&hold->timer);
-
-    bool checking = hold->phase == SlotHold::Phase::kChecking;
-
-    if (reply == nullptr || reply->kind != SlotReply::Kind::kAnswer) {
-        if (reply == nullptr) {
-            fail(hold, "lost connection to redis");
-        } else if (reply->kind == SlotReply::Kind::kMalformed) {
-            fail(hold, "unexpected reply from redis");
-        } else {
-            metrics::record_link_error(LinkError::kErrorReply);
-            fail(hold, "redis answered an error: ", reply->error);
-            hold->gate->link()->on_error_reply(reply->error);
-        }
-        return;
-    }
-
-    switch (reply->code) {
-    case SlotCode::kHeld:
-        if (checking) {
-            granted_after_wait(hold);
-            resume_later(hold);
-        } else {
-            decide(hold, SlotOutcome::kAdmitted);
-        }
-        return;
-
-    case SlotCode::kQueued:
-        if (checking) {
-            hold->phase = SlotHold::Phase::kQueued;
-            ngx_add_timer(&hold->timer, kRecheckMs);
-        } else {
-            wait_in_queue(hold);
-        }
-        return;
-
-    case SlotCode::kRefused:
-        hold->in_redis = false;
-        if (checking) {
-            // Redis dropped the waiter: past queue_timeout by its clock.
-            hold->queue_ms = ngx_current_msec - hold->asked_msec;
-            decide(hold, SlotOutcome::kTimedOut);
-        } else {
-            decide(hold, hold->ref->dry_run || hold->state->lcf->dry_run
-                         ? SlotOutcome::kDryRun : SlotOutcome::kQueueFull);
-        }
-        return;
-
-    case SlotCode::kWouldWait:
-        hold->in_redis = false;
-        decide(hold, SlotOutcome::kDryRun);
-        return;
-    }
-}
-
-// From the worker's Pub/Sub connection, which the request never sends to
-// or closes: the request resumes at once.  A posted event would run only
-// after every other event of the loop turn, which at bench/queue.pl's load
-// delayed the waiter by 45 us at the median and 0.3 ms at p99.  Clocks of
-// two servers may disagree: a hand-off "before" its release counts as 0.
-void on_slot_granted(SlotHold *hold, std::uint64_t freed_us) noexcept
-{
-    if (queued(hold)) {
-        if (freed_us != 0) {
-            std::uint64_t now_us = wall_clock_us();
-            hold->handoff_us = now_us > freed_us ? now_us - freed_us : 0;
-        }
-
-        granted_after_wait(hold);
-        resume_request(hold->state, hold->decided);
-    }
-}
-
 void release_slot(SlotHold *hold) noexcept
 {
     if (hold->phase != SlotHold::Phase::kHeld) {
@@ -382,29 +421,11 @@ void release_slot(SlotHold *hold) noexcept
     }
 
     stop_timer(&hold->timer);
-    metrics::record_slot_freed(hold->state, hold->ref->zone);
+    metrics::record_slot_freed(hold->ref->zone->index,
+                               response_succeeded(hold->state->r),
+                               hold->state->check_start_us);
     give_back(hold);
     hold->phase = SlotHold::Phase::kOut;
-}
-
-void recheck_slot(SlotHold *hold) noexcept
-{
-    if (hold->phase != SlotHold::Phase::kQueued) {
-        return;
-    }
-
-    stop_timer(&hold->timer);
-    hold->phase = SlotHold::Phase::kChecking;
-    hold->call = hold->gate->send(SlotOp::kCheck, on_slot_answer, hold,
-                                  view(hold->key), hold->seq, hold->policy,
-                                  false);
-
-    if (hold->call == nullptr) {
-        fail(hold, "redis is not connected");
-        return;
-    }
-
-    ngx_add_timer(&hold->timer, main_conf(hold->state->r)->redis->timeout);
 }
 
 }  // namespace ratelimit

@@ -15,12 +15,10 @@
 #pragma once
 
 #include "request/request_state.hpp"
+#include "concurrency/slot_gate.hpp"
 
 namespace ratelimit {
 
-struct SlotCallRecord;
-class SlotGate;
-struct SlotReply;
 
 enum class SlotOutcome {
     kPending,
@@ -33,8 +31,7 @@ enum class SlotOutcome {
 };
 
 struct SlotHold {
-    ngx_rbtree_node_t node;  // in the gate's waiters, by seq, while queued
-    bool waiting;            // in it now
+    SlotWaiter waiter;       // in the gate's waiters while queued
     RequestState *state;
     const ZoneRef *ref;
     const ConcurrencyPolicy *policy;
@@ -78,12 +75,6 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
 bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
                    const ngx_str_t &subject, ngx_str_t *key) noexcept;
 
-// From the gate: the answer to the hold's call (nullptr: none will come),
-// Redis granted it a slot (freed at `freed_us`, wall_clock_us(); 0 if not
-// known), or it should check its place again.
-void on_slot_answer(void *hold, const SlotReply *reply) noexcept;
-void on_slot_granted(SlotHold *hold, std::uint64_t freed_us) noexcept;
-void recheck_slot(SlotHold *hold) noexcept;
 
 // The request's response has left to its last byte: a slot it holds goes
 // back now, though the request may live on (discarding a request body it

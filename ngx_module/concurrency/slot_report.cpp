@@ -6,6 +6,7 @@
 #include "redis/redis_link.hpp"
 #include "concurrency/slot_gate.hpp"
 #include "concurrency/slot_hold.hpp"
+#include "worker/worker_objects.hpp"
 
 namespace ratelimit {
 
@@ -29,17 +30,17 @@ void forget_answers(SlotReport *report)
 }
 
 // Resumes the request from the event loop, never from inside a reply.
-void decide(SlotReport *report, Result result)
+void report_decided(SlotReport *report, Result result)
 {
     forget_answers(report);
     report->state->result = result;
     ngx_post_event(&report->done, &ngx_posted_events);
 }
 
-void fail(SlotReport *report, const SlotReport::Entry &entry,
+void report_entry_failed(SlotReport *report, const SlotReport::Entry &entry,
           const char *why, std::string_view detail = {})
 {
-    RedisLink *link = main_conf(report->state->r)->link;
+    RedisLink *link = worker_objects().link;
 
     if (link == nullptr || link->may_log()) {
         ngx_log_error(NGX_LOG_WARN, report->state->r->connection->log, 0,
@@ -60,15 +61,16 @@ void on_answer(void *waiter, const SlotReply *reply) noexcept
     entry->call = nullptr;
 
     if (reply == nullptr) {
-        fail(report, *entry, "lost connection to redis");
+        report_entry_failed(report, *entry, "lost connection to redis");
     } else if (reply->kind == SlotReply::Kind::kError) {
         metrics::record_link_error(LinkError::kErrorReply);
-        fail(report, *entry, "redis answered an error: ", reply->error);
-        main_conf(report->state->r)->link->on_error_reply(reply->error);
+        report_entry_failed(report, *entry, "redis answered an error: ",
+                            reply->error);
+        worker_objects().link->on_error_reply(reply->error);
     } else if (reply->kind != SlotReply::Kind::kAnswer
                || reply->code != SlotCode::kHeld)
     {
-        fail(report, *entry, "unexpected reply from redis");
+        report_entry_failed(report, *entry, "unexpected reply from redis");
     } else {
         entry->in_flight = reply->number;
         entry->queued = reply->queued;
@@ -78,11 +80,11 @@ void on_answer(void *waiter, const SlotReply *reply) noexcept
         }
     }
 
-    decide(report, report->state->result == Result::kError
+    report_decided(report, report->state->result == Result::kError
                    ? Result::kError : Result::kPeeked);
 }
 
-void on_timer(ngx_event_t *ev) noexcept
+void on_report_timer(ngx_event_t *ev) noexcept
 {
     auto *report = static_cast<SlotReport *>(ev->data);
     const SlotReport::Entry *late = &report->entry[0];
@@ -92,12 +94,12 @@ void on_timer(ngx_event_t *ev) noexcept
     }
 
     metrics::record_link_error(LinkError::kTimeout);
-    fail(report, *late, "redis timed out");
-    decide(report, Result::kError);
-    main_conf(report->state->r)->link->on_request_timeout();
+    report_entry_failed(report, *late, "redis timed out");
+    report_decided(report, Result::kError);
+    worker_objects().link->on_request_timeout();
 }
 
-void on_done(ngx_event_t *ev) noexcept
+void on_report_done(ngx_event_t *ev) noexcept
 {
     auto *report = static_cast<SlotReport *>(ev->data);
     resume_request(report->state, report->decided);
@@ -126,8 +128,8 @@ SlotReport *create_report(RequestState *state)
     auto *report = new (cln->data) SlotReport();
     report->state = state;
 
-    report->timer.handler = on_timer;
-    report->done.handler = on_done;
+    report->timer.handler = on_report_timer;
+    report->done.handler = on_report_done;
     report->timer.data = report->done.data = report;
     report->timer.log = report->done.log = state->r->connection->log;
 
@@ -166,20 +168,21 @@ bool send_slot_report(RequestState *state,
 {
     MainConf *mcf = main_conf(state->r);
     SlotReport *report = state->slot_report;
+    SlotGate *slots = worker_objects().slots;
 
     report->decided = decided;
 
     for (ngx_uint_t i = 0; i < report->entries; i++) {
         SlotReport::Entry &entry = report->entry[i];
 
-        entry.call = mcf->slots == nullptr ? nullptr
-                     : mcf->slots->send(SlotOp::kStatus, on_answer, &entry,
-                                        view(entry.key), kNoSeq,
-                                        entry.ref->zone->concurrency, false);
+        entry.call = slots == nullptr ? nullptr
+                     : slots->send(SlotOp::kStatus, on_answer, &entry,
+                                   view(entry.key), kNoSeq,
+                                   entry.ref->zone->concurrency, false);
 
         if (entry.call == nullptr) {
             forget_answers(report);
-            fail(report, entry, "redis is not connected");
+            report_entry_failed(report, entry, "redis is not connected");
             return false;
         }
 

@@ -3,24 +3,12 @@
 // free them without cleanups), shared by the shell's translation units.
 #pragma once
 
-extern "C" {
-#include <ngx_config.h>
-#include <ngx_core.h>
-#include <ngx_http.h>
-}
-
+#include "common/ngx_glue.hpp"
 #include "scripts/concurrency_script.hpp"
 #include "limits/policy.hpp"
 #include "scripts/window_script.hpp"
 
-extern "C" ngx_module_t ngx_http_ratelimit_module;
-
 namespace ratelimit {
-
-class CallBatcher;
-class DenyCache;
-class SlotGate;
-class RedisLink;
 
 // One ADDRESS of `ratelimit_redis`: a Redis server, or a sentinel.
 struct RedisAddress {
@@ -120,11 +108,6 @@ struct MainConf {
     ngx_msec_t resolver_timeout;
     ngx_str_t prefix;      // Redis key prefix
     bool used;             // some location applies a zone
-    RedisLink *link;       // this worker's connection, from init_process
-    CallBatcher *calls;    // its script calls, likewise
-    DenyCache *denied;     // this worker's rejected subjects, likewise
-    SlotGate *slots;       // its concurrency zones' calls, likewise, if
-                           // some location applies one
     bool concurrency;      // some location applies a concurrency zone
     bool metrics;          // some location has `ratelimit_metrics`
     ngx_shm_zone_t *metrics_zone;  // its counters, when it has
@@ -154,19 +137,6 @@ inline LocConf *loc_conf(ngx_http_request_t *r)
 {
     return static_cast<LocConf *>(
         ngx_http_get_module_loc_conf(r, ngx_http_ratelimit_module));
-}
-
-// Deletes the event's timer if it is set.
-inline void stop_timer(ngx_event_t *ev)
-{
-    if (ev->timer_set) {
-        ngx_del_timer(ev);
-    }
-}
-
-inline std::string_view view(const ngx_str_t &s)
-{
-    return {reinterpret_cast<const char *>(s.data), s.len};
 }
 
 }  // namespace ratelimit

@@ -1,5 +1,6 @@
 #include "http/access_handler.hpp"
 
+#include "http/request_metrics.hpp"
 #include "metrics/metrics.hpp"
 #include "rate/script_call.hpp"
 #include "concurrency/slot_hold.hpp"
@@ -88,7 +89,7 @@ void merge_slot_result(RequestState *state)
 ngx_int_t act_on(RequestState *state)
 {
     state->stage = RequestState::Stage::kDone;
-    metrics::record_decision(state);
+    record_request_decision(state);
 
     if (state->hold != nullptr) {
         merge_slot_result(state);
@@ -233,7 +234,7 @@ bool wants_peek(ngx_http_request_t *r, const ngx_str_t &name)
     }
 }
 
-ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
+ngx_int_t check_request(ngx_http_request_t *r, const LocConf *lcf)
 {
     RequestState *state = create_state(r, true);
 
@@ -243,7 +244,7 @@ ngx_int_t start(ngx_http_request_t *r, const LocConf *lcf)
 
     state->lcf = lcf;
     state->resume = resume_phases;
-    metrics::record_check_start(state);
+    state->check_start_us = metrics::check_clock();
     state->peek = lcf->peek_header.len > 0
                   && wants_peek(r, lcf->peek_header);
 
@@ -344,7 +345,7 @@ ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
         return NGX_DECLINED;
     }
 
-    return start(r, lcf);
+    return check_request(r, lcf);
 }
 
 }  // namespace ratelimit

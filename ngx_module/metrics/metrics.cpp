@@ -3,8 +3,6 @@
 #include <ctime>
 #include <new>
 
-#include "request/request_state.hpp"
-
 namespace ratelimit {
 
 namespace metrics {
@@ -37,15 +35,9 @@ void observe(Histogram<kBounds> *h, const std::uint64_t (&bounds)[kBounds],
     add(&h->sum, value);
 }
 
-ZoneCounters *zone_slot(const RequestState *state, ngx_uint_t i)
+ZoneCounters *zone_slot(ngx_uint_t zone)
 {
-    return worker->layout.zone(worker->block, worker->slot,
-                               state->refs[i]->zone->index);
-}
-
-ZoneCounters *zone_slot(const Zone *zone)
-{
-    return worker->layout.zone(worker->block, worker->slot, zone->index);
+    return worker->layout.zone(worker->block, worker->slot, zone);
 }
 
 void enter_busy(ngx_uint_t zone)
@@ -56,65 +48,23 @@ void enter_busy(ngx_uint_t zone)
     }
 }
 
-// A request the zone let through ends: answered below 400, it is a
-// success, whose response time runs from the preaccess phase (headers
-// read) to now, in microseconds: nginx's own $request_time has
-// milliseconds only.
-void leave_busy(const RequestState *state, ngx_uint_t zone, ZoneCounters *z,
-                std::uint64_t now)
+// A request the zone let through ends: a success's response time runs
+// from `start_us` (the preaccess phase saw its headers) to now, in
+// microseconds: nginx's own $request_time has milliseconds only.
+void leave_busy(ngx_uint_t zone, bool success, std::uint64_t start_us)
 {
-    ngx_uint_t status = state->r->headers_out.status;
+    ZoneCounters *z = zone_slot(zone);
+    std::uint64_t now = now_us();
 
-    if (status > 0 && status < NGX_HTTP_BAD_REQUEST) {
+    if (success) {
         add(&z->successes, 1);
-        add(&z->response_us, now - state->check_start_us);
+        add(&z->response_us, now - start_us);
     }
 
     if (--worker->zones_in_flight[zone] == 0) {
         busy_clock::leave(worker->layout.busy_word(worker->block, zone),
                           worker->slot, now, &z->busy_us);
     }
-}
-
-// The zone i of the request decided `decision` after `wait_us`; a request
-// it let through is in flight until the log phase.
-void count(RequestState *state, ngx_uint_t i, Decision decision,
-           std::uint64_t wait_us)
-{
-    ZoneCounters *z = zone_slot(state, i);
-
-    add(&z->decisions[static_cast<std::size_t>(decision)], 1);
-    observe(&z->check_us, kDurationBoundsUs, wait_us);
-
-    if (decision == Decision::kRejected
-        || decision == Decision::kErrorRejected)
-    {
-        return;
-    }
-
-    enter_busy(state->refs[i]->zone->index);
-    state->in_flight = true;
-}
-
-// Main requests let through by a rate zone leave it here.
-ngx_int_t log_handler(ngx_http_request_t *r) noexcept
-{
-    RequestState *state = worker != nullptr ? find_state(r) : nullptr;
-
-    if (state == nullptr || !state->in_flight) {
-        return NGX_OK;
-    }
-
-    state->in_flight = false;
-
-    std::uint64_t now = now_us();
-
-    for (ngx_uint_t i = 0; i < state->zones; i++) {
-        leave_busy(state, state->refs[i]->zone->index, zone_slot(state, i),
-                   now);
-    }
-
-    return NGX_OK;
 }
 
 // A reused zone (a reload that kept the zone set, so its name, and the
@@ -208,28 +158,6 @@ std::uint64_t now_us() noexcept
            + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
 }
 
-ngx_int_t install_log_handler(ngx_conf_t *cf) noexcept
-{
-    auto *mcf = static_cast<MainConf *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
-
-    if (!mcf->metrics) {
-        return NGX_OK;
-    }
-
-    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto *h = static_cast<ngx_http_handler_pt *>(
-        ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers));
-
-    if (h == nullptr) {
-        return NGX_ERROR;
-    }
-
-    *h = log_handler;
-    return NGX_OK;
-}
-
 ngx_int_t start_worker(ngx_cycle_t *cycle, MainConf *mcf) noexcept
 {
     if (mcf->metrics_zone == nullptr) {
@@ -267,58 +195,55 @@ void stop_worker() noexcept
     worker = nullptr;
 }
 
-void record_check_start(RequestState *state) noexcept
+bool enabled() noexcept
+{
+    return worker != nullptr;
+}
+
+std::uint64_t check_clock() noexcept
+{
+    return worker != nullptr ? now_us() : 0;
+}
+
+bool record_zone_decision(ngx_uint_t zone, Decision decision,
+                          std::uint64_t start_us) noexcept
+{
+    if (worker == nullptr) {
+        return false;
+    }
+
+    ZoneCounters *z = zone_slot(zone);
+
+    add(&z->decisions[static_cast<std::size_t>(decision)], 1);
+    observe(&z->check_us, kDurationBoundsUs, now_us() - start_us);
+
+    if (decision == Decision::kRejected
+        || decision == Decision::kErrorRejected)
+    {
+        return false;
+    }
+
+    enter_busy(zone);
+    return true;
+}
+
+void record_zone_done(ngx_uint_t zone, bool success,
+                      std::uint64_t start_us) noexcept
 {
     if (worker != nullptr) {
-        state->check_start_us = now_us();
+        leave_busy(zone, success, start_us);
     }
 }
 
-void record_decision(RequestState *state) noexcept
-{
-    if (worker == nullptr || state->peek) {
-        return;
-    }
-
-    std::uint64_t wait_us = now_us() - state->check_start_us;
-    bool closed = state->lcf->fail == kFailClosed;
-
-    for (ngx_uint_t i = 0; i < state->zones; i++) {
-        bool deciding = i == state->verdict.zone;
-
-        switch (state->result) {
-        case Result::kRejected:
-            if (deciding) {
-                count(state, i, Decision::kRejected, wait_us);
-            }
-            break;
-        case Result::kRejectedDryRun:
-            count(state, i, deciding ? Decision::kRejectedDryRun
-                                     : Decision::kPassed, wait_us);
-            break;
-        case Result::kPassed:
-            count(state, i, Decision::kPassed, wait_us);
-            break;
-        case Result::kError:
-            count(state, i, closed ? Decision::kErrorRejected
-                                   : Decision::kError, wait_us);
-            break;
-        default:
-            return;
-        }
-    }
-}
-
-void record_deny_cache_hit(const RequestState *state, ngx_uint_t zone) noexcept
+void record_deny_cache_hit(ngx_uint_t zone) noexcept
 {
     if (worker != nullptr) {
-        add(&zone_slot(state, zone)->deny_cache_hits, 1);
+        add(&zone_slot(zone)->deny_cache_hits, 1);
     }
 }
 
-void record_slot_outcome(const RequestState *state, const Zone *zone,
-                         Decision decision, SlotEvent event,
-                         ngx_msec_t queue_ms) noexcept
+void record_slot_outcome(ngx_uint_t zone, Decision decision, SlotEvent event,
+                         std::uint64_t start_us, ngx_msec_t queue_ms) noexcept
 {
     if (worker == nullptr) {
         return;
@@ -327,8 +252,7 @@ void record_slot_outcome(const RequestState *state, const Zone *zone,
     ZoneCounters *z = zone_slot(zone);
 
     add(&z->decisions[static_cast<std::size_t>(decision)], 1);
-    observe(&z->check_us, kDurationBoundsUs,
-            now_us() - state->check_start_us);
+    observe(&z->check_us, kDurationBoundsUs, now_us() - start_us);
 
     if (event != SlotEvent::kCount) {
         add(&z->slot_events[static_cast<std::size_t>(event)], 1);
@@ -343,11 +267,11 @@ void record_slot_outcome(const RequestState *state, const Zone *zone,
         || event == SlotEvent::kAdmittedAfterWait)
     {
         add(&z->slots_taken, 1);
-        enter_busy(zone->index);
+        enter_busy(zone);
     }
 }
 
-void record_slot_queued(const Zone *zone, bool entering) noexcept
+void record_slot_queued(ngx_uint_t zone, bool entering) noexcept
 {
     if (worker != nullptr) {
         ZoneCounters *z = zone_slot(zone);
@@ -355,7 +279,7 @@ void record_slot_queued(const Zone *zone, bool entering) noexcept
     }
 }
 
-void record_slot_event(const Zone *zone, SlotEvent event) noexcept
+void record_slot_event(ngx_uint_t zone, SlotEvent event) noexcept
 {
     if (worker != nullptr) {
         add(&zone_slot(zone)->slot_events[static_cast<std::size_t>(event)],
@@ -363,12 +287,12 @@ void record_slot_event(const Zone *zone, SlotEvent event) noexcept
     }
 }
 
-void record_slot_freed(const RequestState *state, const Zone *zone) noexcept
+void record_slot_freed(ngx_uint_t zone, bool success,
+                       std::uint64_t start_us) noexcept
 {
     if (worker != nullptr) {
-        ZoneCounters *z = zone_slot(zone);
-        add(&z->slots_freed, 1);
-        leave_busy(state, zone->index, z, now_us());
+        add(&zone_slot(zone)->slots_freed, 1);
+        leave_busy(zone, success, start_us);
     }
 }
 

@@ -12,8 +12,6 @@
 
 namespace ratelimit {
 
-struct RequestState;
-
 // The shared zone's data: its layout, and the block of counters in it.
 struct MetricsShared {
     MetricsLayout layout;
@@ -26,33 +24,40 @@ namespace metrics {
 // named after the zone set, if a location has `ratelimit_metrics`.
 ngx_int_t add_shared_zone(ngx_conf_t *cf, MainConf *mcf) noexcept;
 
-// The log phase handler that closes the requests decided in zones.
-ngx_int_t install_log_handler(ngx_conf_t *cf) noexcept;
-
 // This worker's slot, from init_process to exit_process.
 ngx_int_t start_worker(ngx_cycle_t *cycle, MainConf *mcf) noexcept;
 void stop_worker() noexcept;
 
-// Monotonic time, the same clock in every process.
+// Something is recorded: some location has `ratelimit_metrics`.
+bool enabled() noexcept;
+
+// Monotonic time, the same clock in every process, in microseconds.
 std::uint64_t now_us() noexcept;
 
-// Requests.
-void record_check_start(RequestState *state) noexcept;
-void record_decision(RequestState *state) noexcept;
-void record_deny_cache_hit(const RequestState *state,
-                           ngx_uint_t zone) noexcept;
+// now_us() when enabled(), else 0: when a request's check starts.
+std::uint64_t check_clock() noexcept;
+
+// Zones are named by their index (Zone::index).  A check that started at
+// `start_us` (check_clock()) came to `decision` in the zone; true if the
+// zone now counts the request in flight, until record_zone_done().  A
+// request ends a success when answered below 400.
+bool record_zone_decision(ngx_uint_t zone, Decision decision,
+                          std::uint64_t start_us) noexcept;
+void record_zone_done(ngx_uint_t zone, bool success,
+                      std::uint64_t start_us) noexcept;
+void record_deny_cache_hit(ngx_uint_t zone) noexcept;
 
 // Concurrency zones: what a request's ask for a slot came to (`event`
 // kCount if none of the events; `queue_ms` counts if it was admitted after
 // waiting), its entering or leaving the queue, and the end of a request
-// that held a slot (its success and response time counted then, as the
-// log phase counts them for rate zones).
-void record_slot_outcome(const RequestState *state, const Zone *zone,
-                         Decision decision, SlotEvent event,
-                         ngx_msec_t queue_ms) noexcept;
-void record_slot_queued(const Zone *zone, bool entering) noexcept;
-void record_slot_event(const Zone *zone, SlotEvent event) noexcept;
-void record_slot_freed(const RequestState *state, const Zone *zone) noexcept;
+// that held a slot (its success and response time counted then, as
+// record_zone_done() counts them for rate zones).
+void record_slot_outcome(ngx_uint_t zone, Decision decision, SlotEvent event,
+                         std::uint64_t start_us, ngx_msec_t queue_ms) noexcept;
+void record_slot_queued(ngx_uint_t zone, bool entering) noexcept;
+void record_slot_event(ngx_uint_t zone, SlotEvent event) noexcept;
+void record_slot_freed(ngx_uint_t zone, bool success,
+                       std::uint64_t start_us) noexcept;
 
 // The Redis link.  call_sent and call_answered pair in the order Redis
 // answers, which is the order calls are sent: round trips are timed by it.

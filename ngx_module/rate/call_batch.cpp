@@ -7,13 +7,23 @@
 #include "redis/redis_connection.hpp"
 #include "redis/redis_link.hpp"
 #include "request/request_state.hpp"
-#include "rate/script_call.hpp"
 #include "scripts/window_script.hpp"
 
 namespace ratelimit {
 
-CallBatcher::CallBatcher(RedisLink *link, ngx_log_t *log) noexcept
-    : link_(link)
+void tell_link_of_script_error(RedisLink *link,
+                               std::string_view error) noexcept
+{
+    if (error.find("non local key") != std::string_view::npos) {
+        link->slot_map_stale();
+    }
+
+    link->on_error_reply(error);
+}
+
+CallBatcher::CallBatcher(RedisLink *link, bool cross_slot,
+                         const BatchSink &sink, ngx_log_t *log) noexcept
+    : link_(link), cross_slot_(cross_slot), sink_(sink)
 {
     init_event(&turn_end_, on_turn_end, this, log);
     link->on_up(on_link_up, this);
@@ -103,7 +113,7 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::uint16_t slot = clustered ? key_slot(view(state->keys[i])) : 0;
-        std::uint32_t group = link_->batch_group(slot);
+        std::uint32_t group = group_of(slot);
         ngx_uint_t p = 0;
 
         while (p < state->parts && state->part[p].group != group) {
@@ -124,6 +134,7 @@ CallBatcher::QueueResult CallBatcher::queue(RequestState *state) noexcept
     // Counted down as parts are answered, from the first: a full batch is
     // sent, and may fail, while the next part is being added.
     state->parts_waiting = state->parts;
+    state->release_hook = forget;
 
     for (ngx_uint_t p = 0; p < state->parts; p++) {
         if (!add_part(state, p)) {
@@ -230,12 +241,10 @@ Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
         }
 
         batch->owner = this;
-        init_event(&batch->try_again, on_try_again, batch, turn_end_.log);
     }
 
     batch->group = group;
     batch->slot = slot;
-    batch->redirects = 0;
     batch->hold = hold_index(group);
     batch->counted = false;
     open_[open_count_++] = batch;
@@ -275,7 +284,7 @@ void CallBatcher::send_open(ngx_uint_t i) noexcept
     }
 
     // The module's command declares its keys: never for a cross-slot call.
-    bool command = link_->decides(batch->slot) && !link_->cross_slot();
+    bool command = link_->has_module_command(batch->slot) && !cross_slot_;
     ScriptBatch::Form form = command ? ScriptBatch::Form::kDecideCommand
                                      : ScriptBatch::Form::kEvalSha;
 
@@ -316,7 +325,8 @@ bool CallBatcher::compact(Batch *batch) noexcept
     for (ngx_uint_t k = 0; k < n; k++) {
         if (!fill(batch, states[k], parts[k])) {
             states[k]->part[parts[k]].batch = nullptr;
-            fail_call(states[k], "no memory for the call to redis", {});
+            sink_.part_failed(states[k], "no memory for the call to redis",
+                              {});
         }
     }
 
@@ -326,6 +336,13 @@ bool CallBatcher::compact(Batch *batch) noexcept
     }
 
     return true;
+}
+
+// What a batch is for: the keys of one slot, or with cross_slot of one
+// master.
+std::uint32_t CallBatcher::group_of(std::uint16_t slot) const noexcept
+{
+    return cross_slot_ ? kClusterSlots + link_->master_index(slot) : slot;
 }
 
 // Which count of calls in flight holds back a batch for `group`, or -1:
@@ -339,7 +356,7 @@ int CallBatcher::hold_index(std::uint32_t group) const noexcept
 
     std::uint32_t node = group - kClusterSlots;
 
-    return link_->cross_slot() && node < kMaxHeld ? static_cast<int>(node)
+    return cross_slot_ && node < kMaxHeld ? static_cast<int>(node)
                                                   : -1;
 }
 
@@ -372,16 +389,19 @@ const char *CallBatcher::send(Batch *batch, ScriptBatch::Form form) noexcept
 {
     batch->form = form;
 
-    if (!batch->call.write_command(form, &command_, link_->cross_slot())) {
+    if (!batch->call.write_command(form, &command_, cross_slot_)) {
         return "no memory for the call to redis";
     }
 
     // Before the send: a write that fails answers the batch, which may be
-    // freed, before send_to_slot() returns.  A call the link refuses is
-    // counted all the same.
+    // freed, before send_keyed() returns.  A call the link refuses is
+    // counted all the same.  In a cluster, its redirects are followed as
+    // long as some request of it still waits.
     batch->sent_us = metrics::record_call_sent(batch->call.entries());
 
-    if (!link_->send_to_slot(batch->slot, command_, on_batch_reply, batch)) {
+    if (!link_->send_keyed(batch->slot, command_, on_batch_reply, waited,
+                           batch))
+    {
         return "redis is not connected";
     }
 
@@ -407,8 +427,8 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
 
             if (state != nullptr) {
                 state->part[batch->parts[i]].batch = nullptr;
-                take_reply(state, batch->parts[i], decoded.now_ms,
-                           reply->element + call.reply_offset(i));
+                sink_.take_reply(state, batch->parts[i], decoded.now_ms,
+                                 reply->element + call.reply_offset(i));
             }
         }
         release(batch);
@@ -429,20 +449,16 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         if (batch->form == ScriptBatch::Form::kDecideCommand
             && decoded.error.substr(0, 19) == "ERR unknown command")
         {
-            link_->decide_lost(batch->slot);
+            link_->module_command_lost(batch->slot);
 
             if (resend_as_script(batch)) {
                 return;
             }
         }
 
-        if (follow(batch, decoded.error)) {
-            return;
-        }
-
         metrics::record_link_error(LinkError::kErrorReply);
         fail_all(batch, "redis answered an error: ", decoded.error);
-        link_->on_error_reply(decoded.error);
+        tell_link_of_script_error(link_, decoded.error);
         return;
 
     case BatchReply::Kind::kMalformed:
@@ -453,45 +469,12 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
     }
 }
 
-// MOVED or ASK: the call did not run, and goes where the cluster says;
-// TRYAGAIN: it did not run either, and goes again a moment later.  Up to
-// kMaxRedirects times in all.
-bool CallBatcher::follow(Batch *batch, std::string_view error) noexcept
-{
-    if (batch->redirects == RedisLink::kMaxRedirects) {
-        return false;
-    }
-
-    if (error.substr(0, 8) == "TRYAGAIN") {
-        batch->redirects++;
-        ngx_add_timer(&batch->try_again, Batch::kTryAgainMs);
-        return true;
-    }
-
-    Redirect to = parse_redirect(error);
-
-    if (to.kind == Redirect::Kind::kNone
-        || !batch->call.write_command(batch->form, &command_,
-                                      link_->cross_slot()))
-    {
-        return false;
-    }
-
-    if (!waited(batch)) {
-        release(batch);
-        return true;
-    }
-
-    // As in send(): the batch may be answered before redirect() returns.
-    batch->redirects++;
-    batch->sent_us = metrics::record_call_sent(batch->call.entries());
-    return link_->redirect(to, batch->slot, command_, on_batch_reply, batch);
-}
-
 // Some request of the batch still waits for it.  A batch sent again when
 // none does would count requests already given the fail policy.
-bool CallBatcher::waited(const Batch *batch) noexcept
+bool CallBatcher::waited(void *data) noexcept
 {
+    auto *batch = static_cast<const Batch *>(data);
+
     for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
         if (batch->states[i] != nullptr) {
             return true;
@@ -499,23 +482,6 @@ bool CallBatcher::waited(const Batch *batch) noexcept
     }
 
     return false;
-}
-
-// Sent again after TRYAGAIN, unless every request of it stopped waiting:
-// counting those now would count requests already given the fail policy.
-void CallBatcher::on_try_again(ngx_event_t *ev) noexcept
-{
-    auto *batch = static_cast<Batch *>(ev->data);
-    CallBatcher *batcher = batch->owner;
-
-    if (!waited(batch)) {
-        batcher->release(batch);
-        return;
-    }
-
-    if (const char *failure = batcher->send(batch, batch->form)) {
-        batcher->fail_all(batch, failure, {});
-    }
 }
 
 // A batch Redis refused without running anything, sent once more as EVAL,
@@ -542,7 +508,7 @@ void CallBatcher::fail_all(Batch *batch, const char *why,
 
         if (state != nullptr) {
             state->part[batch->parts[i]].batch = nullptr;
-            fail_call(state, why, detail);
+            sink_.part_failed(state, why, detail);
         }
     }
 

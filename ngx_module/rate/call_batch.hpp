@@ -18,6 +18,21 @@ namespace ratelimit {
 
 struct RequestState;
 class CallBatcher;
+class RedisLink;
+
+// Where the answers of the requests' calls go: the layer above decodes
+// them into each request's verdict.  Called only while the part waits.
+struct BatchSink {
+    // The reply of part `part` of the request's call, in its batch's from
+    // `reply` on, and the batch's Redis time.
+    void (*take_reply)(RequestState *state, ngx_uint_t part,
+                       std::uint64_t now_ms,
+                       const redisReply *const *reply) noexcept;
+    // The part's batch got no replies: `why` and `detail` say why, for
+    // the log.
+    void (*part_failed)(RequestState *state, const char *why,
+                        std::string_view detail) noexcept;
+};
 
 // A batch being filled, or in flight.  hiredis cannot cancel a callback and
 // runs every pending one, with a NULL reply if the connection fails, so the
@@ -36,28 +51,33 @@ struct Batch {
     // many zones is sent when the next would not fit.
     static_assert(kMaxZonesPerRequest <= ScriptBatch::kMaxZoneDescriptors);
 
-    // TRYAGAIN (a slot half moved): the call is sent again this much later
-    // (ms), within RedisLink::kMaxRedirects.
-    static constexpr ngx_msec_t kTryAgainMs = 20;
-
     CallBatcher *owner;
     ScriptBatch call;
     RequestState *states[kMaxRequests];  // nullptr: stopped waiting
     std::uint8_t parts[kMaxRequests];    // which part of its request each is
-    std::uint32_t group;                 // see RedisLink::batch_group()
+    std::uint32_t group;                 // see CallBatcher::group_of()
     std::uint16_t slot;                  // in a cluster: where it is sent
     ScriptBatch::Form form;              // as last sent; kEval: resent
-    ngx_uint_t redirects;
-    ngx_event_t try_again;               // the TRYAGAIN delay
     std::uint64_t sent_us;               // for the round-trip metric
     int hold;                            // CallBatcher::hold_index()
     bool counted;                        // in calls_out_[hold]
     Batch *next_free;
 };
 
+// An error the window script's call answered, whole or for one request,
+// told to the link where it says something of the link: READONLY (a
+// replica now), or, with cross_slot, a key refused inside the script as
+// not local, with no MOVED for the cluster to follow: the slot map may
+// have changed under us.
+void tell_link_of_script_error(RedisLink *link,
+                               std::string_view error) noexcept;
+
 class CallBatcher {
 public:
-    CallBatcher(RedisLink *link, ngx_log_t *log) noexcept;
+    // `cross_slot`: the link is to a cluster whose calls go per master
+    // (`ratelimit_redis ... cross_slot`), not per slot.
+    CallBatcher(RedisLink *link, bool cross_slot, const BatchSink &sink,
+                ngx_log_t *log) noexcept;
     ~CallBatcher();
 
     CallBatcher(const CallBatcher &) = delete;
@@ -98,9 +118,8 @@ private:
     // The reply to a batch, or nullptr when the connection failed with it
     // in flight.
     void on_reply(Batch *batch, const redisReply *reply) noexcept;
-    bool follow(Batch *batch, std::string_view error) noexcept;
-    static void on_try_again(ngx_event_t *ev) noexcept;
-    static bool waited(const Batch *batch) noexcept;
+    static bool waited(void *batch) noexcept;
+    std::uint32_t group_of(std::uint16_t slot) const noexcept;
     Batch *open_for(std::uint32_t group, std::uint16_t slot) noexcept;
     bool add_part(RequestState *state, ngx_uint_t part) noexcept;
     bool fill(Batch *batch, RequestState *state, ngx_uint_t part) noexcept;
@@ -126,6 +145,8 @@ private:
     static void on_turn_end(ngx_event_t *ev) noexcept;
 
     RedisLink *link_;
+    bool cross_slot_;
+    BatchSink sink_;
     Batch *open_[kMaxOpen];     // being filled during this loop turn
     ngx_uint_t open_count_ = 0;
     Batch *free_ = nullptr;

@@ -1,6 +1,7 @@
 #include "rate/script_call.hpp"
 
 #include "rate/call_batch.hpp"
+#include "worker/worker_objects.hpp"
 #include "limits/deny_cache.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
@@ -14,7 +15,7 @@ namespace {
 // Logs why the request gets the fail policy, at most once a second.
 void fail_log(RequestState *state, const char *why, std::string_view detail)
 {
-    RedisLink *link = main_conf(state->r)->link;
+    RedisLink *link = worker_objects().link;
 
     state->result = Result::kError;
 
@@ -31,7 +32,8 @@ void fail_log(RequestState *state, const char *why, std::string_view detail)
                   outcome);
 }
 
-void fail(RequestState *state, const char *why, std::string_view detail = {})
+void decide_as_failed(RequestState *state, const char *why,
+                      std::string_view detail = {})
 {
     fail_log(state, why, detail);
     state->stage = RequestState::Stage::kDecided;
@@ -65,7 +67,7 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
                           {state->refs[i]->zone->policy.limit, 0, ms}};
         state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
-        metrics::record_deny_cache_hit(state, i);
+        metrics::record_deny_cache_hit(state->refs[i]->zone->index);
         state->stage = RequestState::Stage::kDecided;
         return true;
     }
@@ -92,12 +94,13 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         enforcing[i] = enforced(state, i);
     }
 
-    std::optional<Verdict> verdict = decide(policies, enforcing, state->counts,
-                                            state->zones, now_ms,
-                                            reply.rejected);
+    std::optional<Verdict> verdict = decide_verdict(policies, enforcing,
+                                                    state->counts,
+                                                    state->zones, now_ms,
+                                                    reply.rejected);
 
     if (!verdict) {
-        fail(state, "unexpected reply from redis");
+        decide_as_failed(state, "unexpected reply from redis");
         return;
     }
 
@@ -105,7 +108,7 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
     state->reset_epoch_s = seconds_ceil(now_ms
                                         + state->verdict.status.reset_ms);
 
-    DenyCache *denied = main_conf(state->r)->denied;
+    DenyCache *denied = worker_objects().denied;
     const Verdict &v = state->verdict;
 
     switch (v.outcome) {
@@ -145,10 +148,10 @@ void on_wake(ngx_event_t *ev) noexcept
         MainConf *mcf = main_conf(state->r);
         u_char text[NGX_INT_T_LEN + 16];
         u_char *end = ngx_sprintf(text, " after %M ms", mcf->redis->timeout);
-        fail(state, "redis timed out",
+        decide_as_failed(state, "redis timed out",
              {reinterpret_cast<char *>(text),
               static_cast<size_t>(end - text)});
-        mcf->link->on_request_timeout();
+        worker_objects().link->on_request_timeout();
     }
 
     resume_request(state, state->resume);
@@ -169,7 +172,7 @@ void wake_up(RequestState *state)
 // (a cross-slot part's keys may be in several), sent once.
 void undo_admitted_parts(RequestState *state)
 {
-    RedisLink *link = main_conf(state->r)->link;
+    RedisLink *link = worker_objects().link;
     std::string command;
 
     for (ngx_uint_t p = 0; p < state->parts; p++) {
@@ -189,7 +192,7 @@ void undo_admitted_parts(RequestState *state)
             bool fixed = zone.fixed;
 
             if (write_undo_command(1, &key, &number, &fixed, &command)) {
-                link->send_keyed(key, command, ignore_reply, nullptr);
+                link->send_for_key(key, command, ignore_reply, nullptr);
             }
         }
     }
@@ -221,6 +224,43 @@ void part_done(RequestState *state)
     }
 
     wake_up(state);
+}
+
+void take_part_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
+                     const redisReply *const *reply) noexcept
+{
+    RequestState::Part &part = state->part[p];
+    ZoneCount counts[kMaxZonesPerRequest];
+    ScriptReply decoded = decode_script_reply(reply, part.zones, counts,
+                                              state->interval_buckets
+                                              != nullptr);
+
+    switch (decoded.kind) {
+    case ScriptReply::Kind::kVerdict:
+        for (ngx_uint_t j = 0; j < part.zones; j++) {
+            state->counts[part.zone[j]] = counts[j];
+        }
+        part.now_ms = now_ms;
+        part.rejected = decoded.rejected;
+        break;
+    case ScriptReply::Kind::kError:
+        metrics::record_link_error(LinkError::kErrorReply);
+        fail_part(state, "redis answered an error: ", decoded.error);
+        tell_link_of_script_error(worker_objects().link, decoded.error);
+        break;
+    case ScriptReply::Kind::kMalformed:
+        fail_part(state, "unexpected reply from redis");
+        break;
+    }
+
+    part_done(state);
+}
+
+void part_failed(RequestState *state, const char *why,
+                 std::string_view detail) noexcept
+{
+    fail_part(state, why, detail);
+    part_done(state);
 }
 
 }  // namespace
@@ -257,8 +297,10 @@ bool send_call(RequestState *state) noexcept
     state->wake.data = state;
     state->wake.log = state->r->connection->log;
 
-    if (!state->peek && mcf->denied != nullptr
-        && reject_from_memory(state, *mcf->denied))
+    WorkerObjects &worker = worker_objects();
+
+    if (!state->peek && worker.denied != nullptr
+        && reject_from_memory(state, *worker.denied))
     {
         return false;
     }
@@ -268,19 +310,19 @@ bool send_call(RequestState *state) noexcept
     state->stage = RequestState::Stage::kWaiting;
     state->sent_msec = ngx_current_msec;
 
-    switch (mcf->calls == nullptr ? CallBatcher::QueueResult::kDown
-                                  : mcf->calls->queue(state))
+    switch (worker.calls == nullptr ? CallBatcher::QueueResult::kDown
+                                    : worker.calls->queue(state))
     {
     case CallBatcher::QueueResult::kQueued:
         break;
     case CallBatcher::QueueResult::kSaturated:
-        fail(state, "too many calls in flight to redis");
+        decide_as_failed(state, "too many calls in flight to redis");
         return false;
     case CallBatcher::QueueResult::kNoMemory:
-        fail(state, "no memory for the call to redis");
+        decide_as_failed(state, "no memory for the call to redis");
         return false;
     case CallBatcher::QueueResult::kDown:
-        fail(state, "redis is not connected");
+        decide_as_failed(state, "redis is not connected");
         return false;
     }
 
@@ -292,41 +334,10 @@ bool send_call(RequestState *state) noexcept
     return true;
 }
 
-void take_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
-                const redisReply *const *reply) noexcept
+const BatchSink &rate_reply_sink() noexcept
 {
-    RequestState::Part &part = state->part[p];
-    ZoneCount counts[kMaxZonesPerRequest];
-    ScriptReply decoded = decode_script_reply(reply, part.zones, counts,
-                                              state->interval_buckets
-                                              != nullptr);
-
-    switch (decoded.kind) {
-    case ScriptReply::Kind::kVerdict:
-        for (ngx_uint_t j = 0; j < part.zones; j++) {
-            state->counts[part.zone[j]] = counts[j];
-        }
-        part.now_ms = now_ms;
-        part.rejected = decoded.rejected;
-        break;
-    case ScriptReply::Kind::kError:
-        metrics::record_link_error(LinkError::kErrorReply);
-        fail_part(state, "redis answered an error: ", decoded.error);
-        main_conf(state->r)->link->on_error_reply(decoded.error);
-        break;
-    case ScriptReply::Kind::kMalformed:
-        fail_part(state, "unexpected reply from redis");
-        break;
-    }
-
-    part_done(state);
-}
-
-void fail_call(RequestState *state, const char *why,
-               std::string_view detail) noexcept
-{
-    fail_part(state, why, detail);
-    part_done(state);
+    static const BatchSink sink = {take_part_reply, part_failed};
+    return sink;
 }
 
 }  // namespace ratelimit

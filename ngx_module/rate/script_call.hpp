@@ -3,6 +3,7 @@
 // nginx timer, and decoded into the request's state.
 #pragma once
 
+#include "rate/call_batch.hpp"
 #include "request/request_state.hpp"
 
 namespace ratelimit {
@@ -19,15 +20,8 @@ bool build_keys(RequestState *state) noexcept;
 // and whose reset has not passed, kError if nothing could be sent.
 bool send_call(RequestState *state) noexcept;
 
-// The reply of part p of the request's call, in its batch's from `reply`
-// on, and the batch's Redis time.  Called only while the part waits for
-// it; the request is decided once every part is answered.
-void take_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
-                const redisReply *const *reply) noexcept;
-
-// A part's batch got no replies: `why` and `detail` say why, for the log.
-// Called only while the part waits.
-void fail_call(RequestState *state, const char *why,
-               std::string_view detail) noexcept;
+// Where the batcher hands the replies of the calls: each decoded into its
+// request's counts, and the request decided once every part is answered.
+const BatchSink &rate_reply_sink() noexcept;
 
 }  // namespace ratelimit

@@ -80,6 +80,7 @@ RedisCluster::RedisCluster(const RedisTarget &target, const RedisTls *tls,
       asking_(this, throttle, log)
 {
     init_event(&refresh_timer_, on_refresh, this, log);
+    ngx_queue_init(&try_again_calls_);
 }
 
 RedisCluster::~RedisCluster()
@@ -87,7 +88,7 @@ RedisCluster::~RedisCluster()
     shutdown();
 }
 
-void RedisCluster::start() noexcept
+void RedisCluster::ask_first_map() noexcept
 {
     asked_ = 0;
     ask_next();
@@ -104,6 +105,16 @@ void RedisCluster::shutdown() noexcept
 
     for (auto &n : nodes_) {
         n->conn.close();
+    }
+
+    // Calls waiting out a TRYAGAIN are answered as the connections' are.
+    while (!ngx_queue_empty(&try_again_calls_)) {
+        ngx_queue_t *q = ngx_queue_head(&try_again_calls_);
+        auto *call = ngx_queue_data(q, KeyedCall, queue);
+
+        ngx_queue_remove(q);
+        stop_timer(&call->try_again);
+        finish(call, nullptr);
     }
 }
 
@@ -124,9 +135,9 @@ RedisCluster::Node *RedisCluster::node(std::string_view host, int port) noexcept
     return nodes_.back().get();
 }
 
-bool RedisCluster::send(std::uint16_t slot, std::string_view command,
-                        RedisConnection::ReplyHandler handler,
-                        void *data) noexcept
+bool RedisCluster::send_keyed(std::uint16_t slot, std::string_view command,
+                              RedisConnection::ReplyHandler handler,
+                              StillWanted wanted, void *data) noexcept
 {
     if (closing_) {
         return false;
@@ -139,7 +150,153 @@ bool RedisCluster::send(std::uint16_t slot, std::string_view command,
         return false;
     }
 
-    return n->ready() && n->conn.send(command, handler, data);
+    auto *call = new (std::nothrow) KeyedCall();
+
+    if (call == nullptr || !n->ready()) {
+        delete call;
+        return false;
+    }
+
+    try {
+        call->command.assign(command);
+    } catch (...) {
+        delete call;
+        return false;
+    }
+
+    call->cluster = this;
+    call->slot = slot;
+    call->handler = handler;
+    call->wanted = wanted;
+    call->data = data;
+    init_event(&call->try_again, on_try_again, call, log_);
+    ngx_queue_init(&call->queue);
+
+    if (!n->conn.send(command, on_keyed_reply, call)) {
+        delete call;
+        return false;
+    }
+
+    return true;
+}
+
+void RedisCluster::on_keyed_reply(void *data, const redisReply *reply) noexcept
+{
+    auto *call = static_cast<KeyedCall *>(data);
+
+    if (!call->cluster->follow(call, reply)) {
+        call->cluster->finish(call, reply);
+    }
+}
+
+// What the cluster says of a call that did not run.  True if the call
+// goes on (sent again, now or after TRYAGAIN's wait), or was answered
+// with nullptr because nobody wants it any more.
+bool RedisCluster::follow(KeyedCall *call, const redisReply *reply) noexcept
+{
+    if (reply == nullptr || reply->type != REDIS_REPLY_ERROR) {
+        return false;
+    }
+
+    std::string_view error(reply->str, reply->len);
+
+    if (error.substr(0, 11) == "CLUSTERDOWN") {
+        refresh();
+        return false;
+    }
+
+    bool try_again = error.substr(0, 8) == "TRYAGAIN";
+    Redirect to = parse_redirect(error);
+
+    if ((!try_again && to.kind == Redirect::Kind::kNone)
+        || call->redirects == kMaxRedirects)
+    {
+        return false;
+    }
+
+    if (call->wanted != nullptr && !call->wanted(call->data)) {
+        finish(call, nullptr);
+        return true;
+    }
+
+    call->redirects++;
+
+    if (try_again) {
+        ngx_queue_insert_tail(&try_again_calls_, &call->queue);
+        ngx_add_timer(&call->try_again, kTryAgainMs);
+        return true;
+    }
+
+    return follow_redirect(call, to);
+}
+
+// MOVED: the map learns it at once; ASK: once, after ASKING.  An empty
+// host is the host of the node that answered, the slot's master.
+bool RedisCluster::follow_redirect(KeyedCall *call, const Redirect &to) noexcept
+{
+    std::string_view host = to.host;
+    std::uint16_t from = map_.node_of(call->slot);
+
+    if (host.empty() && from != SlotMap::kNoNode) {
+        host = map_.nodes()[from].host;
+    }
+
+    Node *n = node(host, to.port);
+
+    if (n == nullptr || !n->ready()) {
+        return false;
+    }
+
+    if (to.kind == Redirect::Kind::kMoved) {
+        // A node new to the map gets the next index: node_of_ grows with
+        // it, its room made first so that the two never disagree.
+        bool known = map_.find(host, to.port) != SlotMap::kNoNode;
+
+        try {
+            node_of_.reserve(node_of_.size() + 1);
+        } catch (...) {
+            return false;
+        }
+
+        if (!map_.move(to.slot, host, to.port)) {
+            return false;
+        }
+
+        if (!known) {
+            node_of_.push_back(n);
+        }
+
+        refresh();
+        return n->conn.send(call->command, on_keyed_reply, call);
+    }
+
+    static const char kAsking[] = "*1\r\n$6\r\nASKING\r\n";
+    return n->conn.send({kAsking, sizeof(kAsking) - 1},
+                        [](void *, const redisReply *) noexcept {}, nullptr)
+           && n->conn.send(call->command, on_keyed_reply, call);
+}
+
+void RedisCluster::on_try_again(ngx_event_t *ev) noexcept
+{
+    auto *call = static_cast<KeyedCall *>(ev->data);
+    RedisCluster *cluster = call->cluster;
+    Node *n = cluster->master_of(call->slot);
+
+    ngx_queue_remove(&call->queue);
+    ngx_queue_init(&call->queue);
+
+    if ((call->wanted != nullptr && !call->wanted(call->data))
+        || n == nullptr || !n->ready()
+        || !n->conn.send(call->command, on_keyed_reply, call))
+    {
+        cluster->finish(call, nullptr);
+    }
+}
+
+void RedisCluster::finish(KeyedCall *call, const redisReply *reply) noexcept
+{
+    call->handler(call->data, reply);
+    delete call;
 }
 
 RedisCluster::Node *RedisCluster::master_of(std::uint16_t slot) const noexcept
@@ -169,66 +326,17 @@ bool RedisCluster::master_peer(ngx_uint_t n,
     return true;
 }
 
-bool RedisCluster::decides(std::uint16_t slot) const noexcept
+bool RedisCluster::has_module_command(std::uint16_t slot) const noexcept
 {
     Node *n = master_of(slot);
     return n != nullptr && n->probe.available();
 }
 
-void RedisCluster::decide_lost(std::uint16_t slot) noexcept
+void RedisCluster::module_command_lost(std::uint16_t slot) noexcept
 {
     if (Node *n = master_of(slot)) {
         n->probe.lost();
     }
-}
-
-bool RedisCluster::redirect(const Redirect &to, std::uint16_t from_slot,
-                            std::string_view command,
-                            RedisConnection::ReplyHandler handler,
-                            void *data) noexcept
-{
-    std::string_view host = to.host;
-    std::uint16_t from = map_.node_of(from_slot);
-
-    // An empty host is the host of the node that answered.
-    if (host.empty() && from != SlotMap::kNoNode) {
-        host = map_.nodes()[from].host;
-    }
-
-    Node *n = node(host, to.port);
-
-    if (n == nullptr || !n->ready()) {
-        return false;
-    }
-
-    if (to.kind == Redirect::Kind::kMoved) {
-        // A node new to the map gets the next index: node_of_ grows with
-        // it, its room made first so that the two never disagree.
-        if (map_.find(host, to.port) == SlotMap::kNoNode) {
-            try {
-                node_of_.reserve(node_of_.size() + 1);
-            } catch (...) {
-                return false;
-            }
-
-            if (!map_.move(to.slot, host, to.port)) {
-                return false;
-            }
-
-            node_of_.push_back(n);
-
-        } else if (!map_.move(to.slot, host, to.port)) {
-            return false;
-        }
-
-        refresh();
-        return n->conn.send(command, handler, data);
-    }
-
-    static const char kAsking[] = "*1\r\n$6\r\nASKING\r\n";
-    return n->conn.send({kAsking, sizeof(kAsking) - 1},
-                        [](void *, const redisReply *) noexcept {}, nullptr)
-           && n->conn.send(command, handler, data);
 }
 
 void RedisCluster::refresh() noexcept
@@ -284,7 +392,8 @@ void RedisCluster::ask_next() noexcept
         }
 
         if (opened) {
-            static const char kSlots[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
+            static const char kSlots[] =
+                "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
 
             if (asking_.send({kSlots, sizeof(kSlots) - 1}, on_slots, this)) {
                 return;

@@ -1,9 +1,11 @@
 // A worker's view of a Redis Cluster: the slot map, asked of any node that
 // answers (CLUSTER SLOTS), and one RedisConnection per master, opened when
-// a call first goes to it.  MOVED updates the map and refreshes it soon
-// (at most every kRefreshMs); a node that fails is left alone for a while
-// (50 ms doubling to 500 ms: calls for it fail at once) and the map is
-// refreshed.
+// a call first goes to it.  The one place that follows the cluster's word
+// on a keyed call: MOVED updates the map, refreshes it soon (at most every
+// kRefreshMs) and sends the call there; ASK sends it there once; TRYAGAIN
+// sends it again a moment later; CLUSTERDOWN refreshes the map.  A node that
+// fails is left alone for a while (50 ms doubling to 500 ms: calls for it
+// fail at once) and the map is refreshed.
 #pragma once
 
 #include <memory>
@@ -25,24 +27,29 @@ public:
     RedisCluster(const RedisCluster &) = delete;
     RedisCluster &operator=(const RedisCluster &) = delete;
 
-    void start() noexcept;
+    void ask_first_map() noexcept;
     void shutdown() noexcept;
 
     // A slot map is known.
     bool up() const noexcept { return loaded_; }
 
-    // To the master of `slot`.  False, with nothing sent, if no node
-    // serves it, the node failed a moment ago, or no memory.
-    bool send(std::uint16_t slot, std::string_view command,
-              RedisConnection::ReplyHandler handler, void *data) noexcept;
+    // Asked before a call is sent again: false if nobody waits for its
+    // answer any more; its handler then gets nullptr, and nothing is sent.
+    using StillWanted = bool (*)(void *data) noexcept;
 
-    // A call answered MOVED or ASK: the map learns a MOVED at once, and
-    // the command goes where the redirect says (after ASKING for an ASK).
-    // False if it could not be sent.  `from` is the slot's node that
-    // answered, for a redirect that names no host.
-    bool redirect(const Redirect &to, std::uint16_t from_slot,
-                  std::string_view command,
-                  RedisConnection::ReplyHandler handler, void *data) noexcept;
+    // A call whose keys are all in `slot`, to the slot's master.  MOVED,
+    // ASK and TRYAGAIN (the call did not run) are followed, up to
+    // kMaxRedirects in all, while `wanted` (nullptr: always); `handler`
+    // gets the last reply, or nullptr.  False, with nothing sent, if no
+    // node serves the slot, the node failed a moment ago, or no memory.
+    bool send_keyed(std::uint16_t slot, std::string_view command,
+                    RedisConnection::ReplyHandler handler, StillWanted wanted,
+                    void *data) noexcept;
+
+    // Redirects a call follows at most; TRYAGAIN (a slot half moved) sends
+    // it again this much later (ms).
+    static constexpr ngx_uint_t kMaxRedirects = 3;
+    static constexpr ngx_msec_t kTryAgainMs = 20;
 
     // The master of `slot`, as an index that stays the same until the map
     // is asked for again; SlotMap::kNoNode if none.
@@ -52,10 +59,10 @@ public:
     }
 
     // The master of `slot` has the Redis module's command, as its
-    // connection found (false until it has answered); decide_lost(): it
-    // answered that it no longer has it.
-    bool decides(std::uint16_t slot) const noexcept;
-    void decide_lost(std::uint16_t slot) noexcept;
+    // connection found (false until it has answered); module_command_lost():
+    // it answered that it no longer has it.
+    bool has_module_command(std::uint16_t slot) const noexcept;
+    void module_command_lost(std::uint16_t slot) noexcept;
 
     // The address of the map's n-th master (modulo their number), for a
     // connection of another kind (Pub/Sub); false if it has none (or no
@@ -91,7 +98,26 @@ private:
         ngx_msec_t retry_at = 0;    // no connect before this
     };
 
+    // A keyed call in flight, or waiting to be sent again after TRYAGAIN
+    // (then in try_again_calls_): it keeps its command for that.
+    struct KeyedCall {
+        RedisCluster *cluster;
+        std::string command;
+        std::uint16_t slot;
+        ngx_uint_t redirects;
+        RedisConnection::ReplyHandler handler;
+        StillWanted wanted;
+        void *data;
+        ngx_event_t try_again;
+        ngx_queue_t queue;
+    };
+
     Node *node(std::string_view host, int port) noexcept;
+    bool follow_redirect(KeyedCall *call, const Redirect &to) noexcept;
+    bool follow(KeyedCall *call, const redisReply *reply) noexcept;
+    void finish(KeyedCall *call, const redisReply *reply) noexcept;
+    static void on_keyed_reply(void *data, const redisReply *reply) noexcept;
+    static void on_try_again(ngx_event_t *ev) noexcept;
     Node *master_of(std::uint16_t slot) const noexcept;
     void ask_next() noexcept;
     void take_map(const redisReply *reply) noexcept;
@@ -115,6 +141,7 @@ private:
     ngx_msec_t last_refresh_ = 0;
     ngx_uint_t failures_ = 0;
     ngx_event_t refresh_timer_;
+    ngx_queue_t try_again_calls_;           // of KeyedCall
 };
 
 }  // namespace ratelimit

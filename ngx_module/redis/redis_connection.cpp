@@ -43,16 +43,6 @@ bool name_matches(ngx_connection_t *c, const ngx_str_t &name)
 
 }  // namespace
 
-void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
-                ngx_log_t *log) noexcept
-{
-    ngx_memzero(ev, sizeof(ngx_event_t));
-    ev->handler = handler;
-    ev->data = data;
-    ev->log = log;
-    ev->cancelable = 1;
-}
-
 ngx_msec_t reconnect_delay(ngx_uint_t failures) noexcept
 {
     constexpr ngx_msec_t kFirst = 50;

@@ -14,11 +14,6 @@
 
 namespace ratelimit {
 
-// An event of the connection code's own (a timer, or posted): `cancelable`,
-// so that it never holds a gracefully exiting worker.
-void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
-                ngx_log_t *log) noexcept;
-
 // An IP address as Redis announces one (a sentinel's master, a cluster
 // node) and a port, into `sa`; false if `host` is not an IP address.
 bool make_sockaddr(std::string_view host, int port, ngx_sockaddr_t *sa,
@@ -29,24 +24,6 @@ bool make_sockaddr(std::string_view host, int port, ngx_sockaddr_t *sa,
 // half a second, and one that refuses us (a bad password) sees a few
 // attempts a second per worker, not a storm.
 ngx_msec_t reconnect_delay(ngx_uint_t failures) noexcept;
-
-// At most one line a second for a worker's Redis troubles, however many
-// connections and requests share them.
-class LogThrottle {
-public:
-    bool allow() noexcept
-    {
-        if (ngx_time() == last_) {
-            return false;
-        }
-
-        last_ = ngx_time();
-        return true;
-    }
-
-private:
-    time_t last_ = 0;
-};
 
 class RedisConnection {
 public:

@@ -60,14 +60,14 @@ bool RedisLink::on_up(UpHandler handler, void *data) noexcept
     return true;
 }
 
-void RedisLink::start() noexcept
+void RedisLink::connect_first() noexcept
 {
     if (target_.cluster) {
         cluster_.reset(new (std::nothrow) RedisCluster(target_, tls_,
                                                        &throttle_, log_));
 
         if (cluster_ != nullptr) {
-            cluster_->start();
+            cluster_->ask_first_map();
         }
         return;
     }
@@ -105,16 +105,7 @@ void RedisLink::shutdown() noexcept
 // would give the same replica back.
 void RedisLink::on_error_reply(std::string_view error) noexcept
 {
-    // The cluster has no quorum, or a slot no master, or (cross_slot) the
-    // script met a key of a slot its master no longer serves, which Redis
-    // answers inside the script, with no MOVED to follow: the map may have
-    // changed under us.
     if (cluster_ != nullptr) {
-        if (error.substr(0, 11) == "CLUSTERDOWN"
-            || error.find("non local key") != std::string_view::npos)
-        {
-            cluster_->refresh();
-        }
         return;
     }
 
@@ -161,7 +152,7 @@ void RedisLink::connect() noexcept
     metrics::record_link_state(LinkState::kConnecting);
 
     if (target_.sentinel_master.len > 0) {
-        sentinels_.start();
+        sentinels_.ask_for_master();
         return;
     }
 
@@ -308,7 +299,7 @@ void RedisLink::on_check(ngx_event_t *ev) noexcept
     auto *link = static_cast<RedisLink *>(ev->data);
 
     if (link->up_) {
-        link->sentinels_.start();
+        link->sentinels_.ask_for_master();
     }
 }
 

@@ -29,7 +29,7 @@ public:
 
     static constexpr ngx_uint_t kMaxListeners = 4;
 
-    void start() noexcept;
+    void connect_first() noexcept;
 
     // Closes the connection for good: waiting handlers get nullptr.
     void shutdown() noexcept;
@@ -41,70 +41,69 @@ public:
     // Redis is a cluster: keys are routed by slot.
     bool clustered() const noexcept { return cluster_ != nullptr; }
 
-    // The calls to a cluster go to each master as one call per slot, or,
-    // with `cross_slot`, one call for all the slots it serves.
-    bool cross_slot() const noexcept
+    // The master of `slot` in a cluster, as an index that stays the same
+    // until the slot map is asked for again (SlotMap::kNoNode if none); 0
+    // for one server.
+    std::uint16_t master_index(std::uint16_t slot) const noexcept
     {
-        return cluster_ != nullptr && target_.cross_slot;
-    }
-
-    // What a batch is for: the keys of one slot, or with `cross_slot` of
-    // one master.
-    std::uint32_t batch_group(std::uint16_t slot) const noexcept
-    {
-        return cross_slot() ? kClusterSlots + cluster_->node_of(slot) : slot;
+        return cluster_ ? cluster_->node_of(slot) : 0;
     }
 
     // The server of `slot` (the one server, or the slot's master) has the
-    // Redis module's command, as its connection found when it opened.
-    bool decides(std::uint16_t slot) const noexcept
+    // Redis module's command, as its connection's probe found when it
+    // opened (decide_probe.hpp).
+    bool has_module_command(std::uint16_t slot) const noexcept
     {
-        return cluster_ ? cluster_->decides(slot) : probe_.available();
+        return cluster_ ? cluster_->has_module_command(slot)
+                        : probe_.available();
     }
 
     // That server answered that it no longer knows the command.
-    void decide_lost(std::uint16_t slot) noexcept
+    void module_command_lost(std::uint16_t slot) noexcept
     {
         if (cluster_) {
-            cluster_->decide_lost(slot);
+            cluster_->module_command_lost(slot);
         } else {
             probe_.lost();
         }
     }
 
     // A command not about keys, to the one server (not to a cluster).
-    bool send(std::string_view command, RedisConnection::ReplyHandler handler,
-              void *data) noexcept
+    bool send_to_server(std::string_view command,
+                        RedisConnection::ReplyHandler handler,
+                        void *data) noexcept
     {
         return up_ && conn_.send(command, handler, data);
     }
 
-    // A command whose keys are all in `slot` (ignored but in a cluster).
-    bool send_to_slot(std::uint16_t slot, std::string_view command,
+    // A command whose keys are all in `slot` (any slot but in a cluster,
+    // where the cluster follows its redirects: RedisCluster::send_keyed()).
+    bool send_keyed(std::uint16_t slot, std::string_view command,
+                    RedisConnection::ReplyHandler handler,
+                    RedisCluster::StillWanted wanted, void *data) noexcept
+    {
+        return cluster_ ? cluster_->send_keyed(slot, command, handler, wanted,
+                                               data)
+                        : send_to_server(command, handler, data);
+    }
+
+    // The same, for the slot of `key`, answered whether wanted or not.
+    bool send_for_key(std::string_view key, std::string_view command,
                       RedisConnection::ReplyHandler handler,
                       void *data) noexcept
     {
-        return cluster_ ? cluster_->send(slot, command, handler, data)
-                        : send(command, handler, data);
+        return send_keyed(cluster_ ? key_slot(key) : 0, command, handler,
+                          nullptr, data);
     }
 
-    // A call answered MOVED or ASK (in a cluster): sent where it says.
-    // A call follows kMaxRedirects of them (and TRYAGAIN) before it fails.
-    bool redirect(const Redirect &to, std::uint16_t slot,
-                  std::string_view command,
-                  RedisConnection::ReplyHandler handler, void *data) noexcept
+    // A reply said the slot map may have changed under a call that the
+    // cluster could not tell (a key refused inside a call, with no MOVED):
+    // the map is asked for again soon.
+    void slot_map_stale() noexcept
     {
-        return cluster_ && cluster_->redirect(to, slot, command, handler,
-                                              data);
-    }
-
-    // A command whose keys all share `key`'s hash slot: where Redis is a
-    // cluster, it goes to the node that serves that slot.
-    bool send_keyed(std::string_view key, std::string_view command,
-                    RedisConnection::ReplyHandler handler, void *data) noexcept
-    {
-        return send_to_slot(cluster_ ? key_slot(key) : 0, command, handler,
-                            data);
+        if (cluster_) {
+            cluster_->refresh();
+        }
     }
 
     // The server the link is connected to, while up(): for a connection of
@@ -147,7 +146,8 @@ public:
 
     // An error Redis answered.  -READONLY says the server cannot take
     // writes, a replica now after a failover: with sentinels, or a host
-    // name resolved on reconnect, the link finds the master again.
+    // name resolved on reconnect, the link finds the master again.  (A
+    // cluster's own errors are followed by the cluster.)
     void on_error_reply(std::string_view error) noexcept;
 
     // The server refused what the link is for (a script it cannot load):
@@ -157,7 +157,6 @@ public:
     const ngx_str_t &server() const noexcept { return conn_.display(); }
 
     static constexpr ngx_msec_t kStallMs = 2000;
-    static constexpr ngx_uint_t kMaxRedirects = 3;
 
 private:
     void connect() noexcept;

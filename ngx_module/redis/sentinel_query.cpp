@@ -42,7 +42,7 @@ SentinelQuery::SentinelQuery(const RedisTarget &target, const RedisTls *tls,
     init_event(&timer_, on_timeout, this, log);
 }
 
-void SentinelQuery::start() noexcept
+void SentinelQuery::ask_for_master() noexcept
 {
     if (querying_) {
         return;

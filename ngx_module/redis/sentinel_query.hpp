@@ -20,7 +20,7 @@ public:
     // Asks, from the sentinel that answered last (on the connection kept
     // open to it); found() is called once, unless cancel() comes first.
     // Nothing if a query is under way.
-    void start() noexcept;
+    void ask_for_master() noexcept;
     void cancel() noexcept;
 
 private:

@@ -2,8 +2,6 @@
 
 #include <new>
 
-#include "rate/call_batch.hpp"
-
 namespace ratelimit {
 
 namespace {
@@ -12,7 +10,9 @@ namespace {
 // still on its way must find nothing to resume.
 void release_state(RequestState *state)
 {
-    CallBatcher::forget(state);
+    if (state->release_hook != nullptr) {
+        state->release_hook(state);
+    }
 
     stop_timer(&state->wake);
 

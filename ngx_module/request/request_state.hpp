@@ -71,6 +71,11 @@ struct RequestState {
     // after it.
     void (*resume)(RequestState *state) noexcept;
 
+    // Run when the request's pool goes (the request is gone), by whoever
+    // keeps a pointer to the state beyond the request: the batch that holds
+    // its call forgets it.  nullptr: nobody.
+    void (*release_hook)(RequestState *state) noexcept;
+
     SlotHold *hold;          // its concurrency zone's, or nullptr
     SlotReport *slot_report; // a peek's concurrency zones, or nullptr
 
@@ -91,6 +96,13 @@ inline bool enforced(const RequestState *state, ngx_uint_t i)
 {
     return !(state->refs[i]->dry_run
              || (state->lcf != nullptr && state->lcf->dry_run));
+}
+
+// The response went out a success: a status below 400.
+inline bool response_succeeded(const ngx_http_request_t *r)
+{
+    ngx_uint_t status = r->headers_out.status;
+    return status > 0 && status < NGX_HTTP_BAD_REQUEST;
 }
 
 // Goes on with the request from an nginx event: runs `next`, which may

@@ -179,7 +179,7 @@ void finish_query(RequestState *state) noexcept
 }
 
 // The rate zones' call; false if the answer is known at once.
-bool ask_rate_zones(RequestState *state)
+bool ask_query_zones(RequestState *state)
 {
     if (state->zones == 0) {
         state->result = Result::kPeeked;
@@ -192,7 +192,7 @@ bool ask_rate_zones(RequestState *state)
 // Once the concurrency zones are reported on: the rate zones, if any.
 void query_rate_zones(RequestState *state) noexcept
 {
-    if (state->result == Result::kError || !ask_rate_zones(state)) {
+    if (state->result == Result::kError || !ask_query_zones(state)) {
         finish_query(state);
     }
 }
@@ -323,7 +323,7 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
 
     bool waits = state->slot_report != nullptr
                  ? send_slot_report(state, query_rate_zones)
-                 : ask_rate_zones(state);
+                 : ask_query_zones(state);
 
     if (!waits) {
         return send_status(state);

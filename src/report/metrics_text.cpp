@@ -10,7 +10,7 @@ constexpr std::size_t kDecisions = static_cast<std::size_t>(Decision::kCount);
 constexpr std::size_t kLinkErrors = static_cast<std::size_t>(LinkError::kCount);
 constexpr std::size_t kLinkStates = static_cast<std::size_t>(LinkState::kCount);
 
-std::string number(std::uint64_t n)
+std::string decimal_text(std::uint64_t n)
 {
     return std::to_string(n);
 }
@@ -20,7 +20,7 @@ std::string number(std::uint64_t n)
 std::string fixed_point(std::uint64_t units, unsigned digits)
 {
     if (digits == 0) {
-        return number(units);
+        return decimal_text(units);
     }
 
     std::uint64_t scale = 1;
@@ -29,8 +29,8 @@ std::string fixed_point(std::uint64_t units, unsigned digits)
         scale *= 10;
     }
 
-    std::string fraction = number(units % scale);
-    return number(units / scale) + "."
+    std::string fraction = decimal_text(units % scale);
+    return decimal_text(units / scale) + "."
            + std::string(digits - fraction.size(), '0') + fraction;
 }
 
@@ -90,10 +90,10 @@ public:
             cumulative += h.buckets[i];
             std::string le = i < kBounds ? std::string(bounds[i]) : "+Inf";
             sample(n + "_bucket", sep + "le=\"" + le + "\"",
-                   number(cumulative));
+                   decimal_text(cumulative));
         }
 
-        sample(n + "_count", labels, number(cumulative));
+        sample(n + "_count", labels, decimal_text(cumulative));
         sample(n + "_sum", labels, fixed_point(h.sum, sum_digits));
     }
 
@@ -124,7 +124,7 @@ void write_decisions(Exposition &e, const MetricsReport &r)
             e.sample("decisions_total",
                      zone_label(r.zones[i]) + ",decision=\""
                          + std::string(decision_name(Decision(d))) + "\"",
-                     number(r.zones[i].sum.decisions[d]));
+                     decimal_text(r.zones[i].sum.decisions[d]));
         }
     }
 }
@@ -152,15 +152,17 @@ void write_zones(Exposition &e, const MetricsReport &r)
     per_zone(e, r, "deny_cache_hits", "counter",
              "Rejections answered from the worker's memory of rejections.",
              [](const ZoneMetrics &z) {
-                 return number(z.sum.deny_cache_hits);
+                 return decimal_text(z.sum.deny_cache_hits);
              });
     per_zone(e, r, "zone_limit", "gauge", "Requests a window admits.",
-             [](const ZoneMetrics &z) { return number(z.limit); });
+             [](const ZoneMetrics &z) { return decimal_text(z.limit); });
     per_zone(e, r, "zone_window_seconds", "gauge", "The window's length.",
              [](const ZoneMetrics &z) { return fixed_point(z.window_ms, 3); });
     per_zone(e, r, "successful_responses", "counter",
              "Requests the zone let through that were answered below 400.",
-             [](const ZoneMetrics &z) { return number(z.sum.successes); });
+             [](const ZoneMetrics &z) {
+                 return decimal_text(z.sum.successes);
+             });
     per_zone(e, r, "response_time_seconds", "counter",
              "Response times of the successful responses, summed.",
              [](const ZoneMetrics &z) {
@@ -214,7 +216,7 @@ void write_concurrency(Exposition &e, const MetricsReport &r)
         for (std::size_t i = 0; i < r.zone_count; i++) {
             if (r.zones[i].concurrency) {
                 e.sample(g.name, zone_label(r.zones[i]),
-                         number(g.value(r.zones[i])));
+                         decimal_text(g.value(r.zones[i])));
             }
         }
     }
@@ -227,7 +229,7 @@ void write_concurrency(Exposition &e, const MetricsReport &r)
             e.sample("concurrency_events_total",
                      zone_label(r.zones[i]) + ",event=\""
                          + std::string(slot_event_name(SlotEvent(k))) + "\"",
-                     number(r.zones[i].sum.slot_events[k]));
+                     decimal_text(r.zones[i].sum.slot_events[k]));
         }
     }
 
@@ -252,7 +254,7 @@ void write_link_gauges(Exposition &e, const MetricsReport &r)
         for (std::size_t s = 0; s < kLinkStates; s++) {
             bool now = static_cast<std::size_t>(r.workers[w].state) == s;
             e.sample("redis_connection_state",
-                     "worker=\"" + number(w) + "\",state=\""
+                     "worker=\"" + decimal_text(w) + "\",state=\""
                          + std::string(link_state_name(LinkState(s))) + "\"",
                      now ? "1" : "0");
         }
@@ -262,8 +264,8 @@ void write_link_gauges(Exposition &e, const MetricsReport &r)
              "Requests each worker has waiting for Redis's reply.");
 
     for (std::size_t w = 0; w < r.worker_count; w++) {
-        e.sample("redis_requests_waiting", "worker=\"" + number(w) + "\"",
-                 number(r.workers[w].waiting));
+        e.sample("redis_requests_waiting", "worker=\"" + decimal_text(w) + "\"",
+                 decimal_text(r.workers[w].waiting));
     }
 }
 
@@ -272,7 +274,7 @@ void write_link(Exposition &e, const MetricsReport &r)
     const LinkCounters &l = r.link;
 
     e.family("redis_calls", "counter", "Script calls sent to Redis.");
-    e.sample("redis_calls_total", "", number(l.calls));
+    e.sample("redis_calls_total", "", decimal_text(l.calls));
     e.family("redis_requests_per_call", "histogram",
              "Requests decided by one script call.");
     e.histogram("redis_requests_per_call", "", l.requests_per_call,
@@ -286,12 +288,12 @@ void write_link(Exposition &e, const MetricsReport &r)
     for (std::size_t k = 0; k < kLinkErrors; k++) {
         e.sample("redis_errors_total",
                  "kind=\"" + std::string(link_error_name(LinkError(k))) + "\"",
-                 number(l.errors[k]));
+                 decimal_text(l.errors[k]));
     }
 
     e.family("redis_reconnects", "counter",
              "Connection attempts after the first, made by the backoff.");
-    e.sample("redis_reconnects_total", "", number(l.reconnects));
+    e.sample("redis_reconnects_total", "", decimal_text(l.reconnects));
     write_link_gauges(e, r);
 }
 
@@ -324,10 +326,10 @@ std::string json_histogram(const Histogram<kBounds> &h,
         cumulative += h.buckets[i];
         buckets += (i > 0 ? ",\"" : "\"")
                    + std::string(i < kBounds ? bounds[i] : "+Inf") + "\":"
-                   + number(cumulative);
+                   + decimal_text(cumulative);
     }
 
-    return "{\"count\":" + number(cumulative) + ",\"sum\":"
+    return "{\"count\":" + decimal_text(cumulative) + ",\"sum\":"
            + fixed_point(h.sum, sum_digits) + ",\"buckets\":{" + buckets
            + "}}";
 }
@@ -336,15 +338,15 @@ std::string json_histogram(const Histogram<kBounds> &h,
 std::string json_concurrency(const ZoneMetrics &z)
 {
     const ZoneCounters &c = z.sum;
-    std::string out = ",\"in_flight\":" + number(in_flight(c))
-                      + ",\"queued\":" + number(queued(c))
-                      + ",\"queue_limit\":" + number(z.queue_limit);
+    std::string out = ",\"in_flight\":" + decimal_text(in_flight(c))
+                      + ",\"queued\":" + decimal_text(queued(c))
+                      + ",\"queue_limit\":" + decimal_text(z.queue_limit);
 
     for (std::size_t k = 0; k < static_cast<std::size_t>(SlotEvent::kCount);
          k++)
     {
         out += ",\"" + std::string(slot_event_name(SlotEvent(k))) + "\":"
-               + number(c.slot_events[k]);
+               + decimal_text(c.slot_events[k]);
     }
 
     return out + ",\"queue_wait\":"
@@ -358,18 +360,18 @@ std::string json_zone(const ZoneMetrics &z)
 
     for (std::size_t d = 0; d < kDecisions; d++) {
         out += "\"" + std::string(decision_name(Decision(d))) + "\":"
-               + number(c.decisions[d]) + ",";
+               + decimal_text(c.decisions[d]) + ",";
     }
 
     double rate = c.busy_us > 0 ? c.successes * 1e6 / c.busy_us : 0;
     double mean = c.successes > 0 ? c.response_us / 1e6 / c.successes : 0;
 
-    return out + "\"deny_cache_hits\":" + number(c.deny_cache_hits)
-           + ",\"limit\":" + number(z.limit)
+    return out + "\"deny_cache_hits\":" + decimal_text(c.deny_cache_hits)
+           + ",\"limit\":" + decimal_text(z.limit)
            + ",\"window\":" + fixed_point(z.window_ms, 3)
            + ",\"check_duration\":"
            + json_histogram(c.check_us, kDurationBoundsText, 6)
-           + ",\"successful_responses\":" + number(c.successes)
+           + ",\"successful_responses\":" + decimal_text(c.successes)
            + ",\"busy_seconds\":" + fixed_point(c.busy_us, 6)
            + ",\"requests_per_second\":" + decimal(rate, 3)
            + ",\"mean_response_time\":" + decimal(mean, 6)
@@ -384,22 +386,22 @@ std::string json_link(const MetricsReport &r)
     for (std::size_t k = 0; k < kLinkErrors; k++) {
         errors += (k > 0 ? ",\"" : "\"")
                   + std::string(link_error_name(LinkError(k))) + "\":"
-                  + number(l.errors[k]);
+                  + decimal_text(l.errors[k]);
     }
 
     for (std::size_t w = 0; w < r.worker_count; w++) {
         workers += (w > 0 ? ",{\"state\":\"" : "{\"state\":\"")
                    + std::string(link_state_name(r.workers[w].state))
                    + "\",\"requests_waiting\":"
-                   + number(r.workers[w].waiting) + "}";
+                   + decimal_text(r.workers[w].waiting) + "}";
     }
 
-    return "{\"calls\":" + number(l.calls) + ",\"requests_per_call\":"
+    return "{\"calls\":" + decimal_text(l.calls) + ",\"requests_per_call\":"
            + json_histogram(l.requests_per_call, kBatchBoundsText, 0)
            + ",\"call_duration\":"
            + json_histogram(l.round_trip_us, kDurationBoundsText, 6)
            + ",\"errors\":{" + errors + "},\"reconnects\":"
-           + number(l.reconnects) + ",\"workers\":[" + workers + "]}";
+           + decimal_text(l.reconnects) + ",\"workers\":[" + workers + "]}";
 }
 
 std::string json(const MetricsReport &r)

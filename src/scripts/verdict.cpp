@@ -21,10 +21,11 @@ ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
     return status;
 }
 
-std::optional<Verdict> decide(const Policy *const *policies,
-                              const bool *enforced, const ZoneCount *counts,
-                              std::size_t zones, std::uint64_t now_ms,
-                              bool rejected)
+std::optional<Verdict> decide_verdict(const Policy *const *policies,
+                                      const bool *enforced,
+                                      const ZoneCount *counts,
+                                      std::size_t zones, std::uint64_t now_ms,
+                                      bool rejected)
 {
     Verdict verdict{Outcome::kPassed, 0, {}};
     bool chosen = false;

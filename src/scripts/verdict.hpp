@@ -39,8 +39,10 @@ struct Verdict {
 // entries, in the order the zones were sent to the script; `rejected` is the
 // script's own decision.  nullopt if the reply contradicts itself: the script
 // rejects only for an enforced zone the request did not fit.
-std::optional<Verdict> decide(const Policy *const *policies, const bool *enforced,
-               const ZoneCount *counts, std::size_t zones,
-               std::uint64_t now_ms, bool rejected);
+std::optional<Verdict> decide_verdict(const Policy *const *policies,
+                                      const bool *enforced,
+                                      const ZoneCount *counts,
+                                      std::size_t zones, std::uint64_t now_ms,
+                                      bool rejected);
 
 }  // namespace ratelimit

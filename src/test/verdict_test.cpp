@@ -31,7 +31,7 @@ Verdict decide_for(const std::vector<Zone> &zones, bool rejected,
         enforced[i] = zones[i].enforced;
         counts.push_back(zones[i].count);
     }
-    std::optional<Verdict> v = decide(policies.data(), enforced.get(),
+    std::optional<Verdict> v = decide_verdict(policies.data(), enforced.get(),
                                       counts.data(), zones.size(), now_ms,
                                       rejected);
     EXPECT_TRUE(v.has_value()) << "a consistent reply gave no verdict";
@@ -224,9 +224,9 @@ TEST(Decide, RejectionWithoutAnEnforcedZoneOverIsNoVerdict)
     const ZoneCount counts[2] = {{3, 1699999990, false},
                                  {9, 1699999990, true}};
 
-    EXPECT_FALSE(decide(policies, enforced, counts, 2, kNow, true));
-    EXPECT_FALSE(decide(policies, enforced, counts, 0, kNow, true));
-    EXPECT_TRUE(decide(policies, enforced, counts, 2, kNow, false));
+    EXPECT_FALSE(decide_verdict(policies, enforced, counts, 2, kNow, true));
+    EXPECT_FALSE(decide_verdict(policies, enforced, counts, 0, kNow, true));
+    EXPECT_TRUE(decide_verdict(policies, enforced, counts, 2, kNow, false));
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+#include "http/request_metrics.hpp"
+
+#include "metrics/metrics.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// What zone i of the request decided, as the metrics count it; kCount if
+// the zone is not counted for this result.
+Decision zone_decision(const RequestState *state, ngx_uint_t i)
+{
+    bool deciding = i == state->verdict.zone;
+
+    switch (state->result) {
+    case Result::kRejected:
+        return deciding ? Decision::kRejected : Decision::kCount;
+    case Result::kRejectedDryRun:
+        return deciding ? Decision::kRejectedDryRun : Decision::kPassed;
+    case Result::kPassed:
+        return Decision::kPassed;
+    case Result::kError:
+        return state->lcf->fail == kFailClosed ? Decision::kErrorRejected
+                                               : Decision::kError;
+    default:
+        return Decision::kCount;
+    }
+}
+
+// Main requests let through by a rate zone leave it here.
+ngx_int_t request_log_handler(ngx_http_request_t *r) noexcept
+{
+    RequestState *state = metrics::enabled() ? find_state(r) : nullptr;
+
+    if (state == nullptr || !state->in_flight) {
+        return NGX_OK;
+    }
+
+    state->in_flight = false;
+
+    bool success = response_succeeded(state->r);
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        metrics::record_zone_done(state->refs[i]->zone->index, success,
+                                  state->check_start_us);
+    }
+
+    return NGX_OK;
+}
+
+}  // namespace
+
+void record_request_decision(RequestState *state) noexcept
+{
+    if (!metrics::enabled() || state->peek) {
+        return;
+    }
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        Decision decision = zone_decision(state, i);
+
+        if (decision != Decision::kCount
+            && metrics::record_zone_decision(state->refs[i]->zone->index,
+                                             decision, state->check_start_us))
+        {
+            state->in_flight = true;
+        }
+    }
+}
+
+ngx_int_t install_request_log_handler(ngx_conf_t *cf) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
+
+    if (!mcf->metrics) {
+        return NGX_OK;
+    }
+
+    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto *h = static_cast<ngx_http_handler_pt *>(
+        ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers));
+
+    if (h == nullptr) {
+        return NGX_ERROR;
+    }
+
+    *h = request_log_handler;
+    return NGX_OK;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,29 @@
+// The objects one worker process runs with: made by the module object in
+// init_process, torn down in exit_process (see ngx_http_ratelimit_module.cpp
+// for the order), found here.  None outlives its process, so none outlives
+// a reload.  Each pointer is nullptr where the configuration needs none:
+// no `ratelimit_redis`, no location applying a zone (or, for `slots`, a
+// concurrency zone), and in processes that serve no requests.
+#pragma once
+
+#include "conf/module_conf.hpp"
+
+namespace ratelimit {
+
+class CallBatcher;
+class DenyCache;
+class RedisLink;
+class SlotGate;
+
+struct WorkerObjects {
+    RedisLink *link;       // this worker's link to Redis
+    CallBatcher *calls;    // its rate zones' calls
+    DenyCache *denied;     // the subjects Redis rejected, until their reset
+    SlotGate *slots;       // its concurrency zones' calls and waiters
+};
+
+// This worker's objects; all nullptr before init_process and after
+// exit_process.
+WorkerObjects &worker_objects() noexcept;
+
+}  // namespace ratelimit
