@@ -4,7 +4,7 @@
 --
 -- rlbench_cfg (written by bench/run.pl into the run's temp dir) holds the
 -- Redis port, the limits, and the module's own sliding-window script text
--- (read from src/window_script.cpp) with its SHA-1, so Redis does the same
+-- (read from src/scripts/window_script.cpp) with its SHA-1, so Redis does the same
 -- work as for the module and only the client side differs.
 local ok, redis = pcall(require, "resty.redis")
 if not ok then
@@ -61,7 +61,7 @@ local function subject_and_connection()
 end
 
 -- Sliding window: EVALSHA of the module's script with the module's
--- arguments (cfg.args, built by run.pl from src/window_script.hpp's call
+-- arguments (cfg.args, built by run.pl from src/scripts/window_script.hpp's call
 -- convention: a batch of this one request in one zone: 1, limit, bucket
 -- ms, buckets, "s", "1", then "c\0"); on NOSCRIPT, SCRIPT LOAD it and retry
 -- once.

@@ -101,7 +101,7 @@ sub spew {
     chmod 0644, $path;
 }
 
-# The script's call convention (src/window_script.hpp) for a batch of one
+# The script's call convention (src/scripts/window_script.hpp) for a batch of one
 # request in one zone: 1 zone, its limit, bucket length in ms, buckets, "s"
 # for sliding, "1" to enforce; then the request, "c" to count and the byte
 # 0 for that zone.

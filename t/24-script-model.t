@@ -11,7 +11,7 @@
 # small windows make buckets and fixed windows roll during the run, and small
 # limits make requests go over often.
 #
-# Expected (spec: src/window_script.cpp, README "Algorithms" and "Redis data
+# Expected (spec: src/scripts/window_script.cpp, README "Algorithms" and "Redis data
 # layout"):
 # - the reply starts with Redis time `now` (ms); a zone's bucket is
 #   floor(now / bucket length), a sliding window its last `buckets` buckets,

@@ -6,7 +6,7 @@
 use strict;
 use warnings;
 
-my $ours = qr{ngx_http_ratelimit_module\.so|/ngx_module/|/src/\w+\.cpp
+my $ours = qr{ngx_http_ratelimit_module\.so|/ngx_module/|/src/(?:\w+/)*\w+\.cpp
               |ratelimit::}x;
 my $kind = qr{Invalid[ ](?:read|write|free)|uninitialised|Mismatched[ ]free
               |definitely[ ]lost|overlap|Syscall[ ]param}x;
