@@ -81,9 +81,9 @@ my $REPO = abs_path(File::Spec->catdir(dirname(abs_path(__FILE__)), '..', '..'))
 sub repo_dir { $REPO }
 
 # The module's Redis script as it sends it: the text between R"lua( and
-# )lua" in src/window_script.cpp.
+# )lua" in src/scripts/window_script.cpp.
 sub window_script {
-    my $path = "$REPO/src/window_script.cpp";
+    my $path = "$REPO/src/scripts/window_script.cpp";
     _read_file($path) =~ /R"lua\((.*?)\)lua"/s
         or die "no R\"lua( ... )lua\" script in $path\n";
     return $1;
