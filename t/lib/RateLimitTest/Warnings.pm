@@ -10,10 +10,13 @@ use strict;
 use warnings;
 
 use Test::More ();
-use File::Temp qw(tempfile);
+use File::Spec;
 
 our $OWNER_PID = $$;
-my (undef, $CHILD_LOG) = tempfile('rltest-warnings-XXXXXX', TMPDIR => 1, UNLINK => 0);
+# Made by the first child that warns (nothing is left behind by "perl -c",
+# which runs no END block).
+my $CHILD_LOG = File::Spec->catfile(File::Spec->tmpdir,
+    sprintf('rltest-warnings-%d-%d', $$, int rand 1e9));
 
 $SIG{__WARN__} = sub {
     my ($msg) = @_;
@@ -32,8 +35,7 @@ $SIG{__WARN__} = sub {
 END {
     if ($$ == $OWNER_PID && defined $CHILD_LOG) {
         my $text = '';
-        if (open my $fh, '<', $CHILD_LOG) { local $/; $text = <$fh> // ''; close $fh }
-        unlink $CHILD_LOG;
+        if (open my $fh, '<', $CHILD_LOG) { local $/; $text = <$fh> // ''; close $fh; unlink $CHILD_LOG }
         if (length $text) {
             Test::More::diag("Perl warnings in forked children:\n$text");
             $? = 255 unless $?;
