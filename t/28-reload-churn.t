@@ -37,7 +37,7 @@ sub wait_count {
 }
 
 sub wait_clients { wait_count(sub { $t->redis_clients }, @_) }
-sub wait_workers { wait_count(\&workers, @_) }
+sub wait_workers { wait_count(sub { $t->live_workers }, @_) }
 
 # ---------------------------------------------------------------------------
 
