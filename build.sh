@@ -14,7 +14,7 @@
 #   ./build.sh module   build the module only, installing nothing (debian/rules)
 #
 #   ./build.sh valgrind build, then integration tests with nginx under valgrind
-#                       (VALGRIND_TESTS="t/01-limit.t ..." picks them)
+#                       (VALGRIND_TESTS="t/10-limit.t ..." picks them)
 #
 # SANITIZE=address,undefined ./build.sh test builds the module and the unit
 # tests with those sanitizers (in build/sanitize/) and runs both suites with
@@ -45,14 +45,14 @@ PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
           libgtest-dev perl prometheus python3-prometheus-client wrk)
 # For ./build.sh deb, and for the test that installs what it makes.
 DEB_PACKAGES=(dpkg-dev debhelper lintian)
-VALGRIND_TESTS=${VALGRIND_TESTS:-t/01-limit.t t/03-zones.t t/05-once.t
-    t/07-redis-down.t t/14-bad-replies.t t/21-query.t t/22-peek.t}
+VALGRIND_TESTS=${VALGRIND_TESTS:-t/10-limit.t t/13-zones.t t/15-counted-once.t
+    t/20-redis-down.t t/24-bad-replies.t t/50-status-query.t t/52-peek-header.t}
 # Run a second time with the Redis module loaded into their Redis: every
 # request kind (counts, peeks, intervals; sliding, fixed, several zones, dry
 # run), keys of another type, batching and a restart.
-MODULE_TESTS=${MODULE_TESTS:-t/01-limit.t t/03-zones.t t/04-dryrun.t
-    t/10-redis-restart.t t/16-bad-keys.t t/20-fixed.t t/21-query.t
-    t/22-peek.t t/23-batch.t t/31-interval.t}
+MODULE_TESTS=${MODULE_TESTS:-t/10-limit.t t/13-zones.t t/14-dry-run.t
+    t/21-redis-restart.t t/25-bad-keys.t t/12-fixed-window.t t/50-status-query.t
+    t/52-peek-header.t t/17-batch.t t/51-status-interval.t}
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -145,7 +145,7 @@ integration_tests() {
 }
 
 # prove with the built module.  With SANITIZE, nginx and redis-server (which
-# loads the Redis module in t/24, t/32 and the module's run) are not
+# loads the Redis module in t/19, t/33 and the module's run) are not
 # instrumented: the runtimes must be loaded before the modules, and the
 # workers (user nobody) must be able to write their reports.
 run_prove() {

@@ -26,6 +26,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(rhdr);
+use RateLimitTest qw(fail_policy_http);
 use ClusterTest;
 
 RateLimitTest::require_module();
@@ -36,16 +37,9 @@ my $t = FaultTest->new(workers => $WORKERS);
 my $RPORT = $t->redis_port;
 $t->start_redis(redis_module => 1, args => ['--enable-module-command', 'yes']);
 
-$t->write_conf(<<'EOF', error_log_level => 'notice');
-ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=200ms connect_timeout=200ms;
-ratelimit_zone api key=$http_x_api_key limit=3 window=60s;
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-}
-EOF
+$t->write_conf(fail_policy_http(
+    'ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=200ms connect_timeout=200ms;',
+    limit => 3), error_log_level => 'notice');
 $t->start_nginx;
 
 my $USES_COMMAND = qr/ratelimit: redis at "127\.0\.0\.1:$RPORT" has ratelimit\.decide: this connection uses it/;

@@ -6,7 +6,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use RateLimitTest qw(parse_ratelimit);
+use RateLimitTest qw(parse_ratelimit hdr);
 
 RateLimitTest::require_module();
 
@@ -100,8 +100,6 @@ server {
 }
 EOF
 $t->start_nginx;
-
-sub hdr { RateLimitTest::header(@_) }
 
 sub check {
     my ($path, $key, $content) = @_;

@@ -6,7 +6,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use RateLimitTest qw(parse_ratelimit parse_policy);
+use RateLimitTest qw(parse_ratelimit parse_policy hdr);
 
 RateLimitTest::require_module();
 
@@ -48,7 +48,6 @@ EOF
 $t->write_conf($ZONES . $SERVERS);
 $t->start_nginx;
 
-sub hdr { RateLimitTest::header(@_) }
 sub get {
     my ($path, %h) = @_;
     my $port = delete $h{port};

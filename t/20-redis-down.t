@@ -9,32 +9,13 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use IO::Socket::INET;
-use RateLimitTest;
+use RateLimitTest qw(fail_policy_http hdr);
 
 RateLimitTest::require_module();
 
 my $t = RateLimitTest->new(workers => 1);
 
-sub conf {
-    my ($redis) = @_;
-    $t->write_conf(<<"EOF" . <<'EOF2');
-ratelimit_redis $redis;
-EOF
-ratelimit_zone api key=$http_x_api_key limit=2 window=60s;
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-}
-EOF2
-}
-
-sub hdr { RateLimitTest::header(@_) }
-sub req {
-    my ($loc, $key) = @_;
-    return $t->get("/$loc/index.html", { 'X-Api-Key' => $key });
-}
+sub conf { $t->write_conf(fail_policy_http("ratelimit_redis $_[0];", limit => 2)) }
 
 # poll until a request on /open/ is PASSED again (redis back)
 sub wait_passed {
@@ -42,7 +23,7 @@ sub wait_passed {
     my $deadline = time + $timeout;
     my $r;
     while (1) {
-        $r = req('open', $key);
+        $r = $t->get_as('open', $key);
         return $r if (hdr($r, 'X-RL-Status') // '') eq 'PASSED';
         return $r if time > $deadline;
         sleep 0.1;
@@ -57,13 +38,13 @@ $t->start_nginx;
 ok(1, 'nginx starts with redis down');
 
 {
-    my @r = map { req('open', 'd1') } 1 .. 3;
+    my @r = map { $t->get_as('open', 'd1') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 200', 'fail open: requests pass (even over the limit)');
     is(join(' ', map { hdr($_, 'X-RL-Status') // '-' } @r), 'ERROR ERROR ERROR', 'fail open: $ratelimit_status ERROR');
     ok(!(grep { $_->{elapsed} > 2 } @r), 'fail open: answered quickly');
     is($r[0]{content}, "index page\n", 'fail open: content served');
 
-    my $c = req('closed', 'd1');
+    my $c = $t->get_as('closed', 'd1');
     is($c->{status}, 503, 'fail closed: 503');
     is(hdr($c, 'X-RL-Status'), 'ERROR', 'fail closed: $ratelimit_status ERROR');
     ok($c->{elapsed} < 2, 'fail closed: answered quickly');
@@ -78,7 +59,7 @@ $t->start_redis(port => $dead);
 {
     my $r = wait_passed('w1', 6);
     is(hdr($r, 'X-RL-Status'), 'PASSED', 'redis started later: requests PASSED again');
-    my @s = map { req('open', 'up1')->{status} } 1 .. 3;
+    my @s = map { $t->get_as('open', 'up1')->{status} } 1 .. 3;
     is("@s", '200 200 429', 'redis started later: limiting works');
     is($t->redis_hash_total('rl:api:up1'), 2, 'redis started later: counted in redis');
 }
@@ -87,13 +68,13 @@ $t->start_redis(port => $dead);
 
 {
     kill 'STOP', $t->redis_pid;
-    my $r = req('open', 'h1');
+    my $r = $t->get_as('open', 'h1');
     kill 'CONT', $t->redis_pid if $r->{elapsed} > 3;    # do not hang the test for long
     is($r->{status}, 200, 'redis hung: fail open 200');
     is(hdr($r, 'X-RL-Status'), 'ERROR', 'redis hung: ERROR');
     ok($r->{elapsed} >= 0.15 && $r->{elapsed} < 1.5,
         sprintf('redis hung: answered after about the timeout (%.3fs)', $r->{elapsed}));
-    my $c = req('closed', 'h1');
+    my $c = $t->get_as('closed', 'h1');
     is($c->{status}, 503, 'redis hung: fail closed 503');
     ok($c->{elapsed} < 1.5, sprintf('redis hung: 503 after about the timeout (%.3fs)', $c->{elapsed}));
 
@@ -113,7 +94,7 @@ $t->start_redis(port => $dead);
     $r = wait_passed('h2', 5);
     is(hdr($r, 'X-RL-Status'), 'PASSED', 'redis resumed: PASSED again');
     # late replies to the timed-out commands must not be mixed up with new ones
-    my @r = map { req('open', 'h3') } 1 .. 3;
+    my @r = map { $t->get_as('open', 'h3') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'redis resumed: exact limit');
     is(join(' ', map { hdr($_, 'X-RateLimit-Remaining') // '-' } @r), '1 0 0', 'redis resumed: consistent remaining');
 }
@@ -127,7 +108,7 @@ $t->start_redis(unixsocket => 1);
 conf('unix:' . $t->redis_socket . ' timeout=1s');
 $t->start_nginx;
 {
-    my @r = map { req('open', 'ux') } 1 .. 3;
+    my @r = map { $t->get_as('open', 'ux') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'unix socket: limiting works');
     is(hdr($r[0], 'X-RL-Status'), 'PASSED', 'unix socket: PASSED');
     is($t->redis_hash_total('rl:api:ux'), 2, 'unix socket: counted in redis');
@@ -137,11 +118,11 @@ $t->start_nginx;
 
 {
     is($t->redis('SET', 'rl:api:wrongtype', 'a string'), 'OK', 'subject key set to a string');
-    my $r = req('open', 'wrongtype');
+    my $r = $t->get_as('open', 'wrongtype');
     is($r->{status}, 200, 'redis error reply: fail open 200');
     is(hdr($r, 'X-RL-Status'), 'ERROR', 'redis error reply: ERROR');
-    is(req('closed', 'wrongtype')->{status}, 503, 'redis error reply: fail closed 503');
-    my @s = map { req('open', 'fine')->{status} } 1 .. 3;
+    is($t->get_as('closed', 'wrongtype')->{status}, 503, 'redis error reply: fail closed 503');
+    my @s = map { $t->get_as('open', 'fine')->{status} } 1 .. 3;
     is("@s", '200 200 429', 'other subjects unaffected');
 }
 
@@ -149,7 +130,7 @@ $t->start_nginx;
 
 {
     is($t->redis('SCRIPT', 'FLUSH'), 'OK', 'SCRIPT FLUSH');
-    my @r = map { req('open', 'flushed') } 1 .. 3;
+    my @r = map { $t->get_as('open', 'flushed') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'after SCRIPT FLUSH: limiting works');
     is(hdr($r[0], 'X-RL-Status'), 'PASSED', 'after SCRIPT FLUSH: PASSED');
 }
@@ -164,7 +145,7 @@ my $rp = $t->redis_port;
 conf("127.0.0.1:$rp password=secret db=3 timeout=1s");
 $t->start_nginx;
 {
-    my @r = map { req('open', 'pw') } 1 .. 3;
+    my @r = map { $t->get_as('open', 'pw') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'password + db=3: limiting works');
     is(hdr($r[0], 'X-RL-Status'), 'PASSED', 'password + db=3: PASSED');
     is($t->redis_db(3, 'EXISTS', 'rl:api:pw'), 1, 'db=3: key in db 3');
@@ -176,10 +157,10 @@ $t->stop_nginx;
 conf("127.0.0.1:$rp password=wrong timeout=1s");
 $t->start_nginx;
 {
-    my $r = req('open', 'bad');
+    my $r = $t->get_as('open', 'bad');
     is($r->{status}, 200, 'wrong password: fail open 200');
     is(hdr($r, 'X-RL-Status'), 'ERROR', 'wrong password: ERROR');
-    is(req('closed', 'bad')->{status}, 503, 'wrong password: fail closed 503');
+    is($t->get_as('closed', 'bad')->{status}, 503, 'wrong password: fail closed 503');
 }
 $t->stop_nginx;
 
@@ -189,7 +170,7 @@ is($t->redis('ACL', 'SETUSER', 'rluser', 'on', '>userpw', '~*', '+@all'), 'OK', 
 conf("127.0.0.1:$rp user=rluser password=userpw timeout=1s");
 $t->start_nginx;
 {
-    my @r = map { req('open', 'acl') } 1 .. 3;
+    my @r = map { $t->get_as('open', 'acl') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'user + password: limiting works');
     is(hdr($r[0], 'X-RL-Status'), 'PASSED', 'user + password: PASSED');
     is($t->redis_hash_total('rl:api:acl'), 2, 'user + password: counted in db 0');
@@ -199,7 +180,7 @@ $t->stop_nginx;
 conf("127.0.0.1:$rp user=rluser password=secret timeout=1s");
 $t->start_nginx;
 {
-    my $r = req('open', 'acl2');
+    my $r = $t->get_as('open', 'acl2');
     is(hdr($r, 'X-RL-Status'), 'ERROR', 'wrong password for user: ERROR');
 }
 $t->stop_nginx;

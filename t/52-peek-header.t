@@ -10,7 +10,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use JSON::PP ();
-use RateLimitTest;
+use RateLimitTest qw(hdr);
 use FaultTest ();
 use IO::Socket::INET;
 use IO::Select;
@@ -71,8 +71,6 @@ EOF
 $t->start_nginx;
 
 my $JSON = JSON::PP->new->utf8;
-
-sub hdr { RateLimitTest::header(@_) }
 
 # GET with headers given as "Name: value" lines over a raw socket, so that
 # the exact header name case and empty values are sent as written.

@@ -23,34 +23,6 @@ my $t = FaultTest->new(workers => $WORKERS);
 # ---------------------------------------------------------------------------
 # helpers (local to this file)
 
-# Worker processes: children of the nginx master (from /proc).
-sub workers {
-    my $master = $t->nginx_pid or return ();
-    my @w;
-    opendir my $d, '/proc' or die "/proc: $!";
-    for my $p (grep { /^\d+$/ } readdir $d) {
-        open my $fh, '<', "/proc/$p/stat" or next;
-        my $st = do { local $/; <$fh> } // '';
-        push @w, $p if $st =~ /^\d+ \(.*\) (\S) (\d+) /s && $2 == $master && $1 ne 'Z';
-    }
-    return sort { $a <=> $b } @w;
-}
-
-sub fd_count {
-    my ($pid) = @_;
-    opendir my $d, "/proc/$pid/fd" or return undef;
-    my $n = grep { /^\d+$/ } readdir $d;
-    return $n;
-}
-
-# Redis clients other than the test's own connection.
-sub module_clients {
-    my $me = $t->redis('CLIENT', 'ID');
-    my $list = $t->redis('CLIENT', 'LIST');
-    die "CLIENT LIST failed: $list" if RateLimitTest::is_redis_error($list);
-    return grep { !/\bid=$me\b/ } split /\n/, $list;
-}
-
 # Calls $list->() until it returns $want items or $timeout s have passed;
 # returns the last list.
 sub wait_count {
@@ -64,8 +36,8 @@ sub wait_count {
     }
 }
 
-sub wait_clients { wait_count(\&module_clients, @_) }
-sub wait_workers { wait_count(\&workers, @_) }
+sub wait_clients { wait_count(sub { $t->redis_clients }, @_) }
+sub wait_workers { wait_count(sub { $t->live_workers }, @_) }
 
 # ---------------------------------------------------------------------------
 
@@ -90,7 +62,7 @@ is(scalar @w0, $WORKERS, "$WORKERS workers");
 my @c0 = wait_clients($WORKERS, 3);
 is(scalar @c0, $WORKERS, 'redis: one connection per worker before the reloads');
 sleep 0.3;
-my %fd0 = map { $_ => fd_count($_) } @w0;
+my %fd0 = map { $_ => $t->fd_count($_) } @w0;
 my ($fdmax0) = sort { $b <=> $a } values %fd0;
 note('fds before: ' . join(', ', map { "$_=$fd0{$_}" } sort keys %fd0));
 
@@ -136,7 +108,7 @@ note('fds before: ' . join(', ', map { "$_=$fd0{$_}" } sort keys %fd0));
     is("@s", '200 200 200 429', 'after the reloads: exact limit');
 
     sleep 0.3;
-    my %fd1 = map { $_ => fd_count($_) } @w1;
+    my %fd1 = map { $_ => $t->fd_count($_) } @w1;
     note('fds after: ' . join(', ', map { "$_=" . ($fd1{$_} // '?') } sort keys %fd1));
     for my $p (sort keys %fd1) {
         ok(defined $fd1{$p} && $fd1{$p} <= $fdmax0 + 2, "worker $p: $fd1{$p} fds, not more than before ($fdmax0) + 2");
@@ -161,11 +133,11 @@ note('fds before: ' . join(', ', map { "$_=$fd0{$_}" } sort keys %fd0));
     ok(defined $when, 'after CLIENT KILL x8: PASSED');
     my @s = map { $t->req('lim', 'after-kill')->{status} } 1 .. 4;
     is("@s", '200 200 200 429', 'after CLIENT KILL x8: exact limit');
-    my @w = workers();
+    my @w = $t->live_workers;
     is(join(' ', @w), join(' ', @w0), 'same workers (none crashed)');
     sleep 0.3;
     for my $p (@w) {
-        my $n = fd_count($p);
+        my $n = $t->fd_count($p);
         ok(defined $n && $n <= $fd0{$p} + 1, "worker $p: fds $n after reconnects, was $fd0{$p}");
     }
 }

@@ -482,7 +482,8 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     ok(defined $c->wait_ok(10), 'cross_slot: every node agrees on the move');
     # Each server's first request after the move may get the fail policy
     # (closed: 503) while its worker asks for the map again.
-    my (@after, $t0) = ((), time);
+    my @after;
+    my $t0 = time;
     for my $i (0 .. 99) {
         push @after, sr($T[$i % 2]->req('closed', $S));
         last if $after[-1] ne '503/ERROR' || time - $t0 > 1;

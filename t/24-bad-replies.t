@@ -25,6 +25,7 @@ use IO::Select;
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use FaultTest qw(rhdr sr);
+use RateLimitTest qw(fail_policy_http);
 
 RateLimitTest::require_module();
 
@@ -42,17 +43,8 @@ sub sleep_next_second {
 sub conf {
     my ($port_name, $params) = @_;
     $params //= '';
-    $t->write_conf(<<"EOC" . <<'EOC2');
-ratelimit_redis 127.0.0.1:%%$port_name%% $params timeout=200ms;
-EOC
-ratelimit_zone api key=$http_x_api_key limit=3 window=60s bucket=1s;
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-}
-EOC2
+    $t->write_conf(fail_policy_http("ratelimit_redis 127.0.0.1:%%$port_name%% $params timeout=200ms;",
+        limit => 3, bucket => '1s'));
 }
 
 # ===========================================================================

@@ -7,7 +7,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
-use RateLimitTest qw(parse_ratelimit parse_policy);
+use RateLimitTest qw(parse_ratelimit parse_policy hdr);
 
 RateLimitTest::require_module();
 
@@ -50,8 +50,6 @@ server {
 }
 EOF
 $t->start_nginx;
-
-sub hdr { RateLimitTest::header(@_) }
 
 sub check_headers {
     my ($r, %e) = @_;    # name, q, w, remaining, tmin, tmax

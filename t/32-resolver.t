@@ -22,6 +22,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(rhdr sr);
+use RateLimitTest qw(fail_policy_http);
 use TinyDNS;
 
 RateLimitTest::require_module();
@@ -44,16 +45,7 @@ my $q0 = $dns->queries('redis.test', 'A');
 
 sub conf {
     my ($http) = @_;
-    $t->write_conf($http . <<"EOC" . <<'EOC2');
-ratelimit_zone api key=\$http_x_api_key limit=$LIMIT window=60s;
-EOC
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-}
-EOC2
+    $t->write_conf(fail_policy_http($http, limit => $LIMIT));
 }
 
 sub count_one { $t->redis_hash_total("rl:api:$_[0]") // 0 }

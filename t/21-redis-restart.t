@@ -15,6 +15,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(raw_get rhdr rems);
+use RateLimitTest qw(fail_policy_http);
 
 RateLimitTest::require_module();
 
@@ -25,17 +26,9 @@ my $t = FaultTest->new(workers => $WORKERS);
 
 my $RPORT = $t->redis_port;    # allocated now, nothing listens yet
 
-$t->write_conf(<<'EOF');
-ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=100ms connect_timeout=200ms;
-ratelimit_zone api key=$http_x_api_key limit=3 window=60s;
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-    location /free/   { alias %%TMP%%/html/; }
-}
-EOF
+$t->write_conf(fail_policy_http(
+    'ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=100ms connect_timeout=200ms;',
+    limit => 3, free => 1));
 
 # --- 1. Redis not running at start, started later ----------------------------
 

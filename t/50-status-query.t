@@ -9,7 +9,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use JSON::PP ();
-use RateLimitTest;
+use RateLimitTest qw(hdr);
 use FaultTest ();
 
 RateLimitTest::require_module();
@@ -38,13 +38,6 @@ $t->start_nginx;
 
 my $JSON = JSON::PP->new->utf8;
 my @FIELDS = sort qw(zone key limit used remaining window reset retry_after);
-
-sub hdr { RateLimitTest::header(@_) }
-
-sub req {
-    my ($loc, $key) = @_;
-    return $t->get("/$loc/index.html", { 'X-Api-Key' => $key });
-}
 
 sub pct { my ($s) = @_; $s =~ s/([^A-Za-z0-9_.~-])/sprintf('%%%02X', ord $1)/ge; return $s }
 
@@ -95,7 +88,7 @@ sub check_error {
 }
 
 # warm up the connection to redis
-req('api', 'warmup');
+$t->get_as('api', 'warmup');
 
 # --- unknown key ---------------------------------------------------------------
 
@@ -128,7 +121,7 @@ req('api', 'warmup');
 
 {
     my $t0 = time;
-    my @s = map { req('api', 'k1')->{status} } 1 .. 7;
+    my @s = map { $t->get_as('api', 'k1')->{status} } 1 .. 7;
     is("@s", '200 200 200 200 200 200 200', 'k1: 7 requests to /api/ pass');
     my $now = time;
     my ($r, $j) = qkey('k1');
@@ -143,7 +136,7 @@ req('api', 'warmup');
 
 {
     my $t0 = time;
-    my @s = map { req('login', 'k2')->{status} } 1 .. 4;
+    my @s = map { $t->get_as('login', 'k2')->{status} } 1 .. 4;
     is("@s", '200 200 200 429', 'k2: login limit reached');
     my $now = time;
     my ($r, $j) = qkey('k2');
@@ -157,7 +150,7 @@ req('api', 'warmup');
         "k2 login: reset ($o->{reset}) ~ first request + 10 s (" . int($t0 + 10) . ')');
     ok(abs($o->{reset} - ($now + $o->{retry_after})) <= 2,
         "k2 login: reset ~ now + retry_after");
-    my $rj = req('login', 'k2');
+    my $rj = $t->get_as('login', 'k2');
     is($rj->{status}, 429, 'k2: still rejected after the query');
     my $ra = hdr($rj, 'Retry-After') // -99;
     ok(abs($ra - $o->{retry_after}) <= 1, "k2: query retry_after ($o->{retry_after}) ~ Retry-After ($ra)");
@@ -172,9 +165,9 @@ req('api', 'warmup');
     my ($r, $j) = qkey('k3');
     is($j && $j->[0]{used}, 0, 'after 26 queries: api used 0');
     is($j && $j->[1]{used}, 0, 'after 26 queries: login used 0');
-    my @s = map { req('login', 'k3')->{status} } 1 .. 4;
+    my @s = map { $t->get_as('login', 'k3')->{status} } 1 .. 4;
     is("@s", '200 200 200 429', 'after 26 queries: the full login limit (3) is still available');
-    @s = map { req('api', 'k3')->{status} } 1 .. 11;
+    @s = map { $t->get_as('api', 'k3')->{status} } 1 .. 11;
     is("@s", join(' ', ('200') x 10, '429'), 'after 26 queries: the full api limit (10) is still available');
     ($r, $j) = qkey('k3');
     is($j && "$j->[0]{used}/$j->[1]{used}", '10/3', 'k3: used 10 and 3 (rejections and queries not counted)');
@@ -184,7 +177,7 @@ req('api', 'warmup');
 
 {
     my $key = 'a b/c?d&e=f%+#x';
-    my @s = map { req('api', $key)->{status} } 1 .. 2;
+    my @s = map { $t->get_as('api', $key)->{status} } 1 .. 2;
     is("@s", '200 200', 'odd key: 2 requests pass');
     my ($r, $j) = qkey($key);
     check_ok('percent-encoded key', $r, $j, 2);
@@ -206,7 +199,7 @@ req('api', 'warmup');
 # --- binary subjects ----------------------------------------------------------------
 
 {
-    my @s = map { req('bin', 'whatever')->{status} } 1 .. 3;
+    my @s = map { $t->get_as('bin', 'whatever')->{status} } 1 .. 3;
     is("@s", '200 200 200', 'binary_remote_addr zone: 3 requests pass');
     my ($r, $j) = sq('/rl-bin?key_hex=7f000001');
     check_ok('key_hex=7f000001', $r, $j, 1);

@@ -11,13 +11,11 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use POSIX qw(ceil);
 use JSON::PP ();
-use RateLimitTest qw(parse_ratelimit parse_policy);
+use RateLimitTest qw(parse_ratelimit parse_policy hdr);
 
 RateLimitTest::require_module();
 
 my $t = RateLimitTest->new(workers => 2);
-
-sub hdr { RateLimitTest::header(@_) }
 
 # --- configuration ------------------------------------------------------------
 
@@ -84,11 +82,6 @@ server {
 EOF
 $t->start_nginx;
 
-sub req {
-    my ($loc, $key) = @_;
-    return $t->get("/$loc/index.html", { 'X-Api-Key' => $key });
-}
-
 sub query {
     my ($loc, $key) = @_;
     my $r = $t->get("/q/$loc?key=$key");
@@ -148,7 +141,7 @@ sub timed_attempts {
 }
 
 # warm up the connections to redis of both workers
-req('fe', 'warmup') for 1 .. 4;
+$t->get_as('fe', 'warmup') for 1 .. 4;
 
 # --- exact limit (limit=5 window=60s) ----------------------------------------------
 
@@ -156,7 +149,7 @@ req('fe', 'warmup') for 1 .. 4;
     my $obs = timed_attempts('exact limit', sub {
         my ($try) = @_;
         my $t0 = ensure_room(60_000, 5_000);
-        my @r = map { req('fe', "ex$try") } 1 .. 7;
+        my @r = map { $t->get_as('fe', "ex$try") } 1 .. 7;
         my $t1 = $t->redis_time_ms;
         return { valid => window_end($t0, 60_000) == window_end($t1, 60_000), why => 'crossed a boundary',
                  r => \@r, key => "ex$try" };
@@ -175,10 +168,10 @@ req('fe', 'warmup') for 1 .. 4;
         is($j && $j->[0]{used}, 5, 'status API: used 5 (the two rejections were not counted)')
             or diag($qr->{content});
         is($j && $j->[0]{remaining}, 0, 'status API: remaining 0');
-        my $r = req('fe', $obs->{key});
+        my $r = $t->get_as('fe', $obs->{key});
         is($r->{status}, 429, 'still rejected after the query');
     }
-    is(req('fe', 'ex-other')->{status}, 200, 'other subject independent');
+    is($t->get_as('fe', 'ex-other')->{status}, 200, 'other subject independent');
 }
 
 # --- headers, t, Reset, Retry-After; reset when Retry-After has passed ---------------
@@ -193,7 +186,7 @@ req('fe', 'warmup') for 1 .. 4;
         my (@r, @before, @after);
         for (1 .. 3) {
             push @before, $t->redis_time_ms;
-            push @r, req('fx', $key);
+            push @r, $t->get_as('fx', $key);
             push @after, $t->redis_time_ms;
         }
         my ($qr, $j) = query('fx', $key);
@@ -248,7 +241,7 @@ req('fe', 'warmup') for 1 .. 4;
         my $now = $t->redis_time_ms;
         ok($now >= $end, 'Retry-After seconds later the window has ended');
         my $b = $t->redis_time_ms;
-        my $r4 = req('fx', $obs->{key});
+        my $r4 = $t->get_as('fx', $obs->{key});
         my $a = $t->redis_time_ms;
         is($r4->{status}, 200, 'after Retry-After: admitted again');
         my ($rem, $tt) = rl($r4);
@@ -267,7 +260,7 @@ req('fe', 'warmup') for 1 .. 4;
     my $obs = timed_attempts('rate 2r/s', sub {
         my ($try) = @_;
         my $t0 = wait_phase(1000, 100);
-        my @r = map { req('fr', "rs$try") } 1 .. 3;
+        my @r = map { $t->get_as('fr', "rs$try") } 1 .. 3;
         my $t1 = $t->redis_time_ms;
         return { valid => window_end($t0, 1000) == window_end($t1, 1000), why => 'crossed a boundary', r => \@r };
     });
@@ -290,17 +283,17 @@ req('fe', 'warmup') for 1 .. 4;
         my %o = (key => $key);
         my $t0 = wait_phase(2000, 200);
         my $end = window_end($t0, 2000);
-        $o{first} = [ map { req('fb', $key) } 1 .. 4 ];
+        $o{first} = [ map { $t->get_as('fb', $key) } 1 .. 4 ];
         return { valid => 0, why => 'first requests too slow' } if $t->redis_time_ms >= $end - 500;
 
         wait_until_ms($end - 400);
         $o{before_ms} = $t->redis_time_ms;
-        $o{before} = req('fb', $key);
+        $o{before} = $t->get_as('fb', $key);
         my $after = $t->redis_time_ms;
         return { valid => 0, why => 'request before the boundary answered after it' } if $after >= $end;
 
         $o{at} = wait_until_ms($end + 30);
-        $o{second} = [ map { req('fb', $key) } 1 .. 4 ];
+        $o{second} = [ map { $t->get_as('fb', $key) } 1 .. 4 ];
         return { valid => 0, why => 'requests after the boundary crossed the next one' }
             if $t->redis_time_ms >= $end + 2000;
         $o{end} = $end;
@@ -339,16 +332,16 @@ req('fe', 'warmup') for 1 .. 4;
         my $t0 = wait_phase(2000, 1450);
         my $end = window_end($t0, 2000);
         my $start = time;
-        $o{fixed1}   = [ map { req('fb', $key) } 1 .. 3 ];
-        $o{sliding1} = [ map { req('sb', $key) } 1 .. 3 ];
+        $o{fixed1}   = [ map { $t->get_as('fb', $key) } 1 .. 3 ];
+        $o{sliding1} = [ map { $t->get_as('sb', $key) } 1 .. 3 ];
         return { valid => 0, why => 'requests before the boundary answered after it' }
             if $t->redis_time_ms >= $end;
 
         wait_until_ms($end + 30);
-        $o{fixed2}   = [ map { req('fb', $key) } 1 .. 3 ];
+        $o{fixed2}   = [ map { $t->get_as('fb', $key) } 1 .. 3 ];
         $o{span} = time - $start;
-        $o{fixed3}   = req('fb', $key);
-        $o{sliding2} = req('sb', $key);
+        $o{fixed3}   = $t->get_as('fb', $key);
+        $o{sliding2} = $t->get_as('sb', $key);
         return { valid => 0, why => 'requests after the boundary crossed the next one' }
             if $t->redis_time_ms >= $end + 1900;
         $o{valid} = 1;

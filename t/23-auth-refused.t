@@ -14,6 +14,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(rhdr);
+use RateLimitTest qw(fail_policy_http);
 
 RateLimitTest::require_module();
 
@@ -34,17 +35,9 @@ sub connections_received {
 
 sub conf {
     my ($params) = @_;
-    $t->write_conf(<<"EOC" . <<'EOC2');
-ratelimit_redis 127.0.0.1:%%REDIS_PORT%% $params timeout=200ms connect_timeout=500ms;
-EOC
-ratelimit_zone api key=$http_x_api_key limit=2 window=60s;
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-}
-EOC2
+    $t->write_conf(fail_policy_http(
+        "ratelimit_redis 127.0.0.1:%%REDIS_PORT%% $params timeout=200ms connect_timeout=500ms;",
+        limit => 2));
 }
 
 # ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use RateLimitTest;
+use RateLimitTest qw(hdr);
 
 RateLimitTest::require_module();
 
@@ -48,7 +48,6 @@ server {
 EOF
 $t->start_nginx;
 
-sub hdr { RateLimitTest::header(@_) }
 sub two {
     my ($path, $key, $port) = @_;
     return map { $t->get($path, { 'X-Api-Key' => $key }, $port ? (port => $port) : ()) } 1 .. 2;

@@ -7,7 +7,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
-use RateLimitTest qw(parse_ratelimit sleep_until_phase);
+use RateLimitTest qw(parse_ratelimit sleep_until_phase hdr);
 
 RateLimitTest::require_module();
 
@@ -34,45 +34,39 @@ server {
 EOF
 $t->start_nginx;
 
-sub req {
-    my ($loc, $key) = @_;
-    return $t->get("/$loc/index.html", { 'X-Api-Key' => $key });
-}
-sub hdr { RateLimitTest::header(@_) }
-
 # warm up the connection to redis (not counted against the subjects below)
-req('sl', 'warmup');
+$t->get_as('sl', 'warmup');
 
 # --- bucket boundaries: limit=4 window=2s bucket=500ms ----------------------
 
 {
     # start just after a 500ms boundary so that bucket arithmetic is predictable
     my $t0 = sleep_until_phase(0.5, 0.05);
-    my $r1 = req('sl', 's1');
-    my $r2 = req('sl', 's1');
+    my $r1 = $t->get_as('sl', 's1');
+    my $r2 = $t->get_as('sl', 's1');
     is($r1->{status} . ' ' . $r2->{status}, '200 200', 't0: 2 admitted');
     is(hdr($r2, 'X-RateLimit-Remaining'), 2, 't0: remaining 2');
 
     sleep($t0 + 1.0 - time);
-    my $r3 = req('sl', 's1');
-    my $r4 = req('sl', 's1');
+    my $r3 = $t->get_as('sl', 's1');
+    my $r4 = $t->get_as('sl', 's1');
     is($r3->{status} . ' ' . $r4->{status}, '200 200', 't0+1s: 2 more admitted');
     is(hdr($r4, 'X-RateLimit-Remaining'), 0, 't0+1s: remaining 0');
     my ($rl4) = parse_ratelimit(hdr($r4, 'RateLimit'));
     # the oldest requests (bucket of t0) leave the window ~0.95s later
     is($rl4 && $rl4->{t}, 1, 't0+1s: t = 1 (oldest requests leave in < 1s)');
 
-    my $r5 = req('sl', 's1');
+    my $r5 = $t->get_as('sl', 's1');
     is($r5->{status}, 429, 't0+1s: 5th rejected');
     is(hdr($r5, 'Retry-After'), 1, 't0+1s: Retry-After 1');
 
     # still full shortly before the first bucket leaves (t0+1.7s)
     sleep($t0 + 1.7 - time);
-    is(req('sl', 's1')->{status}, 429, 't0+1.7s: still rejected');
+    is($t->get_as('sl', 's1')->{status}, 429, 't0+1.7s: still rejected');
 
     # t0+2.2s: the two requests of t0 have left, the two of t0+1s have not
     sleep($t0 + 2.2 - time);
-    my @s = map { req('sl', 's1') } 1 .. 3;
+    my @s = map { $t->get_as('sl', 's1') } 1 .. 3;
     is(join(' ', map { $_->{status} } @s), '200 200 429', 't0+2.2s: exactly 2 admitted again');
     is(hdr($s[0], 'X-RateLimit-Remaining'), 1, 't0+2.2s: remaining 1 after first');
     my ($rl) = parse_ratelimit(hdr($s[2], 'RateLimit'));
@@ -83,7 +77,7 @@ req('sl', 'warmup');
 
     # t0+3.2s: the t0+1s pair has left; the t0+2.2s pair remains
     sleep($t0 + 3.2 - time);
-    my @s2 = map { req('sl', 's1')->{status} } 1 .. 3;
+    my @s2 = map { $t->get_as('sl', 's1')->{status} } 1 .. 3;
     is("@s2", '200 200 429', 't0+3.2s: exactly 2 admitted again');
     is($t->redis_hash_total('rl:sl:s1') >= 4, 1, 'redis holds at least the counted requests');
 }
@@ -104,7 +98,7 @@ sub elapsed_ok {
     for my $i (0 .. 29) {
         sleep($start + $i * 0.1 - time) if $start + $i * 0.1 > time;
         my $ts = time;
-        my $r = req('sl', 's2');
+        my $r = $t->get_as('sl', 's2');
         push @admitted, $ts if $r->{status} == 200;
     }
     my $viol = 0;
@@ -120,13 +114,13 @@ sub elapsed_ok {
 # --- idle subject starts fresh ---------------------------------------------
 
 {
-    my @s = map { req('idle', 'i1')->{status} } 1 .. 4;
+    my @s = map { $t->get_as('idle', 'i1')->{status} } 1 .. 4;
     is("@s", '200 200 200 429', 'idle zone: 3 admitted, 4th rejected');
     sleep 1.3;
-    my $r = req('idle', 'i1');
+    my $r = $t->get_as('idle', 'i1');
     is($r->{status}, 200, 'after more than a window idle: admitted');
     is(hdr($r, 'X-RateLimit-Remaining'), 2, 'after idle: full limit available (remaining 2)');
-    my @s2 = map { req('idle', 'i1')->{status} } 1 .. 3;
+    my @s2 = map { $t->get_as('idle', 'i1')->{status} } 1 .. 3;
     is("@s2", '200 200 429', 'after idle: limit is 3 again');
 }
 
@@ -134,11 +128,11 @@ sub elapsed_ok {
 
 {
     my $t0 = sleep_until_phase(1, 0.05);
-    my @s = map { req('dflt', 'd1')->{status} } 1 .. 3;
+    my @s = map { $t->get_as('dflt', 'd1')->{status} } 1 .. 3;
     is("@s", '200 200 429', 'default buckets: 2 admitted, 3rd rejected');
     # with 20ms buckets the requests leave ~1s later, well before 1.2s
     sleep($t0 + 1.2 - time);
-    my $r = req('dflt', 'd1');
+    my $r = $t->get_as('dflt', 'd1');
     is($r->{status}, 200, 'default buckets: admitted again ~1.2s later');
     is(hdr($r, 'X-RateLimit-Remaining'), 1, 'default buckets: both old requests left');
 }
@@ -148,13 +142,13 @@ sub elapsed_ok {
 # a coarse bucket
 {
     my $t0 = sleep_until_phase(2, 1.0);
-    my @r = map { req('dflt2', 'd2') } 1 .. 3;
+    my @r = map { $t->get_as('dflt2', 'd2') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'window=2s: 2 admitted, 3rd rejected');
     is(hdr($r[2], 'Retry-After'), 2, 'window=2s default buckets: Retry-After 2 (oldest leaves in ~1.96s)');
     sleep($t0 + 1.5 - time);
-    is(req('dflt2', 'd2')->{status}, 429, 'window=2s: still rejected 1.5s later');
+    is($t->get_as('dflt2', 'd2')->{status}, 429, 'window=2s: still rejected 1.5s later');
     sleep($t0 + 2.1 - time);
-    is(req('dflt2', 'd2')->{status}, 200, 'window=2s: admitted again 2.1s later');
+    is($t->get_as('dflt2', 'd2')->{status}, 200, 'window=2s: admitted again 2.1s later');
 }
 
 # 2000 buckets of 1 ms, live ones 1.5 s apart: sliding past the old one
@@ -166,13 +160,13 @@ sub elapsed_ok {
         return $stats // 0;
     };
     my $t0 = time;
-    is(req('fine', 'f1')->{status}, 200, 'sparse buckets: 1st admitted');
+    is($t->get_as('fine', 'f1')->{status}, 200, 'sparse buckets: 1st admitted');
     sleep($t0 + 1.5 - time);
-    my @r = map { req('fine', 'f1') } 1 .. 2;
+    my @r = map { $t->get_as('fine', 'f1') } 1 .. 2;
     is(join(' ', map { $_->{status} } @r), '200 429', 'sparse buckets: 2nd admitted, 3rd rejected');
     my $before = $calls->();
     sleep($t0 + 2.2 - time);
-    @r = map { req('fine', 'f1') } 1 .. 2;
+    @r = map { $t->get_as('fine', 'f1') } 1 .. 2;
     is(join(' ', map { $_->{status} } @r), '200 429',
        'sparse buckets: the 1st left the window: one more admitted, then rejected');
     is(hdr($r[0], 'X-RateLimit-Remaining'), 0, 'sparse buckets: remaining 0 (2 counted)');
@@ -187,7 +181,7 @@ sub elapsed_ok {
     $t->redis('HSET', 'rl:step:s1', 't', 5, 'o', $now - 5, 'n', $now + 2,
               $now - 5, 2, $now + 2, 3);
     $t->redis('PEXPIRE', 'rl:step:s1', 60000);
-    my $r = req('step', 's1');
+    my $r = $t->get_as('step', 's1');
     is($r->{status}, 200, 'clock stepped back: admitted');
     is(hdr($r, 'X-RateLimit-Remaining'), 4, 'clock stepped back: the 5 counts made "ahead" still count');
 }

@@ -24,6 +24,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(raw_get rhdr sr rems);
+use RateLimitTest qw(fail_policy_http);
 use TestCerts;
 
 RateLimitTest::require_module();
@@ -52,19 +53,9 @@ sub conf {
     my $ssl = $o{ssl} // "ratelimit_redis_ssl on;\nratelimit_redis_ssl_trusted_certificate $pki->{ca};\n";
     my $addr = $o{addr} // "127.0.0.1:$TLS";
     my $ms = int($TIMEOUT * 1000);
-    $t->write_conf(<<"EOC" . <<'EOC2');
-ratelimit_redis $addr $params timeout=${ms}ms connect_timeout=500ms;
-$ssl
-ratelimit_zone api key=\$http_x_api_key limit=$LIMIT window=60s;
-EOC
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-    location /free/   { alias %%TMP%%/html/; }
-}
-EOC2
+    $t->write_conf(fail_policy_http(
+        "ratelimit_redis $addr $params timeout=${ms}ms connect_timeout=500ms;\n$ssl\n",
+        limit => $LIMIT, free => 1));
 }
 
 sub start_nginx_with {

@@ -18,6 +18,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(rhdr);
+use RateLimitTest qw(fail_policy_http);
 use TestCerts;
 
 RateLimitTest::require_module();
@@ -26,15 +27,7 @@ my $t = FaultTest->new(workers => 2);
 my $tmp = $t->tmp;
 my $pki = TestCerts->new("$tmp/pki");
 
-my $ZONE = <<'EOF';
-ratelimit_zone api key=$http_x_api_key limit=2 window=60s;
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-}
-EOF
+sub fail_policy { fail_policy_http($_[0], limit => 2) }
 
 sub write_secret {
     my ($name, $content) = @_;
@@ -49,7 +42,7 @@ sub write_secret {
 sub conf_ok {
     my ($name, $http) = @_;
     local $Test::Builder::Level = $Test::Builder::Level + 1;
-    $t->write_conf($http . $ZONE);
+    $t->write_conf(fail_policy($http));
     my ($st, $out) = $t->nginx_t;
     is($st, 0, "valid: $name") or diag($out);
     return $out;
@@ -59,7 +52,7 @@ sub conf_ok {
 sub conf_err {
     my ($name, $http, $line_res, $names) = @_;
     local $Test::Builder::Level = $Test::Builder::Level + 1;
-    $t->write_conf($http . $ZONE);
+    $t->write_conf(fail_policy($http));
     my ($st, $out) = $t->nginx_t;
     isnt($st, 0, "invalid: $name: nginx -t fails");
     note("nginx -t: $1") if $out =~ /(\[emerg\][^\n]*)/;
@@ -153,7 +146,7 @@ sub run_nginx {
     my ($http) = @_;
     $t->stop_nginx;
     unlink "$tmp/error.log";
-    $t->write_conf($http . $ZONE, error_log_level => 'debug');
+    $t->write_conf(fail_policy($http), error_log_level => 'debug');
     my ($st, $out) = $t->nginx_t;
     is($st, 0, 'nginx -t passes') or diag($out);
     eval { $t->start_nginx; 1 } or do { fail("nginx starts: $@"); return undef };

@@ -25,6 +25,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(raw_get rhdr sr);
+use RateLimitTest qw(fail_policy_http);
 use SentinelTest;
 
 RateLimitTest::require_module();
@@ -48,17 +49,7 @@ is($s->master_addr(0), "127.0.0.1:$PA", 'the sentinels say A is the master');
 sub conf {
     my ($t, $redis_line) = @_;
     my $ms = int($TIMEOUT * 1000);
-    $t->write_conf(<<"EOC" . <<'EOC2');
-$redis_line
-ratelimit_zone api key=\$http_x_api_key limit=$LIMIT window=60s;
-EOC
-server {
-    listen 127.0.0.1:%%PORT%%;
-    add_header X-RL-Status "$ratelimit_status" always;
-    location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
-    location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
-}
-EOC2
+    $t->write_conf(fail_policy_http($redis_line, limit => $LIMIT));
 }
 
 # $n concurrent requests for one key, alternately to each server: "passed/rejected/other".

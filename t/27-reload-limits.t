@@ -8,7 +8,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
-use RateLimitTest qw(parse_policy);
+use RateLimitTest qw(parse_policy hdr);
 
 RateLimitTest::require_module();
 
@@ -29,7 +29,6 @@ server {
 CONF
 }
 
-sub hdr { RateLimitTest::header(@_) }
 sub req { $t->get('/r/index.html', { 'X-Api-Key' => $_[0] }) }
 
 sub workers_settle {

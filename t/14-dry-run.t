@@ -6,7 +6,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use RateLimitTest;
+use RateLimitTest qw(hdr);
 
 RateLimitTest::require_module();
 
@@ -42,8 +42,6 @@ server {
 }
 EOF
 $t->start_nginx;
-
-sub hdr { RateLimitTest::header(@_) }
 
 sub run {
     my ($path, $n, $port) = @_;
