@@ -4,7 +4,7 @@
 // clock steps, junk fields, keys of another type and out of memory: the
 // command follows the script's code path for path, Redis command for Redis
 // command (see src/window_script.cpp, whose comments explain each rule),
-// and t/24 runs both on the same batches.
+// and t/19 runs both on the same batches.
 //
 //   RATELIMIT.DECIDE numkeys key... zones zone-arg... entry...
 //

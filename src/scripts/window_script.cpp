@@ -28,7 +28,7 @@ namespace {
 //
 // The Redis module's command (redis_module/batch_decider.cpp) is this
 // script in C++, function for function and Redis command for Redis command:
-// a change here is made there too, and t/24 holds both to one model.
+// a change here is made there too, and t/19 holds both to one model.
 constexpr char kScript[] = R"lua(
 local call, fmt, tonumber = redis.call, string.format, tonumber
 local time = call('TIME')
