@@ -140,12 +140,7 @@ std::optional<std::int64_t> parse_nginx_int(std::string_view text)
 
 std::string quoted(std::string_view text)
 {
-    std::string out;
-    out.reserve(text.size() + 2);
-    out += '"';
-    out += text;
-    out += '"';
-    return out;
+    return '"' + std::string(text) + '"';
 }
 
 std::string invalid_param_text(std::string_view token)
