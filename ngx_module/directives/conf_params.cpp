@@ -1,6 +1,115 @@
 #include "directives/conf_params.hpp"
 
+#include <cstdarg>
+
 namespace ratelimit {
+
+namespace {
+
+// Where an error is told.
+enum class ErrorPlace {
+    kDirective,     // the directive being read: nginx adds its place
+    kAfterBlock     // a directive read before: the text names its place
+};
+
+// The one place the module's directives fail.  ngx_conf_log_error() cuts
+// its text at NGX_MAX_CONF_ERRSTR bytes, ngx_log_error() a whole line at
+// NGX_MAX_ERROR_STR: the text is formatted into as many bytes, so that it
+// is cut as when it was passed to them.
+char *log_directive_error(ngx_conf_t *cf, ErrorPlace place, ngx_err_t err,
+                          const char *fmt, va_list args)
+{
+    u_char text[NGX_MAX_ERROR_STR];
+    size_t size = place == ErrorPlace::kDirective ? NGX_MAX_CONF_ERRSTR
+                                                  : NGX_MAX_ERROR_STR;
+    u_char *end = ngx_vslprintf(text, text + size, fmt, args);
+
+    if (place == ErrorPlace::kDirective) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err, "%*s", end - text, text);
+    } else {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, err, "%*s", end - text, text);
+    }
+
+    return static_cast<char *>(NGX_CONF_ERROR);
+}
+
+}  // namespace
+
+char *directive_error(ngx_conf_t *cf, const char *fmt, ...) noexcept
+{
+    va_list args;
+    va_start(args, fmt);
+    char *rv = log_directive_error(cf, ErrorPlace::kDirective, 0, fmt, args);
+    va_end(args);
+    return rv;
+}
+
+char *directive_errno_error(ngx_conf_t *cf, ngx_err_t err, const char *fmt,
+                            ...) noexcept
+{
+    va_list args;
+    va_start(args, fmt);
+    char *rv = log_directive_error(cf, ErrorPlace::kDirective, err, fmt,
+                                   args);
+    va_end(args);
+    return rv;
+}
+
+char *after_block_error(ngx_conf_t *cf, const char *fmt, ...) noexcept
+{
+    va_list args;
+    va_start(args, fmt);
+    char *rv = log_directive_error(cf, ErrorPlace::kAfterBlock, 0, fmt,
+                                   args);
+    va_end(args);
+    return rv;
+}
+
+char *nginx_logged_error() noexcept
+{
+    return static_cast<char *>(NGX_CONF_ERROR);
+}
+
+char *param_error(ngx_conf_t *cf, const ParamError &error) noexcept
+{
+    return directive_error(cf, "%*s", error.text.size(), error.text.data());
+}
+
+char *duplicate_param(ngx_conf_t *cf, const ngx_str_t &param) noexcept
+{
+    return directive_error(cf, "duplicate parameter \"%V\"", &param);
+}
+
+char *invalid_param(ngx_conf_t *cf, const ngx_str_t &param) noexcept
+{
+    return directive_error(cf, "invalid parameter \"%V\"", &param);
+}
+
+char *duplicate_directive(ngx_conf_t *cf) noexcept
+{
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    return directive_error(cf, "\"%V\" directive is duplicate", &args[0]);
+}
+
+ParamTokens directive_tokens(ngx_conf_t *cf)
+{
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    ParamTokens tokens;
+
+    tokens.reserve(cf->args->nelts);
+
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        tokens.push_back(view(args[i]));
+    }
+
+    return tokens;
+}
+
+ngx_str_t arg_string(std::string_view arg)
+{
+    return {arg.size(),
+            reinterpret_cast<u_char *>(const_cast<char *>(arg.data()))};
+}
 
 bool take_param(const ngx_str_t &param, const char *name, ngx_str_t *value)
 {
@@ -13,33 +122,6 @@ bool take_param(const ngx_str_t &param, const char *name, ngx_str_t *value)
     value->data = param.data + len;
     value->len = param.len - len;
     return true;
-}
-
-bool parse_msec(const ngx_str_t &text, ngx_msec_t *out)
-{
-    ngx_str_t copy = text;
-    ngx_int_t ms = ngx_parse_time(&copy, 0);
-
-    if (ms == NGX_ERROR || ms == 0) {
-        return false;
-    }
-
-    *out = static_cast<ngx_msec_t>(ms);
-    return true;
-}
-
-char *duplicate_param(ngx_conf_t *cf, const ngx_str_t &param)
-{
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "duplicate parameter \"%V\"",
-                       &param);
-    return conf_error();
-}
-
-char *invalid_param(ngx_conf_t *cf, const ngx_str_t &param)
-{
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       &param);
-    return conf_error();
 }
 
 bool copy_cstring(ngx_pool_t *pool, const u_char *data, size_t len,

@@ -7,6 +7,7 @@
 #include "status/metrics_handler.hpp"
 #include "limits/rate_headers.hpp"
 #include "directives/redis_directives.hpp"
+#include "params/zone_params.hpp"
 #include "scripts/script_batch.hpp"
 #include "status/status_handler.hpp"
 
@@ -18,14 +19,16 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 
-// Unlike ngx_conf_check_num_bounds, answers with a message nginx prefixes
-// with the directive's name.
+// Unlike ngx_conf_check_num_bounds, names the directive, as nginx does
+// with a message a handler returns.
 char *check_status(ngx_conf_t *cf, void *post, void *data) noexcept
 {
     auto status = *static_cast<ngx_uint_t *>(data);
 
     if (status < 400 || status > 599) {
-        return const_cast<char *>("must be between 400 and 599");
+        return directive_error(cf, "\"%V\" directive must be between 400 "
+                                   "and 599",
+                               static_cast<ngx_str_t *>(cf->args->elts));
     }
 
     return NGX_CONF_OK;
@@ -47,26 +50,20 @@ ngx_conf_enum_t log_levels[] = {
     {ngx_null_string, 0},
 };
 
-// Zone names go into Redis keys and quoted header members: tokens only, and
-// never '#', which marks hashed subjects in keys.
-bool valid_zone_name(const ngx_str_t &name)
+// The zone called `name`, if one is defined yet.
+Zone *find_zone(MainConf *mcf, const ngx_str_t &name)
 {
-    if (name.len == 0) {
-        return false;
-    }
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
 
-    for (size_t i = 0; i < name.len; i++) {
-        u_char c = name.data[i];
-
-        bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
-                     || (c >= 'A' && c <= 'Z');
-
-        if (!(alnum || c == '_' || c == '-' || c == '.')) {
-            return false;
+    for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
+        if (zones[i]->name.len == name.len
+            && ngx_strncmp(zones[i]->name.data, name.data, name.len) == 0)
+        {
+            return zones[i];
         }
     }
 
-    return true;
+    return nullptr;
 }
 
 // The zone's request-independent script arguments and header text.
@@ -98,200 +95,63 @@ bool render_zone(ngx_pool_t *pool, Zone *zone)
     return true;
 }
 
-// The parameters of a rate zone; *key gets the `key=` value, unchecked.
-char *parse_rate_zone(ngx_conf_t *cf, Zone *zone, ngx_str_t *key)
+// The policy read into the zone: a rate zone's, with its script arguments
+// and header text, or a concurrency zone's.
+bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
 {
-    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
-    const ngx_str_t &name = args[1];
-
-    ngx_str_t rate = ngx_null_string,
-              limit = ngx_null_string, window = ngx_null_string,
-              bucket = ngx_null_string, algorithm = ngx_null_string;
-
-    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
-        ngx_str_t value, *slot;
-
-        if (take_param(args[i], "key=", &value)) {
-            slot = key;
-        } else if (take_param(args[i], "rate=", &value)) {
-            slot = &rate;
-        } else if (take_param(args[i], "limit=", &value)) {
-            slot = &limit;
-        } else if (take_param(args[i], "window=", &value)) {
-            slot = &window;
-        } else if (take_param(args[i], "bucket=", &value)) {
-            slot = &bucket;
-        } else if (take_param(args[i], "algorithm=", &value)) {
-            slot = &algorithm;
-        } else {
-            return invalid_param(cf, args[i]);
-        }
-
-        if (slot->data != nullptr) {
-            return duplicate_param(cf, args[i]);
-        }
-
-        *slot = value;
+    if (params.kind == ZoneKind::kRate) {
+        zone->policy = params.policy;
+        zone->fixed = params.fixed;
+        return render_zone(pool, zone);
     }
 
-    Policy &policy = zone->policy;
+    auto *policy = static_cast<ConcurrencyPolicy *>(
+        ngx_palloc(pool, sizeof(ConcurrencyPolicy)));
 
-    if (rate.data != nullptr) {
-        if (limit.data != nullptr || window.data != nullptr) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"rate=\" cannot be combined with \"limit=\" "
-                               "or \"window=\"");
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-
-        auto parsed = parse_rate(view(rate));
-
-        if (!parsed) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid rate \"%V\": use Nr/s, Nr/m, Nr/h or "
-                               "Nr/d with N > 0", &rate);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-
-        policy.limit = parsed->limit;
-        policy.window_ms = parsed->window_ms;
-
-    } else if (limit.data != nullptr && window.data != nullptr) {
-        auto count = parse_count(view(limit));
-
-        if (!count) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid limit \"%V\"", &limit);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-
-        ngx_msec_t ms;
-
-        if (!parse_msec(window, &ms)) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid window \"%V\"", &window);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-
-        policy.limit = *count;
-        policy.window_ms = ms;
-
-    } else {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "ratelimit_zone \"%V\" needs \"rate=\", or both "
-                           "\"limit=\" and \"window=\"", &name);
-        return static_cast<char *>(NGX_CONF_ERROR);
+    if (policy == nullptr) {
+        return false;
     }
 
-    bool fixed = false;
-
-    if (algorithm.data != nullptr) {
-        if (algorithm.len == 5
-            && ngx_strncmp(algorithm.data, "fixed", 5) == 0)
-        {
-            fixed = true;
-        } else if (algorithm.len != 7
-                   || ngx_strncmp(algorithm.data, "sliding", 7) != 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid algorithm \"%V\": use \"sliding\" "
-                               "or \"fixed\"", &algorithm);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-    }
-
-    if (fixed) {
-        if (bucket.data != nullptr) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"bucket=\" applies to sliding windows only");
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-
-        // One bucket as long as the window: its number is the window's.
-        policy.bucket_ms = policy.window_ms;
-
-    } else if (bucket.data != nullptr) {
-        ngx_msec_t ms;
-
-        if (!parse_msec(bucket, &ms)) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid bucket \"%V\"", &bucket);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-
-        if (ms > policy.window_ms || policy.window_ms % ms != 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "bucket \"%V\" does not divide the window of "
-                               "%uL ms into whole buckets", &bucket,
-                               policy.window_ms);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-
-        policy.bucket_ms = ms;
-
-    } else {
-        policy.bucket_ms = default_bucket_ms(policy.window_ms);
-    }
-
-    zone->fixed = fixed;
-
-    if (!render_zone(cf->pool, zone)) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    return NGX_CONF_OK;
+    *policy = params.concurrency;
+    zone->concurrency = policy;
+    return true;
 }
 
-char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
+// A zone as parse_zone_params() read it, into the configuration.  Its
+// name is checked against the zones defined before it, as the first token,
+// before the parser's errors on the later tokens.
+char *add_zone(ngx_conf_t *cf, MainConf *mcf,
+               const ParamResult<ZoneParams> &parsed)
 {
-    auto *mcf = static_cast<MainConf *>(conf);
-    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
-    const ngx_str_t &name = args[1];
+    const ngx_str_t &name = static_cast<ngx_str_t *>(cf->args->elts)[1];
 
-    if (!valid_zone_name(name)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid zone name \"%V\": use letters, digits, "
-                           "\"_\", \"-\" and \".\"", &name);
-        return static_cast<char *>(NGX_CONF_ERROR);
+    if (parsed.error && parsed.error->token == 0) {
+        return param_error(cf, *parsed.error);
     }
 
-    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+    if (find_zone(mcf, name) != nullptr) {
+        return directive_error(cf, "ratelimit_zone \"%V\" is duplicate",
+                               &name);
+    }
 
-    for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
-        if (zones[i]->name.len == name.len
-            && ngx_strncmp(zones[i]->name.data, name.data, name.len) == 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "ratelimit_zone \"%V\" is duplicate", &name);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
+    if (parsed.error) {
+        return param_error(cf, *parsed.error);
     }
 
     auto *zone = static_cast<Zone *>(ngx_pcalloc(cf->pool, sizeof(Zone)));
 
     if (zone == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return nginx_logged_error();
     }
 
     zone->name = name;
     zone->index = mcf->zones.nelts;
 
-    ngx_str_t key = ngx_null_string;
-    char *rv = is_concurrency_zone(cf)
-               ? parse_concurrency_zone(cf, zone, &key)
-               : parse_rate_zone(cf, zone, &key);
-
-    if (rv != NGX_CONF_OK) {
-        return rv;
+    if (!set_zone_policy(cf->pool, parsed.params, zone)) {
+        return nginx_logged_error();
     }
 
-    if (key.data == nullptr || key.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "no \"key=\" is defined for ratelimit_zone \"%V\"",
-                           &name);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
+    ngx_str_t key = arg_string(parsed.params.key);
     ngx_http_compile_complex_value_t ccv;
     ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
     ccv.cf = cf;
@@ -299,17 +159,28 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     ccv.complex_value = &zone->key;
 
     if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return nginx_logged_error();
     }
 
     auto **slot = static_cast<Zone **>(ngx_array_push(&mcf->zones));
 
     if (slot == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return nginx_logged_error();
     }
 
     *slot = zone;
     return NGX_CONF_OK;
+}
+
+// ratelimit_zone, of either kind: the kind follows from the parameters.
+char *set_zone(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
+{
+    try {
+        return add_zone(cf, static_cast<MainConf *>(conf),
+                        parse_zone_params(directive_tokens(cf)));
+    } catch (const std::bad_alloc &) {
+        return directive_error(cf, "out of memory");
+    }
 }
 
 // Adds `zone=NAME` to a location's list of zones (`ratelimit` or
@@ -320,7 +191,7 @@ char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
     if (*list == NGX_CONF_UNSET_PTR || *list == nullptr) {
         *list = ngx_array_create(cf->pool, 2, sizeof(ZoneRef));
         if (*list == nullptr) {
-            return static_cast<char *>(NGX_CONF_ERROR);
+            return nginx_logged_error();
         }
     }
 
@@ -330,23 +201,19 @@ char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
         if (refs[i].name.len == name.len
             && ngx_strncmp(refs[i].name.data, name.data, name.len) == 0)
         {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "zone \"%V\" is duplicate", &name);
-            return static_cast<char *>(NGX_CONF_ERROR);
+            return directive_error(cf, "zone \"%V\" is duplicate", &name);
         }
     }
 
     if ((*list)->nelts == kMaxZonesPerRequest) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "too many ratelimit zones, at most %uz",
-                           kMaxZonesPerRequest);
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return directive_error(cf, "too many ratelimit zones, at most %uz",
+                               kMaxZonesPerRequest);
     }
 
     auto *ref = static_cast<ZoneRef *>(ngx_array_push(*list));
 
     if (ref == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return nginx_logged_error();
     }
 
     ref->name = name;
@@ -387,9 +254,8 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     }
 
     if (name.data == nullptr) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" must have \"zone=\" parameter", &args[0]);
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return directive_error(cf, "\"%V\" must have \"zone=\" parameter",
+                               &args[0]);
     }
 
     return push_zone_ref(cf, &lcf->zones, name, dry_run);
@@ -401,7 +267,7 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     auto *args = static_cast<ngx_str_t *>(cf->args->elts);
 
     if (lcf->query != nullptr) {
-        return const_cast<char *>("is duplicate");
+        return duplicate_directive(cf);
     }
 
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
@@ -411,8 +277,10 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
             return invalid_param(cf, args[i]);
         }
 
-        if (push_zone_ref(cf, &lcf->query, name, false) != NGX_CONF_OK) {
-            return static_cast<char *>(NGX_CONF_ERROR);
+        char *rv = push_zone_ref(cf, &lcf->query, name, false);
+
+        if (rv != NGX_CONF_OK) {
+            return rv;
         }
     }
 
@@ -424,45 +292,33 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
 
 // Binds each `ratelimit zone=NAME` to its zone, once the whole http block
 // (and so every ratelimit_zone) has been read.
-bool resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
+char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
 {
     auto *refs = static_cast<ZoneRef *>(refs_array->elts);
-    auto **zones = static_cast<Zone **>(mcf->zones.elts);
 
     for (ngx_uint_t i = 0; i < refs_array->nelts; i++) {
         ZoneRef &ref = refs[i];
 
-        for (ngx_uint_t j = 0; ref.zone == nullptr && j < mcf->zones.nelts;
-             j++)
-        {
-            if (zones[j]->name.len == ref.name.len
-                && ngx_strncmp(zones[j]->name.data, ref.name.data,
-                               ref.name.len) == 0)
-            {
-                ref.zone = zones[j];
-            }
-        }
+        ref.zone = find_zone(mcf, ref.name);
 
         if (ref.zone == nullptr) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "unknown ratelimit zone \"%V\" in %V:%ui",
-                          &ref.name, &ref.file, ref.line);
-            return false;
+            return after_block_error(cf, "unknown ratelimit zone \"%V\" in "
+                                         "%V:%ui",
+                                     &ref.name, &ref.file, ref.line);
         }
 
         if (mcf->redis == nullptr) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "ratelimit zone \"%V\" needs \"ratelimit_redis\" "
-                          "in the http block, in %V:%ui",
-                          &ref.name, &ref.file, ref.line);
-            return false;
+            return after_block_error(cf, "ratelimit zone \"%V\" needs "
+                                         "\"ratelimit_redis\" in the http "
+                                         "block, in %V:%ui",
+                                     &ref.name, &ref.file, ref.line);
         }
 
         mcf->used = true;
         mcf->concurrency |= ref.zone->concurrency != nullptr;
     }
 
-    return true;
+    return NGX_CONF_OK;
 }
 
 }  // namespace
@@ -690,15 +546,19 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
     auto *mcf = static_cast<MainConf *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
-    if (conf->zones != NGX_CONF_UNSET_PTR
-        && (!resolve_zones(cf, mcf, conf->zones)
-            || !check_concurrency_refs(cf, conf->zones)))
-    {
-        return static_cast<char *>(NGX_CONF_ERROR);
+    char *rv = NGX_CONF_OK;
+
+    if (conf->zones != NGX_CONF_UNSET_PTR) {
+        rv = resolve_zones(cf, mcf, conf->zones);
+        rv = rv == NGX_CONF_OK ? check_concurrency_refs(cf, conf->zones) : rv;
     }
 
-    if (conf->query != nullptr && !resolve_zones(cf, mcf, conf->query)) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+    if (rv == NGX_CONF_OK && conf->query != nullptr) {
+        rv = resolve_zones(cf, mcf, conf->query);
+    }
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     ngx_conf_merge_str_value(conf->peek_header, prev->peek_header, "");

@@ -3,16 +3,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <unistd.h>
 
 #include "directives/conf_params.hpp"
+#include "params/redis_params.hpp"
 
 namespace ratelimit {
 
 namespace {
 
-constexpr ngx_msec_t kDefaultTimeout = 50;
-constexpr ngx_msec_t kDefaultConnectTimeout = 1000;
 constexpr int kDefaultRedisPort = 6379;
 constexpr ngx_msec_t kDefaultResolverTimeout = 30000;  // nginx's own
 
@@ -39,10 +39,8 @@ char *parse_address(ngx_conf_t *cf, const ngx_str_t &text, RedisAddress *out)
     url.no_resolve = 1;
 
     if (ngx_parse_url(cf->pool, &url) != NGX_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "%s in ratelimit_redis \"%V\"",
-                           url.err ? url.err : "invalid address", &text);
-        return conf_error();
+        return directive_error(cf, "%s in ratelimit_redis \"%V\"",
+                               url.err ? url.err : "invalid address", &text);
     }
 
     out->text = text;
@@ -56,7 +54,7 @@ char *parse_address(ngx_conf_t *cf, const ngx_str_t &text, RedisAddress *out)
         if (!copy_cstring(cf->pool, url.host.data, url.host.len,
                           &out->host))
         {
-            return conf_error();
+            return nginx_logged_error();
         }
 
         out->named = url.host.len > 0 && url.host.data[0] != '['
@@ -90,11 +88,10 @@ char *resolve_addresses(ngx_conf_t *cf, RedisTarget *target,
         url.default_port = kDefaultRedisPort;
 
         if (ngx_parse_url(cf->pool, &url) != NGX_OK || url.naddrs == 0) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "%s in ratelimit_redis \"%V\" in %V:%ui",
-                          url.err ? url.err : "host not found", &a.text,
-                          &target->file, target->line);
-            return conf_error();
+            return after_block_error(cf, "%s in ratelimit_redis \"%V\" in "
+                                         "%V:%ui",
+                                     url.err ? url.err : "host not found",
+                                     &a.text, &target->file, target->line);
         }
 
         a.addr = url.addrs[0];
@@ -103,25 +100,19 @@ char *resolve_addresses(ngx_conf_t *cf, RedisTarget *target,
     return NGX_CONF_OK;
 }
 
-// The first line of `path`, the secret, into `out`.
-char *read_password_file(ngx_conf_t *cf, const ngx_str_t &param,
-                         ngx_str_t path, ngx_str_t *out)
+// The first line of the file `path` names, the secret, into `out`.
+char *read_password_file(ngx_conf_t *cf, ngx_str_t path, ngx_str_t *out)
 {
-    if (path.len == 0) {
-        return invalid_param(cf, param);
-    }
-
     if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
-        return conf_error();
+        return nginx_logged_error();
     }
 
     std::FILE *f = std::fopen(reinterpret_cast<const char *>(path.data), "r");
     char line[1024];
 
     if (f == nullptr) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, errno,
-                           "cannot read password_file \"%V\"", &path);
-        return conf_error();
+        return directive_errno_error(cf, errno, "cannot read password_file "
+                                                "\"%V\"", &path);
     }
 
     bool read = std::fgets(line, sizeof(line), f) != nullptr;
@@ -129,155 +120,95 @@ char *read_password_file(ngx_conf_t *cf, const ngx_str_t &param,
     size_t len = read ? std::strcspn(line, "\r\n") : 0;
 
     if (len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "password_file \"%V\" has no password on its "
-                           "first line", &path);
-        return conf_error();
+        return directive_error(cf, "password_file \"%V\" has no password "
+                                   "on its first line", &path);
     }
 
     bool copied = copy_cstring(cf->pool, reinterpret_cast<u_char *>(line),
                                len, out);
     ngx_explicit_memzero(line, sizeof(line));
-    return copied ? NGX_CONF_OK : conf_error();
+    return copied ? NGX_CONF_OK : nginx_logged_error();
 }
 
-// A non-empty value for a parameter given once.
-char *take_string(ngx_conf_t *cf, const ngx_str_t &param,
-                  const ngx_str_t &value, ngx_str_t *slot)
+// The addresses parse_redis_params() found before the token of its error,
+// if it has one (all of them if not), read into the target's: an address
+// nginx cannot read is reported before the errors of later tokens.
+char *add_addresses(ngx_conf_t *cf, const ParamResult<RedisParams> &parsed,
+                    RedisTarget *target)
 {
-    if (slot->data != nullptr) {
-        return duplicate_param(cf, param);
-    }
-
-    if (value.len == 0) {
-        return invalid_param(cf, param);
-    }
-
-    *slot = value;
-    return NGX_CONF_OK;
-}
-
-char *take_msec(ngx_conf_t *cf, const ngx_str_t &param,
-                const ngx_str_t &value, ngx_msec_t *slot)
-{
-    if (*slot != NGX_CONF_UNSET_MSEC) {
-        return duplicate_param(cf, param);
-    }
-
-    return parse_msec(value, slot) ? NGX_CONF_OK : invalid_param(cf, param);
-}
-
-// One NAME=VALUE parameter of ratelimit_redis.
-char *take_redis_param(ngx_conf_t *cf, const ngx_str_t &param,
-                       RedisTarget *target, ngx_str_t *password_file)
-{
-    ngx_str_t value;
-
-    if (take_param(param, "db=", &value)) {
-        if (target->data.db != NGX_CONF_UNSET) {
-            return duplicate_param(cf, param);
+    for (const RedisAddressParam &param : parsed.params.addresses) {
+        if (parsed.error && param.token >= parsed.error->token) {
+            break;
         }
-        target->data.db = ngx_atoi(value.data, value.len);
-        return target->data.db == NGX_ERROR ? invalid_param(cf, param)
-                                            : NGX_CONF_OK;
+
+        auto *address = static_cast<RedisAddress *>(
+            ngx_array_push(&target->addresses));
+
+        if (address == nullptr) {
+            return nginx_logged_error();
+        }
+
+        ngx_memzero(address, sizeof(RedisAddress));
+        char *rv = parse_address(cf, arg_string(param.text), address);
+
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
     }
 
-    if (take_param(param, "user=", &value)) {
-        return take_string(cf, param, value, &target->data.user);
-    }
-
-    if (take_param(param, "password=", &value)) {
-        return take_string(cf, param, value, &target->data.password);
-    }
-
-    if (take_param(param, "password_file=", &value)) {
-        return take_string(cf, param, value, password_file);
-    }
-
-    if (take_param(param, "sentinel=", &value)) {
-        return take_string(cf, param, value, &target->sentinel_master);
-    }
-
-    if (take_param(param, "sentinel_user=", &value)) {
-        return take_string(cf, param, value, &target->sentinel.user);
-    }
-
-    if (take_param(param, "sentinel_password=", &value)) {
-        return take_string(cf, param, value, &target->sentinel.password);
-    }
-
-    if (take_param(param, "timeout=", &value)) {
-        return take_msec(cf, param, value, &target->timeout);
-    }
-
-    if (take_param(param, "connect_timeout=", &value)) {
-        return take_msec(cf, param, value, &target->connect_timeout);
-    }
-
-    return invalid_param(cf, param);
+    return parsed.error ? param_error(cf, *parsed.error) : NGX_CONF_OK;
 }
 
-char *conf_fails(ngx_conf_t *cf, const char *message)
+// Strings parse_redis_params() read: views of the directive's arguments,
+// which nginx keeps NUL-terminated and as long as the configuration.
+void set_target_params(const RedisParams &p, RedisTarget *target)
 {
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s", message);
-    return conf_error();
+    target->cluster = p.cluster;
+    target->cross_slot = p.cross_slot;
+    target->sentinel_master = arg_string(p.sentinel_master);
+    target->data.user = arg_string(p.user);
+    target->data.password = arg_string(p.password);
+    target->data.db = static_cast<ngx_int_t>(p.db);
+    target->sentinel.user = arg_string(p.sentinel_user);
+    target->sentinel.password = arg_string(p.sentinel_password);
+    target->timeout = static_cast<ngx_msec_t>(p.timeout_ms);
+    target->connect_timeout = static_cast<ngx_msec_t>(p.connect_timeout_ms);
 }
 
-// The combinations of parameters that cannot work.
-char *check_redis(ngx_conf_t *cf, RedisTarget *target,
-                  const ngx_str_t &password_file)
+// `ratelimit_redis` as parse_redis_params() read it, into the
+// configuration.
+char *add_redis_target(ngx_conf_t *cf, MainConf *mcf,
+                       const ParamResult<RedisParams> &parsed)
 {
-    bool sentinel = target->sentinel_master.data != nullptr;
+    auto *target = static_cast<RedisTarget *>(
+        ngx_pcalloc(cf->pool, sizeof(RedisTarget)));
 
-    if (target->addresses.nelts == 0) {
-        return conf_fails(cf, target->cluster
-                              ? "ratelimit_redis cluster needs the address "
-                                "of a seed node"
-                              : "ratelimit_redis needs an address");
-    }
-
-    if (target->cluster && (sentinel || target->data.db != NGX_CONF_UNSET)) {
-        return conf_fails(cf, "\"cluster\" cannot be combined with "
-                              "\"sentinel=\" or \"db=\": a cluster has one "
-                              "database and no sentinels");
-    }
-
-    if (!sentinel && !target->cluster && target->addresses.nelts > 1) {
-        return conf_fails(cf, "ratelimit_redis takes one address, the "
-                              "addresses of sentinels with \"sentinel=\", "
-                              "or seed nodes after \"cluster\"");
-    }
-
-    if (!sentinel && (target->sentinel.user.data != nullptr
-                      || target->sentinel.password.data != nullptr))
+    if (target == nullptr
+        || ngx_array_init(&target->addresses, cf->pool, 1,
+                          sizeof(RedisAddress)) != NGX_OK)
     {
-        return conf_fails(cf, "\"sentinel_user=\" and "
-                              "\"sentinel_password=\" require "
-                              "\"sentinel=\"");
+        return nginx_logged_error();
     }
 
-    if (target->sentinel.user.data != nullptr
-        && target->sentinel.password.data == nullptr)
-    {
-        return conf_fails(cf, "\"sentinel_user=\" requires "
-                              "\"sentinel_password=\"");
+    char *rv = add_addresses(cf, parsed, target);
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
-    if (target->data.password.data != nullptr
-        && password_file.data != nullptr)
-    {
-        return conf_fails(cf, "\"password=\" and \"password_file=\" cannot "
-                              "be combined");
+    set_target_params(parsed.params, target);
+    ngx_str_t password_file = arg_string(parsed.params.password_file);
+
+    if (password_file.len > 0) {
+        rv = read_password_file(cf, password_file, &target->data.password);
+
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
     }
 
-    if (target->data.user.data != nullptr
-        && target->data.password.data == nullptr
-        && password_file.data == nullptr)
-    {
-        return conf_fails(cf, "\"user=\" requires \"password=\" or "
-                              "\"password_file=\"");
-    }
-
+    here(cf, &target->file, &target->line);
+    mcf->redis = target;
     return NGX_CONF_OK;
 }
 
@@ -286,91 +217,17 @@ char *check_redis(ngx_conf_t *cf, RedisTarget *target,
 char *set_redis(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
 {
     auto *mcf = static_cast<MainConf *>(conf);
-    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
 
     if (mcf->redis != nullptr) {
-        return const_cast<char *>("is duplicate");
+        return duplicate_directive(cf);
     }
 
-    auto *target = static_cast<RedisTarget *>(
-        ngx_pcalloc(cf->pool, sizeof(RedisTarget)));
-
-    if (target == nullptr
-        || ngx_array_init(&target->addresses, cf->pool, 1,
-                          sizeof(RedisAddress)) != NGX_OK)
-    {
-        return conf_error();
+    try {
+        return add_redis_target(cf, mcf,
+                                parse_redis_params(directive_tokens(cf)));
+    } catch (const std::bad_alloc &) {
+        return directive_error(cf, "out of memory");
     }
-
-    target->data.db = NGX_CONF_UNSET;
-    target->timeout = NGX_CONF_UNSET_MSEC;
-    target->connect_timeout = NGX_CONF_UNSET_MSEC;
-    here(cf, &target->file, &target->line);
-
-    ngx_str_t password_file = ngx_null_string;
-
-    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
-        char *rc;
-
-        if (i == 1 && args[i].len == 7
-            && ngx_strncmp(args[i].data, "cluster", 7) == 0)
-        {
-            target->cluster = true;
-            continue;
-        }
-
-        if (args[i].len == 10
-            && ngx_strncmp(args[i].data, "cross_slot", 10) == 0)
-        {
-            if (!target->cluster) {
-                return conf_fails(cf, "\"cross_slot\" requires \"cluster\"");
-            }
-            if (target->cross_slot) {
-                return duplicate_param(cf, args[i]);
-            }
-            target->cross_slot = true;
-            continue;
-        }
-
-        if (ngx_strlchr(args[i].data, args[i].data + args[i].len, '=')
-            == nullptr)
-        {
-            auto *address = static_cast<RedisAddress *>(
-                ngx_array_push(&target->addresses));
-
-            if (address == nullptr) {
-                return conf_error();
-            }
-
-            ngx_memzero(address, sizeof(RedisAddress));
-            rc = parse_address(cf, args[i], address);
-        } else {
-            rc = take_redis_param(cf, args[i], target, &password_file);
-        }
-
-        if (rc != NGX_CONF_OK) {
-            return rc;
-        }
-    }
-
-    if (check_redis(cf, target, password_file) != NGX_CONF_OK) {
-        return conf_error();
-    }
-
-    if (password_file.data != nullptr
-        && read_password_file(cf, args[0], password_file,
-                              &target->data.password) != NGX_CONF_OK)
-    {
-        return conf_error();
-    }
-
-    ngx_conf_init_value(target->data.db, 0);
-    ngx_conf_init_msec_value(target->timeout, kDefaultTimeout);
-    ngx_conf_init_msec_value(target->connect_timeout,
-                             kDefaultConnectTimeout);
-
-    mcf->redis = target;
-    return NGX_CONF_OK;
 }
 
 char *set_tls_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
@@ -380,19 +237,23 @@ char *set_tls_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     ngx_str_t path = static_cast<ngx_str_t *>(cf->args->elts)[1];
 
     if (file->path.data != nullptr) {
-        return const_cast<char *>("is duplicate");
+        return duplicate_directive(cf);
     }
 
-    if (path.len == 0 || ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK
+    if (path.len == 0) {
+        return directive_error(cf, "\"%V\" needs the name of a file",
+                               &cmd->name);
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK
         || !copy_cstring(cf->pool, path.data, path.len, &file->path))
     {
-        return conf_error();
+        return nginx_logged_error();
     }
 
     if (access(reinterpret_cast<const char *>(file->path.data), R_OK) != 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, errno, "cannot read \"%V\"",
-                           &file->path);
-        return conf_error();
+        return directive_errno_error(cf, errno, "cannot read \"%V\"",
+                                     &file->path);
     }
 
     here(cf, &file->conf_file, &file->line);
@@ -432,10 +293,9 @@ namespace {
 char *tls_file_fails(ngx_conf_t *cf, const char *directive,
                      const ConfFile &file)
 {
-    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                  "%s \"%V\" cannot be used, in %V:%ui", directive,
-                  &file.path, &file.conf_file, file.line);
-    return conf_error();
+    return after_block_error(cf, "%s \"%V\" cannot be used, in %V:%ui",
+                             directive, &file.path, &file.conf_file,
+                             file.line);
 }
 
 // The context every Redis and sentinel connection of the workers shares,
@@ -447,38 +307,37 @@ char *make_tls_context(ngx_conf_t *cf, RedisTls *tls)
 
     if ((cert.path.len == 0) != (key.path.len == 0)) {
         const ConfFile &given = cert.path.len > 0 ? cert : key;
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "\"ratelimit_redis_ssl_certificate\" and "
-                      "\"ratelimit_redis_ssl_certificate_key\" go "
-                      "together, in %V:%ui", &given.conf_file, given.line);
-        return conf_error();
+        return after_block_error(cf, "\"ratelimit_redis_ssl_certificate\" "
+                                     "and \"ratelimit_redis_ssl_certificate"
+                                     "_key\" go together, in %V:%ui",
+                                 &given.conf_file, given.line);
     }
 
     tls->ssl = static_cast<ngx_ssl_t *>(ngx_pcalloc(cf->pool,
                                                     sizeof(ngx_ssl_t)));
 
     if (tls->ssl == nullptr) {
-        return conf_error();
+        return nginx_logged_error();
     }
 
     tls->ssl->log = cf->log;
 
     if (ngx_ssl_create(tls->ssl, tls->protocols, nullptr) != NGX_OK) {
-        return conf_error();
+        return nginx_logged_error();
     }
 
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cf->pool, 0);
 
     if (cln == nullptr) {
         ngx_ssl_cleanup_ctx(tls->ssl);
-        return conf_error();
+        return nginx_logged_error();
     }
 
     cln->handler = ngx_ssl_cleanup_ctx;
     cln->data = tls->ssl;
 
     if (ngx_ssl_ciphers(cf, tls->ssl, &tls->ciphers, 0) != NGX_OK) {
-        return conf_error();
+        return nginx_logged_error();
     }
 
     if (cert.path.len > 0
@@ -508,12 +367,12 @@ char *make_tls_context(ngx_conf_t *cf, RedisTls *tls)
                           const_cast<char *>(
                               "cannot load the system's CA certificates "
                               "for \"ratelimit_redis_ssl_verify\""));
-            return conf_error();
+            return nginx_logged_error();
         }
     }
 
     if (ngx_ssl_client_session_cache(cf, tls->ssl, 1) != NGX_OK) {
-        return conf_error();
+        return nginx_logged_error();
     }
 
     return NGX_CONF_OK;
@@ -523,9 +382,8 @@ char *make_tls_context(ngx_conf_t *cf, RedisTls *tls)
 
 char *make_tls_context(ngx_conf_t *cf, RedisTls *)
 {
-    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                  "\"ratelimit_redis_ssl\" needs nginx built with TLS");
-    return conf_error();
+    return after_block_error(cf, "\"ratelimit_redis_ssl\" needs nginx built "
+                                 "with TLS");
 }
 
 #endif
@@ -580,20 +438,19 @@ char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
                            mcf->prefix.data + mcf->prefix.len, '}')
                != nullptr))
     {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "ratelimit_prefix \"%V\" cannot hold \"{\" or \"}\" "
-                      "with a cluster: keys put the subject in a hash tag, "
-                      "in %V:%ui", &mcf->prefix, &mcf->redis->file,
-                      mcf->redis->line);
-        return conf_error();
+        return after_block_error(cf, "ratelimit_prefix \"%V\" cannot hold "
+                                     "\"{\" or \"}\" with a cluster: keys "
+                                     "put the subject in a hash tag, in "
+                                     "%V:%ui", &mcf->prefix,
+                                 &mcf->redis->file, mcf->redis->line);
     }
 
     find_resolver(cf, mcf);
 
-    if (resolve_addresses(cf, mcf->redis, mcf->resolver != nullptr)
-        != NGX_CONF_OK)
-    {
-        return conf_error();
+    char *rv = resolve_addresses(cf, mcf->redis, mcf->resolver != nullptr);
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     if (tls.enable == 0) {
@@ -607,16 +464,15 @@ char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
     } else if (!copy_cstring(cf->pool, tls.name.data, tls.name.len,
                              &tls.name))
     {
-        return conf_error();
+        return nginx_logged_error();
     }
 
     if (tls.verify && tls.name.len == 0) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "\"ratelimit_redis_ssl_verify\" needs a name to check "
-                      "the certificate against: set "
-                      "\"ratelimit_redis_ssl_name\", in %V:%ui",
-                      &mcf->redis->file, mcf->redis->line);
-        return conf_error();
+        return after_block_error(cf, "\"ratelimit_redis_ssl_verify\" needs a "
+                                     "name to check the certificate "
+                                     "against: set \"ratelimit_redis_ssl_"
+                                     "name\", in %V:%ui",
+                                 &mcf->redis->file, mcf->redis->line);
     }
 
     ngx_conf_init_value(tls.server_name, first.named ? 1 : 0);

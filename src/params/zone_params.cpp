@@ -1,0 +1,270 @@
+#include "params/zone_params.hpp"
+
+#include <iterator>
+
+namespace ratelimit {
+
+namespace {
+
+// The forms of ratelimit_zone, as masks of NamedParam::forms.
+constexpr unsigned kRateForm = 1;
+constexpr unsigned kConcurrencyForm = 2;
+
+// Unless configured: a waiter gives up after 10 s, and the slots of a
+// server that died come back within 10 s.
+constexpr std::uint64_t kDefaultQueueTimeoutMs = 10000;
+constexpr std::uint64_t kDefaultLeaseMs = 10000;
+
+// A lease is renewed every third of it: shorter ones would renew too often
+// to be worth having.
+constexpr std::uint64_t kMinLeaseMs = 300;
+
+// Indexes of kZoneParams.
+enum ZoneParam {
+    kKey,
+    kRate,
+    kLimit,
+    kWindow,
+    kBucket,
+    kAlgorithm,
+    kConcurrency,
+    kQueue,
+    kQueueTimeout,
+    kLease,
+    kZoneParamCount
+};
+
+// Their values are checked once all are read, so that a parameter the zone
+// does not take is reported before a value it does not accept.
+constexpr NamedParam kZoneParams[] = {
+    {"key", kRateForm | kConcurrencyForm, nullptr},
+    {"rate", kRateForm, nullptr},
+    {"limit", kRateForm, nullptr},
+    {"window", kRateForm, nullptr},
+    {"bucket", kRateForm, nullptr},
+    {"algorithm", kRateForm, nullptr},
+    {"concurrency", kConcurrencyForm, nullptr},
+    {"queue", kConcurrencyForm, nullptr},
+    {"queue_timeout", kConcurrencyForm, nullptr},
+    {"lease", kConcurrencyForm, nullptr},
+};
+
+static_assert(std::size(kZoneParams) == kZoneParamCount);
+
+using ZoneValues = std::optional<std::string_view>[kZoneParamCount];
+
+// Zone names go into Redis keys and quoted header members: tokens only, and
+// never '#', which marks hashed subjects in keys.
+bool valid_zone_name(std::string_view name)
+{
+    if (name.empty()) {
+        return false;
+    }
+
+    for (char c : name) {
+        bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
+                     || (c >= 'A' && c <= 'Z');
+
+        if (!(alnum || c == '_' || c == '-' || c == '.')) {
+            return false;
+        }
+    }
+
+    return true;
+}
+
+// The limit and the window, from `rate=` or from `limit=` and `window=`.
+std::optional<std::string> read_rate_window(std::string_view name,
+                                            const ZoneValues &v,
+                                            Policy *policy)
+{
+    if (v[kRate]) {
+        if (v[kLimit] || v[kWindow]) {
+            return "\"rate=\" cannot be combined with \"limit=\" or "
+                   "\"window=\"";
+        }
+
+        auto rate = parse_rate(*v[kRate]);
+
+        if (!rate) {
+            return "invalid rate " + quoted(*v[kRate])
+                   + ": use Nr/s, Nr/m, Nr/h or Nr/d with N > 0";
+        }
+
+        policy->limit = rate->limit;
+        policy->window_ms = rate->window_ms;
+        return std::nullopt;
+    }
+
+    if (!v[kLimit] || !v[kWindow]) {
+        return "ratelimit_zone " + quoted(name)
+               + " needs \"rate=\", or both \"limit=\" and \"window=\"";
+    }
+
+    auto limit = parse_count(*v[kLimit]);
+
+    if (!limit) {
+        return "invalid limit " + quoted(*v[kLimit]);
+    }
+
+    auto window_ms = parse_time_ms(*v[kWindow]);
+
+    if (!window_ms) {
+        return "invalid window " + quoted(*v[kWindow]);
+    }
+
+    policy->limit = *limit;
+    policy->window_ms = *window_ms;
+    return std::nullopt;
+}
+
+// The algorithm, and the buckets the window is cut into.
+std::optional<std::string> read_buckets(const ZoneValues &v, ZoneParams *out)
+{
+    Policy &policy = out->policy;
+    std::string_view algorithm = v[kAlgorithm].value_or("sliding");
+
+    if (algorithm != "sliding" && algorithm != "fixed") {
+        return "invalid algorithm " + quoted(algorithm)
+               + ": use \"sliding\" or \"fixed\"";
+    }
+
+    out->fixed = algorithm == "fixed";
+
+    if (out->fixed) {
+        if (v[kBucket]) {
+            return "\"bucket=\" applies to sliding windows only";
+        }
+
+        // One bucket as long as the window: its number is the window's.
+        policy.bucket_ms = policy.window_ms;
+        return std::nullopt;
+    }
+
+    if (!v[kBucket]) {
+        policy.bucket_ms = default_bucket_ms(policy.window_ms);
+        return std::nullopt;
+    }
+
+    auto bucket_ms = parse_time_ms(*v[kBucket]);
+
+    if (!bucket_ms) {
+        return "invalid bucket " + quoted(*v[kBucket]);
+    }
+
+    if (*bucket_ms > policy.window_ms || policy.window_ms % *bucket_ms != 0) {
+        return "bucket " + quoted(*v[kBucket])
+               + " does not divide the window of "
+               + std::to_string(policy.window_ms) + " ms into whole buckets";
+    }
+
+    policy.bucket_ms = *bucket_ms;
+    return std::nullopt;
+}
+
+// A queue of 0 is no queue: unlike the count of slots, it may be 0.
+std::optional<std::uint64_t> parse_queue_length(std::string_view text)
+{
+    return text == "0" ? std::optional<std::uint64_t>(0) : parse_count(text);
+}
+
+std::optional<std::string> read_concurrency(const ZoneValues &v,
+                                            ConcurrencyPolicy *policy)
+{
+    auto limit = parse_count(v[kConcurrency].value_or(""));
+
+    if (!limit) {
+        return "invalid concurrency " + quoted(v[kConcurrency].value_or(""));
+    }
+
+    auto queue = v[kQueue] ? parse_queue_length(*v[kQueue])
+                           : std::optional<std::uint64_t>(0);
+
+    if (!queue) {
+        return "invalid queue " + quoted(*v[kQueue]);
+    }
+
+    auto timeout_ms = v[kQueueTimeout] ? parse_time_ms(*v[kQueueTimeout])
+                                       : kDefaultQueueTimeoutMs;
+
+    if (!timeout_ms) {
+        return "invalid queue_timeout " + quoted(*v[kQueueTimeout]);
+    }
+
+    auto lease_ms = v[kLease] ? parse_time_ms(*v[kLease]) : kDefaultLeaseMs;
+
+    if (!lease_ms || *lease_ms < kMinLeaseMs) {
+        return "invalid lease " + quoted(*v[kLease]) + ": at least "
+               + std::to_string(kMinLeaseMs) + " ms";
+    }
+
+    *policy = ConcurrencyPolicy{*limit, *queue, *timeout_ms, *lease_ms};
+    return std::nullopt;
+}
+
+// A zone with `concurrency=` is a concurrency zone, whatever else it has.
+ZoneKind zone_kind(const ParamTokens &tokens)
+{
+    for (std::size_t i = 1; i < tokens.size(); i++) {
+        if (tokens[i].substr(0, 12) == "concurrency=") {
+            return ZoneKind::kConcurrency;
+        }
+    }
+
+    return ZoneKind::kRate;
+}
+
+}  // namespace
+
+ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
+{
+    ParamResult<ZoneParams> result;
+    ZoneParams &zone = result.params;
+    zone.name = tokens.empty() ? std::string_view() : tokens[0];
+
+    if (!valid_zone_name(zone.name)) {
+        result.error = ParamError{
+            "invalid zone name " + quoted(zone.name)
+                + ": use letters, digits, \"_\", \"-\" and \".\"",
+            0};
+        return result;
+    }
+
+    zone.kind = zone_kind(tokens);
+    unsigned form = zone.kind == ZoneKind::kConcurrency ? kConcurrencyForm
+                                                        : kRateForm;
+    ZoneValues values;
+
+    for (std::size_t i = 1; i < tokens.size(); i++) {
+        auto error = take_named_param(kZoneParams, kZoneParamCount, form,
+                                      tokens[i], values);
+        if (error) {
+            result.error = ParamError{std::move(*error), i};
+            return result;
+        }
+    }
+
+    std::optional<std::string> error;
+
+    if (zone.kind == ZoneKind::kConcurrency) {
+        error = read_concurrency(values, &zone.concurrency);
+    } else {
+        error = read_rate_window(zone.name, values, &zone.policy);
+        error = error ? error : read_buckets(values, &zone);
+    }
+
+    zone.key = values[kKey].value_or("");
+
+    if (!error && zone.key.empty()) {
+        error = "no \"key=\" is defined for ratelimit_zone "
+                + quoted(zone.name);
+    }
+
+    if (error) {
+        result.error = ParamError{std::move(*error), tokens.size()};
+    }
+
+    return result;
+}
+
+}  // namespace ratelimit

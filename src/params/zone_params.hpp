@@ -1,0 +1,30 @@
+// `ratelimit_zone NAME key=VALUE ...`: the zone's name, key text and
+// policy, read from the directive's tokens.  A zone with `concurrency=`
+// bounds requests in flight; any other counts their rate.
+#pragma once
+
+#include <string_view>
+
+#include "limits/policy.hpp"
+#include "params/param_values.hpp"
+#include "scripts/concurrency_script.hpp"
+
+namespace ratelimit {
+
+enum class ZoneKind { kRate, kConcurrency };
+
+struct ZoneParams {
+    std::string_view name;
+    std::string_view key;            // the `key=` value, not empty; nginx
+                                     // compiles its variables
+    ZoneKind kind = ZoneKind::kRate;
+    Policy policy{};                 // a rate zone's
+    bool fixed = false;              // algorithm=fixed: one bucket, the
+                                     // window
+    ConcurrencyPolicy concurrency{}; // a concurrency zone's
+};
+
+// tokens: NAME, then the parameters.  An error on token 0 is the name's.
+ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens);
+
+}  // namespace ratelimit

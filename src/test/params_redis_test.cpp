@@ -1,0 +1,72 @@
+#include "params/redis_params.hpp"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace ratelimit {
+namespace {
+
+TEST(ParseRedisParams, Defaults)
+{
+    auto r = parse_redis_params({"127.0.0.1:6379"});
+    ASSERT_FALSE(r.error.has_value());
+    ASSERT_EQ(r.params.addresses.size(), 1u);
+    EXPECT_EQ(r.params.addresses[0].text, "127.0.0.1:6379");
+    EXPECT_EQ(r.params.db, 0);
+    EXPECT_EQ(r.params.timeout_ms, 50u);
+    EXPECT_EQ(r.params.connect_timeout_ms, 1000u);
+    EXPECT_FALSE(r.params.cluster);
+    EXPECT_TRUE(r.params.password.empty());
+}
+
+TEST(ParseRedisParams, EveryParameter)
+{
+    auto r = parse_redis_params({"a:1", "db=2", "user=rluser",
+                                 "password=secret", "timeout=100ms",
+                                 "connect_timeout=1s"});
+    ASSERT_FALSE(r.error.has_value()) << r.error->text;
+    EXPECT_EQ(r.params.db, 2);
+    EXPECT_EQ(r.params.user, "rluser");
+    EXPECT_EQ(r.params.password, "secret");
+    EXPECT_EQ(r.params.timeout_ms, 100u);
+    EXPECT_EQ(r.params.connect_timeout_ms, 1000u);
+
+    r = parse_redis_params({"s1:1", "s2:2", "localhost:3",
+                            "sentinel=mymaster", "db=3", "user=u",
+                            "password=p", "sentinel_user=su",
+                            "sentinel_password=sp"});
+    ASSERT_FALSE(r.error.has_value()) << r.error->text;
+    ASSERT_EQ(r.params.addresses.size(), 3u);
+    EXPECT_EQ(r.params.addresses[2].text, "localhost:3");
+    EXPECT_EQ(r.params.addresses[2].token, 2u);
+    EXPECT_EQ(r.params.sentinel_master, "mymaster");
+    EXPECT_EQ(r.params.sentinel_user, "su");
+    EXPECT_EQ(r.params.sentinel_password, "sp");
+
+    r = parse_redis_params({"unix:/tmp/r.sock", "password_file=/etc/pw",
+                            "db=0"});
+    ASSERT_FALSE(r.error.has_value()) << r.error->text;
+    EXPECT_EQ(r.params.password_file, "/etc/pw");
+    EXPECT_EQ(r.params.addresses[0].text, "unix:/tmp/r.sock");
+
+    r = parse_redis_params({"cluster", "n1:1", "n2:2", "cross_slot",
+                            "user=u", "password_file=f"});
+    ASSERT_FALSE(r.error.has_value()) << r.error->text;
+    EXPECT_TRUE(r.params.cluster);
+    EXPECT_TRUE(r.params.cross_slot);
+    EXPECT_EQ(r.params.addresses.size(), 2u);
+    EXPECT_EQ(r.params.addresses[0].token, 1u);
+}
+
+TEST(ParseRedisParams, ClusterOnlyFirst)
+{
+    // Elsewhere "cluster" is an address, and one too many.
+    auto r = parse_redis_params({"a:1", "cluster"});
+    ASSERT_TRUE(r.error.has_value());
+    EXPECT_EQ(r.params.addresses.size(), 2u);
+}
+
+}  // namespace
+}  // namespace ratelimit

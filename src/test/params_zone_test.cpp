@@ -1,0 +1,107 @@
+#include "params/zone_params.hpp"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace ratelimit {
+namespace {
+
+// What a case prints when it fails.
+std::string joined(const ParamTokens &tokens)
+{
+    std::string line;
+
+    for (std::string_view t : tokens) {
+        line.append(line.empty() ? "" : " ").append(t);
+    }
+
+    return line;
+}
+
+TEST(ParseZoneParams, RateZones)
+{
+    struct Case {
+        ParamTokens args;
+        std::uint64_t limit, window_ms, bucket_ms;
+        bool fixed;
+    };
+    const Case cases[] = {
+        {{"z1", "key=$binary_remote_addr", "rate=10r/s"}, 10, 1000, 20, false},
+        {{"z2", "key=$k", "rate=10r/m"}, 10, 60000, 1000, false},
+        {{"z3", "key=$host:$k", "rate=5r/h"}, 5, 3600000, 60000, false},
+        {{"z4", "key=$k", "rate=1r/d"}, 1, 86400000, 1440000, false},
+        {{"z5", "key=$k", "limit=5", "window=2s"}, 5, 2000, 40, false},
+        {{"z6", "key=$k", "limit=10", "window=1s", "bucket=100ms"},
+         10, 1000, 100, false},
+        {{"z7", "key=$k", "limit=3", "window=1m", "bucket=1s"},
+         3, 60000, 1000, false},
+        {{"z8", "key=$k", "limit=7", "window=61ms"}, 7, 61, 61, false},
+        {{"z9", "key=$k", "rate=100r/s", "bucket=50ms"}, 100, 1000, 50, false},
+        {{"z-1.a_B", "window=1s", "limit=5", "key=x"}, 5, 1000, 20, false},
+        {{"f", "key=$k", "rate=10r/s", "algorithm=fixed"},
+         10, 1000, 1000, true},
+        {{"s", "key=$k", "rate=10r/s", "algorithm=sliding"},
+         10, 1000, 20, false},
+        {{"b", "key=$k", "limit=2", "window=1s", "bucket=1s"},
+         2, 1000, 1000, false},
+        {{"w", "key=$k", "limit=1", "window=1m30s"}, 1, 90000, 1500, false},
+    };
+
+    for (const Case &c : cases) {
+        SCOPED_TRACE(joined(c.args));
+        auto result = parse_zone_params(c.args);
+        ASSERT_FALSE(result.error.has_value()) << result.error->text;
+        const ZoneParams &zone = result.params;
+        EXPECT_EQ(zone.kind, ZoneKind::kRate);
+        EXPECT_EQ(zone.name, c.args[0]);
+        EXPECT_EQ(zone.policy.limit, c.limit);
+        EXPECT_EQ(zone.policy.window_ms, c.window_ms);
+        EXPECT_EQ(zone.policy.bucket_ms, c.bucket_ms);
+        EXPECT_EQ(zone.fixed, c.fixed);
+    }
+}
+
+TEST(ParseZoneParams, KeyIsTheTextAfterKeyEquals)
+{
+    auto result = parse_zone_params({"api", "key=$host:$http_x=a",
+                                     "rate=1r/s"});
+    ASSERT_FALSE(result.error.has_value());
+    EXPECT_EQ(result.params.key, "$host:$http_x=a");
+}
+
+TEST(ParseZoneParams, ConcurrencyZones)
+{
+    struct Case {
+        ParamTokens args;
+        std::uint64_t limit, queue, queue_timeout_ms, lease_ms;
+    };
+    const Case cases[] = {
+        {{"c", "key=$k", "concurrency=2"}, 2, 0, 10000, 10000},
+        {{"c", "key=$k", "concurrency=5", "queue=0"}, 5, 0, 10000, 10000},
+        {{"c", "key=$k", "concurrency=1", "queue=10", "queue_timeout=3s"},
+         1, 10, 3000,
+         10000},
+        {{"c", "lease=300ms", "key=$k", "concurrency=1"}, 1, 0, 10000, 300},
+        {{"c", "key=$k", "concurrency=9007199254740992", "lease=1h"},
+         9007199254740992u,
+         0, 10000, 3600000},
+    };
+
+    for (const Case &c : cases) {
+        SCOPED_TRACE(joined(c.args));
+        auto result = parse_zone_params(c.args);
+        ASSERT_FALSE(result.error.has_value()) << result.error->text;
+        const ConcurrencyPolicy &p = result.params.concurrency;
+        EXPECT_EQ(result.params.kind, ZoneKind::kConcurrency);
+        EXPECT_EQ(result.params.key, "$k");
+        EXPECT_EQ(p.limit, c.limit);
+        EXPECT_EQ(p.queue, c.queue);
+        EXPECT_EQ(p.queue_timeout_ms, c.queue_timeout_ms);
+        EXPECT_EQ(p.lease_ms, c.lease_ms);
+    }
+}
+
+}  // namespace
+}  // namespace ratelimit
