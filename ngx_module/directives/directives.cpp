@@ -18,6 +18,7 @@ namespace {
 char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+char *set_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 
 // Unlike ngx_conf_check_num_bounds, names the directive, as nginx does
 // with a message a handler returns.
@@ -287,6 +288,26 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
     clcf->handler = query_handler;
+    return NGX_CONF_OK;
+}
+
+char *set_metrics(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
+{
+    auto *lcf = static_cast<LocConf *>(conf);
+
+    if (lcf->metrics) {
+        return duplicate_directive(cf);
+    }
+
+    lcf->metrics = true;
+
+    auto *mcf = static_cast<MainConf *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
+    mcf->metrics = true;
+
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = metrics_handler;
     return NGX_CONF_OK;
 }
 

@@ -124,6 +124,8 @@ u_char *render(ngx_http_request_t *r, const MetricsReport &report,
     }
 }
 
+}  // namespace
+
 ngx_int_t metrics_handler(ngx_http_request_t *r) noexcept
 {
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
@@ -151,28 +153,6 @@ ngx_int_t metrics_handler(ngx_http_request_t *r) noexcept
     }
 
     return send_body(r, NGX_HTTP_OK, metrics_content_type(format), body, len);
-}
-
-}  // namespace
-
-char *set_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
-{
-    auto *lcf = static_cast<LocConf *>(conf);
-
-    if (lcf->metrics) {
-        return const_cast<char *>("is duplicate");
-    }
-
-    lcf->metrics = true;
-
-    auto *mcf = static_cast<MainConf *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
-    mcf->metrics = true;
-
-    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
-        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-    clcf->handler = metrics_handler;
-    return NGX_CONF_OK;
 }
 
 }  // namespace ratelimit

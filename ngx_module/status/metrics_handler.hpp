@@ -7,6 +7,7 @@
 
 namespace ratelimit {
 
-char *set_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+// The content handler of a location with `ratelimit_metrics`.
+ngx_int_t metrics_handler(ngx_http_request_t *r) noexcept;
 
 }  // namespace ratelimit
