@@ -230,8 +230,10 @@ void cleanup_hold(void *data) noexcept
     hold->phase = SlotHold::Phase::kOut;
 }
 
-void init_event(ngx_event_t *ev, ngx_event_handler_pt handler,
-                SlotHold *hold)
+// Unlike the module's own events (init_event), not cancelable: a worker
+// exiting gracefully waits for its requests, and their timers with them.
+void init_hold_event(ngx_event_t *ev, ngx_event_handler_pt handler,
+                     SlotHold *hold)
 {
     ev->handler = handler;
     ev->data = hold;
@@ -287,7 +289,8 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
             decide_slot(hold, SlotOutcome::kTimedOut);
         } else {
             decide_slot(hold, hold->ref->dry_run || hold->state->lcf->dry_run
-                         ? SlotOutcome::kDryRun : SlotOutcome::kQueueFull);
+                              ? SlotOutcome::kDryRun
+                              : SlotOutcome::kQueueFull);
         }
         return;
 
@@ -390,9 +393,9 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     hold->handoff_us = kUnknownHandoff;
     hold->waiter.granted = on_slot_granted;
     hold->waiter.recheck = on_slot_recheck;
-    init_event(&hold->timer, on_hold_timer, hold);
-    init_event(&hold->deadline, on_deadline, hold);
-    init_event(&hold->done, on_hold_done, hold);
+    init_hold_event(&hold->timer, on_hold_timer, hold);
+    init_hold_event(&hold->deadline, on_deadline, hold);
+    init_hold_event(&hold->done, on_hold_done, hold);
     cln->handler = cleanup_hold;
     state->hold = hold;
 
