@@ -19,6 +19,10 @@
 #   BENCH_UNIQUE=1000000  distinct subjects for the RSS check
 #   BENCH_UNIQUE_SECONDS=70  time cap of the RSS check
 #   BENCH_OUT=path        where to write the report (default bench/results.md)
+#   BENCH_BASELINE_MODULE=path  another build of the module (before a
+#                         change): every case of the module runs twice,
+#                         CASE and CASE_base with that build, round-robin
+#                         in the same rounds
 
 use strict;
 use warnings;
@@ -444,6 +448,15 @@ my @CASES = (
     },
 );
 @CASES = grep { $ONLY{ $_->{id} } } @CASES if %ONLY;
+if (my $base = $ENV{BENCH_BASELINE_MODULE}) {
+    $base = abs_path($base) // die "$ENV{BENCH_BASELINE_MODULE} not found\n";
+    @CASES = map {
+        $_->{no_module} || $_->{lua} ? $_
+            : ($_, { %$_, id => "$_->{id}_base",
+                     label => "$_->{label} (baseline build)",
+                     load => "load_module $base;" })
+    } @CASES;
+}
 my %CASE = map { $_->{id} => $_ } @CASES;
 
 for my $c (@CASES) {
@@ -456,8 +469,8 @@ for my $c (@CASES) {
                . "    init_by_lua_block { require \"openresty_peer\" }\n";
     }
     $t->write_conf($http . server_block($c->{loc}, $c->{extra}),
-        no_module => ($c->{no_module} || $c->{lua}) ? 1 : 0,
-        main => $c->{lua} ? $LUA_MAIN : undef,
+        no_module => ($c->{no_module} || $c->{lua} || $c->{load}) ? 1 : 0,
+        main => $c->{lua} ? $LUA_MAIN : $c->{load},
         error_log_level => 'notice');
     $t->start_nginx;
     $c->{worker} = worker_pid($t->nginx_pid) or die "no nginx worker for case $c->{id}\n";
