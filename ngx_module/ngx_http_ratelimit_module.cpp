@@ -28,19 +28,34 @@ ngx_int_t preconfiguration(ngx_conf_t *cf) noexcept
 }
 
 // Preaccess, as limit_req: the access phase can be skipped by
-// `satisfy any` and is not run for subrequests.
-ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
+// `satisfy any` and is not run for subrequests.  nginx runs a phase's
+// handlers from the last added to the first, and a dynamic module is set
+// up after the built-in ones: added last, the handler would run before
+// realip's (its keys would see the proxy's address, and nginx would cache
+// $remote_addr so) and before limit_req and limit_conn (it would count
+// requests they then reject).  It goes first in the list, to run last.
+ngx_int_t add_preaccess_handler(ngx_conf_t *cf) noexcept
 {
     auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(
-        &cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers));
+    ngx_array_t *handlers = &cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers;
 
-    if (h == nullptr) {
+    if (ngx_array_push(handlers) == nullptr) {
         return NGX_ERROR;
     }
 
-    *h = preaccess_handler;
+    auto *h = static_cast<ngx_http_handler_pt *>(handlers->elts);
+
+    ngx_memmove(h + 1, h, (handlers->nelts - 1) * sizeof(*h));
+    h[0] = preaccess_handler;
+    return NGX_OK;
+}
+
+ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
+{
+    if (add_preaccess_handler(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     auto *mcf = static_cast<MainConf *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
