@@ -12,6 +12,11 @@
 #                       in build/deb/ from debian/, check it with lintian,
 #                       print its path
 #   ./build.sh module   build the module only, installing nothing (debian/rules)
+#   ./build.sh nginx-tests
+#                       build, then nginx's own test suite (../shared/nginx)
+#                       twice, without the module and with it on every
+#                       request, and the files whose results differ
+#                       (t/compat/nginx_tests.pl)
 #
 #   ./build.sh valgrind build, then integration tests with nginx under valgrind
 #                       (VALGRIND_TESTS="t/10-limit.t ..." picks them)
@@ -26,12 +31,24 @@
 # NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of
 # Debian's nginx-dev tree (/usr/share/nginx/src), which makes a module
 # binary-compatible with Debian's nginx package.
+#
+# NGINX_VERSION=1.31.4 (with test or nginx-tests) tests with that nginx
+# instead of Debian's: built from ../shared/nginx/nginx-1.31.4.tar.gz (a
+# tarball of nginx's repository, NGINX_TARBALLS names another folder) with
+# SSL, HTTP/2, HTTP/3 and --with-compat, the module built with it, both in
+# build/nginx-1.31.4/.  TESTS="t/10-limit.t ..." picks the integration tests
+# (default: all but the Debian package's).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NGINX_SRC=${NGINX_SRC:-/usr/share/nginx/src}
 SANITIZE=${SANITIZE:-}
-if [ -n "$SANITIZE" ]; then
+NGINX_VERSION=${NGINX_VERSION:-}
+NGINX_TARBALLS=${NGINX_TARBALLS:-$ROOT/../shared/nginx}
+if [ -n "$NGINX_VERSION" ]; then
+    BUILD=$ROOT/build/nginx-$NGINX_VERSION
+    SAN_FLAGS=""
+elif [ -n "$SANITIZE" ]; then
     BUILD=$ROOT/build/sanitize
     SAN_FLAGS="-fsanitize=$SANITIZE -fno-omit-frame-pointer -fno-sanitize-recover=all"
 else
@@ -45,6 +62,8 @@ PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
           libgtest-dev perl prometheus python3-prometheus-client wrk)
 # For ./build.sh deb, and for the test that installs what it makes.
 DEB_PACKAGES=(dpkg-dev debhelper lintian)
+# For an nginx built from source (NGINX_VERSION), and the HTTP/3 client.
+RELEASE_PACKAGES=(libpcre2-dev zlib1g-dev ngtcp2-client)
 VALGRIND_TESTS=${VALGRIND_TESTS:-t/10-limit.t t/13-zones.t t/15-counted-once.t
     t/20-redis-down.t t/24-bad-replies.t t/50-status-query.t t/52-peek-header.t}
 # Run a second time with the Redis module loaded into their Redis: every
@@ -110,6 +129,60 @@ build_module() {
     mv -f "$MODULE.tmp" "$MODULE"
 }
 
+# nginx NGINX_VERSION from its tarball, configured as nginx's repository
+# is (auto/configure), with the module as a dynamic module of the same
+# build: build/nginx-VERSION/nginx and ngx_http_ratelimit_module.so.  The
+# modules nginx's test suite needs most are built in; the prefix holds
+# only the logs nginx opens before it reads a configuration.
+build_nginx_release() {
+    local tree=$BUILD/src tarball=$NGINX_TARBALLS/nginx-$NGINX_VERSION.tar.gz
+    local stamp
+    [ -f "$tarball" ] || { say "$tarball not found"; return 1; }
+    stamp="$(cksum < "$tarball") $(cksum < "$ROOT/config") $(cd "$ROOT" \
+        && ls ngx_module/*.cpp ngx_module/*/*.cpp src/*/*.cpp | cksum)"
+    if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$BUILD/.stamp" 2>/dev/null)" != "$stamp" ]; then
+        say "configuring nginx $NGINX_VERSION from $tarball"
+        rm -rf "$BUILD"
+        mkdir -p "$tree" "$BUILD/prefix/logs"
+        chmod 0777 "$BUILD/prefix/logs"
+        tar -xzf "$tarball" -C "$tree" --strip-components=1
+        (cd "$tree" && auto/configure --prefix="$BUILD/prefix" \
+            --with-compat --with-threads --with-file-aio \
+            --with-http_ssl_module --with-http_v2_module \
+            --with-http_v3_module --with-http_realip_module \
+            --with-http_addition_module --with-http_sub_module \
+            --with-http_dav_module --with-http_gunzip_module \
+            --with-http_gzip_static_module --with-http_auth_request_module \
+            --with-http_secure_link_module --with-http_slice_module \
+            --with-http_stub_status_module --with-stream \
+            --with-stream_ssl_module --with-stream_realip_module \
+            --with-stream_ssl_preread_module --with-mail \
+            --with-mail_ssl_module --with-cc-opt="-O2 -g" \
+            --add-dynamic-module="$ROOT" >"$BUILD/configure.log" 2>&1) \
+            || { cat "$BUILD/configure.log" >&2; return 1; }
+        printf '%s' "$stamp" >"$BUILD/.stamp"
+    fi
+    say "building nginx $NGINX_VERSION and $MODULE"
+    make -s -C "$tree" -f objs/Makefile -j 2 binary modules \
+        >"$BUILD/make.log" 2>&1 || { cat "$BUILD/make.log" >&2; return 1; }
+    cp "$tree/objs/nginx" "$BUILD/nginx.tmp"
+    mv -f "$BUILD/nginx.tmp" "$BUILD/nginx"
+    cp "$tree/objs/ngx_http_ratelimit_module.so" "$MODULE.tmp"
+    mv -f "$MODULE.tmp" "$MODULE"
+}
+
+# The module for the nginx under test: Debian's (NGINX_SRC), or a release
+# built from source with it.
+build_for_nginx() {
+    if [ -n "$NGINX_VERSION" ]; then
+        install_missing "${RELEASE_PACKAGES[@]}"
+        build_nginx_release
+        export NGINX_BIN=$BUILD/nginx
+    else
+        build_module
+    fi
+}
+
 # The Redis module (redis_module/), for redis-server --loadmodule: its own
 # sources and the window rules it shares with the nginx module (src/).
 build_redis_module() {
@@ -133,8 +206,18 @@ unit_tests() {
 integration_tests() {
     local rc=0 files
     rm -rf "$BUILD/reports"
-    say "integration tests"
-    run_prove -r "$ROOT/t/" || rc=$?
+    if [ -n "${TESTS:-}" ]; then
+        say "integration tests: $TESTS"
+        # shellcheck disable=SC2086
+        run_prove $(cd "$ROOT" && realpath $TESTS) || rc=$?
+    elif [ -n "$NGINX_VERSION" ]; then
+        say "integration tests with nginx $NGINX_VERSION"
+        # The Debian package's test installs it into Debian's nginx.
+        run_prove $(ls "$ROOT"/t/*.t | grep -v '/60-deb\.t$') || rc=$?
+    else
+        say "integration tests"
+        run_prove -r "$ROOT/t/" || rc=$?
+    fi
     say "integration tests, Redis module loaded: $MODULE_TESTS"
     # shellcheck disable=SC2086
     files=$(cd "$ROOT" && realpath $MODULE_TESTS)
@@ -237,10 +320,16 @@ case "${1:-build}" in
         ;;
     test)
         install_missing "${DEB_PACKAGES[@]}"
-        build_module
+        build_for_nginx
         build_redis_module
-        unit_tests
+        [ -n "$NGINX_VERSION" ] || unit_tests
         integration_tests
+        ;;
+    nginx-tests)
+        install_missing
+        build_for_nginx
+        RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" \
+            "$ROOT/t/compat/nginx_tests.pl"
         ;;
     demo)
         install_missing
@@ -267,7 +356,7 @@ case "${1:-build}" in
         build_module
         ;;
     *)
-        echo "usage: $0 [build|test|demo|bench|valgrind|deb|module]" >&2
+        echo "usage: $0 [build|test|demo|bench|valgrind|deb|module|nginx-tests]" >&2
         exit 2
         ;;
 esac
