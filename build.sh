@@ -132,33 +132,32 @@ build_module() {
 # nginx NGINX_VERSION from its tarball, configured as nginx's repository
 # is (auto/configure), with the module as a dynamic module of the same
 # build: build/nginx-VERSION/nginx and ngx_http_ratelimit_module.so.  The
-# modules nginx's test suite needs most are built in; the prefix holds
-# only the logs nginx opens before it reads a configuration.
+# HTTP modules nginx's test suite uses most are built in (stream and mail,
+# which the module never sees, are not); the prefix holds only the logs
+# nginx opens before it reads a configuration.
 build_nginx_release() {
     local tree=$BUILD/src tarball=$NGINX_TARBALLS/nginx-$NGINX_VERSION.tar.gz
-    local stamp
+    local stamp flags=(--prefix="$BUILD/prefix" --with-compat --with-threads
+        --with-file-aio --with-http_ssl_module --with-http_v2_module
+        --with-http_v3_module --with-http_realip_module
+        --with-http_addition_module --with-http_sub_module
+        --with-http_dav_module --with-http_gunzip_module
+        --with-http_gzip_static_module --with-http_auth_request_module
+        --with-http_secure_link_module --with-http_slice_module
+        --with-http_stub_status_module --with-cc-opt="-O2 -g"
+        --add-dynamic-module="$ROOT")
     [ -f "$tarball" ] || { say "$tarball not found"; return 1; }
-    stamp="$(cksum < "$tarball") $(cksum < "$ROOT/config") $(cd "$ROOT" \
-        && ls ngx_module/*.cpp ngx_module/*/*.cpp src/*/*.cpp | cksum)"
+    stamp="${flags[*]} $(cksum < "$tarball") $(cksum < "$ROOT/config") \
+        $(cd "$ROOT" && ls ngx_module/*.cpp ngx_module/*/*.cpp src/*/*.cpp \
+        | cksum)"
     if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$BUILD/.stamp" 2>/dev/null)" != "$stamp" ]; then
         say "configuring nginx $NGINX_VERSION from $tarball"
         rm -rf "$BUILD"
         mkdir -p "$tree" "$BUILD/prefix/logs"
         chmod 0777 "$BUILD/prefix/logs"
         tar -xzf "$tarball" -C "$tree" --strip-components=1
-        (cd "$tree" && auto/configure --prefix="$BUILD/prefix" \
-            --with-compat --with-threads --with-file-aio \
-            --with-http_ssl_module --with-http_v2_module \
-            --with-http_v3_module --with-http_realip_module \
-            --with-http_addition_module --with-http_sub_module \
-            --with-http_dav_module --with-http_gunzip_module \
-            --with-http_gzip_static_module --with-http_auth_request_module \
-            --with-http_secure_link_module --with-http_slice_module \
-            --with-http_stub_status_module --with-stream \
-            --with-stream_ssl_module --with-stream_realip_module \
-            --with-stream_ssl_preread_module --with-mail \
-            --with-mail_ssl_module --with-cc-opt="-O2 -g" \
-            --add-dynamic-module="$ROOT" >"$BUILD/configure.log" 2>&1) \
+        (cd "$tree" && auto/configure "${flags[@]}" \
+            >"$BUILD/configure.log" 2>&1) \
             || { cat "$BUILD/configure.log" >&2; return 1; }
         printf '%s' "$stamp" >"$BUILD/.stamp"
     fi
@@ -217,6 +216,10 @@ integration_tests() {
     else
         say "integration tests"
         run_prove -r "$ROOT/t/" || rc=$?
+    fi
+    # A release's subset has t/35 for the Redis module.
+    if [ -n "$NGINX_VERSION" ] && [ -n "${TESTS:-}" ]; then
+        return $rc
     fi
     say "integration tests, Redis module loaded: $MODULE_TESTS"
     # shellcheck disable=SC2086
