@@ -38,7 +38,7 @@ void report_decided(SlotReport *report, Result result)
 }
 
 void report_entry_failed(SlotReport *report, const SlotReport::Entry &entry,
-          const char *why, std::string_view detail = {})
+                         const char *why, std::string_view detail = {})
 {
     RedisLink *link = worker_objects().link;
 

@@ -234,7 +234,7 @@ bool wants_peek(ngx_http_request_t *r, const ngx_str_t &name)
     }
 }
 
-ngx_int_t check_request(ngx_http_request_t *r, const LocConf *lcf)
+ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
 {
     RequestState *state = create_state(r, true);
 
@@ -345,7 +345,7 @@ ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
         return NGX_DECLINED;
     }
 
-    return check_request(r, lcf);
+    return check_request_zones(r, lcf);
 }
 
 }  // namespace ratelimit

@@ -149,8 +149,8 @@ void on_wake(ngx_event_t *ev) noexcept
         u_char text[NGX_INT_T_LEN + 16];
         u_char *end = ngx_sprintf(text, " after %M ms", mcf->redis->timeout);
         decide_as_failed(state, "redis timed out",
-             {reinterpret_cast<char *>(text),
-              static_cast<size_t>(end - text)});
+                         {reinterpret_cast<char *>(text),
+                          static_cast<size_t>(end - text)});
         worker_objects().link->on_request_timeout();
     }
 

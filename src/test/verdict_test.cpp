@@ -32,8 +32,8 @@ Verdict decide_for(const std::vector<Zone> &zones, bool rejected,
         counts.push_back(zones[i].count);
     }
     std::optional<Verdict> v = decide_verdict(policies.data(), enforced.get(),
-                                      counts.data(), zones.size(), now_ms,
-                                      rejected);
+                                              counts.data(), zones.size(),
+                                              now_ms, rejected);
     EXPECT_TRUE(v.has_value()) << "a consistent reply gave no verdict";
     return v.value_or(Verdict{});
 }
