@@ -39,10 +39,11 @@ ngx_int_t request_log_handler(ngx_http_request_t *r) noexcept
     state->in_flight = false;
 
     bool success = response_succeeded(state->r);
+    std::uint64_t now = metrics::now_us();
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         metrics::record_zone_done(state->refs[i]->zone->index, success,
-                                  state->check_start_us);
+                                  state->check_start_us, now);
     }
 
     return NGX_OK;
@@ -56,12 +57,14 @@ void record_request_decision(RequestState *state) noexcept
         return;
     }
 
+    std::uint64_t wait_us = metrics::now_us() - state->check_start_us;
+
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         Decision decision = zone_decision(state, i);
 
         if (decision != Decision::kCount
             && metrics::record_zone_decision(state->refs[i]->zone->index,
-                                             decision, state->check_start_us))
+                                             decision, wait_us))
         {
             state->in_flight = true;
         }

@@ -48,13 +48,21 @@ void enter_busy(ngx_uint_t zone)
     }
 }
 
-// A request the zone let through ends: a success's response time runs
-// from `start_us` (the preaccess phase saw its headers) to now, in
-// microseconds: nginx's own $request_time has milliseconds only.
-void leave_busy(ngx_uint_t zone, bool success, std::uint64_t start_us)
+// A check came to `decision` after `wait_us`.
+void count_decision(ZoneCounters *z, Decision decision, std::uint64_t wait_us)
+{
+    add(&z->decisions[static_cast<std::size_t>(decision)], 1);
+    observe(&z->check_us, kDurationBoundsUs, wait_us);
+}
+
+// A request the zone let through ends at `now` (now_us()): a success's
+// response time runs from `start_us` (the preaccess phase saw its
+// headers), in microseconds: nginx's own $request_time has milliseconds
+// only.
+void leave_busy(ngx_uint_t zone, bool success, std::uint64_t start_us,
+                std::uint64_t now)
 {
     ZoneCounters *z = zone_slot(zone);
-    std::uint64_t now = now_us();
 
     if (success) {
         add(&z->successes, 1);
@@ -206,16 +214,13 @@ std::uint64_t check_clock() noexcept
 }
 
 bool record_zone_decision(ngx_uint_t zone, Decision decision,
-                          std::uint64_t start_us) noexcept
+                          std::uint64_t wait_us) noexcept
 {
     if (worker == nullptr) {
         return false;
     }
 
-    ZoneCounters *z = zone_slot(zone);
-
-    add(&z->decisions[static_cast<std::size_t>(decision)], 1);
-    observe(&z->check_us, kDurationBoundsUs, now_us() - start_us);
+    count_decision(zone_slot(zone), decision, wait_us);
 
     if (decision == Decision::kRejected
         || decision == Decision::kErrorRejected)
@@ -227,11 +232,11 @@ bool record_zone_decision(ngx_uint_t zone, Decision decision,
     return true;
 }
 
-void record_zone_done(ngx_uint_t zone, bool success,
-                      std::uint64_t start_us) noexcept
+void record_zone_done(ngx_uint_t zone, bool success, std::uint64_t start_us,
+                      std::uint64_t now) noexcept
 {
     if (worker != nullptr) {
-        leave_busy(zone, success, start_us);
+        leave_busy(zone, success, start_us, now);
     }
 }
 
@@ -251,8 +256,7 @@ void record_slot_outcome(ngx_uint_t zone, Decision decision, SlotEvent event,
 
     ZoneCounters *z = zone_slot(zone);
 
-    add(&z->decisions[static_cast<std::size_t>(decision)], 1);
-    observe(&z->check_us, kDurationBoundsUs, now_us() - start_us);
+    count_decision(z, decision, now_us() - start_us);
 
     if (event != SlotEvent::kCount) {
         add(&z->slot_events[static_cast<std::size_t>(event)], 1);
@@ -292,7 +296,7 @@ void record_slot_freed(ngx_uint_t zone, bool success,
 {
     if (worker != nullptr) {
         add(&zone_slot(zone)->slots_freed, 1);
-        leave_busy(zone, success, start_us);
+        leave_busy(zone, success, start_us, now_us());
     }
 }
 

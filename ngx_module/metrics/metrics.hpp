@@ -37,14 +37,16 @@ std::uint64_t now_us() noexcept;
 // now_us() when enabled(), else 0: when a request's check starts.
 std::uint64_t check_clock() noexcept;
 
-// Zones are named by their index (Zone::index).  A check that started at
-// `start_us` (check_clock()) came to `decision` in the zone; true if the
-// zone now counts the request in flight, until record_zone_done().  A
-// request ends a success when answered below 400.
+// Zones are named by their index (Zone::index).  A check came to
+// `decision` in the zone after `wait_us`; true if the zone now counts the
+// request in flight, until record_zone_done() at `now` (now_us()) for a
+// request whose check started at `start_us` (check_clock()).  A request
+// ends a success when answered below 400.  A request's zones share one
+// reading of the clock.
 bool record_zone_decision(ngx_uint_t zone, Decision decision,
-                          std::uint64_t start_us) noexcept;
-void record_zone_done(ngx_uint_t zone, bool success,
-                      std::uint64_t start_us) noexcept;
+                          std::uint64_t wait_us) noexcept;
+void record_zone_done(ngx_uint_t zone, bool success, std::uint64_t start_us,
+                      std::uint64_t now) noexcept;
 void record_deny_cache_hit(ngx_uint_t zone) noexcept;
 
 // Concurrency zones: what a request's ask for a slot came to (`event`
