@@ -150,10 +150,13 @@ bool RedisCluster::send_keyed(std::uint16_t slot, std::string_view command,
         return false;
     }
 
+    if (!n->ready()) {
+        return false;
+    }
+
     auto *call = new (std::nothrow) KeyedCall();
 
-    if (call == nullptr || !n->ready()) {
-        delete call;
+    if (call == nullptr) {
         return false;
     }
 
@@ -253,7 +256,9 @@ bool RedisCluster::follow_redirect(KeyedCall *call, const Redirect &to) noexcept
         bool known = map_.find(host, to.port) != SlotMap::kNoNode;
 
         try {
-            node_of_.reserve(node_of_.size() + 1);
+            if (!known) {
+                node_of_.reserve(node_of_.size() + 1);
+            }
         } catch (...) {
             return false;
         }
