@@ -92,6 +92,14 @@ install_missing() {
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# What configuring nginx's tree takes from the module: its addon script,
+# which finds the sources by their folders, and the list of those sources
+# (a file added or removed configures the tree again).
+addon_sum() {
+    cksum < "$ROOT/config"
+    (cd "$ROOT" && ls ngx_module/*.cpp ngx_module/*/*.cpp src/*/*.cpp | cksum)
+}
+
 # Configures a private copy of the nginx tree once per set of flags, then
 # lets nginx's own Makefile rebuild what changed.
 build_module() {
@@ -105,11 +113,7 @@ build_module() {
         flags=(--with-compat)
     fi
     local stamp
-    # config finds the sources by their folders: a file added or removed
-    # configures the tree again.
-    stamp="$NGINX_SRC ${flags[*]} $cc_opt $ld_opt $(cksum < "$ROOT/config")"
-    stamp="$stamp $(cd "$ROOT" && ls ngx_module/*.cpp ngx_module/*/*.cpp \
-        src/*/*.cpp | cksum)"
+    stamp="$NGINX_SRC ${flags[*]} $cc_opt $ld_opt $(addon_sum)"
     if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$tree/.stamp" 2>/dev/null)" != "$stamp" ]; then
         say "configuring nginx tree from $NGINX_SRC"
         rm -rf "$tree"
@@ -147,9 +151,7 @@ build_nginx_release() {
         --with-http_stub_status_module --with-cc-opt="-O2 -g"
         --add-dynamic-module="$ROOT")
     [ -f "$tarball" ] || { say "$tarball not found"; return 1; }
-    stamp="${flags[*]} $(cksum < "$tarball") $(cksum < "$ROOT/config") \
-        $(cd "$ROOT" && ls ngx_module/*.cpp ngx_module/*/*.cpp src/*/*.cpp \
-        | cksum)"
+    stamp="${flags[*]} $(cksum < "$tarball") $(addon_sum)"
     if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$BUILD/.stamp" 2>/dev/null)" != "$stamp" ]; then
         say "configuring nginx $NGINX_VERSION from $tarball"
         rm -rf "$BUILD"
