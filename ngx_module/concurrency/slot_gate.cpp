@@ -243,7 +243,7 @@ void SlotGate::on_message(void *data, std::string_view message) noexcept
     while (ok && node != &gate->sentinel_) {
         if (key == node->key) {
             SlotWaiter *waiter = waiter_of(node);
-            waiter->granted(waiter, freed_ok ? freed_us : 0);
+            waiter->woken(waiter, freed_ok ? freed_us : 0);
             return;
         }
 

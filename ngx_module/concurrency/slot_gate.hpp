@@ -34,14 +34,15 @@ struct SlotCallRecord {
 };
 
 // A request waiting in a queue, as the gate knows it: found by its number
-// when Redis grants it a slot, or told to check its place again.  It lives
+// when a wake-up names it, or told to check its place again.  It lives
 // inside its holder's record, which the gate never sees.
 struct SlotWaiter {
     ngx_rbtree_node_t node;  // in the gate's waiters, by seq, while queued
     bool waiting;            // in it now
-    // Redis granted it the slot, freed at `freed_us` (wall_clock_us(); 0 if
-    // not known): it resumes at once.
-    void (*granted)(SlotWaiter *waiter, std::uint64_t freed_us) noexcept;
+    // A wake-up names it: Redis may have given it the slot, freed at
+    // `freed_us` (wall_clock_us(); 0 if not said).  Anyone who may PUBLISH
+    // can send one: it is a hint, which the waiter confirms with Redis.
+    void (*woken)(SlotWaiter *waiter, std::uint64_t freed_us) noexcept;
     // Messages may have been lost: it asks Redis for its place.
     void (*recheck)(SlotWaiter *waiter) noexcept;
 };

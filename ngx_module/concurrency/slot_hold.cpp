@@ -152,6 +152,18 @@ void wait_in_queue(SlotHold *hold)
     metrics::record_slot_queued(hold->ref->zone->index, true);
 }
 
+// From the slot's release (by the releasing worker's clock, as the wake-up
+// said) to now.  Clocks of two servers may disagree: a hand-off "before"
+// its release counts as 0.  Unknown when no wake-up came.
+void time_handoff(SlotHold *hold)
+{
+    if (hold->hinted_freed_us != 0) {
+        std::uint64_t now_us = wall_clock_us();
+        hold->handoff_us = now_us > hold->hinted_freed_us
+                           ? now_us - hold->hinted_freed_us : 0;
+    }
+}
+
 // The caller resumes the request.
 void granted_after_wait(SlotHold *hold)
 {
@@ -265,6 +277,7 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
     switch (reply->code) {
     case SlotCode::kHeld:
         if (checking) {
+            time_handoff(hold);
             granted_after_wait(hold);
             resume_later(hold);
         } else {
@@ -275,7 +288,13 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
     case SlotCode::kQueued:
         if (checking) {
             hold->phase = SlotHold::Phase::kQueued;
-            ngx_add_timer(&hold->timer, kRecheckMs);
+
+            if (hold->hinted_again) {
+                hold->hinted_again = false;
+                recheck_slot(hold);
+            } else {
+                ngx_add_timer(&hold->timer, kRecheckMs);
+            }
         } else {
             wait_in_queue(hold);
         }
@@ -301,24 +320,29 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
     }
 }
 
-// From the worker's Pub/Sub connection, which the request never sends to
-// or closes: the request resumes at once.  A posted event would run only
-// after every other event of the loop turn, which at bench/queue.pl's load
-// delayed the waiter by 45 us at the median and 0.3 ms at p99.  Clocks of
-// two servers may disagree: a hand-off "before" its release counts as 0.
-void on_slot_granted(SlotWaiter *waiter, std::uint64_t freed_us) noexcept
+// A message on the worker's channel says Redis may have given the waiter
+// its slot.  Anyone who may PUBLISH on that Redis can send one, so it is a
+// hint, never a grant: the waiter asks Redis at once (a check), and only
+// the check's answer admits it.  A hint that comes while a check is out
+// may postdate what that check saw: it asks again when that check says
+// "queued".  The release's time it carries (`freed_us`) only times the
+// hand-off of a slot Redis confirms.
+void on_slot_woken(SlotWaiter *waiter, std::uint64_t freed_us) noexcept
 {
     SlotHold *hold = hold_of(waiter);
 
-    if (queued(hold)) {
-        if (freed_us != 0) {
-            std::uint64_t now_us = wall_clock_us();
-            hold->handoff_us = now_us > freed_us ? now_us - freed_us : 0;
-        }
-
-        granted_after_wait(hold);
-        resume_request(hold->state, hold->decided);
+    if (!queued(hold)) {
+        return;
     }
+
+    hold->hinted_freed_us = freed_us;
+
+    if (hold->phase == SlotHold::Phase::kChecking) {
+        hold->hinted_again = true;
+        return;
+    }
+
+    recheck_slot(hold);
 }
 
 void recheck_slot(SlotHold *hold) noexcept
@@ -391,7 +415,7 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     hold->decided = decided;
     hold->asked_msec = ngx_current_msec;
     hold->handoff_us = kUnknownHandoff;
-    hold->waiter.granted = on_slot_granted;
+    hold->waiter.woken = on_slot_woken;
     hold->waiter.recheck = on_slot_recheck;
     init_hold_event(&hold->timer, on_hold_timer, hold);
     init_hold_event(&hold->deadline, on_deadline, hold);

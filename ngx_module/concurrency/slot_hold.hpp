@@ -8,10 +8,10 @@
 // request's pool, and with it the hold.
 //
 // Redis calls: one to ask; while queued, one check every kRecheckMs
-// (Pub/Sub wakes the waiter at once when it gets the slot; the checks
-// only catch a lost message) and one each time the worker's subscription
-// is made again; while held, one renewal every third of the lease; one to
-// give the slot or the place back.
+// (the checks catch a lost message), one for each Pub/Sub wake-up (a hint
+// that the waiter has the slot: only a check admits it) and one each time
+// the worker's subscription is made again; while held, one renewal every
+// third of the lease; one to give the slot or the place back.
 #pragma once
 
 #include "request/request_state.hpp"
@@ -54,6 +54,8 @@ struct SlotHold {
     ngx_msec_t queue_ms;     // waited in the queue, if outcome says so
     std::uint64_t handoff_us;  // the slot's release to the resumption, if
                                // Pub/Sub told it; else kUnknownHandoff
+    std::uint64_t hinted_freed_us;  // the last wake-up's release time, us
+    bool hinted_again;       // a wake-up came while a check was out
     void (*decided)(RequestState *state) noexcept;
 };
 

@@ -14,7 +14,9 @@
 // digits), SEQ its request.  A slot freed is given, in the same call, to
 // the oldest waiter, which is moved to `held` before it is told: by a
 // PUBLISH of its token on the channel "PREFIX:wake:WORKER", which only its
-// own worker subscribes to, so one release wakes one waiter.  The message
+// own worker subscribes to, so one release wakes one waiter.  Anyone who
+// may PUBLISH can forge one: the waiter takes it as a hint and checks
+// (kCheck) that it holds the slot before it goes on.  The message
 // is "TOKEN FREED_US": when the slot was freed, in microseconds since the
 // epoch, by the releasing worker's clock (for a release) or by Redis's (for
 // a lease that ran out), so that the waiter's worker can time the hand-off.
