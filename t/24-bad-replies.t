@@ -257,6 +257,7 @@ sub fake_reply {
         nowstr   => flat_reply($now, ($ok) x $n) =~ s/^(\*\d+\r\n):(\d+)\r\n/$1\$13\r\n$2\r\n/r,
         nested   => "*$n\r\n" . ("*5\r\n" . ints($now, 0, 1, $b, 0)) x $n,
         err      => "-ERR injected failure\r\n",
+        errnl    => "-ERR injected\n2026/01/01 00:00:00 [error] 1#1: forged line\r\n",
         noscript => "-NOSCRIPT No matching script. Please use EVAL.\r\n",
         garbage  => "HTTP/1.1 400 Bad Request\r\n\r\n",
         deep     => ("*1\r\n" x 64) . ":1\r\n",
@@ -441,6 +442,23 @@ for my $mode (qw(garbage deep partial bigbulk)) {
     my %after = cmds();
     my $conns = ($after{CONNECT} // 0) - ($before{CONNECT} // 0);
     cmp_ok($conns, '<=', 20, "after '$mode': reconnected without a storm ($conns connections)");
+}
+
+# An error reply holding a newline (a fake node, or a peer in the middle,
+# can send one): one log line, the newline shown as \x0a, nothing that
+# reads as a line of nginx's own.
+{
+    ok(wait_valid(), "before 'errnl': sane replies taken");
+    set_mode('errnl');
+    is(sr($t->req('open', 'errnl-1')), '200/ERROR', "'errnl': fail open, ERROR");
+    # one line a second about Redis: past this second's, if it had one
+    sleep_next_second();
+    $t->req('open', 'errnl-2');
+    ok($t->wait_log(qr/redis answered an error: ERR injected\\x0a2026\/01\/01 00:00:00 \[error\] 1#1: forged line,/, 1, 2),
+        "'errnl': the error in one log line, its newline escaped")
+        or diag(join '', grep { /injected/ } split /^/, $t->error_log);
+    unlike($t->error_log, qr/^2026\/01\/01 00:00:00 \[error\]/m, "'errnl': no forged line in the log");
+    ok(wait_valid(), "after 'errnl': recovers (PASSED again)");
 }
 
 # an error and an immediate close on connect, as Redis does at maxclients:

@@ -1,6 +1,7 @@
 // nginx's headers, and the small pieces of nginx glue every layer of the
 // shell uses: views of nginx strings, the module's own timers and events,
-// and the throttle of a worker's log lines about Redis.
+// peers' words made safe for the log, and the throttle of a worker's log
+// lines about Redis.
 #pragma once
 
 extern "C" {
@@ -10,6 +11,8 @@ extern "C" {
 }
 
 #include <string_view>
+
+#include "base/printable_text.hpp"
 
 extern "C" ngx_module_t ngx_http_ratelimit_module;
 
@@ -32,6 +35,26 @@ inline void stop_timer(ngx_event_t *ev)
 // it never holds a gracefully exiting worker.
 void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
                 ngx_log_t *log) noexcept;
+
+// What a peer says (an error reply, an address it names) as it may go
+// into the error log, "%V" of str(): see base/printable_text.hpp.  A
+// newline in a Redis error cannot forge a log line.
+class LoggedText {
+public:
+    explicit LoggedText(std::string_view text) noexcept
+    {
+        str_.data = buf_;
+        str_.len = write_printable(text, kMaxShown,
+                                   reinterpret_cast<char *>(buf_));
+    }
+
+    const ngx_str_t *str() const noexcept { return &str_; }
+
+private:
+    static constexpr size_t kMaxShown = 256;  // bytes of the text
+    u_char buf_[printable_size(kMaxShown)];
+    ngx_str_t str_;
+};
 
 // At most one line a second for a worker's Redis troubles, however many
 // connections and requests share them.

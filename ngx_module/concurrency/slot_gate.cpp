@@ -188,9 +188,9 @@ void SlotGate::answer(SlotCallRecord *call, const redisReply *reply) noexcept
     if (call->waiter != nullptr) {
         call->answered(call->waiter, reply == nullptr ? nullptr : &decoded);
     } else if (decoded.kind == SlotReply::Kind::kError && link_->may_log()) {
+        LoggedText error(decoded.error);
         ngx_log_error(NGX_LOG_WARN, log_, 0,
-                      "ratelimit: redis answered an error: %*s",
-                      decoded.error.size(), decoded.error.data());
+                      "ratelimit: redis answered an error: %V", error.str());
     }
 
     delete call;

@@ -115,9 +115,10 @@ void log_failure(SlotHold *hold, const char *why, std::string_view detail)
         return;
     }
 
+    LoggedText text(detail);
     ngx_log_error(NGX_LOG_WARN, hold->state->r->connection->log, 0,
-                  "ratelimit: %s%*s, concurrency zone \"%V\", %s", why,
-                  detail.size(), detail.data(), &hold->ref->zone->name,
+                  "ratelimit: %s%V, concurrency zone \"%V\", %s", why,
+                  text.str(), &hold->ref->zone->name,
                   hold->state->lcf->fail == kFailClosed ? "request rejected"
                                                         : "request passed");
 }

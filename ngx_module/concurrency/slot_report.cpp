@@ -43,10 +43,10 @@ void report_entry_failed(SlotReport *report, const SlotReport::Entry &entry,
     RedisLink *link = worker_objects().link;
 
     if (link == nullptr || link->may_log()) {
+        LoggedText text(detail);
         ngx_log_error(NGX_LOG_WARN, report->state->r->connection->log, 0,
-                      "ratelimit: %s%*s, concurrency zone \"%V\", "
-                      "answered 503", why, detail.size(), detail.data(),
-                      &entry.ref->zone->name);
+                      "ratelimit: %s%V, concurrency zone \"%V\", "
+                      "answered 503", why, text.str(), &entry.ref->zone->name);
     }
 
     report->state->result = Result::kError;

@@ -55,10 +55,10 @@ void CallBatcher::on_script_loaded(void *data,
     metrics::record_link_error(LinkError::kErrorReply);
 
     if (batcher->link_->may_log()) {
+        LoggedText error({reply->str, reply->len});
         ngx_log_error(NGX_LOG_ERR, batcher->turn_end_.log, 0,
-                      "ratelimit: redis at \"%V\" refused SCRIPT LOAD: %*s",
-                      &batcher->link_->server(),
-                      static_cast<size_t>(reply->len), reply->str);
+                      "ratelimit: redis at \"%V\" refused SCRIPT LOAD: %V",
+                      &batcher->link_->server(), error.str());
     }
 
     batcher->link_->reconnect();

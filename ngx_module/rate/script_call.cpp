@@ -27,9 +27,9 @@ void fail_log(RequestState *state, const char *why, std::string_view detail)
                           : state->lcf->fail == kFailClosed
                           ? "request rejected" : "request passed";
 
+    LoggedText text(detail);
     ngx_log_error(NGX_LOG_WARN, state->r->connection->log, 0,
-                  "ratelimit: %s%*s, %s", why, detail.size(), detail.data(),
-                  outcome);
+                  "ratelimit: %s%V, %s", why, text.str(), outcome);
 }
 
 void decide_as_failed(RequestState *state, const char *why,

@@ -39,17 +39,14 @@ void DecideProbe::on_reply(void *data, const redisReply *reply) noexcept
         return;
     }
 
-    ngx_str_t why = ngx_string("not its answer");
-
-    if (reply->type == REDIS_REPLY_ERROR) {
-        why.data = reinterpret_cast<u_char *>(reply->str);
-        why.len = reply->len;
-    }
+    LoggedText why(reply->type == REDIS_REPLY_ERROR
+                   ? std::string_view(reply->str, reply->len)
+                   : std::string_view("not its answer"));
 
     ngx_log_error(NGX_LOG_NOTICE, probe->log_, 0,
                   "ratelimit: redis at \"%V\" cannot run %s (%V): this "
                   "connection uses the window script",
-                  &probe->conn_->display(), kDecideCommand, &why);
+                  &probe->conn_->display(), kDecideCommand, why.str());
 }
 
 void DecideProbe::lost() noexcept

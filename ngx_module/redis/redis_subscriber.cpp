@@ -110,11 +110,12 @@ void RedisSubscriber::on_subscribe_reply(void *data,
 
     if (reply->type != REDIS_REPLY_ARRAY) {
         if (sub->link_->may_log()) {
+            LoggedText error(reply->type == REDIS_REPLY_ERROR
+                             ? std::string_view(reply->str, reply->len)
+                             : std::string_view());
             ngx_log_error(NGX_LOG_ERR, sub->log_, 0,
-                          "ratelimit: redis at \"%V\" refused SUBSCRIBE: %*s",
-                          &sub->peer_.display,
-                          reply->type == REDIS_REPLY_ERROR ? reply->len : 0,
-                          reply->str);
+                          "ratelimit: redis at \"%V\" refused SUBSCRIBE: %V",
+                          &sub->peer_.display, error.str());
         }
         sub->conn_.close();
         sub->lost();
