@@ -165,11 +165,32 @@ for my $s (@SUBJ) {
     my %h = ref $h eq 'ARRAY' ? @$h : ();
     push @wrong, "$k on $m: " . (ref $h ? "t=" . ($h{t} // '-') : "$h") unless ($h{t} // -1) == $LIMIT;
 }
-is(scalar @wrong, 0, "every subject's key rl:api:{SUBJECT} holds t=$LIMIT on the master of its slot")
+is(scalar @wrong, 0, "every subject's key rl:api:{TAG}SUBJECT holds t=$LIMIT on the master of its slot")
     or diag(join "\n", @wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]);
 my @spread = map { $on{ $_->{port} } // 0 } @M0;
 ok(!(grep { $_ < 40 } @spread), "the subjects spread over all 3 masters (@spread)");
 is($c->cmd('rl:api:s0', 'EXISTS', 'rl:api:s0'), 0, 'no key without the hash tag (rl:api:s0)');
+
+# Subjects a client crafted to share the hash tag "pin" (what lay between
+# '{' and '}' when the tag was the subject itself): their keys, as SCAN
+# finds them on each master, spread over the masters.
+{
+    my @pinned = map { "pin}$_" } 0 .. 59;
+    $t1->req('closed', $_) for @pinned;
+    my @found = map {
+        my ($port, $cursor, $n) = ($_->{port}, 0, 0);
+        do {
+            my $r = $c->node($port, 'SCAN', $cursor, 'MATCH', 'rl:api:*pin}*', 'COUNT', 1000);
+            $cursor = $r->[0];
+            $n += @{ $r->[1] };
+        } while ($cursor ne '0');
+        $n;
+    } @M0;
+    my $total = 0;
+    $total += $_ for @found;
+    is($total, 60, '60 subjects "pin}N": 60 keys');
+    ok(!(grep { $_ < 8 } @found), "... spread over the 3 masters (@found), not pinned to one");
+}
 
 is($t1->hammer(\@T, 30, '/closed/index.html', { 'X-Api-Key' => 'hot' }), "$LIMIT/25/0",
     "one hot subject, 30 at once from both servers: exactly $LIMIT passed");
@@ -178,7 +199,7 @@ is($c->hash_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redi
 my $long = 'L' x 300;
 my @lr = map { $t1->req('closed', $long) } 1 .. $LIMIT + 2;
 is(tally(@lr), "$LIMIT/2/0", 'a 300-byte subject: exact limit');
-my $lk = 'rl:api#{' . sha1_hex($long) . '}';
+my $lk = key('api', $long);
 is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: $lk holds t=$LIMIT on its master");
 
 # A concurrency zone's slot moved to another master behind nginx's back:
@@ -188,8 +209,8 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
     my ($s, $slot, $from);
     for my $n (0 .. 500) {
         $s = "mv$n";
-        # {PREFIX:ZONE:SUBJECT}:held and :queue, a slot of their own
-        $slot = ClusterTest::keyslot("{rl:q:$s}:held");
+        # {PREFIX:ZONE:{TAG}SUBJECT}:held and :queue, a slot of their own
+        $slot = ClusterTest::keyslot('{' . key('q', $s) . '}:held');
         $from = $c->master_of($slot);
         last if $c->node($from, 'CLUSTER', 'COUNTKEYSINSLOT', $slot) == 0;
     }

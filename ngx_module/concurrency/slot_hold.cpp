@@ -376,17 +376,20 @@ void on_slot_recheck(SlotWaiter *waiter) noexcept
 bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
                    const ngx_str_t &subject, ngx_str_t *key) noexcept
 {
-    std::string_view prefix = view(main_conf(r)->prefix);
+    MainConf *mcf = main_conf(r);
+    std::string_view prefix = view(mcf->prefix);
     std::string_view name = view(zone->name);
+    HashTag hash_tag{view(mcf->redis->tag_secret)};
+    const HashTag *tag = mcf->redis->cluster ? &hash_tag : nullptr;
     auto *text = static_cast<char *>(ngx_pnalloc(
-        r->pool, subject_key_size(prefix, name, view(subject))));
+        r->pool, subject_key_size(prefix, name, view(subject), tag)));
 
     if (text == nullptr) {
         return false;
     }
 
     key->data = reinterpret_cast<u_char *>(text);
-    key->len = write_subject_key(prefix, name, view(subject), text);
+    key->len = write_subject_key(prefix, name, view(subject), text, tag);
     return true;
 }
 

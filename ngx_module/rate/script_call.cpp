@@ -269,13 +269,14 @@ bool build_keys(RequestState *state) noexcept
 {
     MainConf *mcf = main_conf(state->r);
     std::string_view prefix = view(mcf->prefix);
-    bool tagged = mcf->redis->cluster;
+    HashTag hash_tag{view(mcf->redis->tag_secret)};
+    const HashTag *tag = mcf->redis->cluster ? &hash_tag : nullptr;
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::string_view name = view(state->refs[i]->zone->name);
         std::string_view subject = view(state->subjects[i]);
         auto *key = static_cast<char *>(ngx_pnalloc(
-            state->r->pool, subject_key_size(prefix, name, subject, tagged)));
+            state->r->pool, subject_key_size(prefix, name, subject, tag)));
 
         if (key == nullptr) {
             return false;
@@ -283,7 +284,7 @@ bool build_keys(RequestState *state) noexcept
 
         state->keys[i].data = reinterpret_cast<u_char *>(key);
         state->keys[i].len = write_subject_key(prefix, name, subject, key,
-                                               tagged);
+                                               tag);
     }
 
     return true;

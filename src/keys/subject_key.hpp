@@ -4,35 +4,51 @@
 #include <cstddef>
 #include <string_view>
 
+#include "base/printable_text.hpp"
+
 namespace ratelimit {
 
 // Subjects longer than this are replaced by their SHA-1, so that a huge key
 // (an 8 KB header, say) costs Redis no more than a short one.
 constexpr std::size_t kMaxRawSubject = 256;
 
+// In a Redis Cluster the keys of a subject carry a hash tag, so that its
+// zones share a slot (one call decides them all).  The tag is not the
+// subject, which a client picks (a header, an argument) and with it the
+// slot: "a}x" and "a}y" would share the tag "a", and CRC16 is easy to
+// search.  It is the first kHashTagLength hex digits of HMAC-SHA-1 of the
+// subject under the fleet's tag secret: a client that does not know the
+// secret cannot tell which of its subjects share a slot.  With no secret
+// (empty) the digest is still a tag no '}' can cut, but one a client could
+// search offline.
+struct HashTag {
+    std::string_view secret;  // the same on every server of the fleet
+};
+constexpr std::size_t kHashTagLength = 8;
+
 // "PREFIX:ZONE:SUBJECT" with the subject's bytes as they are (binary-safe),
 // or "PREFIX:ZONE#SHA1HEX" for a subject over kMaxRawSubject bytes.  Zone
-// names cannot hold '#', so the two forms never collide.  `tagged` (Redis
-// Cluster) puts the subject or its digest in a hash tag,
-// "PREFIX:ZONE:{SUBJECT}": the zones of one subject share a slot.  Zone
-// names and, in cluster mode, the prefix hold no '{', so the tag is the
-// subject's.
+// names cannot hold '#', so the two forms never collide.  With `tag`
+// (Redis Cluster), "PREFIX:ZONE:{TAG}SUBJECT" or "PREFIX:ZONE#{TAG}SHA1HEX":
+// zone names and, in cluster mode, the prefix hold no '{', so the tag is
+// the first braces of the key.
 std::size_t subject_key_size(std::string_view prefix, std::string_view zone,
-                             std::string_view subject, bool tagged = false);
+                             std::string_view subject,
+                             const HashTag *tag = nullptr);
 
 // Writes the key into out, which holds subject_key_size() bytes; returns the
 // number of bytes written.
 std::size_t write_subject_key(std::string_view prefix, std::string_view zone,
                               std::string_view subject, char *out,
-                              bool tagged = false);
+                              const HashTag *tag = nullptr);
 
-// At most kMaxLoggedSubject bytes of input shown, printable ASCII kept, '"'
-// and '\' and every other byte as \xHH, "..." appended when cut.  `out` holds
+// The subject as write_printable() shows it (base/printable_text.hpp), at
+// most kMaxLoggedSubject bytes of it.  `out` holds
 // printable_subject_max_size() bytes; returns the number written.
 constexpr std::size_t kMaxLoggedSubject = 64;
 constexpr std::size_t printable_subject_max_size()
 {
-    return kMaxLoggedSubject * 4 + 3;
+    return printable_size(kMaxLoggedSubject);
 }
 std::size_t write_printable_subject(std::string_view subject, char *out);
 

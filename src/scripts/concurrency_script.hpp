@@ -62,7 +62,9 @@ std::string_view concurrency_script();
 std::string_view concurrency_script_sha1();
 
 // The key of a subject's `held` set made from its subject key, for
-// send_keyed(): "{KEY}:held".
+// send_keyed(): "{KEY}:held".  In a cluster KEY holds its own tag
+// (subject_key.hpp), so the slot's tag is "PREFIX:ZONE:{TAG", which the
+// subject cannot reach.
 std::string held_key(std::string_view subject_key);
 
 // The RESP command of one call (EVALSHA, or EVAL with the script's text).

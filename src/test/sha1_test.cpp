@@ -20,6 +20,26 @@ std::string hex_of(std::string_view data)
     return std::string(out, kSha1HexLength);
 }
 
+std::string hmac_hex(std::string_view key, std::string_view data)
+{
+    char out[kSha1HexLength];
+    digest_hex(hmac_sha1(key, data), kSha1HexLength, out);
+    return std::string(out, kSha1HexLength);
+}
+
+// RFC 2202's test cases 2 and 6 (a key longer than a block), and an empty
+// key.
+TEST(Sha1, HmacVectors)
+{
+    EXPECT_EQ(hmac_hex("Jefe", "what do ya want for nothing?"),
+              "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79");
+    EXPECT_EQ(hmac_hex(std::string(80, '\xaa'),
+                       "Test Using Larger Than Block-Size Key - Hash Key "
+                       "First"),
+              "aa4ae5e15272d00e95705637ce8a3b55ed402112");
+    EXPECT_EQ(hmac_hex("", ""), "fbdb1d1b18aa6c08324b7d64b71fb76370690e1d");
+}
+
 TEST(Sha1, FipsVectors)
 {
     EXPECT_EQ(hex_of(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");

@@ -202,19 +202,70 @@ TEST(PrintableSubject, NeverOverflowsForAnyByteMix)
     }
 }
 
-TEST(SubjectKey, TaggedForClusterKeepsTheSubjectInATag)
+std::string tagged_key(std::string_view subject, std::string_view secret)
+{
+    HashTag tag{secret};
+    std::string key(subject_key_size("rl", "api", subject, &tag), '?');
+    key.resize(write_subject_key("rl", "api", subject, key.data(), &tag));
+    return key;
+}
+
+// Redis Cluster's hash tag: what lies between the first '{' and the first
+// '}' after it, if that is not empty; else the whole key.
+std::string_view cluster_tag(std::string_view key)
+{
+    std::size_t open = key.find('{');
+    std::size_t close = open == std::string_view::npos
+                        ? open : key.find('}', open + 1);
+
+    if (close == std::string_view::npos || close == open + 1) {
+        return key;
+    }
+    return key.substr(open + 1, close - open - 1);
+}
+
+TEST(SubjectKey, TaggedForClusterByAKeyedDigestOfTheSubject)
 {
     std::string subject("a}b\0", 4);
-    std::string key(subject_key_size("rl", "api", subject, true), '?');
-    key.resize(write_subject_key("rl", "api", subject, key.data(), true));
-    EXPECT_EQ(key, std::string("rl:api:{a}b\0}", 13));
+    std::string key = tagged_key(subject, "fleet secret");
+    char tag[kHashTagLength];
+    digest_hex(hmac_sha1("fleet secret", subject), kHashTagLength, tag);
 
+    EXPECT_EQ(key, "rl:api:{" + std::string(tag, kHashTagLength) + "}"
+                   + subject);
+    EXPECT_EQ(cluster_tag(key), std::string_view(tag, kHashTagLength));
+}
+
+TEST(SubjectKey, ClientsCannotPickTheTag)
+{
+    // Before, "a}x" and "a}y" both had the tag "a".
+    std::string a = tagged_key("a}x", "s"), b = tagged_key("a}y", "s");
+    EXPECT_NE(cluster_tag(a), cluster_tag(b));
+    EXPECT_NE(cluster_tag(a), "a");
+    // A '{' in the subject comes after the tag: it cannot move it.
+    EXPECT_EQ(cluster_tag(tagged_key("{x}", "s")).size(), kHashTagLength);
+    // Another secret, another tag.
+    EXPECT_NE(cluster_tag(tagged_key("a", "s")),
+              cluster_tag(tagged_key("a", "t")));
+    // One subject, one tag, whatever the zone: its zones share a slot.
+    HashTag tag{"s"};
+    std::string other(subject_key_size("rl", "z2", "a", &tag), '?');
+    other.resize(write_subject_key("rl", "z2", "a", other.data(), &tag));
+    EXPECT_EQ(cluster_tag(other), cluster_tag(tagged_key("a", "s")));
+}
+
+TEST(SubjectKey, TaggedLongSubjectKeepsItsDigest)
+{
     std::string big(300, 'x');
-    std::string hashed(subject_key_size("rl", "api", big, true), '?');
-    hashed.resize(write_subject_key("rl", "api", big, hashed.data(), true));
-    ASSERT_EQ(hashed.size(), 7 + 2 + 40u);
-    EXPECT_EQ(hashed.substr(0, 8), "rl:api#{");
-    EXPECT_EQ(hashed.back(), '}');
+    std::string key = tagged_key(big, "");
+    char digest[kSha1HexLength];
+    sha1_hex(big, digest);
+
+    ASSERT_EQ(key.size(), 7 + 2 + kHashTagLength + kSha1HexLength);
+    EXPECT_EQ(key.substr(0, 8), "rl:api#{");
+    EXPECT_EQ(key.substr(8 + kHashTagLength, 1), "}");
+    EXPECT_EQ(key.substr(9 + kHashTagLength),
+              std::string(digest, kSha1HexLength));
 }
 
 }  // namespace

@@ -34,13 +34,15 @@ package ClusterTest;
 #   $c->kill_node($port[, $sig])  SIGKILL (default) a node
 #   $c->pid($port), $c->tls_port($port)
 #
-#   ClusterTest::subject_key($prefix, $zone, $subject)   the module's key in
-#       cluster mode: PREFIX:ZONE:{SUBJECT}, PREFIX:ZONE#{SHA1HEX} past 256 bytes
+#   ClusterTest::subject_key($prefix, $zone, $subject[, $secret])   the
+#       module's key in cluster mode: PREFIX:ZONE:{TAG}SUBJECT, or
+#       PREFIX:ZONE#{TAG}SHA1HEX past 256 bytes; TAG: 8 hex digits of
+#       HMAC-SHA-1 of the subject under the tag secret (default none)
 
 use strict;
 use warnings;
 use Time::HiRes qw(time sleep);
-use Digest::SHA qw(sha1_hex);
+use Digest::SHA qw(sha1_hex hmac_sha1_hex);
 use IO::Socket::INET;
 use RateLimitTest;
 
@@ -73,9 +75,10 @@ sub keyslot {
 }
 
 sub subject_key {
-    my ($prefix, $zone, $subject) = @_;
-    return length($subject) > 256 ? "$prefix:$zone#{" . sha1_hex($subject) . '}'
-                                  : "$prefix:$zone:{$subject}";
+    my ($prefix, $zone, $subject, $secret) = @_;
+    my $tag = '{' . substr(hmac_sha1_hex($subject, $secret // ''), 0, 8) . '}';
+    return length($subject) > 256 ? "$prefix:$zone#$tag" . sha1_hex($subject)
+                                  : "$prefix:$zone:$tag$subject";
 }
 
 # A port P with P and its cluster bus port P + 10000 free, both below the
