@@ -8,6 +8,14 @@ namespace ratelimit {
 
 namespace {
 
+// The same text as the script's.
+const char kBadZoneNumbers[] =
+    "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
+    "from 1, the limit at most 2^53, bucket * span at most 604800000000000 "
+    "ms";
+static_assert(window_rules::kMaxLimit == 9007199254740992
+              && window_rules::kMaxWindowMs == 604800000000000);
+
 std::string_view view(redis::String *str)
 {
     std::size_t len;
@@ -36,16 +44,19 @@ bool count_of(redis::String *str, std::size_t *out)
     return true;
 }
 
+// A zone's numbers are what nginx can send (window_rules.hpp): NaN, an
+// infinity or a bucket of 1e-300 made an expiry time Redis would not take,
+// and a key written with none.
 const char *parse_zone(redis::String *const *args, double now_ms,
                        ZoneParams *zone)
 {
     if (!arg_number(args[0], &zone->limit)
         || !arg_number(args[1], &zone->bucket_ms)
-        || !arg_number(args[2], &zone->span) || !(zone->bucket_ms > 0)
-        || !(zone->span >= 1))
+        || !arg_number(args[2], &zone->span)
+        || !window_rules::zone_numbers_valid(zone->limit, zone->bucket_ms,
+                                             zone->span))
     {
-        return "ERR ratelimit: a zone's limit, bucket and span must be "
-               "numbers, bucket and span positive";
+        return kBadZoneNumbers;
     }
 
     zone->fixed = view(args[3]) == "f";
@@ -61,7 +72,7 @@ const char *parse_zone(redis::String *const *args, double now_ms,
 }
 
 // "i" then the bucket counts, "," between them, ":" after: one per zone,
-// each at least 1.
+// each from 1 to the most buckets a window has (of 1 ms each).
 bool parse_interval(std::string_view text, Entry *entry)
 {
     std::size_t colon = text.find(':');
@@ -82,7 +93,8 @@ bool parse_interval(std::string_view text, Entry *entry)
         if (digits.empty()
             || digits.find_first_not_of("0123456789") != digits.npos
             || !lua::to_number(digits.data(), digits.size(), &wanted)
-            || wanted < 1)
+            || wanted < 1
+            || wanted > static_cast<double>(window_rules::kMaxWindowMs))
         {
             return false;
         }

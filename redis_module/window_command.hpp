@@ -8,10 +8,11 @@
 //
 //   RATELIMIT.DECIDE numkeys key... zones zone-arg... entry...
 //
-// Where the script's behaviour is not defined by what nginx sends (a zone
-// argument that is not a number, an entry naming a zone or key the call
-// lacks, an interval peek of 0 buckets), the command refuses the whole call
-// with an error instead.
+// A zone's limit, bucket or span other than nginx sends (whole numbers in
+// the ranges of window_rules.hpp) fails the whole call, as in the script.
+// Where the script's behaviour is not defined by what nginx sends (an entry
+// naming a zone or key the call lacks, an interval peek of 0 buckets), the
+// command refuses the whole call with an error instead.
 #pragma once
 
 #include "scripts/decide_command.hpp"

@@ -214,6 +214,17 @@ ratelimit_zone api key=\$binary_remote_addr limit=0 window=1s;
 EOF
     qr/limit=0/, ['ratelimit_zone', 'limit']);
 
+conf_err('window over a million weeks', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr limit=5 window=15250000w;
+EOF
+    qr/window=15250000w/, ['ratelimit_zone', 'window'], 'at most 1000000w');
+
+conf_ok('window of a million weeks', <<"EOF" . server());
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr limit=5 window=1000000w;
+EOF
+
 conf_err('bad rate unit', <<"EOF" . server(),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/x;

@@ -6,7 +6,11 @@
 # certificate key without a certificate or the reverse, an unreadable CA
 # file, two addresses without sentinel=) and an unreadable password_file fail
 # "nginx -t" with nginx.conf:LINE and a message naming the directive or file;
-# password_file's secret is its first line (the newline is not part of it);
+# password_file's secret is its first line (the newline is not part of it),
+# up to 16384 bytes (what Redis reads before AUTH): a longer one fails
+# "nginx -t" saying so, a 16384-byte one authenticates; a password_file its
+# group or others have access to (mode & 077) gives a [warn] naming the
+# file, its mode and nginx.conf:LINE, and nginx -t passes;
 # no secret (password=, password_file's content, sentinel_password=) ever
 # appears in nginx -t's output or in the error log, also at debug level and
 # when Redis refuses it.
@@ -30,12 +34,12 @@ my $pki = TestCerts->new("$tmp/pki");
 sub fail_policy { fail_policy_http($_[0], limit => 2) }
 
 sub write_secret {
-    my ($name, $content) = @_;
+    my ($name, $content, $mode) = @_;
     my $p = "$tmp/$name";
     open my $fh, '>', $p or die "$p: $!";
     print {$fh} $content;
     close $fh;
-    chmod 0644, $p;
+    chmod $mode // 0600, $p;
     return $p;
 }
 
@@ -94,9 +98,28 @@ EOF
 conf_ok('sentinel= with one sentinel', <<'EOF');
 ratelimit_redis 127.0.0.1:%%S1%% sentinel=mymaster;
 EOF
-conf_ok('password_file=', <<"EOF");
+{
+    my $out = conf_ok('password_file=', <<"EOF");
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$pwfile;
 EOF
+    unlike($out, qr/\[warn\]/, 'password_file= of mode 0600: no warning') or diag($out);
+}
+for my $mode (0644, 0640, 0604, 0620, 0610) {
+    my $text = sprintf '%04o', $mode;
+    my $file = write_secret("open-$text.pw", "pw\n", $mode);
+    my $out = conf_ok("password_file= of mode $text", <<"EOF");
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$file;
+EOF
+    my $line = $t->conf_line(qr/^\s*ratelimit_redis /);
+    like($out, qr/\[warn\] [^\n]*password_file "\Q$file\E" has mode $text: its group or others have access to it in \Q$tmp\E\/nginx\.conf:$line\b/,
+         "password_file= of mode $text: [warn] naming the file, its mode, nginx.conf:$line") or diag($out);
+}
+{
+    my $longest = write_secret('longest.pw', ('L' x 16384) . "\n");
+    conf_ok('password_file= with a password of 16384 bytes', <<"EOF");
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$longest;
+EOF
+}
 
 # --- invalid ----------------------------------------------------------------------
 
@@ -134,6 +157,18 @@ EOF
 conf_err('missing password_file', <<"EOF", [qr/^\s*ratelimit_redis /], ["$tmp/no-such.pw"]);
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$tmp/no-such.pw;
 EOF
+{
+    my $long = write_secret('long.pw', ('L' x 16385) . "\n");
+    my $out = conf_err('password_file with a password of 16385 bytes', <<"EOF", [qr/^\s*ratelimit_redis /], [$long]);
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$long;
+EOF
+    like($out, qr/\[emerg\] password_file "\Q$long\E" has a password longer than 16384 bytes, the most Redis takes before AUTH in /,
+         'password_file with a password of 16385 bytes: the message says the most');
+    $long = write_secret('long-no-newline.pw', 'L' x 20000);
+    conf_err('password_file of 20000 bytes, no newline', <<"EOF", [qr/^\s*ratelimit_redis /], ['longer than 16384 bytes']);
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$long;
+EOF
+}
 conf_err('password_file that is a directory', <<"EOF", [qr/^\s*ratelimit_redis /], ["$tmp/html"]);
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$tmp/html;
 EOF
@@ -193,6 +228,21 @@ for my $case (['password_file', "password_file=$badfile", $SECRET{file}],
             unless $WITH_DEBUG;
         ok($dbg > 0, "$name refused: the log ran at debug level ($dbg debug lines)");
     }
+}
+
+# --- passwords longer than nginx read before: 2000 and 16384 bytes ------------------
+
+for my $len (2000, 16384) {
+    my $secret = join '', map { chr(33 + ($_ * 7) % 94) } 1 .. $len;
+    $t->stop_nginx;
+    $t->stop_redis;
+    $t->start_redis(requirepass => $secret);
+    my $file = write_secret("long-$len.pw", "$secret\n");
+    run_nginx("ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$file timeout=200ms;\n");
+    ok(defined(($t->wait_passed('open', "warm-$len", 3))[0]), "password_file with a password of $len bytes: PASSED");
+    my @s = map { $t->req('closed', "long-$len")->{status} } 1 .. 3;
+    is("@s", '200 200 429', "password_file with a password of $len bytes: authenticated, the limit holds");
+    is($t->redis_hash_total("rl:api:long-$len"), 2, "password_file with a password of $len bytes: counted in redis");
 }
 
 $t->stop_nginx;

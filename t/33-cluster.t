@@ -99,7 +99,7 @@ sub conf {
 
 my $tmp = $t2->tmp;
 my $pwfile = "$tmp/cluster.pw";
-{ open my $fh, '>', $pwfile or die; print {$fh} "secret\n"; close $fh; chmod 0644, $pwfile }
+{ open my $fh, '>', $pwfile or die; print {$fh} "secret\n"; close $fh; chmod 0600, $pwfile }
 for my $ok (["seeds, user, password, timeouts", "ratelimit_redis cluster $SEEDS user=u password=p timeout=100ms connect_timeout=200ms;"],
             ['one seed, password_file', "ratelimit_redis cluster 127.0.0.1:$SEED_M password_file=$pwfile;"]) {
     conf($t2, $ok->[1]);

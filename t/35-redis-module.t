@@ -17,7 +17,13 @@
 # - its keys are declared as EVAL's are: COMMAND GETKEYS lists them, an ACL
 #   user whose key pattern leaves one out is refused (NOPERM) by both, and a
 #   cluster node refuses keys of two hash slots (CROSSSLOT) from both, and
-#   keys of another node's slots with MOVED.
+#   keys of another node's slots with MOVED;
+# - zone numbers nginx never sends (infinities, NaN, 1e-300, 1e300,
+#   fractions, 0, a limit over 2^53, a window, bucket * span, over 1000000w
+#   in ms) and an interval peek of more buckets than that: the command and
+#   the script both answer an error, write no key and send replicas and the
+#   AOF nothing; the largest limit and window are decided, the key expiring
+#   at the end of its window.
 
 use strict;
 use warnings;
@@ -25,6 +31,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
+use List::Util qw(min);
 use FaultTest qw(rhdr);
 use RateLimitTest qw(fail_policy_http);
 use ClusterTest;
@@ -186,6 +193,85 @@ EOF
         or diag(join "\n", grep { /ratelimit\.decide/ } split /\n/, $log);
     $ct->final_checks;
     $ct->stop_all;
+}
+
+# --- 6. zone numbers nginx never sends ------------------------------------
+
+# The commands Redis wrote to the AOF (what replicas are sent too).
+sub aof_commands {
+    my ($dir) = @_;
+    my $text = '';
+    for my $file (glob "$dir/*.incr.aof") {
+        open my $fh, '<:raw', $file or die "$file: $!";
+        local $/;
+        $text .= <$fh>;
+    }
+    my @commands;
+    while ($text =~ /\G\*(\d+)\r\n/gc) {
+        my @argv;
+        for (1 .. $1) {
+            $text =~ /\G\$(\d+)\r\n/gc or die "$dir: not an AOF\n";
+            my $len = $1;
+            push @argv, substr($text, pos($text), $len);
+            pos($text) += $len + 2;
+        }
+        push @commands, \@argv;
+    }
+    return @commands;
+}
+
+{
+    my $port = $t->free_port;
+    my $aof = 'numbers-aof';
+    my $pid = $t->start_redis_server(name => 'numbers', port => $port, redis_module => 1,
+        args => ['--appendonly', 'yes', '--appendfsync', 'always', '--appenddirname', $aof]);
+    my $node = sub { RateLimitTest::redis_at({ host => '127.0.0.1', port => $port }, @_) };
+    my $sha = $node->('SCRIPT', 'LOAD', RateLimitTest::window_script());
+    my %decide = (command => sub { $node->('ratelimit.decide', @_) },
+                  script => sub { $node->('EVALSHA', $sha, @_) });
+    # limit, bucket ms, buckets per window
+    my @bad = (['inf', 1000, 60], [3, 'inf', 60], [3, 1000, 'inf'], ['-inf', 1000, 60],
+               ['nan', 1000, 60], [3, 'nan', 60], [3, 1000, 'nan'],
+               [3, '1e-300', 60], [3, 1000, '1e-300'], [3, '1e300', 60], [3, 1000, '1e300'],
+               ['1e300', 1000, 60], [0, 1000, 60], [-3, 1000, 60], [3, 0, 60], [3, 1000, 0],
+               [3, -1000, 60], [2.5, 1000, 60], [3, 0.5, 60], [3, 1000, 1.5],
+               ['9007199254740994', 1000, 60], [3, '604800000000001', 1],
+               [3, 1000, '604800000001'], [3, '1e15', 1000]);
+    my $n = 0;
+    for my $name (sort keys %decide) {
+        my @taken;
+        for my $zone (@bad) {
+            for my $kind ('s', 'f') {
+                my $r = $decide{$name}->(1, 'rl:bad:' . $n++, 1, @$zone, $kind, '1', "c\x00");
+                push @taken, "[@$zone $kind]: " . (ref $r eq 'ARRAY' ? "@$r" : "$r")
+                    unless "$r" =~ /^ERR ratelimit: a zone's limit, bucket and span must be whole numbers from 1, the limit at most 2\^53, bucket \* span at most 604800000000000 ms$/;
+            }
+        }
+        is(scalar @taken, 0, "the $name refuses every zone number nginx never sends (" . 2 * @bad . ')')
+            or diag(join "\n", @taken);
+        my $r = $decide{$name}->(1, "rl:bad:$n", 1, 3, 1000, 60, 's', '1', "i604800000000001:\x00");
+        my $error = ref $r eq 'ARRAY' ? $r->[1] : $r;
+        like("$error", qr/interval peek/, "the $name refuses an interval peek of more buckets than a window has");
+    }
+    is($node->('DBSIZE'), 0, 'no key written');
+
+    for my $name (sort keys %decide) {
+        my $key = "rl:largest:$name";
+        my $r = $decide{$name}->(1, $key, 1, '9007199254740992', '604800000000000', 1, 'f', '1', "c\x00");
+        is(ref $r eq 'ARRAY' ? "@$r[1 .. 4]" : "$r", '0 1 0 0', "the $name: the largest limit and window: counted");
+        is($node->('PEXPIRETIME', $key), 604800000000000, "the $name: the key expires at the end of its window");
+    }
+
+    my @writes = aof_commands($t->tmp . "/$aof");
+    my @bad_writes = grep { grep { /^rl:bad:/ } @$_ } @writes;
+    my @past = grep { uc $_->[0] eq 'PEXPIREAT' && $_->[2] !~ /^[1-9]\d*$/ } @writes;
+    is(scalar @bad_writes, 0, 'nothing written for the refused calls')
+        or diag(join "\n", map { "@$_" } @bad_writes[0 .. min(4, $#bad_writes)]);
+    is(scalar @past, 0, 'no expiry time that is not a positive number written')
+        or diag(join "\n", map { "@$_" } @past[0 .. min(4, $#past)]);
+    is(scalar(grep { uc $_->[0] eq 'PEXPIREAT' && $_->[2] eq '604800000000000' } @writes), 2,
+       'the AOF has the two keys of the largest window and their expiry');
+    $t->stop_process($pid);
 }
 
 $t->final_checks;

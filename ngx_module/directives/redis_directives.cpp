@@ -1,8 +1,6 @@
 #include "directives/redis_directives.hpp"
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <new>
 #include <unistd.h>
 
@@ -100,34 +98,102 @@ char *resolve_addresses(ngx_conf_t *cf, RedisTarget *target,
     return NGX_CONF_OK;
 }
 
-// The first line of the file `path` names, the secret, into `out`.
+// The file's permission bits as "0640".
+void mode_text(const ngx_file_info_t &info, u_char out[5])
+{
+    ngx_uint_t bits = ngx_file_access(&info);
+
+    out[0] = '0';
+
+    for (int i = 3; i >= 1; i--) {
+        out[i] = static_cast<u_char>('0' + (bits & 7));
+        bits >>= 3;
+    }
+
+    out[4] = '\0';
+}
+
+// The password of the file `path` names (password_file_line()) into `out`.
+// Warns when its group or others have access to it: a secret kept out of
+// nginx.conf is no better kept there.
 char *read_password_file(ngx_conf_t *cf, ngx_str_t path, ngx_str_t *out)
 {
     if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
         return nginx_logged_error();
     }
 
-    std::FILE *f = std::fopen(reinterpret_cast<const char *>(path.data), "r");
-    char line[1024];
+    ngx_fd_t fd = ngx_open_file(path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN,
+                                0);
 
-    if (f == nullptr) {
-        return directive_errno_error(cf, errno, "cannot read password_file "
-                                                "\"%V\"", &path);
+    if (fd == NGX_INVALID_FILE) {
+        return directive_errno_error(cf, ngx_errno, "cannot read "
+                                                    "password_file \"%V\"",
+                                     &path);
     }
 
-    bool read = std::fgets(line, sizeof(line), f) != nullptr;
-    std::fclose(f);
-    size_t len = read ? std::strcspn(line, "\r\n") : 0;
+    // One byte past the longest password tells a longer one.
+    constexpr size_t kHeadSize = kMaxPasswordSize + 1;
+    auto *head = static_cast<u_char *>(ngx_alloc(kHeadSize, cf->log));
+    ngx_file_info_t info;
+    ngx_err_t err = 0;
+    size_t len = 0;
 
-    if (len == 0) {
-        return directive_error(cf, "password_file \"%V\" has no password "
-                                   "on its first line", &path);
+    if (head == nullptr) {
+        ngx_close_file(fd);
+        return nginx_logged_error();
     }
 
-    bool copied = copy_cstring(cf->pool, reinterpret_cast<u_char *>(line),
-                               len, out);
-    ngx_explicit_memzero(line, sizeof(line));
-    return copied ? NGX_CONF_OK : nginx_logged_error();
+    if (ngx_fd_info(fd, &info) == NGX_FILE_ERROR) {
+        err = ngx_errno;
+    }
+
+    while (err == 0 && len < kHeadSize) {
+        ssize_t n = ngx_read_fd(fd, head + len, kHeadSize - len);
+
+        if (n <= 0) {
+            err = n < 0 ? ngx_errno : 0;
+            break;
+        }
+
+        len += static_cast<size_t>(n);
+    }
+
+    ngx_close_file(fd);
+    PasswordLine line = password_file_line(
+        {reinterpret_cast<const char *>(head), len});
+    char *rv = NGX_CONF_OK;
+
+    if (err != 0) {
+        rv = directive_errno_error(cf, err, "cannot read password_file "
+                                            "\"%V\"", &path);
+    } else if (line.too_long) {
+        rv = directive_error(cf, "password_file \"%V\" has a password "
+                                 "longer than %uz bytes, the most Redis "
+                                 "takes before AUTH", &path,
+                             kMaxPasswordSize);
+    } else if (line.password.empty()) {
+        rv = directive_error(cf, "password_file \"%V\" has no password "
+                                 "on its first line", &path);
+    } else if (!copy_cstring(cf->pool,
+                             reinterpret_cast<const u_char *>(
+                                 line.password.data()),
+                             line.password.size(), out))
+    {
+        rv = nginx_logged_error();
+    }
+
+    ngx_explicit_memzero(head, kHeadSize);
+    ngx_free(head);
+
+    if (rv == NGX_CONF_OK && (ngx_file_access(&info) & 077) != 0) {
+        u_char mode[5];
+        mode_text(info, mode);
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "password_file \"%V\" has "
+                           "mode %s: its group or others have access to it",
+                           &path, mode);
+    }
+
+    return rv;
 }
 
 // The addresses parse_redis_params() found before the token of its error,

@@ -9,7 +9,35 @@
 // it.  Integers below 2^53 are exact either way.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+
 namespace ratelimit::window_rules {
+
+// The largest limit and window of a zone.  A limit above 2^53 has no exact
+// double.  A window of at most a million weeks keeps a key's expiry time,
+// about now + window, an exact double and a time Redis takes: larger ones
+// made it infinite or past 2^63 ms, which both Redis sides turned into a
+// key that never expires or one deleted as soon as written.
+constexpr std::uint64_t kMaxLimit = std::uint64_t{1} << 53;
+constexpr std::uint64_t kMaxWindowMs = std::uint64_t{1000000} * 7 * 24
+                                       * 60 * 60 * 1000;
+
+// A zone's limit, bucket length (ms) and buckets per window as the Redis
+// side reads them, doubles: what nginx sends, whole numbers from 1, the
+// limit and the window (bucket * span) no larger than the above.  NaN and
+// infinities are not.
+inline bool zone_numbers_valid(double limit, double bucket_ms, double span)
+{
+    auto whole = [](double x, double most) {
+        return x >= 1 && x <= most && x == std::floor(x);
+    };
+
+    return whole(limit, static_cast<double>(kMaxLimit))
+           && whole(bucket_ms, static_cast<double>(kMaxWindowMs))
+           && whole(span, static_cast<double>(kMaxWindowMs))
+           && bucket_ms * span <= static_cast<double>(kMaxWindowMs);
+}
 
 // The oldest bucket of a window of `span` buckets whose newest is `current`.
 template <typename N>

@@ -157,6 +157,17 @@ void store_redis_values(const RedisValues &v, RedisParams *out)
 
 }  // namespace
 
+PasswordLine password_file_line(std::string_view head)
+{
+    std::string_view line = head.substr(0, head.find_first_of("\r\n"));
+
+    if (line.size() > kMaxPasswordSize) {
+        return PasswordLine{{}, true};
+    }
+
+    return PasswordLine{line, false};
+}
+
 ParamResult<RedisParams> parse_redis_params(const ParamTokens &tokens)
 {
     ParamResult<RedisParams> result;

@@ -40,6 +40,22 @@ struct RedisParams {
     std::uint64_t connect_timeout_ms = kDefaultRedisConnectTimeoutMs;
 };
 
+// The longest password: Redis 7 refuses a longer argument from a client
+// that has not authenticated ("Protocol error: unauthenticated bulk
+// length") and drops the connection, so AUTH could never send it.
+constexpr std::size_t kMaxPasswordSize = 16384;
+
+// The password of a password_file: its first line, up to the first "\r" or
+// "\n", of `head`, the file's first kMaxPasswordSize + 1 bytes (all of a
+// shorter file).  `too_long` if that line is longer than kMaxPasswordSize,
+// then the password is empty, as it is for an empty line.
+struct PasswordLine {
+    std::string_view password;
+    bool too_long;
+};
+
+PasswordLine password_file_line(std::string_view head);
+
 // tokens: the directive's arguments.  An error about a token comes after
 // the addresses before it were read: the nginx side reads those first.
 ParamResult<RedisParams> parse_redis_params(const ParamTokens &tokens);

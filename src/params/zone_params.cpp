@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "limits/window_rules.hpp"
+
 namespace ratelimit {
 
 namespace {
@@ -111,6 +113,12 @@ std::optional<std::string> read_rate_window(std::string_view name,
 
     if (!window_ms) {
         return "invalid window " + quoted(*v[kWindow]);
+    }
+
+    if (*window_ms > window_rules::kMaxWindowMs) {
+        constexpr std::uint64_t kWeekMs = 7 * 24 * 60 * 60 * 1000;
+        return "invalid window " + quoted(*v[kWindow]) + ": at most "
+               + std::to_string(window_rules::kMaxWindowMs / kWeekMs) + "w";
     }
 
     policy->limit = *limit;

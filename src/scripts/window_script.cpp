@@ -24,6 +24,11 @@ namespace {
 // turns a Lua number argument into text with "%.17g", which cost about a
 // tenth of the script's instructions (callgrind).
 //
+// A zone's limit, bucket length and span are what nginx sends
+// (window_rules.hpp, zone_numbers_valid()), or the whole call is refused:
+// an infinite or too large expiry time made Redis delete a key as soon as
+// written or keep it for ever, and a limit of NaN let every request pass.
+//
 // The text stays within kMaxScriptSize (see window_script.hpp).
 //
 // The Redis module's command (redis_module/batch_decider.cpp) is this
@@ -119,12 +124,23 @@ end
 local zones = tonumber(ARGV[1])
 local limit, width, span, fixed, enforce = {}, {}, {}, {}, {}
 local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
+local W = 604800000000000
+
+local function whole(x, most)
+    return x and x >= 1 and x <= most and x % 1 == 0
+end
 
 for d = 1, zones do
     local z = 2 + (d - 1) * 5
     limit[d] = tonumber(ARGV[z])
     width[d] = tonumber(ARGV[z + 1])
     span[d] = tonumber(ARGV[z + 2])
+    if not (whole(limit[d], 2^53) and whole(width[d], W)
+            and whole(span[d], W) and width[d] * span[d] <= W) then
+        return {err = "ERR ratelimit: a zone's limit, bucket and span must "
+                      .. 'be whole numbers from 1, the limit at most 2^53, '
+                      .. 'bucket * span at most 604800000000000 ms'}
+    end
     fixed[d] = ARGV[z + 3] == 'f'
     enforce[d] = ARGV[z + 4] == '1'
     bucket[d] = math.floor(now / width[d])
@@ -259,7 +275,7 @@ local function peek_interval(k, entry, reply, r)
     decide(k, 'p' .. zones, reply, r)
     for i = 1, n do
         local d, want = byte(zones, i) + 1, tonumber(ks())
-        if not want or want < 1 then
+        if not want or want < 1 or want > W then
             error('bad interval peek')
         end
         reply[r + 3 * n + i] = fixed[d] and reply[r + 3 * i - 2]

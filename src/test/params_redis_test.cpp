@@ -68,5 +68,33 @@ TEST(ParseRedisParams, ClusterOnlyFirst)
     EXPECT_EQ(r.params.addresses.size(), 2u);
 }
 
+// The first line, without its line end, up to 16384 bytes: what Redis
+// takes in AUTH from a client not yet authenticated.  nginx read 1023
+// bytes of it before, and cut a longer one silently.
+TEST(PasswordFileLine, FirstLineUpToTheLargestPassword)
+{
+    EXPECT_EQ(password_file_line("pw\nsecond\n").password, "pw");
+    EXPECT_EQ(password_file_line("pw\r\nsecond").password, "pw");
+    EXPECT_EQ(password_file_line("pw").password, "pw");
+    EXPECT_EQ(password_file_line("p w\tx\n").password, "p w\tx");
+    EXPECT_EQ(password_file_line(std::string("p\0w\n", 4)).password,
+              std::string("p\0w", 3));
+    EXPECT_EQ(password_file_line("\npw\n").password, "");
+    EXPECT_EQ(password_file_line("").password, "");
+    EXPECT_FALSE(password_file_line("").too_long);
+
+    std::string longest(kMaxPasswordSize, 'x');
+    EXPECT_EQ(kMaxPasswordSize, 16384u);
+    EXPECT_EQ(password_file_line(longest).password, longest);
+    EXPECT_EQ(password_file_line(longest + "\n").password, longest);
+    EXPECT_EQ(password_file_line(std::string(2000, 'y') + "\n").password,
+              std::string(2000, 'y'));
+
+    PasswordLine over = password_file_line(longest + "x");
+    EXPECT_TRUE(over.too_long);
+    EXPECT_EQ(over.password, "");
+    EXPECT_FALSE(password_file_line(longest + "\r").too_long);
+}
+
 }  // namespace
 }  // namespace ratelimit

@@ -47,6 +47,8 @@ TEST(ParseZoneParams, RateZones)
         {{"b", "key=$k", "limit=2", "window=1s", "bucket=1s"},
          2, 1000, 1000, false},
         {{"w", "key=$k", "limit=1", "window=1m30s"}, 1, 90000, 1500, false},
+        {{"y", "key=$k", "limit=9007199254740992", "window=1000000w"},
+         9007199254740992u, 604800000000000u, 10080000000000u, false},
     };
 
     for (const Case &c : cases) {

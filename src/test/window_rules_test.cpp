@@ -1,6 +1,7 @@
 #include "limits/window_rules.hpp"
 
 #include <cstdint>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -31,6 +32,41 @@ TEST(WindowRules, ClockSteppedBack)
     EXPECT_FALSE(clock_stepped_back(100.0, 161.0, 60.0));
     EXPECT_FALSE(clock_stepped_back(100.0, 100.0, 60.0));
     EXPECT_FALSE(clock_stepped_back(100.0, 40.0, 60.0));
+}
+
+// What nginx can send is valid, up to the largest limit and window; NaN,
+// infinities, fractions, 0 and anything larger are not.
+TEST(WindowRules, ZoneNumbers)
+{
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    constexpr double kLimit = 9007199254740992.0;    // 2^53
+    constexpr double kWindow = 604800000000000.0;    // 1000000w
+
+    EXPECT_TRUE(zone_numbers_valid(3, 1000, 60));
+    EXPECT_TRUE(zone_numbers_valid(1, 1, 1));
+    EXPECT_TRUE(zone_numbers_valid(kLimit, kWindow, 1));
+    EXPECT_TRUE(zone_numbers_valid(kLimit, 1, kWindow));
+    EXPECT_TRUE(zone_numbers_valid(3, kWindow / 60, 60));
+    EXPECT_EQ(static_cast<double>(kMaxLimit), kLimit);
+    EXPECT_EQ(static_cast<double>(kMaxWindowMs), kWindow);
+
+    const double bad[][3] = {
+        {kInf, 1000, 60},    {3, kInf, 60},       {3, 1000, kInf},
+        {kNaN, 1000, 60},    {3, kNaN, 60},       {3, 1000, kNaN},
+        {-kInf, 1000, 60},   {3, 1e-300, 60},     {3, 1000, 1e-300},
+        {3, 1e300, 60},      {3, 1000, 1e300},    {1e300, 1000, 60},
+        {0, 1000, 60},       {-3, 1000, 60},      {3, 0, 60},
+        {3, 1000, 0},        {3, -1000, 60},      {3, 1000, -60},
+        {2.5, 1000, 60},     {3, 0.5, 60},        {3, 1000, 1.5},
+        {kLimit + 2, 1000, 60},                   {3, kWindow + 1, 1},
+        {3, kWindow, 2},     {3, 1e15, 1000},     {3, 1e8, 1e8},
+    };
+
+    for (const auto &z : bad) {
+        EXPECT_FALSE(zone_numbers_valid(z[0], z[1], z[2]))
+            << z[0] << " " << z[1] << " " << z[2];
+    }
 }
 
 }  // namespace

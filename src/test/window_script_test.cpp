@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include "limits/window_rules.hpp"
 #include "resp_parse.hpp"
 
 namespace ratelimit {
@@ -108,6 +109,20 @@ const char kOneZone[] =
 TEST(WindowScript, FitsAnUnauthenticatedBulk)
 {
     EXPECT_LE(window_script().size(), kMaxScriptSize);
+}
+
+// The script refuses the zone numbers the Redis module refuses: it states
+// window_rules' bounds in its own text.
+TEST(WindowScript, StatesTheZoneBounds)
+{
+    std::string_view script = window_script();
+
+    EXPECT_EQ(window_rules::kMaxLimit, std::uint64_t{1} << 53);
+    EXPECT_NE(script.find("whole(limit[d], 2^53)"), script.npos);
+    EXPECT_NE(script.find("local W = "
+                          + std::to_string(window_rules::kMaxWindowMs)
+                          + "\n"),
+              script.npos);
 }
 
 TEST(DecodeScriptReply, OneZonePassed)
