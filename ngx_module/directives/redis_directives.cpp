@@ -113,10 +113,23 @@ void mode_text(const ngx_file_info_t &info, u_char out[5])
     out[4] = '\0';
 }
 
-// The password of the file `path` names (password_file_line()) into `out`.
+// A file of `ratelimit_redis` that holds a secret on its first line.
+struct SecretFile {
+    const char *param;  // "password_file"
+    const char *what;   // "password"
+    const char *limit;  // why kMaxPasswordSize bytes is the most
+};
+
+const SecretFile kPasswordFile = {"password_file", "password",
+                                  "the most Redis takes before AUTH"};
+const SecretFile kTagSecretFile = {"tag_secret_file", "secret",
+                                   "the most this module takes"};
+
+// The secret of the file `path` names (password_file_line()) into `out`.
 // Warns when its group or others have access to it: a secret kept out of
 // nginx.conf is no better kept there.
-char *read_password_file(ngx_conf_t *cf, ngx_str_t path, ngx_str_t *out)
+char *read_secret_file(ngx_conf_t *cf, const SecretFile &file,
+                       ngx_str_t path, ngx_str_t *out)
 {
     if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
         return nginx_logged_error();
@@ -126,9 +139,8 @@ char *read_password_file(ngx_conf_t *cf, ngx_str_t path, ngx_str_t *out)
                                 0);
 
     if (fd == NGX_INVALID_FILE) {
-        return directive_errno_error(cf, ngx_errno, "cannot read "
-                                                    "password_file \"%V\"",
-                                     &path);
+        return directive_errno_error(cf, ngx_errno, "cannot read %s \"%V\"",
+                                     file.param, &path);
     }
 
     // One byte past the longest password tells a longer one.
@@ -164,16 +176,15 @@ char *read_password_file(ngx_conf_t *cf, ngx_str_t path, ngx_str_t *out)
     char *rv = NGX_CONF_OK;
 
     if (err != 0) {
-        rv = directive_errno_error(cf, err, "cannot read password_file "
-                                            "\"%V\"", &path);
+        rv = directive_errno_error(cf, err, "cannot read %s \"%V\"",
+                                   file.param, &path);
     } else if (line.too_long) {
-        rv = directive_error(cf, "password_file \"%V\" has a password "
-                                 "longer than %uz bytes, the most Redis "
-                                 "takes before AUTH", &path,
-                             kMaxPasswordSize);
+        rv = directive_error(cf, "%s \"%V\" has a %s longer than %uz "
+                                 "bytes, %s", file.param, &path, file.what,
+                             kMaxPasswordSize, file.limit);
     } else if (line.password.empty()) {
-        rv = directive_error(cf, "password_file \"%V\" has no password "
-                                 "on its first line", &path);
+        rv = directive_error(cf, "%s \"%V\" has no %s on its first line",
+                             file.param, &path, file.what);
     } else if (!copy_cstring(cf->pool,
                              reinterpret_cast<const u_char *>(
                                  line.password.data()),
@@ -188,9 +199,9 @@ char *read_password_file(ngx_conf_t *cf, ngx_str_t path, ngx_str_t *out)
     if (rv == NGX_CONF_OK && (ngx_file_access(&info) & 077) != 0) {
         u_char mode[5];
         mode_text(info, mode);
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "password_file \"%V\" has "
-                           "mode %s: its group or others have access to it",
-                           &path, mode);
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "%s \"%V\" has mode %s: "
+                           "its group or others have access to it",
+                           file.param, &path, mode);
     }
 
     return rv;
@@ -266,11 +277,28 @@ char *add_redis_target(ngx_conf_t *cf, MainConf *mcf,
     ngx_str_t password_file = arg_string(parsed.params.password_file);
 
     if (password_file.len > 0) {
-        rv = read_password_file(cf, password_file, &target->data.password);
+        rv = read_secret_file(cf, kPasswordFile, password_file,
+                              &target->data.password);
 
         if (rv != NGX_CONF_OK) {
             return rv;
         }
+    }
+
+    ngx_str_t tag_secret_file = arg_string(parsed.params.tag_secret_file);
+
+    if (tag_secret_file.len > 0) {
+        rv = read_secret_file(cf, kTagSecretFile, tag_secret_file,
+                              &target->tag_secret);
+
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    } else if (target->cluster) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "\"cluster\" without "
+                           "\"tag_secret_file=\": clients that choose "
+                           "their keys can put them all in one hash slot; "
+                           "give every server the same secret file");
     }
 
     here(cf, &target->file, &target->line);

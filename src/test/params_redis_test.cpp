@@ -52,10 +52,12 @@ TEST(ParseRedisParams, EveryParameter)
     EXPECT_EQ(r.params.addresses[0].text, "unix:/tmp/r.sock");
 
     r = parse_redis_params({"cluster", "n1:1", "n2:2", "cross_slot",
-                            "user=u", "password_file=f"});
+                            "user=u", "password_file=f",
+                            "tag_secret_file=/etc/tag"});
     ASSERT_FALSE(r.error.has_value()) << r.error->text;
     EXPECT_TRUE(r.params.cluster);
     EXPECT_TRUE(r.params.cross_slot);
+    EXPECT_EQ(r.params.tag_secret_file, "/etc/tag");
     EXPECT_EQ(r.params.addresses.size(), 2u);
     EXPECT_EQ(r.params.addresses[0].token, 1u);
 }

@@ -25,7 +25,8 @@ package ClusterTest;
 #   $c->hash_total($key)          sum of a rate-limit hash's bucket counts (0 if absent)
 #   $c->key_in($master_port, $prefix)  a fresh name "$prefix-N" of a subject
 #                                 whose hash-tagged key lands on that master
-#                                 (see subject_key below)
+#                                 (see subject_key below; the tag secret:
+#                                 $c->{tag_secret}, default none)
 #   $c->reshard($from_port, $to_port, $slots)  redis-cli --cluster reshard;
 #                                 (start, end) times
 #   $c->wait_ok($timeout)         every live node: cluster_state:ok and the
@@ -326,7 +327,7 @@ sub key_in {
     $self->{serial}{$prefix} //= 0;
     while (1) {
         my $s = "$prefix-" . $self->{serial}{$prefix}++;
-        return $s if $own->{ keyslot(subject_key($key_prefix // 'rl', $zone // 'z', $s)) } == $port;
+        return $s if $own->{ keyslot(subject_key($key_prefix // 'rl', $zone // 'z', $s, $self->{tag_secret})) } == $port;
     }
 }
 
