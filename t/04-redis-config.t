@@ -4,7 +4,8 @@
 #
 # Expected (spec): bad combinations (sentinel_user without sentinel=, a
 # certificate key without a certificate or the reverse, an unreadable CA
-# file, two addresses without sentinel=) and an unreadable password_file fail
+# file, two addresses without sentinel=, TLS verification of a unix socket
+# without ratelimit_redis_ssl_name) and an unreadable password_file fail
 # "nginx -t" with nginx.conf:LINE and a message naming the directive or file;
 # password_file's secret is its first line (the newline is not part of it),
 # up to 16384 bytes (what Redis reads before AUTH): a longer one fails
@@ -153,6 +154,26 @@ conf_err('CA file that is not a certificate', <<"EOF", [qr/ratelimit_redis_ssl_t
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%%;
 ratelimit_redis_ssl on;
 ratelimit_redis_ssl_trusted_certificate $tmp/garbage.crt;
+EOF
+# Without ratelimit_redis_ssl_name each address is checked against its own
+# host: a unix socket has none, wherever it stands in the list.
+conf_err('TLS verification of a unix socket, no ratelimit_redis_ssl_name', <<"EOF",
+ratelimit_redis unix:$tmp/redis.sock;
+ratelimit_redis_ssl on;
+ratelimit_redis_ssl_trusted_certificate $pki->{ca};
+EOF
+    [qr/^\s*ratelimit_redis /], ["\"unix:$tmp/redis.sock\""]);
+conf_err('TLS verification of a second sentinel on a unix socket, no ratelimit_redis_ssl_name', <<"EOF",
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% unix:$tmp/sentinel.sock sentinel=m;
+ratelimit_redis_ssl on;
+ratelimit_redis_ssl_trusted_certificate $pki->{ca};
+EOF
+    [qr/^\s*ratelimit_redis /], ["\"unix:$tmp/sentinel.sock\""]);
+conf_ok('TLS verification of a unix socket against ratelimit_redis_ssl_name', <<"EOF");
+ratelimit_redis unix:$tmp/redis.sock;
+ratelimit_redis_ssl on;
+ratelimit_redis_ssl_trusted_certificate $pki->{ca};
+ratelimit_redis_ssl_name redis.test;
 EOF
 conf_err('missing password_file', <<"EOF", [qr/^\s*ratelimit_redis /], ["$tmp/no-such.pw"]);
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% password_file=$tmp/no-such.pw;

@@ -12,10 +12,10 @@
 # reconnects with backoff (no storm); with a client certificate, an ACL user
 # and a db limiting is exact and keys land in that db; TLS also to the
 # sentinels (sentinel=) and the master they name; SNI sent for a host name
-# (or when asked), with ratelimit_redis_ssl_name; SIGKILL + restart and
-# SIGSTOP of Redis under TLS are survived as over plain TCP; 10 reloads under
-# load leave no fds behind; ssl_verify off accepts any certificate. No
-# [alert], no crashed worker.
+# (or when asked, but never an IP address), with ratelimit_redis_ssl_name;
+# SIGKILL + restart and SIGSTOP of Redis under TLS are survived as over plain
+# TCP; 10 reloads under load leave no fds behind; ssl_verify off accepts any
+# certificate. No [alert], no crashed worker.
 
 use strict;
 use warnings;
@@ -228,6 +228,8 @@ EOC
         ['host name: SNI by default', "localhost:$SNI", '', 'ok'],
         ['host name, ratelimit_redis_ssl_server_name off', "localhost:$SNI", "ratelimit_redis_ssl_server_name off;\n", $VF],
         ['IP address: no SNI by default', "127.0.0.1:$SNI", '', $VF],
+        ['IP address, ratelimit_redis_ssl_server_name on: no SNI (RFC 6066: never an IP address)', "127.0.0.1:$SNI",
+            "ratelimit_redis_ssl_server_name on;\n", $VF],
         ['IP address, ratelimit_redis_ssl_name localhost, server_name on', "127.0.0.1:$SNI",
             "ratelimit_redis_ssl_name localhost;\nratelimit_redis_ssl_server_name on;\n", 'ok'],
         ['host name, ratelimit_redis_ssl_name other.test: SNI other.test', "localhost:$SNI",

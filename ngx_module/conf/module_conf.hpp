@@ -14,7 +14,8 @@ namespace ratelimit {
 struct RedisAddress {
     ngx_str_t text;         // as written, for log lines
     ngx_addr_t addr;        // resolved when the configuration is read
-    ngx_str_t host;         // as written, NUL-terminated; empty for unix:
+    ngx_str_t host;         // as written, NUL-terminated, an IPv6 address
+                            // without its brackets; empty for unix:
     bool named;             // host is a name, not an IP address
     in_port_t port;
 };
@@ -39,14 +40,18 @@ struct RedisTls {
     ngx_flag_t enable;
     ngx_flag_t verify;
     ngx_int_t verify_depth;
-    ngx_flag_t server_name;      // send SNI; unset: if the host is a name
+    ngx_flag_t server_name;      // send SNI (a host name, never an IP
+                                 // address); unset: if the first address
+                                 // is a host name
     ngx_uint_t protocols;
     ngx_str_t ciphers;
     ConfFile trusted_certificate;
     ConfFile certificate;
     ConfFile certificate_key;
-    ngx_str_t name;              // checked against the certificate, and
-                                 // sent as SNI; NUL-terminated
+    ngx_str_t name;              // checked against every certificate, and
+                                 // sent as SNI; NUL-terminated.  Empty:
+                                 // each server's own host instead
+                                 // (RedisConnection::Peer::host)
 #if (NGX_SSL)
     ngx_ssl_t *ssl;              // with `on`: the context every connection
                                  // to Redis and the sentinels uses

@@ -49,8 +49,12 @@ char *parse_address(ngx_conf_t *cf, const ngx_str_t &text, RedisAddress *out)
     }
 
     if (url.family != AF_UNIX) {
-        if (!copy_cstring(cf->pool, url.host.data, url.host.len,
-                          &out->host))
+        // "[::1]": the address is what a certificate's IP name holds.
+        bool bracketed = url.host.len > 2 && url.host.data[0] == '['
+                         && url.host.data[url.host.len - 1] == ']';
+
+        if (!copy_cstring(cf->pool, url.host.data + (bracketed ? 1 : 0),
+                          url.host.len - (bracketed ? 2 : 0), &out->host))
         {
             return nginx_logged_error();
         }
@@ -551,25 +555,32 @@ char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
         return NGX_CONF_OK;
     }
 
-    const RedisAddress &first = mcf->redis->first();
+    const RedisTarget &target = *mcf->redis;
 
-    if (tls.name.data == nullptr) {
-        tls.name = first.host;
-    } else if (!copy_cstring(cf->pool, tls.name.data, tls.name.len,
-                             &tls.name))
+    if (tls.name.data != nullptr
+        && !copy_cstring(cf->pool, tls.name.data, tls.name.len, &tls.name))
     {
         return nginx_logged_error();
     }
 
-    if (tls.verify && tls.name.len == 0) {
-        return after_block_error(cf, "\"ratelimit_redis_ssl_verify\" needs a "
-                                     "name to check the certificate "
-                                     "against: set \"ratelimit_redis_ssl_"
-                                     "name\", in %V:%ui",
-                                 &mcf->redis->file, mcf->redis->line);
+    // Without one name for all, each server is checked against its own
+    // host (a cluster's nodes and a sentinel's master against the address
+    // announced): a unix socket has none.
+    const auto *addresses =
+        static_cast<const RedisAddress *>(target.addresses.elts);
+
+    for (ngx_uint_t i = 0; i < target.addresses.nelts; i++) {
+        if (tls.verify && tls.name.len == 0 && addresses[i].host.len == 0) {
+            return after_block_error(cf, "\"ratelimit_redis_ssl_verify\" "
+                                         "needs a name to check the "
+                                         "certificate of \"%V\" against: "
+                                         "set \"ratelimit_redis_ssl_name\", "
+                                         "in %V:%ui", &addresses[i].text,
+                                     &target.file, target.line);
+        }
     }
 
-    ngx_conf_init_value(tls.server_name, first.named ? 1 : 0);
+    ngx_conf_init_value(tls.server_name, target.first().named ? 1 : 0);
 
     return make_tls_context(cf, &tls);
 }

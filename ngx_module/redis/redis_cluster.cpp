@@ -42,10 +42,7 @@ bool RedisCluster::Node::ready() noexcept
         return false;
     }
 
-    if (!conn.open({&addr.sockaddr, addr_len, display,
-                    &cluster->target_.data, cluster->tls_,
-                    cluster->target_.connect_timeout}))
-    {
+    if (!conn.open(peer())) {
         on_close(&conn);
         return false;
     }
@@ -60,6 +57,16 @@ bool RedisCluster::Node::ready() noexcept
     }
 
     return true;
+}
+
+// The node as announced: its address, and its host for TLS.
+RedisConnection::Peer RedisCluster::Node::peer() const noexcept
+{
+    ngx_str_t name = {host.size(), reinterpret_cast<u_char *>(
+                                       const_cast<char *>(host.c_str()))};
+
+    return {&addr.sockaddr, addr_len, display, name, &cluster->target_.data,
+            cluster->tls_, cluster->target_.connect_timeout};
 }
 
 void RedisCluster::Node::on_open(RedisConnection *c) noexcept
@@ -326,8 +333,7 @@ bool RedisCluster::master_peer(ngx_uint_t n,
         return false;
     }
 
-    *peer = {&node->addr.sockaddr, node->addr_len, node->display,
-             &target_.data, tls_, target_.connect_timeout};
+    *peer = node->peer();
     return true;
 }
 
@@ -386,14 +392,11 @@ void RedisCluster::ask_next() noexcept
             const RedisAddress &a =
                 static_cast<const RedisAddress *>(target_.addresses.elts)[i];
             opened = asking_.open({a.addr.sockaddr, a.addr.socklen, a.text,
-                                   &target_.data, tls_,
+                                   a.host, &target_.data, tls_,
                                    target_.connect_timeout});
         } else {
             const Node &n = *nodes_[i - seeds];
-            opened = n.addr_len > 0
-                     && asking_.open({&n.addr.sockaddr, n.addr_len, n.display,
-                                      &target_.data, tls_,
-                                      target_.connect_timeout});
+            opened = n.addr_len > 0 && asking_.open(n.peer());
         }
 
         if (opened) {

@@ -84,11 +84,13 @@ private:
         void on_open(RedisConnection *conn) noexcept override;
         void on_close(RedisConnection *conn) noexcept override;
         bool ready() noexcept;
+        RedisConnection::Peer peer() const noexcept;
 
         RedisCluster *cluster;
         RedisConnection conn;
         DecideProbe probe;          // of conn, asked as it opens
-        std::string host;           // as the cluster announced it
+        std::string host;           // as the cluster announced it: what
+                                    // its certificate is checked against
         int port;
         ngx_sockaddr_t addr;
         socklen_t addr_len = 0;

@@ -39,6 +39,15 @@ bool name_matches(ngx_connection_t *c, const ngx_str_t &name)
     return ngx_ssl_check_host(c, const_cast<ngx_str_t *>(&name)) == NGX_OK;
 }
 
+bool is_ip_address(const ngx_str_t &name)
+{
+    ngx_sockaddr_t sa;
+    socklen_t len;
+
+    return make_sockaddr({reinterpret_cast<char *>(name.data), name.len}, 1,
+                         &sa, &len);
+}
+
 #endif
 
 }  // namespace
@@ -235,9 +244,12 @@ bool RedisConnection::start_tls() noexcept
     SSL_set_mode(c_->ssl->connection, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
                                       | SSL_MODE_ENABLE_PARTIAL_WRITE);
 
-    if (tls.server_name == 1
+    const ngx_str_t &name = tls_name();
+
+    // RFC 6066: the server name is a host name, never an IP address.
+    if (tls.server_name == 1 && name.len > 0 && !is_ip_address(name)
         && SSL_set_tlsext_host_name(c_->ssl->connection,
-                                    reinterpret_cast<char *>(tls.name.data))
+                                    reinterpret_cast<char *>(name.data))
            == 0)
     {
         fail("cannot connect to", "cannot set the TLS server name");
@@ -262,6 +274,13 @@ bool RedisConnection::start_tls() noexcept
     return true;
 }
 
+// The name the certificate must be for, and the SNI: the one configured
+// for every server, or this server's own host.
+const ngx_str_t &RedisConnection::tls_name() const noexcept
+{
+    return peer_.tls->name.len > 0 ? peer_.tls->name : peer_.host;
+}
+
 void RedisConnection::on_handshake(ngx_connection_t *c) noexcept
 {
     auto *conn = static_cast<RedisConnection *>(c->data);
@@ -284,9 +303,11 @@ void RedisConnection::on_handshake(ngx_connection_t *c) noexcept
             return;
         }
 
-        if (!name_matches(c, tls.name)) {
+        const ngx_str_t &name = conn->tls_name();
+
+        if (!name_matches(c, name)) {
             *ngx_snprintf(reinterpret_cast<u_char *>(why), sizeof(why) - 1,
-                          "certificate does not match \"%V\"", &tls.name)
+                          "certificate does not match \"%V\"", &name)
                 = '\0';
             conn->fail("cannot connect to", why);
             return;

@@ -48,6 +48,12 @@ public:
         const struct sockaddr *address;
         socklen_t socklen;
         ngx_str_t display;                    // for log lines
+        // The server's host as configured or announced: a host name or an
+        // IP address, NUL-terminated; empty for unix:.  Over TLS its
+        // certificate must be for it (an IP address among the certificate's
+        // IP names), and a host name is the SNI, unless tls->name is one
+        // name for every server.
+        ngx_str_t host;
         const RedisCredentials *credentials;
         const RedisTls *tls;                  // nullptr or not enabled: TCP
         ngx_msec_t connect_timeout;
@@ -114,6 +120,7 @@ private:
     };
 
     bool start_tls() noexcept;
+    const ngx_str_t &tls_name() const noexcept;
     void on_connected() noexcept;
     void start_io() noexcept;
     void authenticate() noexcept;

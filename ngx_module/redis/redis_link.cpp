@@ -163,13 +163,15 @@ void RedisLink::connect() noexcept
         return;
     }
 
-    connect_to(address.addr.sockaddr, address.addr.socklen, address.text);
+    connect_to(address.addr.sockaddr, address.addr.socklen, address.text,
+               address.host);
 }
 
 void RedisLink::connect_to(const sockaddr *sa, socklen_t len,
-                           const ngx_str_t &display) noexcept
+                           const ngx_str_t &display,
+                           const ngx_str_t &host) noexcept
 {
-    if (!conn_.open({sa, len, display, &target_.data, tls_,
+    if (!conn_.open({sa, len, display, host, &target_.data, tls_,
                      target_.connect_timeout}))
     {
         metrics::record_link_error(LinkError::kConnect);
@@ -238,16 +240,18 @@ void RedisLink::on_resolved(ngx_resolver_ctx_t *ctx) noexcept
                       &address.text, len, link->addr_text_);
     }
 
-    link->connect_to(&link->addr_.sockaddr, link->addr_len_, address.text);
+    link->connect_to(&link->addr_.sockaddr, link->addr_len_, address.text,
+                     address.host);
 }
 
 void RedisLink::on_master(void *data, const sockaddr *sa, socklen_t len,
-                          const ngx_str_t &text) noexcept
+                          const ngx_str_t &text,
+                          const ngx_str_t &host) noexcept
 {
     auto *link = static_cast<RedisLink *>(data);
 
     if (link->up_) {
-        link->on_check_answer(sa, len, text);
+        link->on_check_answer(sa, len, text, host);
         return;
     }
 
@@ -262,23 +266,29 @@ void RedisLink::on_master(void *data, const sockaddr *sa, socklen_t len,
         return;
     }
 
-    link->connect_to_master(sa, len, text);
+    link->connect_to_master(sa, len, text, host);
 }
 
+// The master is checked against the address the sentinel gave, kept here
+// with the rest of the peer: the sentinel's copy changes with its next
+// answer.
 void RedisLink::connect_to_master(const sockaddr *sa, socklen_t len,
-                                  const ngx_str_t &text) noexcept
+                                  const ngx_str_t &text,
+                                  const ngx_str_t &host) noexcept
 {
     ngx_memcpy(&addr_, sa, len);
     addr_len_ = len;
     ngx_memcpy(addr_text_, text.data, text.len);
     display_ = {text.len, addr_text_};
-    connect_to(&addr_.sockaddr, len, display_);
+    *ngx_cpymem(master_host_, host.data, host.len) = '\0';
+    connect_to(&addr_.sockaddr, len, display_, {host.len, master_host_});
 }
 
 // The periodic question, answered while connected: a master elsewhere is
 // followed at once.
 void RedisLink::on_check_answer(const sockaddr *sa, socklen_t len,
-                                const ngx_str_t &text) noexcept
+                                const ngx_str_t &text,
+                                const ngx_str_t &host) noexcept
 {
     if (sa == nullptr
         || ngx_cmp_sockaddr(const_cast<sockaddr *>(sa), len,
@@ -291,7 +301,7 @@ void RedisLink::on_check_answer(const sockaddr *sa, socklen_t len,
     up_ = false;
     conn_.close();
     metrics::record_link_state(LinkState::kConnecting);
-    connect_to_master(sa, len, text);
+    connect_to_master(sa, len, text, host);
 }
 
 void RedisLink::on_check(ngx_event_t *ev) noexcept

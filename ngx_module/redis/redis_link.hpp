@@ -162,7 +162,7 @@ private:
     void connect() noexcept;
     void resolve(const RedisAddress &address) noexcept;
     void connect_to(const sockaddr *sa, socklen_t len,
-                    const ngx_str_t &display) noexcept;
+                    const ngx_str_t &display, const ngx_str_t &host) noexcept;
     void became_up() noexcept;
     void log_master() noexcept;
     void schedule_reconnect() noexcept;
@@ -170,11 +170,14 @@ private:
     void on_close(RedisConnection *conn) noexcept override;
     static void on_role(void *data, const redisReply *reply) noexcept;
     static void on_master(void *data, const sockaddr *sa, socklen_t len,
-                          const ngx_str_t &text) noexcept;
+                          const ngx_str_t &text,
+                          const ngx_str_t &host) noexcept;
     void connect_to_master(const sockaddr *sa, socklen_t len,
-                           const ngx_str_t &text) noexcept;
+                           const ngx_str_t &text,
+                           const ngx_str_t &host) noexcept;
     void on_check_answer(const sockaddr *sa, socklen_t len,
-                         const ngx_str_t &text) noexcept;
+                         const ngx_str_t &text,
+                         const ngx_str_t &host) noexcept;
     static void on_check(ngx_event_t *ev) noexcept;
     static void on_resolved(ngx_resolver_ctx_t *ctx) noexcept;
     static void on_reconnect(ngx_event_t *ev) noexcept;
@@ -214,6 +217,9 @@ private:
     socklen_t addr_len_ = 0;
     u_char addr_text_[NGX_SOCKADDR_STRLEN];
     ngx_str_t display_ = ngx_null_string;
+    // The master's IP address as the sentinel gave it, NUL-terminated: what
+    // its certificate is checked against.
+    u_char master_host_[NGX_SOCKADDR_STRLEN];
     u_char master_text_[NGX_SOCKADDR_STRLEN];
     size_t master_len_ = 0;
 };

@@ -47,19 +47,34 @@ void RedisSubscriber::on_link_up(void *data) noexcept
 
     sub->conn_.close();
     sub->subscribed_ = false;
-    sub->take_peer(sub->link_->peer());
+
+    if (!sub->take_peer(sub->link_->peer())) {
+        sub->lost();
+        return;
+    }
+
     sub->open();
 }
 
-void RedisSubscriber::take_peer(const RedisConnection::Peer &peer) noexcept
+// False if no memory for the host, which TLS checks the server against.
+bool RedisSubscriber::take_peer(const RedisConnection::Peer &peer) noexcept
 {
     size_t len = ngx_min(peer.display.len, sizeof(display_));
+
+    try {
+        host_.assign(reinterpret_cast<const char *>(peer.host.data),
+                     peer.host.len);
+    } catch (...) {
+        return false;
+    }
 
     ngx_memcpy(&addr_, peer.address, peer.socklen);
     ngx_memcpy(display_, peer.display.data, len);
     peer_ = peer;
     peer_.address = &addr_.sockaddr;
     peer_.display = {len, display_};
+    peer_.host = {host_.size(), reinterpret_cast<u_char *>(host_.data())};
+    return true;
 }
 
 // In a cluster, any master serves: each try takes the next one the map
@@ -73,7 +88,11 @@ void RedisSubscriber::open_in_cluster() noexcept
         return;
     }
 
-    take_peer(peer);
+    if (!take_peer(peer)) {
+        ngx_add_timer(&retry_, kRetryMs);
+        return;
+    }
+
     open();
 }
 
@@ -169,9 +188,19 @@ void RedisSubscriber::on_retry(ngx_event_t *ev) noexcept
 
     if (sub->link_->clustered()) {
         sub->open_in_cluster();
-    } else if (sub->link_->up()) {
-        sub->open();
+        return;
     }
+
+    if (!sub->link_->up()) {
+        return;
+    }
+
+    if (!sub->take_peer(sub->link_->peer())) {
+        sub->lost();
+        return;
+    }
+
+    sub->open();
 }
 
 }  // namespace ratelimit

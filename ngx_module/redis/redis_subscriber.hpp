@@ -8,6 +8,8 @@
 // again, or lost) to check by other means.
 #pragma once
 
+#include <string>
+
 #include "redis/redis_link.hpp"
 
 namespace ratelimit {
@@ -39,7 +41,7 @@ public:
 private:
     void open() noexcept;
     void open_in_cluster() noexcept;
-    void take_peer(const RedisConnection::Peer &peer) noexcept;
+    bool take_peer(const RedisConnection::Peer &peer) noexcept;
     void lost() noexcept;
     void on_open(RedisConnection *conn) noexcept override;
     void on_close(RedisConnection *conn) noexcept override;
@@ -66,6 +68,7 @@ private:
     RedisConnection::Peer peer_{};
     ngx_sockaddr_t addr_;
     u_char display_[NGX_SOCKADDR_STRLEN];
+    std::string host_;
 };
 
 }  // namespace ratelimit

@@ -83,7 +83,7 @@ void SentinelQuery::ask() noexcept
         asked_++;
 
         if (conn_.open({sentinel.addr.sockaddr, sentinel.addr.socklen,
-                        sentinel.text, &target_.sentinel, tls_,
+                        sentinel.text, sentinel.host, &target_.sentinel, tls_,
                         target_.connect_timeout}))
         {
             ngx_add_timer(&timer_, target_.connect_timeout);
@@ -150,6 +150,13 @@ void SentinelQuery::answer(const redisReply *reply) noexcept
         return;
     }
 
+    // Shorter than NGX_SOCKADDR_STRLEN: parse_master() took it for an IP.
+    const redisReply *ip = reply->element[0];
+
+    ngx_memcpy(master_host_, ip->str, ip->len);
+    master_host_[ip->len] = '\0';
+    master_host_len_ = ip->len;
+
     conn_.settle();
     done(&master_.sockaddr, master_len_);
 }
@@ -168,14 +175,16 @@ void SentinelQuery::done(const sockaddr *sa, socklen_t len) noexcept
     stop_timer(&timer_);
 
     ngx_str_t text = ngx_null_string;
+    ngx_str_t host = ngx_null_string;
 
     if (sa != nullptr) {
         text.data = master_text_;
         text.len = ngx_sock_ntop(&master_.sockaddr, master_len_,
                                  master_text_, NGX_SOCKADDR_STRLEN, 1);
+        host = {master_host_len_, master_host_};
     }
 
-    found_(data_, sa, len, text);
+    found_(data_, sa, len, text, host);
 }
 
 void SentinelQuery::on_next(ngx_event_t *ev) noexcept

@@ -9,9 +9,12 @@ namespace ratelimit {
 
 class SentinelQuery final : public RedisConnection::Owner {
 public:
-    // The master's address, or nullptr when no sentinel could tell.
+    // The master's address, or nullptr when no sentinel could tell; `text`
+    // is "IP:PORT" for log lines, `host` the IP address as the sentinel
+    // gave it (NUL-terminated).  Both are valid until the next query.
     using Found = void (*)(void *data, const sockaddr *sa, socklen_t len,
-                           const ngx_str_t &text) noexcept;
+                           const ngx_str_t &text,
+                           const ngx_str_t &host) noexcept;
 
     SentinelQuery(const RedisTarget &target, const RedisTls *tls,
                   LogThrottle *throttle, ngx_log_t *log, Found found,
@@ -50,6 +53,8 @@ private:
     ngx_sockaddr_t master_;
     socklen_t master_len_ = 0;
     u_char master_text_[NGX_SOCKADDR_STRLEN];
+    u_char master_host_[NGX_SOCKADDR_STRLEN];
+    size_t master_host_len_ = 0;
 };
 
 }  // namespace ratelimit

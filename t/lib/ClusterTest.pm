@@ -9,11 +9,15 @@ package ClusterTest;
 #       tls => $pki,              # TestCerts: TLS ports, --tls-cluster yes
 #       tls_trust => $bundle,     # CA file of the nodes (default $pki->{ca})
 #       tls_cert => { 3 => [$cert, $key] },    # node 3 (1-based) serves that
-#       redis_module => { 2 => 0 });   # node 2 without the Redis module, the
+#       redis_module => { 2 => 0 },    # node 2 without the Redis module, the
 #                                      # others as RATELIMIT_REDIS_MODULE says
+#       hosts => ['127.0.0.1', '127.0.0.2', ...]);  # node i (1-based) binds
+#                                      # and announces the i-th (default
+#                                      # 127.0.0.1 for every node)
 #   $c->start(20);                # nodes up, cluster created, state ok everywhere
 #   $c->seeds                     "127.0.0.1:P ..." for ratelimit_redis cluster
 #                                 (the TLS ports with tls => ...)
+#   $c->host($port)               the address a node binds and announces
 #   ClusterTest::keyslot($key)    CRC16-XMODEM mod 16384, with hash tags
 #   $c->nodes                     CLUSTER NODES as [{ id, port, role, master, slots }]
 #                                 (port: the plain port, which the harness uses)
@@ -117,6 +121,7 @@ sub new {
         trust => $o{tls_trust},
         cert_of => $o{tls_cert} // {},
         module_of => $o{redis_module} // {},
+        hosts => $o{hosts} // [],
         pids => {},
         tls => {},
     }, $class;
@@ -133,10 +138,18 @@ sub ports { @{ $_[0]{ports} } }
 sub tls_port { $_[0]{tls}{ $_[1] } }
 sub pid { $_[0]{pids}{ $_[1] } }
 
+# The address of the node on plain or TLS port $port.
+sub host {
+    my ($self, $port) = @_;
+    my %plain = reverse %{ $self->{tls} };
+    my $i = $self->_index($plain{$port} // $port);
+    return (defined $i ? $self->{hosts}[ $i - 1 ] : undef) // '127.0.0.1';
+}
+
 # The addresses the module is given: TLS ports for a TLS cluster.
 sub seeds {
     my ($self) = @_;
-    return join ' ', map { '127.0.0.1:' . ($self->{pki} ? $self->{tls}{$_} : $_) } $self->ports;
+    return join ' ', map { $self->host($_) . ':' . ($self->{pki} ? $self->{tls}{$_} : $_) } $self->ports;
 }
 
 sub _tls_cli_args {
@@ -173,8 +186,10 @@ sub start_node {
             push @args, '--tls-cert-file', $ck->[0], '--tls-key-file', $ck->[1];
         }
     }
+    my $host = $self->host($port);
+    push @args, '--cluster-announce-ip', $host if $host ne '127.0.0.1';
     $self->{pids}{$port} = $t->start_redis_server(name => "cnode$port", port => $port, args => \@args,
-        redis_module => $self->{module_of}{ $self->_index($port) });
+        bind => $host, redis_module => $self->{module_of}{ $self->_index($port) });
 }
 
 sub start {
@@ -182,7 +197,7 @@ sub start {
     $timeout //= 20;
     my $t = $self->{t};
     $self->start_node($_) for $self->ports;
-    my @addr = map { '127.0.0.1:' . ($self->{pki} ? $self->{tls}{$_} : $_) } $self->ports;
+    my @addr = split / /, $self->seeds;
     my $out = $t->tmp . '/cluster-create.out';
     my @cmd = ('timeout', $timeout, 'redis-cli', $self->_tls_cli_args, '--cluster', 'create', @addr,
         '--cluster-replicas', $self->{n_replicas}, '--cluster-yes');
@@ -200,7 +215,7 @@ sub start {
 
 sub node {
     my ($self, $port, @argv) = @_;
-    return RateLimitTest::redis_at({ port => $port, timeout => 2 }, @argv);
+    return RateLimitTest::redis_at({ host => $self->host($port), port => $port, timeout => 2 }, @argv);
 }
 
 sub _info {
@@ -296,7 +311,7 @@ sub cmd {
     my $asking = 0;
     for (1 .. 5) {
         my $cl = bless { rsock => undef, rbuf => '' }, 'RateLimitTest';
-        $cl->{rsock} = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+        $cl->{rsock} = IO::Socket::INET->new(PeerAddr => $self->host($port), PeerPort => $port,
             Proto => 'tcp', Timeout => 2) or die "connect to $port: $!";
         binmode $cl->{rsock};
         $cl->_redis_cmd('ASKING') if $asking;
@@ -336,7 +351,7 @@ sub reshard {
     my ($fid, $tid) = ($self->node_id($from), $self->node_id($to));
     my $out = $self->{t}->tmp . '/cluster-reshard.out';
     my $t0 = time;
-    my $rc = system("timeout 60 redis-cli --cluster reshard 127.0.0.1:$from --cluster-from $fid --cluster-to $tid "
+    my $rc = system("timeout 60 redis-cli --cluster reshard " . $self->host($from) . ":$from --cluster-from $fid --cluster-to $tid "
         . "--cluster-slots $slots --cluster-yes >>'$out' 2>&1");
     my $t1 = time;
     $self->refresh;

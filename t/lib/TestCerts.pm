@@ -21,6 +21,8 @@ package TestCerts;
 #   $pki->{other_client}     client certificate signed by the unrelated CA
 #   $pki->{other_client_key}
 #
+#   $pki->leaf($name, $san)  a server leaf signed by the root, for the
+#       subjectAltName $san only ('IP:127.0.0.2'): ($cert, $key)
 #   $pki->redis_tls_args($tls_port, auth_clients => 'no'|'yes', expired => 1)
 #       redis-server arguments for a TLS port next to the plain one
 #   TestCerts::openssl(@argv)   run openssl, die with its output on failure
@@ -161,11 +163,27 @@ sub _csr {
 }
 
 sub _sign {
-    my ($self, $name, $issuer, $ext) = @_;
+    my ($self, $name, $issuer, $ext, $extfile) = @_;
     my $d = $self->{dir};
     openssl('x509', '-req', '-in', "$d/$name.csr", '-CA', "$d/$issuer.crt", '-CAkey', "$d/$issuer.key",
         '-CAcreateserial', '-days', 30, '-sha256', '-out', "$d/$name.crt",
-        '-extfile', "$d/ext.cnf", '-extensions', $ext);
+        '-extfile', $extfile // "$d/ext.cnf", '-extensions', $ext);
+}
+
+sub leaf {
+    my ($self, $name, $san) = @_;
+    my $d = $self->{dir};
+    _write("$d/$name.cnf", <<"EOF");
+[leaf_ext]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = $san
+EOF
+    $self->_csr($name, "ratelimit test $name");
+    $self->_sign($name, 'ca', 'leaf_ext', "$d/$name.cnf");
+    chmod 0644, "$d/$name.crt", "$d/$name.key";
+    return ("$d/$name.crt", "$d/$name.key");
 }
 
 # redis-server arguments that open a TLS port (the plain --port stays open
