@@ -429,10 +429,10 @@ void RedisConnection::on_auth_reply(void *data,
     }
 
     if (conn->throttle_->allow()) {
+        LoggedText error({reply->str, reply->len});
         ngx_log_error(NGX_LOG_ERR, conn->log_, 0,
-                      "ratelimit: redis at \"%V\" refused AUTH: %*s",
-                      &conn->peer_.display, static_cast<size_t>(reply->len),
-                      reply->str);
+                      "ratelimit: redis at \"%V\" refused AUTH: %V",
+                      &conn->peer_.display, error.str());
     }
 
     conn->fail(nullptr, nullptr);
@@ -498,13 +498,15 @@ void RedisConnection::check_stall(ngx_msec_t stall_ms) noexcept
 }
 
 // Logs "ratelimit: EVENT redis at "ADDR": CAUSE" (unless event is nullptr:
-// already said), closes, and tells the owner.
+// already said), closes, and tells the owner.  CAUSE may hold the peer's
+// bytes (hiredis quotes a bad reply; OpenSSL, a certificate's names).
 void RedisConnection::fail(const char *event, const char *cause) noexcept
 {
     if (event != nullptr && throttle_->allow()) {
+        LoggedText text(cause);
         ngx_log_error(NGX_LOG_WARN, log_, 0,
-                      "ratelimit: %s redis at \"%V\": %s", event,
-                      &peer_.display, cause);
+                      "ratelimit: %s redis at \"%V\": %V", event,
+                      &peer_.display, text.str());
     }
 
     drop();

@@ -136,14 +136,14 @@ void SentinelQuery::answer(const redisReply *reply) noexcept
         bool error = reply->type == REDIS_REPLY_ERROR;
 
         if (throttle_->allow()) {
+            LoggedText text(error ? std::string_view(reply->str, reply->len)
+                                  : std::string_view());
             ngx_log_error(NGX_LOG_WARN, log_, 0,
                           "ratelimit: sentinel at \"%V\" does not know "
-                          "master \"%V\"%s%*s",
+                          "master \"%V\"%s%V",
                           &sentinel_at(target_, current_).text,
-                          &target_.sentinel_master,
-                          error ? ": " : "",
-                          error ? static_cast<size_t>(reply->len) : 0,
-                          error ? reply->str : "");
+                          &target_.sentinel_master, error ? ": " : "",
+                          text.str());
         }
 
         next();

@@ -3,7 +3,7 @@
 namespace ratelimit {
 
 std::size_t write_printable(std::string_view text, std::size_t max_shown,
-                            char *out)
+                            char *out, Quoted quoted)
 {
     static const char kDigits[] = "0123456789abcdef";
     char *p = out;
@@ -11,7 +11,10 @@ std::size_t write_printable(std::string_view text, std::size_t max_shown,
     for (std::size_t i = 0; i < text.size() && i < max_shown; i++) {
         auto c = static_cast<unsigned char>(text[i]);
 
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+        bool kept = c >= 0x20 && c < 0x7f && c != '\\'
+                    && (c != '"' || quoted == Quoted::kNo);
+
+        if (kept) {
             *p++ = static_cast<char>(c);
         } else {
             *p++ = '\\';

@@ -24,6 +24,13 @@ TEST(PrintableText, NoByteCanEndTheLineOrTheQuotes)
               "a\\x0d\\x00\\x22\\x5c\\x7f\\xff");
 }
 
+TEST(PrintableText, QuotesKeptOutsideQuotes)
+{
+    std::string out(printable_size(16), '#');
+    out.resize(write_printable("a \"b\"\n", 16, out.data(), Quoted::kNo));
+    EXPECT_EQ(out, "a \"b\"\\x0a");
+}
+
 TEST(PrintableText, CutAtMaxShown)
 {
     EXPECT_EQ(printable("abcdef", 4), "abcd...");
