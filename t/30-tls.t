@@ -195,15 +195,8 @@ if (start_nginx_with(name => 'session resumption')) {
 # TLS port of the master
 {
     my ($SP, $ST) = ($t->port('SENT_PLAIN'), $t->port('SENT_TLS'));
-    my $pid = $t->start_redis_server(name => 'tls-sentinel', port => $SP, sentinel => 1, conf => <<"EOC");
-tls-port $ST
-tls-cert-file $pki->{server_chain}
-tls-key-file $pki->{server_key}
-tls-ca-cert-file $pki->{ca}
-tls-auth-clients no
-tls-replication yes
-sentinel monitor tlsmaster 127.0.0.1 $TLS 1
-EOC
+    my $pid = $t->start_redis_server(name => 'tls-sentinel', port => $SP, sentinel => 1,
+        conf => $pki->sentinel_tls_conf($ST) . "sentinel monitor tlsmaster 127.0.0.1 $TLS 1\n");
     my $addr = RateLimitTest::redis_at({ port => $SP }, 'SENTINEL', 'get-master-addr-by-name', 'tlsmaster');
     is(ref $addr ? "@$addr" : $addr, "127.0.0.1 $TLS", 'the TLS sentinel names the TLS port of redis');
     works('TLS to the sentinel and to the master it names', addr => "127.0.0.1:$ST", params => 'sentinel=tlsmaster');

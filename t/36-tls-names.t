@@ -144,15 +144,8 @@ my ($MP, $MT) = ($t->port('MASTER_PORT'), $t->port('MASTER_TLS'));
 $t->start_redis_server(name => 'master2', bind => $IP[1], port => $MP,
     args => [ $pki->redis_tls_args($MT), '--tls-cert-file', $CERT{2}[0], '--tls-key-file', $CERT{2}[1] ]);
 my ($SP, $ST) = ($t->port('SENT_PLAIN'), $t->port('SENT_TLS'));
-$t->start_redis_server(name => 'sentinel', port => $SP, sentinel => 1, conf => <<"EOC");
-tls-port $ST
-tls-cert-file $pki->{server_chain}
-tls-key-file $pki->{server_key}
-tls-ca-cert-file $pki->{ca}
-tls-auth-clients no
-tls-replication yes
-sentinel monitor tlsm $IP[1] $MT 1
-EOC
+$t->start_redis_server(name => 'sentinel', port => $SP, sentinel => 1,
+    conf => $pki->sentinel_tls_conf($ST) . "sentinel monitor tlsm $IP[1] $MT 1\n");
 my $named = RateLimitTest::redis_at({ port => $SP }, 'SENTINEL', 'get-master-addr-by-name', 'tlsm');
 is(ref $named ? "@$named" : $named, "$IP[1] $MT", "the sentinel names the master at $IP[1]");
 

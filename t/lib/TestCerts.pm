@@ -188,6 +188,20 @@ EOF
 
 # redis-server arguments that open a TLS port (the plain --port stays open
 # for the harness's own client).
+# The lines of a sentinel's configuration file that give it a TLS port
+# with the server certificate and make it speak TLS to the Redis it watches.
+sub sentinel_tls_conf {
+    my ($self, $tls_port) = @_;
+    return <<"EOC";
+tls-port $tls_port
+tls-cert-file $self->{server_chain}
+tls-key-file $self->{server_key}
+tls-ca-cert-file $self->{ca}
+tls-auth-clients no
+tls-replication yes
+EOC
+}
+
 sub redis_tls_args {
     my ($self, $tls_port, %o) = @_;
     my $exp = $o{expired};
