@@ -17,8 +17,10 @@
 # map of 20000 ranges is rejected at once ("ratelimit: redis at "ADDR" gave
 # no slot map: 20000 ranges, more than 16384"), the previous map stays
 # (calls still go to its node), requests are still answered at once
-# (median under 50 ms).  Each time: the log throttle holds, no worker
-# crashed, no [alert].
+# (median under 50 ms).  Then the node's map names another fake node: the
+# worker's connections to the first close (at most one left, asking it
+# for the map) and calls go to the other.  Each time: the log throttle
+# holds, no worker crashed, no [alert].
 
 use strict;
 use warnings;
@@ -149,6 +151,28 @@ is(($t->live_workers)[0], $worker, 'the same worker serves (no crash)');
 cmp_ok(($node->stats->{moved} // 0) - $moved, ">", @huge / 2,
     'calls still went to the last map\'s node (MOVED ' . (($node->stats->{moved} // 0) - $moved) . ' times)');
 
-$t->stop_and_check('huge slot map');
+# --- 3. a map that no longer names the node ----------------------------------
+
+# Another lying node takes every slot: the worker forgets the first one
+# and closes its connections to it (the map's and the extra ones, once
+# redirects to the second have made new extra ones); at most one while
+# it asks the first, a seed, for the map.
+$node->mode('self');
+my $other = HostileNode->start($t, $t->port('NODE2'));
+$t->req('open', 'back', 3);
+my $open_before = $node->stats->{open} // 0;
+my $moved_other = $other->stats->{moved} // 0;
+$node->mode('names', $other->port);
+my $i = 0;
+my $gone = RateLimitTest::wait_until(sub {
+    $t->req('open', 'move' . $i++, 3);
+    ($node->stats->{open} // 0) <= 1 && ($other->stats->{moved} // 0) > $moved_other;
+}, 5);
+ok($gone, sprintf 'a map naming another node: connections to the first %d -> %d, calls to the other (MOVED %d)',
+    $open_before, $node->stats->{open} // 0, ($other->stats->{moved} // 0) - $moved_other);
+is(sr($t->req('open', 'after', 3)), '200/ERROR', 'a request afterwards: fail policy (open)');
+
+$t->stop_and_check('huge slot map, another node');
+$other->stop;
 $node->stop;
 done_testing;

@@ -11,6 +11,7 @@ package HostileNode;
 #   my $n = HostileNode->start($t, $port);   # $t: a RateLimitTest
 #   $n->mode('huge', 100000);                # CLUSTER SLOTS: 100000 ranges,
 #                                            # each of all 16384 slots
+#   $n->mode('names', $port);                # one range, of 127.0.0.1:$port
 #   $n->mode('self');                        # back to the one honest range
 #   my $s = $n->stats;                       # { accepts, open, listeners,
 #                                            #   moved, slots }
@@ -47,8 +48,8 @@ sub start {
 sub port { $_[0]{port} }
 
 sub mode {
-    my ($self, $mode, $ranges) = @_;
-    _write_file("$self->{mode_file}.tmp", join ' ', $mode, $ranges // 0);
+    my ($self, $mode, $arg) = @_;
+    _write_file("$self->{mode_file}.tmp", join ' ', $mode, $arg // 0);
     rename "$self->{mode_file}.tmp", $self->{mode_file} or die "rename: $!";
 }
 
@@ -86,6 +87,7 @@ sub _node { "*2\r\n\$9\r\n127.0.0.1\r\n:$_[0]\r\n" }
 
 sub _slots_reply {
     my ($self, $mode, $ranges) = @_;
+    return "*1\r\n*3\r\n:0\r\n:16383\r\n" . _node($ranges) if $mode eq 'names';
     return "*1\r\n*3\r\n:0\r\n:16383\r\n" . _node($self->{port}) if $mode ne 'huge';
     return $self->{huge}{$ranges} //=
         "*$ranges\r\n" . ("*3\r\n:0\r\n:16383\r\n" . _node($self->{port})) x $ranges;
