@@ -37,17 +37,17 @@ void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
                 ngx_log_t *log) noexcept;
 
 // What a peer says (an error reply, an address it names) as it may go
-// into the error log, "%V" of str(), not between quotes: see
+// into the error log, "%V" of str(), between quotes or not: see
 // base/printable_text.hpp.  A newline in a Redis error cannot forge a log
 // line.
 class LoggedText {
 public:
-    explicit LoggedText(std::string_view text) noexcept
+    explicit LoggedText(std::string_view text,
+                        Quoted quoted = Quoted::kNo) noexcept
     {
         str_.data = buf_;
         str_.len = write_printable(text, kMaxShown,
-                                   reinterpret_cast<char *>(buf_),
-                                   Quoted::kNo);
+                                   reinterpret_cast<char *>(buf_), quoted);
     }
 
     const ngx_str_t *str() const noexcept { return &str_; }

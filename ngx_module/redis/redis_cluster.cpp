@@ -1,5 +1,6 @@
 #include "redis/redis_cluster.hpp"
 
+#include <algorithm>
 #include <new>
 #include <string>
 
@@ -22,11 +23,12 @@ RedisCluster::Node::Node(RedisCluster *owner, std::string_view name,
         display.len = ngx_sock_ntop(&addr.sockaddr, addr_len, text,
                                     NGX_SOCKADDR_STRLEN, 1);
     } else if (owner->throttle_->allow()) {
+        LoggedText shown(name, Quoted::kYes);
         ngx_log_error(NGX_LOG_WARN, owner->log_, 0,
-                      "ratelimit: redis cluster node \"%*s:%d\" is not "
+                      "ratelimit: redis cluster node \"%V:%d\" is not "
                       "announced by IP address, which the module needs "
                       "(cluster-preferred-endpoint-type ip)",
-                      name.size(), name.data(), number);
+                      shown.str(), number);
     }
 }
 
@@ -87,6 +89,7 @@ RedisCluster::RedisCluster(const RedisTarget &target, const RedisTls *tls,
       asking_(this, throttle, log)
 {
     init_event(&refresh_timer_, on_refresh, this, log);
+    init_event(&reap_, on_reap, this, log);
     ngx_queue_init(&try_again_calls_);
 }
 
@@ -108,6 +111,11 @@ void RedisCluster::shutdown() noexcept
 
     stop_timer(&refresh_timer_);
 
+    // Retired nodes are closed already; the destructor frees them.
+    if (reap_.posted) {
+        ngx_delete_posted_event(&reap_);
+    }
+
     asking_.close();
 
     for (auto &n : nodes_) {
@@ -125,21 +133,105 @@ void RedisCluster::shutdown() noexcept
     }
 }
 
-RedisCluster::Node *RedisCluster::node(std::string_view host, int port) noexcept
+// The node at host:port of those kept (the map's, the extra ones), or
+// nullptr.
+RedisCluster::Node *RedisCluster::known(std::string_view host,
+                                        int port) const noexcept
 {
-    for (auto &n : nodes_) {
+    std::uint16_t i = map_.find(host, port);
+
+    if (i != SlotMap::kNoNode) {
+        return i < node_of_.size() ? node_of_[i] : nullptr;
+    }
+
+    for (Node *n : extras_) {
         if (n->port == port && n->host == host) {
-            return n.get();
+            return n;
         }
     }
 
+    return nullptr;
+}
+
+// The node a redirect names: one kept, else an extra one made while this
+// map's allowance lasts, the least recently named extra one retired to
+// make room.  nullptr if none may be made, or no memory.
+RedisCluster::Node *RedisCluster::node(std::string_view host, int port) noexcept
+{
+    if (Node *n = known(host, port)) {
+        n->used = ++uses_;
+        return n;
+    }
+
+    if (extras_made_ == kMaxExtraNodes) {
+        return nullptr;
+    }
+
+    std::unique_ptr<Node> made;
+
     try {
-        nodes_.push_back(std::make_unique<Node>(this, host, port));
+        extras_.reserve(kMaxExtraNodes);
+        nodes_.reserve(nodes_.size() + 1);
+        retired_.reserve(retired_.size() + 1);
+        made = std::make_unique<Node>(this, host, port);
     } catch (...) {
         return nullptr;
     }
 
-    return nodes_.back().get();
+    Node *n = made.get();
+    Node *evicted = nullptr;
+
+    if (extras_.size() == kMaxExtraNodes) {
+        auto lru = std::min_element(extras_.begin(), extras_.end(),
+                                    [](const Node *a, const Node *b) {
+                                        return a->used < b->used;
+                                    });
+        evicted = *lru;
+        extras_.erase(lru);
+    }
+
+    n->extra = true;
+    n->used = ++uses_;
+    extras_.push_back(n);
+    nodes_.push_back(std::move(made));
+    extras_made_++;
+
+    if (evicted != nullptr) {
+        retire(evicted);
+    }
+
+    return n;
+}
+
+// Forgets a node of nodes_ (no longer in extras_ nor node_of_), its room
+// in retired_ made: its connection is closed (calls in flight on it get
+// their nullptr), and the node is freed by a posted event, as this may
+// run inside a callback of that very connection.
+void RedisCluster::retire(Node *n) noexcept
+{
+    auto at = std::find_if(nodes_.begin(), nodes_.end(),
+                           [n](const std::unique_ptr<Node> &p) {
+                               return p.get() == n;
+                           });
+
+    if (at == nodes_.end()) {
+        return;
+    }
+
+    std::swap(*at, nodes_.back());
+    retired_.push_back(std::move(nodes_.back()));
+    nodes_.pop_back();
+
+    if (!closing_ && !reap_.posted) {
+        ngx_post_event(&reap_, &ngx_posted_events);
+    }
+
+    n->conn.close();
+}
+
+void RedisCluster::on_reap(ngx_event_t *ev) noexcept
+{
+    static_cast<RedisCluster *>(ev->data)->retired_.clear();
 }
 
 bool RedisCluster::send_keyed(std::uint16_t slot, std::string_view command,
@@ -251,6 +343,12 @@ bool RedisCluster::follow_redirect(KeyedCall *call, const Redirect &to) noexcept
         host = map_.nodes()[from].host;
     }
 
+    // The map is asked for again, whichever node is named: of one it
+    // does not have, the MOVED is not taken on trust.
+    if (to.kind == Redirect::Kind::kMoved) {
+        refresh();
+    }
+
     Node *n = node(host, to.port);
 
     if (n == nullptr || !n->ready()) {
@@ -258,27 +356,7 @@ bool RedisCluster::follow_redirect(KeyedCall *call, const Redirect &to) noexcept
     }
 
     if (to.kind == Redirect::Kind::kMoved) {
-        // A node new to the map gets the next index: node_of_ grows with
-        // it, its room made first so that the two never disagree.
-        bool known = map_.find(host, to.port) != SlotMap::kNoNode;
-
-        try {
-            if (!known) {
-                node_of_.reserve(node_of_.size() + 1);
-            }
-        } catch (...) {
-            return false;
-        }
-
-        if (!map_.move(to.slot, host, to.port)) {
-            return false;
-        }
-
-        if (!known) {
-            node_of_.push_back(n);
-        }
-
-        refresh();
+        map_.move(to.slot, host, to.port);
         return n->conn.send(call->command, on_keyed_reply, call);
     }
 
@@ -381,7 +459,7 @@ void RedisCluster::ask_next() noexcept
 
     last_refresh_ = ngx_current_msec;
     ngx_uint_t seeds = target_.addresses.nelts;
-    ngx_uint_t candidates = seeds + nodes_.size();
+    ngx_uint_t candidates = seeds + node_of_.size();
 
     while (asked_ < candidates) {
         ngx_uint_t i = next_seed_++ % candidates;
@@ -395,7 +473,7 @@ void RedisCluster::ask_next() noexcept
                                    a.host, &target_.data, tls_,
                                    target_.connect_timeout});
         } else {
-            const Node &n = *nodes_[i - seeds];
+            const Node &n = *node_of_[i - seeds];
             opened = n.addr_len > 0 && asking_.open(n.peer());
         }
 
@@ -439,48 +517,109 @@ void RedisCluster::on_slots(void *data, const redisReply *reply) noexcept
     }
 }
 
+// A map within SlotMap's bounds replaces the last one.  Its nodes are
+// those kept that it names (an extra one becomes the map's), else made;
+// the last map's nodes it does not name are forgotten, extra ones stay.
+// Rejected, the last map stays, and the next node is asked.
 void RedisCluster::take_map(const redisReply *reply) noexcept
 {
     ngx_str_t from = asking_.display();
     SlotMap map;
+    std::string why;
 
     asking_.close();
 
     std::vector<Node *> node_of;
-    bool ok = map.load(reply);
+    std::vector<std::unique_ptr<Node>> made;
+    std::vector<std::unique_ptr<Node>> kept;
+    bool ok = map.load(reply, &why);
 
     try {
         for (std::size_t i = 0; ok && i < map.nodes().size(); i++) {
-            Node *n = node(map.nodes()[i].host, map.nodes()[i].port);
-            ok = n != nullptr;
+            const SlotMap::Node &m = map.nodes()[i];
+            Node *n = known(m.host, m.port);
+
+            if (n == nullptr) {
+                made.push_back(std::make_unique<Node>(this, m.host, m.port));
+                n = made.back().get();
+            }
+
             node_of.push_back(n);
         }
+
+        if (ok) {
+            kept.reserve(nodes_.size() + made.size());
+            retired_.reserve(retired_.size() + nodes_.size());
+        }
+
     } catch (...) {
         ok = false;
+        why.clear();
     }
 
     if (!ok) {
         if (throttle_->allow()) {
+            LoggedText shown(why.empty() ? "no memory" : why);
             ngx_log_error(NGX_LOG_WARN, log_, 0,
-                          "ratelimit: redis at \"%V\" gave no slot map: %*s",
-                          &from,
-                          reply->type == REDIS_REPLY_ERROR
-                              ? static_cast<size_t>(reply->len) : 0,
-                          reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+                          "ratelimit: redis at \"%V\" gave no slot map: %V",
+                          &from, shown.str());
         }
 
         ask_next();
         return;
     }
 
+    for (auto &n : nodes_) {
+        n->named = false;
+    }
+
+    for (Node *n : node_of) {
+        n->named = true;
+    }
+
+    std::size_t forgotten = retired_.size();
+
+    for (auto &n : nodes_) {
+        if (n->named) {
+            n->extra = false;
+            kept.push_back(std::move(n));
+        } else if (n->extra) {
+            kept.push_back(std::move(n));
+        } else {
+            retired_.push_back(std::move(n));
+        }
+    }
+
+    for (auto &n : made) {
+        kept.push_back(std::move(n));
+    }
+
+    extras_.erase(std::remove_if(extras_.begin(), extras_.end(),
+                                 [](const Node *n) { return !n->extra; }),
+                  extras_.end());
+    nodes_ = std::move(kept);
     map_ = std::move(map);
     node_of_ = std::move(node_of);
+    extras_made_ = 0;
     loaded_ = true;
     failures_ = 0;
 
     ngx_log_error(NGX_LOG_INFO, log_, 0,
                   "ratelimit: redis cluster slot map from \"%V\": %uz masters",
                   &from, map_.nodes().size());
+
+    // Closed once the new map is in place: a call in flight on a node
+    // forgotten gets its nullptr, and what its handler sends next goes by
+    // the new map.  Freed later: a handler may be on the stack.
+    if (retired_.size() > forgotten) {
+        if (!reap_.posted) {
+            ngx_post_event(&reap_, &ngx_posted_events);
+        }
+
+        for (std::size_t i = forgotten; i < retired_.size(); i++) {
+            retired_[i]->conn.close();
+        }
+    }
 }
 
 void RedisCluster::check_stall(ngx_msec_t stall_ms) noexcept

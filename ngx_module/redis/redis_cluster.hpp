@@ -1,11 +1,14 @@
 // A worker's view of a Redis Cluster: the slot map, asked of any node that
 // answers (CLUSTER SLOTS), and one RedisConnection per master, opened when
 // a call first goes to it.  The one place that follows the cluster's word
-// on a keyed call: MOVED updates the map, refreshes it soon (at most every
-// kRefreshMs) and sends the call there; ASK sends it there once; TRYAGAIN
-// sends it again a moment later; CLUSTERDOWN refreshes the map.  A node that
-// fails is left alone for a while (50 ms doubling to 500 ms: calls for it
-// fail at once) and the map is refreshed.
+// on a keyed call: MOVED updates the map (if it names a node of the map),
+// refreshes it soon (at most every kRefreshMs) and sends the call there;
+// ASK sends it there once; TRYAGAIN sends it again a moment later;
+// CLUSTERDOWN refreshes the map.  A node that fails is left alone for a
+// while (50 ms doubling to 500 ms: calls for it fail at once) and the map
+// is refreshed.  The nodes kept are the last map's and a few a redirect
+// named (kMaxExtraNodes); a new map forgets the others, closing their
+// connections.
 #pragma once
 
 #include <memory>
@@ -76,6 +79,16 @@ public:
 
     static constexpr ngx_msec_t kRefreshMs = 100;
 
+    // Nodes a redirect names that the slot map does not (a replica just
+    // promoted, a slot's new master before the map says so, or a broken
+    // node's invention), kept beside the map's: at most this many at once,
+    // the least recently redirected to closed to make room, and at most
+    // this many made for each slot map taken, so that a node naming a new
+    // address in every reply costs a worker a few connections for each map
+    // (asked for again at most every kRefreshMs after a MOVED), not one for
+    // each call, and a few Node records, not one for each address named.
+    static constexpr ngx_uint_t kMaxExtraNodes = 4;
+
 private:
     // One master: its address and its connection.
     struct Node final : public RedisConnection::Owner {
@@ -98,6 +111,9 @@ private:
         ngx_str_t display;
         ngx_uint_t failures = 0;
         ngx_msec_t retry_at = 0;    // no connect before this
+        bool extra = false;         // a redirect's, not the map's
+        bool named = false;         // by the map being taken
+        ngx_uint_t used = 0;        // the cluster's uses_ when last named
     };
 
     // A keyed call in flight, or waiting to be sent again after TRYAGAIN
@@ -114,7 +130,10 @@ private:
         ngx_queue_t queue;
     };
 
+    Node *known(std::string_view host, int port) const noexcept;
     Node *node(std::string_view host, int port) noexcept;
+    void retire(Node *n) noexcept;
+    static void on_reap(ngx_event_t *ev) noexcept;
     bool follow_redirect(KeyedCall *call, const Redirect &to) noexcept;
     bool follow(KeyedCall *call, const redisReply *reply) noexcept;
     void finish(KeyedCall *call, const redisReply *reply) noexcept;
@@ -136,7 +155,12 @@ private:
     bool closing_ = false;
     SlotMap map_;
     std::vector<Node *> node_of_;           // by map_'s node index
-    std::vector<std::unique_ptr<Node>> nodes_;
+    std::vector<std::unique_ptr<Node>> nodes_;  // the map's, the extra ones
+    std::vector<Node *> extras_;            // of nodes_, kMaxExtraNodes
+    ngx_uint_t extras_made_ = 0;            // since the map was taken
+    ngx_uint_t uses_ = 0;                   // extra nodes' clock
+    std::vector<std::unique_ptr<Node>> retired_;  // closed, freed by reap_
+    ngx_event_t reap_;
     RedisConnection asking_;                // CLUSTER SLOTS, to one node
     ngx_uint_t next_seed_ = 0;              // seeds, then known nodes
     ngx_uint_t asked_ = 0;

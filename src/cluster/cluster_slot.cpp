@@ -1,5 +1,6 @@
 #include "cluster/cluster_slot.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace ratelimit {
@@ -66,85 +67,159 @@ bool node_address(const redisReply *r, std::string_view *host, int *port)
     return true;
 }
 
+// Nodes in the order of by_address_: by port, then host.
+bool before(const SlotMap::Node &n, std::string_view host, int port)
+{
+    return n.port != port ? n.port < port : std::string_view(n.host) < host;
+}
+
 }  // namespace
+
+// Where host:port is in by_address_, or would be.
+std::vector<std::uint16_t>::const_iterator
+SlotMap::position(std::string_view host, int port) const noexcept
+{
+    return std::partition_point(
+        by_address_.begin(), by_address_.end(),
+        [&](std::uint16_t i) { return before(nodes_[i], host, port); });
+}
 
 std::uint16_t SlotMap::find(std::string_view host, int port) const noexcept
 {
-    for (std::size_t i = 0; i < nodes_.size(); i++) {
-        if (nodes_[i].port == port && nodes_[i].host == host) {
-            return static_cast<std::uint16_t>(i);
-        }
-    }
+    auto at = position(host, port);
 
-    return kNoNode;
+    return at != by_address_.end() && nodes_[*at].port == port
+                   && nodes_[*at].host == host
+               ? *at
+               : kNoNode;
 }
 
-bool SlotMap::load(const redisReply *reply) noexcept
+std::uint16_t SlotMap::add(std::string_view host, int port)
 {
-    if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) {
-        return false;
-    }
+    auto at = position(host, port);
+    auto node = static_cast<std::uint16_t>(nodes_.size());
+
+    nodes_.push_back({std::string(host), port});
+    by_address_.insert(at, node);
+    return node;
+}
+
+bool SlotMap::load(const redisReply *reply, std::string *why) noexcept
+{
+    std::string wrong;
 
     try {
         SlotMap map;
-        map.slots_.assign(kClusterSlots, kNoNode);
 
-        for (std::size_t i = 0; i < reply->elements; i++) {
-            const redisReply *range = reply->element[i];
-            long long first, last;
-            std::string_view host;
-            int port;
+        if (map.fill(reply, &wrong)) {
+            *this = std::move(map);
+            return true;
+        }
 
-            if (range->type != REDIS_REPLY_ARRAY || range->elements < 3
-                || !integer(range->element[0], 0, kClusterSlots - 1, &first)
-                || !integer(range->element[1], first, kClusterSlots - 1,
-                            &last)
-                || !node_address(range->element[2], &host, &port))
-            {
+    } catch (...) {
+        wrong.clear();
+    }
+
+    if (why != nullptr) {
+        *why = std::move(wrong);
+
+        if (why->empty()) {
+            why->assign("no memory");  // short: no allocation
+        }
+    }
+
+    return false;
+}
+
+// The reply into this empty map: false, with what was wrong in *why, past
+// the bounds (each checked before the work it bounds) or if not of the
+// shape of CLUSTER SLOTS.
+bool SlotMap::fill(const redisReply *reply, std::string *why)
+{
+    if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) {
+        if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+            why->assign(reply->str, reply->len);
+        } else {
+            why->assign("not an array");
+        }
+        return false;
+    }
+
+    if (reply->elements > kMaxRanges) {
+        *why = std::to_string(reply->elements) + " ranges, more than "
+               + std::to_string(kMaxRanges);
+        return false;
+    }
+
+    slots_.assign(kClusterSlots, kNoNode);
+
+    for (std::size_t i = 0; i < reply->elements; i++) {
+        const redisReply *range = reply->element[i];
+        long long first, last;
+        std::string_view host;
+        int port;
+
+        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3
+            || !integer(range->element[0], 0, kClusterSlots - 1, &first)
+            || !integer(range->element[1], first, kClusterSlots - 1, &last)
+            || !node_address(range->element[2], &host, &port))
+        {
+            *why = "range " + std::to_string(i + 1)
+                   + " is not [first, last, [host, port, ...], ...]";
+            return false;
+        }
+
+        if (range->elements - 2 > kMaxNodes) {
+            *why = "range " + std::to_string(i + 1) + " lists "
+                   + std::to_string(range->elements - 2)
+                   + " nodes, more than " + std::to_string(kMaxNodes);
+            return false;
+        }
+
+        if (host.size() > kMaxHostLength) {
+            *why = "a host of " + std::to_string(host.size())
+                   + " bytes, more than " + std::to_string(kMaxHostLength);
+            return false;
+        }
+
+        std::uint16_t node = find(host, port);
+
+        if (node == kNoNode) {
+            if (nodes_.size() == kMaxNodes) {
+                *why = "more than " + std::to_string(kMaxNodes) + " masters";
                 return false;
             }
 
-            std::uint16_t node = map.find(host, port);
-
-            if (node == kNoNode) {
-                node = static_cast<std::uint16_t>(map.nodes_.size());
-                map.nodes_.push_back({std::string(host), port});
-            }
-
-            for (long long s = first; s <= last; s++) {
-                map.slots_[static_cast<std::size_t>(s)] = node;
-            }
+            node = add(host, port);
         }
 
-        *this = std::move(map);
-        return true;
+        // Each slot once: the ranges' slots add up to 16384 at most.
+        for (long long s = first; s <= last; s++) {
+            std::uint16_t &owner = slots_[static_cast<std::size_t>(s)];
 
-    } catch (...) {
-        return false;
+            if (owner != kNoNode) {
+                *why = "slot " + std::to_string(s) + " is in two ranges";
+                return false;
+            }
+
+            owner = node;
+        }
     }
+
+    return true;
 }
 
 bool SlotMap::move(std::uint16_t slot, std::string_view host,
                    int port) noexcept
 {
-    try {
-        std::uint16_t node = find(host, port);
+    std::uint16_t node = find(host, port);
 
-        if (node == kNoNode) {
-            node = static_cast<std::uint16_t>(nodes_.size());
-            nodes_.push_back({std::string(host), port});
-        }
-
-        if (slots_.empty()) {
-            slots_.assign(kClusterSlots, kNoNode);
-        }
-
-        slots_[slot % kClusterSlots] = node;
-        return true;
-
-    } catch (...) {
+    if (node == kNoNode) {
         return false;
     }
+
+    slots_[slot % kClusterSlots] = node;
+    return true;
 }
 
 Redirect parse_redirect(std::string_view error) noexcept

@@ -2,6 +2,7 @@
 // which master serves each slot, as CLUSTER SLOTS tells it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,15 +25,27 @@ class SlotMap {
 public:
     static constexpr std::uint16_t kNoNode = 0xffff;
 
+    // What load() takes, at most, so that a broken or hostile node's reply
+    // costs a worker a bounded loop and a bounded map.  Ranges: no slot is
+    // in two of them and each has one at least, so 16384.  Nodes (masters,
+    // and the nodes a range lists): Redis Cluster is designed for up to
+    // 1000 nodes (its specification); each master costs every worker a
+    // connection.  Host: a DNS name is at most 253 bytes, an IP address
+    // fewer.
+    static constexpr std::size_t kMaxRanges = kClusterSlots;
+    static constexpr std::size_t kMaxNodes = 1000;
+    static constexpr std::size_t kMaxHostLength = 255;
+
     struct Node {
         std::string host;  // as the cluster announces it; may be empty
         int port;
     };
 
     // Fills the map from a CLUSTER SLOTS reply: each range's first node
-    // is its master.  False, with the map as it was, if the reply is not
-    // of that shape, or on no memory.
-    bool load(const redisReply *reply) noexcept;
+    // is its master.  False, with the map as it was and what was wrong in
+    // *why (if given), if the reply is an error, not of that shape, past
+    // the bounds above, or on no memory.
+    bool load(const redisReply *reply, std::string *why = nullptr) noexcept;
 
     // The master of `slot`, an index into nodes(), or kNoNode.
     std::uint16_t node_of(std::uint16_t slot) const noexcept
@@ -40,17 +53,25 @@ public:
         return slots_.empty() ? kNoNode : slots_[slot];
     }
 
-    // MOVED: `slot` is now served by host:port (added if new).  False on
-    // no memory.
+    // MOVED: `slot` is now served by host:port, a node of the map.  False,
+    // with the map as it was, if the map has no such node: a MOVED to a
+    // node it does not know is not taken on trust (the map is asked for
+    // again instead), so that nothing but CLUSTER SLOTS adds a node.
     bool move(std::uint16_t slot, std::string_view host, int port) noexcept;
 
     const std::vector<Node> &nodes() const noexcept { return nodes_; }
 
-    // The node at host:port, or kNoNode.
+    // The node at host:port, or kNoNode; a binary search.
     std::uint16_t find(std::string_view host, int port) const noexcept;
 
 private:
+    bool fill(const redisReply *reply, std::string *why);
+    std::vector<std::uint16_t>::const_iterator
+    position(std::string_view host, int port) const noexcept;
+    std::uint16_t add(std::string_view host, int port);
+
     std::vector<Node> nodes_;
+    std::vector<std::uint16_t> by_address_;  // nodes_' indexes, sorted
     std::vector<std::uint16_t> slots_;  // kClusterSlots entries once loaded
 };
 
