@@ -55,7 +55,7 @@ HoldBackend::start($t, $backend);
 HoldBackend::start($t, $kept, keep_alive => 1);
 
 my $conf = <<"EOF_CONF";
-ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=100ms;
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=100ms fleet_secret_file=%%TMP%%/fleet.secret;
 ratelimit_zone conc key=\$arg_key concurrency=$N queue=1000 queue_timeout=30s;
 ratelimit_zone wide key=\$http_x_api_key concurrency=1000000 queue=0;
 ratelimit_zone slide key=\$http_x_api_key rate=1000000r/m;
@@ -75,10 +75,16 @@ server {
     location = /slide.html { ratelimit zone=slide; alias %%TMP%%/html/index.html; }
 }
 EOF_CONF
+# One fleet secret: the wake-ups are signed, and resume their waiters
+# without asking Redis again.
+my $t2 = RateLimitTest->new(workers => 2);
+for my $dir ($t->tmp, $t2->tmp) {
+    RateLimitTest::_write_file("$dir/fleet.secret", "bench fleet\n");
+    chmod 0600, "$dir/fleet.secret";
+}
 $t->write_conf($conf);
 $t->start_nginx;
 
-my $t2 = RateLimitTest->new(workers => 2);
 (my $conf2 = $conf) =~ s/%%REDIS_PORT%%/$t->redis_port/e;
 $t2->write_conf($conf2);
 $t2->start_nginx;

@@ -107,6 +107,7 @@ ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
 
     if (mcf->concurrency) {
         worker.slots = new (std::nothrow) SlotGate(worker.link, mcf->prefix,
+                                                   mcf->redis->wake_key,
                                                    cycle->log);
 
         if (worker.slots == nullptr || !worker.slots->subscribe()) {

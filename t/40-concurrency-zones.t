@@ -10,6 +10,7 @@ use lib "$FindBin::Bin/lib";
 use RateLimitTest;
 use HoldBackend;
 use HTTP::Tiny;
+use Digest::SHA ();
 use IO::Select;
 use IO::Socket::INET;
 use POSIX ();
@@ -23,7 +24,7 @@ my $backend = $t->port('BACKEND');
 HoldBackend::start($t, $backend);
 
 my $conf = <<'EOF_CONF';
-ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=300ms;
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=300ms fleet_secret_file=%%TMP%%/fleet.secret;
 ratelimit_zone fifo key=$arg_key concurrency=4 queue=200 queue_timeout=20s;
 ratelimit_zone small key=$arg_key concurrency=1 queue=1 queue_timeout=600ms lease=1s;
 ratelimit_zone one key=$arg_key concurrency=1 queue=5 queue_timeout=5s lease=1s;
@@ -49,12 +50,17 @@ server {
     }
 }
 EOF_CONF
+my $FLEET_SECRET = 'the fleet of t/40';
+RateLimitTest::_write_file($t->tmp . '/fleet.secret', "$FLEET_SECRET\n");
+chmod 0600, $t->tmp . '/fleet.secret';
 $t->write_conf($conf);
 $t->start_nginx;
 
-# A second nginx server on the same Redis.
+# A second nginx server on the same Redis, without the fleet secret (as
+# while a fleet is given one): its calls publish unsigned wake-ups, and it
+# takes the first server's signed ones as hints, which it checks.
 my $t2 = RateLimitTest->new(workers => 2);
-my $conf2 = $conf;
+my $conf2 = $conf =~ s/ fleet_secret_file=\S+;/;/r;
 $conf2 =~ s/%%REDIS_PORT%%/$t->redis_port/e;
 $conf2 =~ s/%%BACKEND%%/$backend/g;
 $t2->write_conf($conf2);
@@ -217,7 +223,8 @@ subtest 'a client closing while queued: the next waiter is served at once' => su
 
 # Anyone who may PUBLISH on the Redis can name waiting requests on the
 # workers' channels (PUBSUB CHANNELS lists them; request numbers count up
-# from 1): a wake-up is only a hint, which the waiter checks with Redis.
+# from 1): a wake-up unsigned, or signed with another key, is only a hint,
+# which the waiter checks with Redis.
 sub forge_wakeups {
     my ($max_seq) = @_;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->redis_port) or die "redis: $!";
@@ -227,13 +234,33 @@ sub forge_wakeups {
     my @channels = map { scalar <$s>; my $c = <$s>; $c =~ s/\r\n//; $c } 1 .. $n;
     for my $c (@channels) {
         (my $worker = $c) =~ s/^rl:wake://;
-        print $s $resp->('PUBLISH', $c, "$worker.$_ 0") for 1 .. $max_seq;
+        print $s $resp->('PUBLISH', $c, "$worker.$_ 0" . ($_ % 2 ? '' : ' ' . ('0' x 40))) for 1 .. $max_seq;
     }
     scalar <$s> for 1 .. @channels * $max_seq;
     return scalar @channels;
 }
 
+# Every wake-up a call of the first server makes is signed with the key
+# derived from its fleet secret, as the module's C++ side checks it.
+sub wake_signature_ok {
+    my ($message) = @_;
+    my $key = Digest::SHA::hmac_sha1_hex('ratelimit wake-up', $FLEET_SECRET);
+    my ($text, $sig) = $message =~ /^(\S+ \d+) ([0-9a-f]{40})$/ or return 0;
+    return Digest::SHA::sha1_hex("$key:$text:$key") eq $sig;
+}
+
 subtest 'forged wake-ups admit no one' => sub {
+    my $listener = fork // die;
+    if ($listener == 0) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->redis_port) or POSIX::_exit(1);
+        print $s "*2\r\n\$10\r\nPSUBSCRIBE\r\n\$9\r\nrl:wake:*\r\n";
+        open my $out, '>', $t->tmp . '/wakeups' or POSIX::_exit(1);
+        $out->autoflush(1);
+        while (defined(my $line = <$s>)) {
+            print $out $line;
+        }
+        POSIX::_exit(0);
+    }
     my $pid = fork // die;
     if ($pid == 0) {
         # While the first holds its slot and three wait, and again while
@@ -250,6 +277,16 @@ subtest 'forged wake-ups admit no one' => sub {
     my $stats = HoldBackend::stats($backend, 'fw');
     is($stats->{max}, 1, 'never two in flight');
     is(join(',', @{ $stats->{order} }), '0,1,2,3', '... in their order');
+    kill 'TERM', $listener;
+    waitpid $listener, 0;
+    # psubscribe, pattern, then per message: pmessage, pattern, channel,
+    # message
+    my @bulks = grep { !/^[*\$:]/ } map { s/\r\n$//r } split /^/, RateLimitTest::_read_file($t->tmp . '/wakeups');
+    splice @bulks, 0, 2;
+    my @real = grep { !/ 0$/ && !/ 0 0{40}$/ } map { $bulks[$_] } grep { $_ % 4 == 3 } 0 .. $#bulks;
+    is(scalar @real, 3, 'the three real wake-ups seen on the channels') or diag(join "\n", @real[0 .. ($#real < 5 ? $#real : 5)]);
+    is(scalar(grep { wake_signature_ok($_) } @real), scalar @real, '... each signed with the key of the fleet secret')
+        or diag(join "\n", @real);
 };
 
 subtest 'a long request (3 x lease) keeps its slot' => sub {

@@ -46,12 +46,13 @@ std::uint64_t wall_clock_us() noexcept
 }
 
 SlotGate::SlotGate(RedisLink *link, const ngx_str_t &prefix,
-                   ngx_log_t *log) noexcept
+                   const ngx_str_t &wake_key, ngx_log_t *log) noexcept
     : link_(link), log_(log)
 {
     ngx_rbtree_init(&waiters_, &sentinel_, ngx_rbtree_insert_value);
 
     try {
+        wake_key_.assign(view(wake_key));
         wake_prefix_.assign(view(prefix));
         wake_prefix_ += ":wake:";
     } catch (...) {
@@ -138,7 +139,8 @@ bool SlotGate::format(const SlotCallRecord *call, bool eval,
 
         *command = format_slot_call({call->op, call->key, token,
                                      call->policy, wake_prefix_,
-                                     call->dry_run, call->freed_us}, eval);
+                                     call->dry_run, call->freed_us,
+                                     wake_key_}, eval);
         *held = held_key(call->key);
     } catch (...) {
         return false;
@@ -211,6 +213,7 @@ void SlotGate::remove_waiter(SlotWaiter *waiter) noexcept
     }
 }
 
+// "WORKER.SEQ FREED_US" or, signed, "WORKER.SEQ FREED_US SIG".
 void SlotGate::on_message(void *data, std::string_view message) noexcept
 {
     auto *gate = static_cast<SlotGate *>(data);
@@ -224,31 +227,74 @@ void SlotGate::on_message(void *data, std::string_view message) noexcept
         return;
     }
 
-    // "WORKER.SEQ FREED_US"
     std::string_view token = message.substr(name.size() + 1);
-    std::string_view freed;
+    std::string_view freed, signature;
     size_t space = token.find(' ');
 
     if (space != std::string_view::npos) {
         freed = token.substr(space + 1);
         token = token.substr(0, space);
+        space = freed.find(' ');
+
+        if (space != std::string_view::npos) {
+            signature = freed.substr(space + 1);
+            freed = freed.substr(0, space);
+        }
     }
 
     bool ok, freed_ok;
     std::uint64_t seq = parse_number(token, &ok);
     std::uint64_t freed_us = parse_number(freed, &freed_ok);
-    ngx_rbtree_node_t *node = gate->waiters_.root;
+    SlotWaiter *waiter = ok ? gate->find_waiter(seq) : nullptr;
+
+    if (waiter != nullptr) {
+        bool is_signed = freed_ok && gate->signed_by_fleet(
+            message.substr(0, message.size() - signature.size() - 1),
+            signature);
+        waiter->woken(waiter, freed_ok ? freed_us : 0, is_signed);
+    }
+}
+
+SlotWaiter *SlotGate::find_waiter(std::uint64_t seq) noexcept
+{
+    ngx_rbtree_node_t *node = waiters_.root;
     auto key = static_cast<ngx_rbtree_key_t>(seq);
 
-    while (ok && node != &gate->sentinel_) {
+    while (node != &sentinel_) {
         if (key == node->key) {
-            SlotWaiter *waiter = waiter_of(node);
-            waiter->woken(waiter, freed_ok ? freed_us : 0);
-            return;
+            return waiter_of(node);
         }
 
         node = key < node->key ? node->left : node->right;
     }
+
+    return nullptr;
+}
+
+// `signature` is SIG of `signed_part` under the fleet's wake key.  Compared
+// in constant time: the time of a mismatch tells nothing of the right SIG.
+bool SlotGate::signed_by_fleet(std::string_view signed_part,
+                               std::string_view signature) const noexcept
+{
+    if (wake_key_.empty() || signature.size() != kSha1HexLength) {
+        return false;
+    }
+
+    char expected[kSha1HexLength];
+
+    try {
+        wakeup_signature(wake_key_, signed_part, expected);
+    } catch (...) {
+        return false;
+    }
+
+    unsigned char differ = 0;
+
+    for (size_t i = 0; i < kSha1HexLength; i++) {
+        differ |= static_cast<unsigned char>(expected[i] ^ signature[i]);
+    }
+
+    return differ == 0;
 }
 
 // Messages may have been lost meanwhile: every waiter asks Redis.  A

@@ -39,10 +39,12 @@ struct SlotCallRecord {
 struct SlotWaiter {
     ngx_rbtree_node_t node;  // in the gate's waiters, by seq, while queued
     bool waiting;            // in it now
-    // A wake-up names it: Redis may have given it the slot, freed at
-    // `freed_us` (wall_clock_us(); 0 if not said).  Anyone who may PUBLISH
-    // can send one: it is a hint, which the waiter confirms with Redis.
-    void (*woken)(SlotWaiter *waiter, std::uint64_t freed_us) noexcept;
+    // A wake-up names it: Redis gave it the slot, freed at `freed_us`
+    // (wall_clock_us(); 0 if not said), if the message is `signed` with
+    // the fleet's wake key.  Anyone who may PUBLISH can send an unsigned
+    // one: that is a hint, which the waiter confirms with Redis.
+    void (*woken)(SlotWaiter *waiter, std::uint64_t freed_us,
+                  bool is_signed) noexcept;
     // Messages may have been lost: it asks Redis for its place.
     void (*recheck)(SlotWaiter *waiter) noexcept;
 };
@@ -53,8 +55,10 @@ std::uint64_t wall_clock_us() noexcept;
 
 class SlotGate {
 public:
+    // `wake_key`: signs the wake-ups of the calls it sends and checks those
+    // it receives; empty: none are signed.
     SlotGate(RedisLink *link, const ngx_str_t &prefix,
-             ngx_log_t *log) noexcept;
+             const ngx_str_t &wake_key, ngx_log_t *log) noexcept;
     ~SlotGate();
 
     SlotGate(const SlotGate &) = delete;
@@ -91,12 +95,16 @@ private:
     const char *put(SlotCallRecord *call, bool eval) noexcept;
     static void on_answer(void *data, const redisReply *reply) noexcept;
     static void on_message(void *data, std::string_view message) noexcept;
+    SlotWaiter *find_waiter(std::uint64_t seq) noexcept;
+    bool signed_by_fleet(std::string_view signed_part,
+                         std::string_view signature) const noexcept;
     static void on_subscription(void *data) noexcept;
 
     RedisLink *link_;
     ngx_log_t *log_;
     std::string wake_prefix_;   // "PREFIX:wake:", as the script wants it
     std::string channel_;       // wake_prefix_ and this worker's name
+    std::string wake_key_;      // may be empty
     std::uint64_t seq_ = 0;
     RedisSubscriber *subscriber_ = nullptr;
     ngx_rbtree_t waiters_;      // of SlotWaiter, by seq

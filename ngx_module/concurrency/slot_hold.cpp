@@ -321,14 +321,20 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
     }
 }
 
-// A message on the worker's channel says Redis may have given the waiter
-// its slot.  Anyone who may PUBLISH on that Redis can send one, so it is a
-// hint, never a grant: the waiter asks Redis at once (a check), and only
-// the check's answer admits it.  A hint that comes while a check is out
-// may postdate what that check saw: it asks again when that check says
-// "queued".  The release's time it carries (`freed_us`) only times the
-// hand-off of a slot Redis confirms.
-void on_slot_woken(SlotWaiter *waiter, std::uint64_t freed_us) noexcept
+// A message on the worker's channel names the waiter.  Signed with the
+// fleet's wake key, it is Redis's word that the slot is the waiter's (the
+// script moved it to `held` before it published): the request resumes at
+// once, from the subscription's own event, which the request never sends
+// to or closes (a posted event would run only after every other event of
+// the loop turn).  Anyone who may PUBLISH on that Redis can send an
+// unsigned one (a fleet without a key sends only those): a hint, never a
+// grant.  The waiter then asks Redis at once (a check), and only the
+// check's answer admits it.  A hint that comes while a check is out may
+// postdate what that check saw: it asks again when that check says
+// "queued".  The release's time the message carries (`freed_us`) only
+// times the hand-off of a slot that is the waiter's.
+void on_slot_woken(SlotWaiter *waiter, std::uint64_t freed_us,
+                   bool is_signed) noexcept
 {
     SlotHold *hold = hold_of(waiter);
 
@@ -337,6 +343,13 @@ void on_slot_woken(SlotWaiter *waiter, std::uint64_t freed_us) noexcept
     }
 
     hold->hinted_freed_us = freed_us;
+
+    if (is_signed) {
+        time_handoff(hold);
+        granted_after_wait(hold);
+        resume_request(hold->state, hold->decided);
+        return;
+    }
 
     if (hold->phase == SlotHold::Phase::kChecking) {
         hold->hinted_again = true;
@@ -379,7 +392,7 @@ bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
     MainConf *mcf = main_conf(r);
     std::string_view prefix = view(mcf->prefix);
     std::string_view name = view(zone->name);
-    HashTag hash_tag{view(mcf->redis->tag_secret)};
+    HashTag hash_tag{view(mcf->redis->tag_key)};
     const HashTag *tag = mcf->redis->cluster ? &hash_tag : nullptr;
     auto *text = static_cast<char *>(ngx_pnalloc(
         r->pool, subject_key_size(prefix, name, view(subject), tag)));

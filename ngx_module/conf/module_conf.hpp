@@ -64,7 +64,8 @@ struct RedisTarget {
     ngx_str_t sentinel_master;  // empty: addresses holds the server itself
     bool cluster;               // addresses are seed nodes of a cluster
     bool cross_slot;            // a cluster's calls batched per master
-    ngx_str_t tag_secret;       // a cluster's hash tag secret; may be empty
+    ngx_str_t tag_key;          // keys a cluster's hash tags; empty: none
+    ngx_str_t wake_key;         // signs wake-ups (hex); empty: none
     RedisCredentials data;      // for the Redis server
     RedisCredentials sentinel;  // for the sentinels (db unused)
     ngx_msec_t timeout;         // a request's wait for its verdict

@@ -4,6 +4,7 @@
 #include <new>
 #include <unistd.h>
 
+#include "base/fleet_secret.hpp"
 #include "directives/conf_params.hpp"
 #include "params/redis_params.hpp"
 
@@ -126,8 +127,8 @@ struct SecretFile {
 
 const SecretFile kPasswordFile = {"password_file", "password",
                                   "the most Redis takes before AUTH"};
-const SecretFile kTagSecretFile = {"tag_secret_file", "secret",
-                                   "the most this module takes"};
+const SecretFile kFleetSecretFile = {"fleet_secret_file", "secret",
+                                     "the most this module takes"};
 
 // The secret of the file `path` names (password_file_line()) into `out`.
 // Warns when its group or others have access to it: a secret kept out of
@@ -211,6 +212,28 @@ char *read_secret_file(ngx_conf_t *cf, const SecretFile &file,
     return rv;
 }
 
+// The fleet secret of the file `path` names, and the keys derived from it
+// (base/fleet_secret.hpp) into the target; the secret itself is not kept.
+char *read_fleet_secret(ngx_conf_t *cf, ngx_str_t path, RedisTarget *target)
+{
+    ngx_str_t secret;
+    char *rv = read_secret_file(cf, kFleetSecretFile, path, &secret);
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    FleetKeys keys = derive_fleet_keys(view(secret));
+    ngx_explicit_memzero(secret.data, secret.len);
+    bool copied = copy_cstring(cf->pool, keys.tag_key.data(),
+                               keys.tag_key.size(), &target->tag_key)
+                  && copy_cstring(cf->pool,
+                                  reinterpret_cast<u_char *>(keys.wake_key),
+                                  sizeof(keys.wake_key), &target->wake_key);
+    ngx_explicit_memzero(&keys, sizeof(keys));
+    return copied ? NGX_CONF_OK : nginx_logged_error();
+}
+
 // The addresses parse_redis_params() found before the token of its error,
 // if it has one (all of them if not), read into the target's: an address
 // nginx cannot read is reported before the errors of later tokens.
@@ -289,18 +312,18 @@ char *add_redis_target(ngx_conf_t *cf, MainConf *mcf,
         }
     }
 
-    ngx_str_t tag_secret_file = arg_string(parsed.params.tag_secret_file);
+    ngx_str_t fleet_secret_file = arg_string(
+        parsed.params.fleet_secret_file);
 
-    if (tag_secret_file.len > 0) {
-        rv = read_secret_file(cf, kTagSecretFile, tag_secret_file,
-                              &target->tag_secret);
+    if (fleet_secret_file.len > 0) {
+        rv = read_fleet_secret(cf, fleet_secret_file, target);
 
         if (rv != NGX_CONF_OK) {
             return rv;
         }
     } else if (target->cluster) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "\"cluster\" without "
-                           "\"tag_secret_file=\": clients that choose "
+                           "\"fleet_secret_file=\": clients that choose "
                            "their keys can put them all in one hash slot; "
                            "give every server the same secret file");
     }

@@ -269,7 +269,7 @@ bool build_keys(RequestState *state) noexcept
 {
     MainConf *mcf = main_conf(state->r);
     std::string_view prefix = view(mcf->prefix);
-    HashTag hash_tag{view(mcf->redis->tag_secret)};
+    HashTag hash_tag{view(mcf->redis->tag_key)};
     const HashTag *tag = mcf->redis->cluster ? &hash_tag : nullptr;
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {

@@ -19,7 +19,7 @@ enum RedisParam {
     kSentinelPassword,
     kTimeout,
     kConnectTimeout,
-    kTagSecretFile,
+    kFleetSecretFile,
     kRedisParamCount
 };
 
@@ -49,7 +49,7 @@ constexpr NamedParam kRedisParams[] = {
     {"sentinel_password", kRedisForm, valid_string},
     {"timeout", kRedisForm, valid_time},
     {"connect_timeout", kRedisForm, valid_time},
-    {"tag_secret_file", kRedisForm, valid_string},
+    {"fleet_secret_file", kRedisForm, valid_string},
 };
 
 static_assert(std::size(kRedisParams) == kRedisParamCount);
@@ -111,11 +111,6 @@ const char *check_redis_params(const RedisParams &p, bool db_given)
                "\"cluster\"";
     }
 
-    if (!p.cluster && !p.tag_secret_file.empty()) {
-        return "\"tag_secret_file=\" requires \"cluster\": only a "
-               "cluster's keys have hash tags";
-    }
-
     if (!sentinel
         && (!p.sentinel_user.empty() || !p.sentinel_password.empty()))
     {
@@ -147,7 +142,7 @@ void store_redis_values(const RedisValues &v, RedisParams *out)
     out->sentinel_master = v[kSentinel].value_or("");
     out->sentinel_user = v[kSentinelUser].value_or("");
     out->sentinel_password = v[kSentinelPassword].value_or("");
-    out->tag_secret_file = v[kTagSecretFile].value_or("");
+    out->fleet_secret_file = v[kFleetSecretFile].value_or("");
 
     if (v[kDb]) {
         out->db = parse_nginx_int(*v[kDb]).value_or(0);

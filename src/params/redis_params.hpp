@@ -35,8 +35,8 @@ struct RedisParams {
     std::string_view password_file;     // the password is its first line
     std::string_view sentinel_user;
     std::string_view sentinel_password;
-    std::string_view tag_secret_file;   // cluster: its first line keys the
-                                        // hash tags (keys/subject_key.hpp)
+    std::string_view fleet_secret_file; // its first line: the secret the
+                                        // servers of the fleet share
     std::int64_t db = 0;                // SELECT unless 0
     std::uint64_t timeout_ms = kDefaultRedisTimeoutMs;
     std::uint64_t connect_timeout_ms = kDefaultRedisConnectTimeoutMs;

@@ -42,10 +42,15 @@ local function promote(freed_us)
     end
     local next = call('ZPOPMIN', queue, free)
     local freed = fmt('%d', freed_us)
+    local key = ARGV[10]
     for i = 1, #next, 2 do
         call('ZADD', held, until_ms, next[i])
-        call('PUBLISH', ARGV[7] .. string.match(next[i], '^[^.]*'),
-             next[i] .. ' ' .. freed)
+        local message = next[i] .. ' ' .. freed
+        if key ~= '' then
+            message = message .. ' '
+                      .. redis.sha1hex(key .. ':' .. message .. ':' .. key)
+        end
+        call('PUBLISH', ARGV[7] .. string.match(next[i], '^[^.]*'), message)
     end
 end
 
@@ -162,6 +167,7 @@ std::string format_slot_call(const SlotCall &call, bool eval)
         eval ? "EVAL" : "EVALSHA", script, "2", held, queue,
         {&op, 1}, call.token, numbers[0], numbers[1], numbers[2],
         numbers[3], call.wake_prefix, call.dry_run ? "1" : "0", numbers[4],
+        call.wake_key,
     };
     constexpr int argc = sizeof(argv) / sizeof(argv[0]);
     const char *data[argc];
@@ -182,6 +188,16 @@ std::string format_slot_call(const SlotCall &call, bool eval)
     std::string out(command, static_cast<size_t>(len));
     free(command);
     return out;
+}
+
+void wakeup_signature(std::string_view wake_key, std::string_view message,
+                      char out[kSha1HexLength])
+{
+    std::string text;
+    text.reserve(2 * wake_key.size() + message.size() + 2);
+    text.append(wake_key).append(1, ':').append(message).append(1, ':');
+    text.append(wake_key);
+    sha1_hex(text, out);
 }
 
 SlotReply decode_slot_reply(const redisReply *reply)

@@ -15,14 +15,18 @@
 // the oldest waiter, which is moved to `held` before it is told: by a
 // PUBLISH of its token on the channel "PREFIX:wake:WORKER", which only its
 // own worker subscribes to, so one release wakes one waiter.  Anyone who
-// may PUBLISH can forge one: the waiter takes it as a hint and checks
-// (kCheck) that it holds the slot before it goes on.  The message
+// may PUBLISH can forge one.  With a wake key (base/fleet_secret.hpp) the
+// script signs it; a waiter goes on at once on a message signed with its
+// fleet's key, and takes any other as a hint, checking (kCheck) that it
+// holds the slot before it goes on.  The message
 // is "TOKEN FREED_US": when the slot was freed, in microseconds since the
 // epoch, by the releasing worker's clock (for a release) or by Redis's (for
-// a lease that ran out), so that the waiter's worker can time the hand-off.
+// a lease that ran out), so that the waiter's worker can time the hand-off;
+// signed, "TOKEN FREED_US SIG", SIG: wakeup_signature().
 //
 // Call: EVALSHA sha 2 HELD QUEUE OP TOKEN LIMIT QUEUE_LIMIT LEASE_MS
-// QUEUE_TIMEOUT_MS CHANNEL_PREFIX DRY_RUN FREED_US (0 but for a release).
+// QUEUE_TIMEOUT_MS CHANNEL_PREFIX DRY_RUN FREED_US (0 but for a release)
+// WAKE_KEY (40 hex digits, or empty: messages go unsigned).
 // Reply: {code, number}; see SlotCode.
 #pragma once
 
@@ -32,6 +36,8 @@
 #include <string_view>
 
 #include <hiredis/hiredis.h>
+
+#include "base/sha1.hpp"
 
 namespace ratelimit {
 
@@ -77,6 +83,7 @@ struct SlotCall {
     std::string_view wake_prefix;
     bool dry_run;
     std::uint64_t freed_us;  // a release: when, by the worker's clock
+    std::string_view wake_key;  // signs the wake-ups it sends; may be empty
 };
 
 std::string format_slot_call(const SlotCall &call, bool eval);
@@ -92,5 +99,12 @@ struct SlotReply {
 };
 
 SlotReply decode_slot_reply(const redisReply *reply);
+
+// SIG of a wake-up "TOKEN FREED_US" under `wake_key`, as the script makes
+// it: the SHA-1 of KEY ":" MESSAGE ":" KEY, the key at both ends so that
+// no one can extend a signed message (SHA-1's length extension), 40 hex
+// digits.  Without the key no one can make one.
+void wakeup_signature(std::string_view wake_key, std::string_view message,
+                      char out[kSha1HexLength]);
 
 }  // namespace ratelimit

@@ -31,11 +31,11 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
     EXPECT_EQ(held_key("rl:up:k}1"), "{rl:up:k}1}:held");
 
     SlotCall call{SlotOp::kAcquire, "rl:up:k1", "00ff.7", &kPolicy,
-                  "rl:wake:", false, 0};
+                  "rl:wake:", false, 0, ""};
     ReplyPtr argv = parse(format_slot_call(call, false));
 
     ASSERT_TRUE(argv);
-    ASSERT_EQ(argv->elements, 14u);
+    ASSERT_EQ(argv->elements, 15u);
     EXPECT_EQ(element(argv.get(), 0), "EVALSHA");
     EXPECT_EQ(element(argv.get(), 1), concurrency_script_sha1());
     EXPECT_EQ(element(argv.get(), 2), "2");
@@ -50,6 +50,7 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
     EXPECT_EQ(element(argv.get(), 11), "rl:wake:");
     EXPECT_EQ(element(argv.get(), 12), "0");
     EXPECT_EQ(element(argv.get(), 13), "0");
+    EXPECT_EQ(element(argv.get(), 14), "");
 
     call.dry_run = true;
     argv = parse(format_slot_call(call, true));
@@ -59,11 +60,13 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
     EXPECT_EQ(element(argv.get(), 12), "1");
 
     call = {SlotOp::kRelease, "rl:up:k1", "00ff.7", &kPolicy, "rl:wake:",
-            false, 1795000000123456};
+            false, 1795000000123456, "0123456789abcdef0123456789abcdef01234567"};
     argv = parse(format_slot_call(call, false));
     ASSERT_TRUE(argv);
     EXPECT_EQ(element(argv.get(), 5), "r");
     EXPECT_EQ(element(argv.get(), 13), "1795000000123456");
+    EXPECT_EQ(element(argv.get(), 14),
+              "0123456789abcdef0123456789abcdef01234567");
 }
 
 TEST(ConcurrencyScript, DecodesReplies)

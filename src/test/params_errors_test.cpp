@@ -152,16 +152,13 @@ const BadCase kBadRedis[] = {
     {{"a:1", "cross_slot"}, "\"cross_slot\" requires \"cluster\"", 1},
     {{"cluster", "a:1", "cross_slot", "cross_slot"},
      "duplicate parameter \"cross_slot\"", 3},
-    {{"cluster", "a:1", "tag_secret_file="},
-     "invalid parameter \"tag_secret_file=\"", 2},
+    {{"cluster", "a:1", "fleet_secret_file="},
+     "invalid parameter \"fleet_secret_file=\"", 2},
     // combinations, once all is read
     {{}, "ratelimit_redis needs an address", kWhole},
     {{"db=1"}, "ratelimit_redis needs an address", kWhole},
     {{"cluster"}, "ratelimit_redis cluster needs the address of a seed node",
      kWhole},
-    {{"a:1", "tag_secret_file=f"},
-     "\"tag_secret_file=\" requires \"cluster\": only a cluster's keys "
-     "have hash tags", kWhole},
     {{"cluster", "a:1", "db=0"},
      "\"cluster\" cannot be combined with \"sentinel=\" or \"db=\": a "
      "cluster has one database and no sentinels", kWhole},

@@ -53,11 +53,11 @@ TEST(ParseRedisParams, EveryParameter)
 
     r = parse_redis_params({"cluster", "n1:1", "n2:2", "cross_slot",
                             "user=u", "password_file=f",
-                            "tag_secret_file=/etc/tag"});
+                            "fleet_secret_file=/etc/fleet"});
     ASSERT_FALSE(r.error.has_value()) << r.error->text;
     EXPECT_TRUE(r.params.cluster);
     EXPECT_TRUE(r.params.cross_slot);
-    EXPECT_EQ(r.params.tag_secret_file, "/etc/tag");
+    EXPECT_EQ(r.params.fleet_secret_file, "/etc/fleet");
     EXPECT_EQ(r.params.addresses.size(), 2u);
     EXPECT_EQ(r.params.addresses[0].token, 1u);
 }

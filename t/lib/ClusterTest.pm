@@ -29,8 +29,8 @@ package ClusterTest;
 #   $c->hash_total($key)          sum of a rate-limit hash's bucket counts (0 if absent)
 #   $c->key_in($master_port, $prefix)  a fresh name "$prefix-N" of a subject
 #                                 whose hash-tagged key lands on that master
-#                                 (see subject_key below; the tag secret:
-#                                 $c->{tag_secret}, default none)
+#                                 (see subject_key below; the fleet secret:
+#                                 $c->{fleet_secret}, default none)
 #   $c->reshard($from_port, $to_port, $slots)  redis-cli --cluster reshard;
 #                                 (start, end) times
 #   $c->wait_ok($timeout)         every live node: cluster_state:ok and the
@@ -42,12 +42,13 @@ package ClusterTest;
 #   ClusterTest::subject_key($prefix, $zone, $subject[, $secret])   the
 #       module's key in cluster mode: PREFIX:ZONE:{TAG}SUBJECT, or
 #       PREFIX:ZONE#{TAG}SHA1HEX past 256 bytes; TAG: 8 hex digits of
-#       HMAC-SHA-1 of the subject under the tag secret (default none)
+#       HMAC-SHA-1 of the subject under the tag key, HMAC-SHA-1 of
+#       "ratelimit hash tag" under the fleet secret (default: no key)
 
 use strict;
 use warnings;
 use Time::HiRes qw(time sleep);
-use Digest::SHA qw(sha1_hex hmac_sha1_hex);
+use Digest::SHA qw(sha1_hex hmac_sha1 hmac_sha1_hex);
 use IO::Socket::INET;
 use RateLimitTest;
 
@@ -81,7 +82,8 @@ sub keyslot {
 
 sub subject_key {
     my ($prefix, $zone, $subject, $secret) = @_;
-    my $tag = '{' . substr(hmac_sha1_hex($subject, $secret // ''), 0, 8) . '}';
+    my $tag_key = defined $secret ? hmac_sha1('ratelimit hash tag', $secret) : '';
+    my $tag = '{' . substr(hmac_sha1_hex($subject, $tag_key), 0, 8) . '}';
     return length($subject) > 256 ? "$prefix:$zone#$tag" . sha1_hex($subject)
                                   : "$prefix:$zone:$tag$subject";
 }
@@ -342,7 +344,7 @@ sub key_in {
     $self->{serial}{$prefix} //= 0;
     while (1) {
         my $s = "$prefix-" . $self->{serial}{$prefix}++;
-        return $s if $own->{ keyslot(subject_key($key_prefix // 'rl', $zone // 'z', $s, $self->{tag_secret})) } == $port;
+        return $s if $own->{ keyslot(subject_key($key_prefix // 'rl', $zone // 'z', $s, $self->{fleet_secret})) } == $port;
     }
 }
 
