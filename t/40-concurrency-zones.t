@@ -296,7 +296,12 @@ subtest 'a long request (3 x lease) keeps its slot' => sub {
         [ $t->port('PORT'), '/small/x?key=l1&seq=2&hold=10', 3.05 ],
     ]);
     is($res[0][0], 200, 'the long request is served');
-    is($res[2][0], 429, 'at 3 leases its slot is still taken: queue full');
+    # The two late ones take the one place in the queue; the other finds
+    # it full.  Which comes first is the machine's choice when it is busy
+    # (their client processes may start late): had the slot been lost,
+    # one would take it and the other the queue, and both pass.
+    is(join(' ', sort map { $_->[0] } @res[1, 2]), '200 429',
+        'at 3 leases its slot is still taken: one waits, one finds the queue full');
     is(HoldBackend::stats($backend, 'l1')->{max}, 1, 'never two in flight');
 };
 

@@ -21,6 +21,12 @@ constexpr std::uint64_t kDefaultLeaseMs = 10000;
 // to be worth having.
 constexpr std::uint64_t kMinLeaseMs = 300;
 
+// The longest lease and queue_timeout: a day.  Both become nginx timers
+// and Redis expiry times, which much larger values would overflow; a
+// longer wait in a queue, or a dead server's slot kept a day, is no limit
+// anyone means.  A request may hold its slot longer: its lease is renewed.
+constexpr std::uint64_t kMaxSlotTimeMs = 24 * 3600 * 1000;
+
 // Indexes of kZoneParams.
 enum ZoneParam {
     kKey,
@@ -199,11 +205,16 @@ std::optional<std::string> read_concurrency(const ZoneValues &v,
         return "invalid queue_timeout " + quoted(*v[kQueueTimeout]);
     }
 
+    if (*timeout_ms > kMaxSlotTimeMs) {
+        return "invalid queue_timeout " + quoted(*v[kQueueTimeout])
+               + ": at most 24h";
+    }
+
     auto lease_ms = v[kLease] ? parse_time_ms(*v[kLease]) : kDefaultLeaseMs;
 
-    if (!lease_ms || *lease_ms < kMinLeaseMs) {
+    if (!lease_ms || *lease_ms < kMinLeaseMs || *lease_ms > kMaxSlotTimeMs) {
         return "invalid lease " + quoted(*v[kLease]) + ": at least "
-               + std::to_string(kMinLeaseMs) + " ms";
+               + std::to_string(kMinLeaseMs) + " ms, at most 24h";
     }
 
     *policy = ConcurrencyPolicy{*limit, *queue, *timeout_ms, *lease_ms};
