@@ -55,6 +55,8 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
         std::uint64_t reset_epoch_s = 0;
         std::uint64_t ms = enforced(state, i)
                            ? denied.denied_for(view(state->keys[i]),
+                                               state->refs[i]->zone
+                                                   ->policy.limit,
                                                ngx_current_msec,
                                                &reset_epoch_s)
                            : 0;
@@ -117,7 +119,7 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         // Measured from when the call left, not from now: Redis decided
         // after that, so the remembered rejection never outlasts its own.
         if (denied != nullptr && v.status.reset_ms > 0) {
-            denied->deny(view(state->keys[v.zone]),
+            denied->deny(view(state->keys[v.zone]), v.status.limit,
                          state->sent_msec + v.status.reset_ms,
                          state->reset_epoch_s);
         }
