@@ -19,7 +19,8 @@
 # - the memory of rejections answers a subject rejected at limit L for
 #   requests under L or less only: one whose limit rose asks Redis;
 # - the status API and the peek header evaluate the variable in their own
-#   request, and leave a zone out where it is empty.
+#   request, and leave a zone out where it is empty; the metrics' zone
+#   limit is the one the zone applied last.
 
 use strict;
 use warnings;
@@ -329,6 +330,20 @@ sub metrics_json {
        'peek: the request\'s own limits');
     $r = get('/peek/index.html', 'X-Api-Key' => 'bad-2', 'X-Peek' => '1');
     is($r->{content}, '[]', 'peek: zones whose values are no limit left out');
+}
+
+# --- metrics: the limit each zone applied last ----------------------------------
+
+{
+    get('/p/index.html', 'X-Api-Key' => 'ent-1');
+    my $m = metrics_json($t);
+    is($m->{limit_reqs}{plans}{limit}, 50, 'metrics: plans applied 50 last');
+    get('/p/index.html', 'X-Api-Key' => 'free-1');
+    is(metrics_json($t)->{limit_reqs}{plans}{limit}, 5, 'metrics: then 5');
+    my $text = $t->get('/metrics')->{content};
+    like($text, qr/^nginx_ratelimit_zone_limit\{zone="plans"\} 5$/m, 'metrics: Prometheus zone_limit 5');
+    like($text, qr/^nginx_ratelimit_zone_limit\{zone="rates"\} \d+$/m, 'metrics: rates has a limit');
+    is(metrics_json($t2)->{limit_reqs}{hdr}{limit}, 0, 'metrics: a zone no request applied yet shows 0');
 }
 
 $_->stop_nginx for $t, $t2;
