@@ -9,7 +9,8 @@
 # loop, and every other request (several zones, peeks, dry-run zones, slides
 # of old buckets, keys started afresh) through decide(); the batches mix both,
 # small windows make buckets and fixed windows roll during the run, and small
-# limits make requests go over often.
+# limits make requests go over often.  Requests of one key under different
+# limits (a zone whose limit is a variable) share batches.
 #
 # Expected (spec: src/scripts/window_script.cpp, README "Algorithms" and "Redis data
 # layout"):
@@ -78,9 +79,11 @@ sub rcmd {
 }
 
 # The zones of a batch are chosen from these.  b-dry is zone b in a dry-run
-# location: another zone to the script, with b's keys.  fine's window has
-# 500 buckets, so that a slide often finds no live bucket among the 64
-# after the oldest and reads the whole hash instead.
+# location: another zone to the script, with b's keys.  a-hi is zone a at
+# another limit, as a zone whose limit is a variable sends it for requests
+# of another plan: a's keys decided under two limits in one batch.  fine's
+# window has 500 buckets, so that a slide often finds no live bucket among
+# the 64 after the oldest and reads the whole hash instead.
 my @ZONES = map {
     my ($name, $prefix, $limit, $width, $span, $kind, $enforce) = @$_;
     { name => $name, prefix => $prefix, limit => $limit, width => $width,
@@ -88,6 +91,7 @@ my @ZONES = map {
 } (
     # name     keys   limit  bucket ms  buckets  kind  enforce
     ['a',      'm:a', 5,     100,       10,      's',  1],
+    ['a-hi',   'm:a', 9,     100,       10,      's',  1],
     ['b',      'm:b', 4,     50,        20,      's',  1],
     ['b-dry',  'm:b', 4,     50,        20,      's',  0],
     ['c',      'm:c', 3,     200,       5,       's',  1],
@@ -329,9 +333,13 @@ sub run_model {
         die "batch $batch: Redis time went back from $prev_now to $now: the model needs a steady clock\n"
             if $now < $prev_now;
         $prev_now = $now;
+        my %limits;    # a key of a and a-hi => the limits it was counted under
         for my $i (0 .. $#reqs) {
             my $q = $reqs[$i];
             my @want = model_request($q, $now);
+            for my $z (grep { !$q->{peek} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
+                $limits{ $q->{keys}[$z] }{ $q->{zones}[$z]{limit} }++;
+            }
             my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ }
                       splice(@$reply, 0, 1 + 3 * @{ $q->{zones} } + @{ $q->{interval} // [] });
             $replies++;
@@ -340,6 +348,7 @@ sub run_model {
                 if "@want" ne "@got";
         }
         push @bad_replies, "batch $batch: " . @$reply . " elements too many in the reply" if @$reply;
+        $seen{'one key counted under two limits in one batch'} += grep { keys %$_ > 1 } values %limits;
 
         my %touched = map { $_ => 1 } grep { !$STRINGS{$_} } @keys;
         push @bad_keys, check_keys("after batch $batch", sort keys %touched);
@@ -381,6 +390,7 @@ sub run_model {
                        'several zones: rejected, not counted where it fits',
                        'several zones: counted, not where over in dry run',
                        'key of another type: an error',
+                       'one key counted under two limits in one batch',
                        'junk hash started afresh') {
         cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
     }

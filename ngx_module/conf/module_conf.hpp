@@ -84,12 +84,18 @@ struct Zone {
     ngx_str_t name;
     ngx_uint_t index;         // its place in MainConf::zones
     ngx_http_complex_value_t key;
-    Policy policy;
+    Policy policy;            // its limit is 0 with limit_value
     bool fixed;               // algorithm=fixed: one bucket, the window
+    // `limit=$NAME` or `rate=$NAME`: evaluated for each request, whose
+    // limit it gives (limit_from_value()); nullptr for a number.
+    ngx_http_complex_value_t *limit_value;
+    bool limit_is_rate;       // rate=$NAME: its value is a rate
     // The zone's script arguments that do not depend on the request, made
-    // once, encoded: see write_zone_args().
+    // once, encoded: see write_zone_args().  Empty with limit_value: a
+    // request's are made with its limit.
     ngx_str_t script_args;
-    ngx_str_t policy_member;  // its member of the RateLimit-Policy list
+    ngx_str_t policy_member;  // its member of the RateLimit-Policy list;
+                              // empty with limit_value, likewise
     // A concurrency zone bounds requests in flight instead (the members
     // above unused); nullptr for a rate zone.
     const ConcurrencyPolicy *concurrency;

@@ -103,7 +103,7 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
     if (params.kind == ZoneKind::kRate) {
         zone->policy = params.policy;
         zone->fixed = params.fixed;
-        return render_zone(pool, zone);
+        return !params.limit_variable.empty() || render_zone(pool, zone);
     }
 
     auto *policy = static_cast<ConcurrencyPolicy *>(
@@ -116,6 +116,36 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
     *policy = params.concurrency;
     zone->concurrency = policy;
     return true;
+}
+
+bool compile_value(ngx_conf_t *cf, ngx_str_t *value,
+                   ngx_http_complex_value_t *out)
+{
+    ngx_http_compile_complex_value_t ccv;
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+    ccv.cf = cf;
+    ccv.value = value;
+    ccv.complex_value = out;
+    return ngx_http_compile_complex_value(&ccv) == NGX_OK;
+}
+
+// `limit=$NAME` or `rate=$NAME`, evaluated per request.
+bool compile_limit(ngx_conf_t *cf, const ZoneParams &params, Zone *zone)
+{
+    if (params.limit_variable.empty()) {
+        return true;
+    }
+
+    zone->limit_value = static_cast<ngx_http_complex_value_t *>(
+        ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t)));
+
+    if (zone->limit_value == nullptr) {
+        return false;
+    }
+
+    zone->limit_is_rate = params.limit_is_rate;
+    ngx_str_t text = arg_string(params.limit_variable);
+    return compile_value(cf, &text, zone->limit_value);
 }
 
 // A zone as parse_zone_params() read it, into the configuration.  Its
@@ -153,13 +183,10 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
     }
 
     ngx_str_t key = arg_string(parsed.params.key);
-    ngx_http_compile_complex_value_t ccv;
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-    ccv.cf = cf;
-    ccv.value = &key;
-    ccv.complex_value = &zone->key;
 
-    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+    if (!compile_value(cf, &key, &zone->key)
+        || !compile_limit(cf, parsed.params, zone))
+    {
         return nginx_logged_error();
     }
 

@@ -3,6 +3,7 @@
 #include "http/request_metrics.hpp"
 #include "metrics/metrics.hpp"
 #include "rate/script_call.hpp"
+#include "rate/zone_limit.hpp"
 #include "concurrency/slot_hold.hpp"
 #include "concurrency/slot_report.hpp"
 #include "status/status_handler.hpp"
@@ -252,6 +253,10 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
     const ZoneRef *slot_ref = nullptr;
     ngx_str_t slot_subject = ngx_null_string;
     ngx_uint_t slot_position = 0;  // of its object in a peek's answer
+    bool invalid_limit = false;
+    const char *outcome = state->peek ? "left out of the answer"
+                          : lcf->fail == kFailClosed ? "request rejected"
+                          : "request passed";
 
     for (ngx_uint_t i = 0; i < lcf->zones->nelts; i++) {
         ngx_str_t subject;
@@ -274,9 +279,38 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
             continue;
         }
 
+        std::uint64_t limit = 0;
+
+        switch (find_limit(r, *refs[i].zone, outcome, &limit)) {
+        case LimitFound::kLimit:
+            break;
+        case LimitFound::kNone:
+            continue;
+        case LimitFound::kInvalid:
+            // A peek reports on the other zones; a request gets the fail
+            // policy, below.
+            if (state->peek) {
+                continue;
+            }
+            invalid_limit = true;
+            break;
+        case LimitFound::kError:
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
         state->refs[state->zones] = &refs[i];
         state->subjects[state->zones] = subject;
+        state->limits[state->zones] = limit;
         state->zones++;
+    }
+
+    // A zone whose limit has no valid value cannot decide the request: it
+    // gets the fail policy, as when Redis does not answer, and is counted
+    // in none of its zones (nor holds a slot of its concurrency zone).
+    if (invalid_limit) {
+        state->result = Result::kError;
+        state->stage = RequestState::Stage::kDecided;
+        return act_on(state);
     }
 
     if (state->zones == 0 && slot_ref == nullptr && !state->peek) {

@@ -40,14 +40,19 @@ bool add_number(ngx_http_request_t *r, ngx_str_t name, std::uint64_t value)
     return add_header(r, name, {len, text});
 }
 
-// RateLimit-Policy lists every zone the request was decided in.
+// RateLimit-Policy lists every zone the request was decided in, each with
+// the limit it applied: a zone whose limit is a variable has its member
+// written for the request.
 bool add_policy(ngx_http_request_t *r, const RequestState *state)
 {
     static const char kSeparator[] = ", ";
     size_t len = 0;
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
-        len += state->refs[i]->zone->policy_member.len
+        const Zone &zone = *state->refs[i]->zone;
+        len += (zone.limit_value == nullptr
+                    ? zone.policy_member.len
+                    : policy_member_max_size(view(zone.name)))
                + sizeof(kSeparator) - 1;
     }
 
@@ -64,8 +69,16 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
             p = ngx_cpymem(p, kSeparator, sizeof(kSeparator) - 1);
         }
 
-        const ngx_str_t &member = state->refs[i]->zone->policy_member;
-        p = ngx_cpymem(p, member.data, member.len);
+        const Zone &zone = *state->refs[i]->zone;
+
+        if (zone.limit_value != nullptr) {
+            p += write_policy_member(view(zone.name), state->limits[i],
+                                     zone.policy.window_seconds(),
+                                     reinterpret_cast<char *>(p));
+            continue;
+        }
+
+        p = ngx_cpymem(p, zone.policy_member.data, zone.policy_member.len);
     }
 
     return add_header(r, ngx_string("RateLimit-Policy"),

@@ -57,14 +57,20 @@ void record_request_decision(RequestState *state) noexcept
         return;
     }
 
-    std::uint64_t wait_us = metrics::now_us() - state->check_start_us;
+    std::uint64_t now = metrics::now_us();
+    std::uint64_t wait_us = now - state->check_start_us;
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         Decision decision = zone_decision(state, i);
+        const Zone &zone = *state->refs[i]->zone;
+
+        // 0: the zone's variable gave no valid limit.
+        if (zone.limit_value != nullptr && state->limits[i] > 0) {
+            metrics::record_zone_limit(zone.index, state->limits[i], now);
+        }
 
         if (decision != Decision::kCount
-            && metrics::record_zone_decision(state->refs[i]->zone->index,
-                                             decision, wait_us))
+            && metrics::record_zone_decision(zone.index, decision, wait_us))
         {
             state->in_flight = true;
         }

@@ -247,6 +247,16 @@ void record_deny_cache_hit(ngx_uint_t zone) noexcept
     }
 }
 
+void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
+                       std::uint64_t now) noexcept
+{
+    if (worker != nullptr) {
+        ZoneCounters *z = zone_slot(zone);
+        __atomic_store_n(&z->applied_limit, limit, __ATOMIC_RELAXED);
+        __atomic_store_n(&z->applied_us, now, __ATOMIC_RELAXED);
+    }
+}
+
 void record_slot_outcome(ngx_uint_t zone, Decision decision, SlotEvent event,
                          std::uint64_t start_us, ngx_msec_t queue_ms) noexcept
 {

@@ -48,6 +48,10 @@ bool record_zone_decision(ngx_uint_t zone, Decision decision,
 void record_zone_done(ngx_uint_t zone, bool success, std::uint64_t start_us,
                       std::uint64_t now) noexcept;
 void record_deny_cache_hit(ngx_uint_t zone) noexcept;
+// A zone whose limit is a variable applied `limit` to a request at `now`
+// (now_us()).
+void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
+                       std::uint64_t now) noexcept;
 
 // Concurrency zones: what a request's ask for a slot came to (`event`
 // kCount if none of the events; `queue_ms` counts if it was admitted after

@@ -178,11 +178,19 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
     std::string_view args[kMaxZonesPerRequest];
     bool enforce[kMaxZonesPerRequest];
     std::uint64_t buckets[kMaxZonesPerRequest];
+    // A zone whose limit is a variable: its arguments under the request's
+    // limit (the batch copies them, or finds them among its zones).
+    char made[kMaxZonesPerRequest][kZoneArgsMaxSize];
 
     for (ngx_uint_t j = 0; j < part.zones; j++) {
         ngx_uint_t i = part.zone[j];
+        const Zone &zone = *state->refs[i]->zone;
         keys[j] = view(state->keys[i]);
-        args[j] = view(state->refs[i]->zone->script_args);
+        args[j] = zone.limit_value == nullptr
+                  ? view(zone.script_args)
+                  : std::string_view(made[j],
+                                     write_zone_args(policy_of(state, i),
+                                                     zone.fixed, made[j]));
         enforce[j] = enforced(state, i);
         buckets[j] = state->interval_buckets ? state->interval_buckets[i] : 0;
     }

@@ -55,6 +55,7 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
         std::uint64_t reset_epoch_s = 0;
         std::uint64_t ms = enforced(state, i)
                            ? denied.denied_for(view(state->keys[i]),
+                                               state->limits[i],
                                                ngx_current_msec,
                                                &reset_epoch_s)
                            : 0;
@@ -64,7 +65,7 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
         }
 
         state->verdict = {Outcome::kRejected, i,
-                          {state->refs[i]->zone->policy.limit, 0, ms}};
+                          {state->limits[i], 0, ms}};
         state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
         metrics::record_deny_cache_hit(state->refs[i]->zone->index);
@@ -86,11 +87,13 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         return;
     }
 
+    Policy applied[kMaxZonesPerRequest];
     const Policy *policies[kMaxZonesPerRequest];
     bool enforcing[kMaxZonesPerRequest];
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
-        policies[i] = &state->refs[i]->zone->policy;
+        applied[i] = policy_of(state, i);
+        policies[i] = &applied[i];
         enforcing[i] = enforced(state, i);
     }
 
@@ -117,7 +120,7 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         // Measured from when the call left, not from now: Redis decided
         // after that, so the remembered rejection never outlasts its own.
         if (denied != nullptr && v.status.reset_ms > 0) {
-            denied->deny(view(state->keys[v.zone]),
+            denied->deny(view(state->keys[v.zone]), v.status.limit,
                          state->sent_msec + v.status.reset_ms,
                          state->reset_epoch_s);
         }

@@ -84,6 +84,9 @@ struct RequestState {
     const ZoneRef *refs[kMaxZonesPerRequest];
     ngx_str_t subjects[kMaxZonesPerRequest];
     ngx_str_t keys[kMaxZonesPerRequest];  // the subjects' Redis keys
+    // The limit each zone applies to this request: its own, or its
+    // variable's value (Zone::limit_value).
+    std::uint64_t limits[kMaxZonesPerRequest];
 
     std::uint64_t now_ms;         // Redis time of the reply
     ZoneCount counts[kMaxZonesPerRequest];
@@ -96,6 +99,15 @@ inline bool enforced(const RequestState *state, ngx_uint_t i)
 {
     return !(state->refs[i]->dry_run
              || (state->lcf != nullptr && state->lcf->dry_run));
+}
+
+// Zone i's policy as it applies to the request: the zone's, under the
+// request's limit.
+inline Policy policy_of(const RequestState *state, ngx_uint_t i)
+{
+    Policy policy = state->refs[i]->zone->policy;
+    policy.limit = state->limits[i];
+    return policy;
 }
 
 // The response went out a success: a status below 400.

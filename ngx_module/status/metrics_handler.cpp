@@ -42,6 +42,12 @@ ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
             add_zone(*layout.zone(shared.block, s, z), &m.sum);
         }
 
+        // A zone whose limit is a variable: the limit it applied last, on
+        // any worker (0 before its first request).
+        if (defined[z]->limit_value != nullptr) {
+            m.limit = m.sum.applied_limit;
+        }
+
         m.sum.busy_us = busy_clock::read(
             layout.busy_word(shared.block, z), now_us, [&] {
                 std::uint64_t closed = 0;

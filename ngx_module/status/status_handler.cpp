@@ -1,6 +1,7 @@
 #include "status/status_handler.hpp"
 
 #include "rate/script_call.hpp"
+#include "rate/zone_limit.hpp"
 #include "limits/sliding_window.hpp"
 #include "concurrency/slot_report.hpp"
 #include "report/status_json.hpp"
@@ -199,22 +200,42 @@ void query_rate_zones(RequestState *state) noexcept
 
 // The location's zones, rate zones in state->refs and concurrency zones in
 // state->slot_report, each at its place in the answer; false on no memory.
+// A rate zone whose limit is a variable has it evaluated for the query's
+// own request, and is left out of the answer where its value is empty or
+// no limit.
 bool take_zones(RequestState *state, const ngx_array_t *zones,
                 const ngx_str_t &subject)
 {
     auto *refs = static_cast<const ZoneRef *>(zones->elts);
+    ngx_uint_t position = 0;
 
     for (ngx_uint_t i = 0; i < zones->nelts; i++) {
         if (refs[i].zone->concurrency != nullptr) {
-            if (!add_slot_report(state, &refs[i], subject, i)) {
+            if (!add_slot_report(state, &refs[i], subject, position++)) {
                 return false;
             }
             continue;
         }
 
+        std::uint64_t limit = 0;
+
+        switch (find_limit(state->r, *refs[i].zone, "left out of the answer",
+                           &limit))
+        {
+        case LimitFound::kLimit:
+            break;
+        case LimitFound::kNone:
+        case LimitFound::kInvalid:
+            continue;
+        case LimitFound::kError:
+            return false;
+        }
+
         state->refs[state->zones] = &refs[i];
         state->subjects[state->zones] = subject;
+        state->limits[state->zones] = limit;
         state->zones++;
+        position++;
     }
 
     return true;
@@ -249,12 +270,13 @@ ngx_int_t send_status(RequestState *state) noexcept
         }
 
         const Zone *zone = state->refs[rate]->zone;
+        Policy policy = policy_of(state, rate);
         reports[k] = report_zone(view(zone->name),
-                                 view(state->subjects[rate]), zone->policy,
+                                 view(state->subjects[rate]), policy,
                                  state->counts[rate], state->now_ms);
 
         if (state->interval_ms > 0) {
-            report_interval(&reports[k], zone->policy, zone->fixed,
+            report_interval(&reports[k], policy, zone->fixed,
                             state->interval_ms, state->counts[rate]);
         }
 

@@ -64,6 +64,31 @@ std::optional<Rate> parse_rate(std::string_view text)
     return Rate{*limit, window_ms};
 }
 
+std::optional<std::uint64_t> limit_from_value(std::string_view value,
+                                              bool rate,
+                                              std::uint64_t window_ms)
+{
+    if (!rate) {
+        return parse_count(value);
+    }
+
+    auto parsed = parse_rate(value);
+
+    if (!parsed) {
+        return std::nullopt;
+    }
+
+    // At most 2^53 times 2^50 ms (a million weeks): no overflow in 128 bits.
+    unsigned __int128 limit = static_cast<unsigned __int128>(parsed->limit)
+                              * window_ms / parsed->window_ms;
+
+    if (limit == 0 || limit > kMaxExactInteger) {
+        return std::nullopt;
+    }
+
+    return static_cast<std::uint64_t>(limit);
+}
+
 std::uint64_t default_bucket_ms(std::uint64_t window_ms)
 {
     for (std::uint64_t n = kMaxDefaultBuckets; n > 1; n--) {

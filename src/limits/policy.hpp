@@ -34,6 +34,17 @@ std::optional<Rate> parse_rate(std::string_view text);
 // Redis script (Lua doubles) stores it exactly.
 std::optional<std::uint64_t> parse_count(std::string_view text);
 
+// The limit one request gets in a zone whose `limit=` or `rate=` is a
+// variable, from the variable's value: without `rate`, a count as limit=
+// takes (1 to 2^53); with `rate`, a rate as rate= takes (Nr/s, Nr/m, Nr/h
+// or Nr/d) turned into the requests it admits in the zone's window of
+// `window_ms`, rounded down (10r/s in a window of 1 minute: 600).
+// nullopt for anything else, and for a rate that admits less than one
+// request, or more than 2^53, in the window.
+std::optional<std::uint64_t> limit_from_value(std::string_view value,
+                                              bool rate,
+                                              std::uint64_t window_ms);
+
 // The bucket length for a window when none is given: the window cut into the
 // largest number of buckets, at most kMaxDefaultBuckets, that leaves each a
 // whole number of milliseconds (60 s -> 1000 ms, 1 s -> 20 ms, 7 ms -> 1 ms).

@@ -81,12 +81,24 @@ bool valid_zone_name(std::string_view name)
     return true;
 }
 
-// The limit and the window, from `rate=` or from `limit=` and `window=`.
+// `limit=` or `rate=` takes a variable: a value that starts with "$",
+// which nginx compiles (and refuses, if it holds no variable name).
+bool is_variable(std::string_view value)
+{
+    return !value.empty() && value[0] == '$';
+}
+
+// The limit and the window, from `rate=`, or from `limit=` and `window=`.
+// A limit from a variable has its window from `window=`, `rate=$NAME` too:
+// the window is the zone's, fixed when the configuration is read.
 std::optional<std::string> read_rate_window(std::string_view name,
                                             const ZoneValues &v,
-                                            Policy *policy)
+                                            ZoneParams *zone)
 {
-    if (v[kRate]) {
+    Policy *policy = &zone->policy;
+    bool variable_rate = v[kRate] && is_variable(*v[kRate]);
+
+    if (v[kRate] && !variable_rate) {
         if (v[kLimit] || v[kWindow]) {
             return "\"rate=\" cannot be combined with \"limit=\" or "
                    "\"window=\"";
@@ -104,15 +116,34 @@ std::optional<std::string> read_rate_window(std::string_view name,
         return std::nullopt;
     }
 
-    if (!v[kLimit] || !v[kWindow]) {
+    if (variable_rate) {
+        if (v[kLimit]) {
+            return "\"rate=\" cannot be combined with \"limit=\"";
+        }
+
+        if (!v[kWindow]) {
+            return "ratelimit_zone " + quoted(name) + " needs \"window=\" "
+                   "with a variable in \"rate=\"";
+        }
+
+        zone->limit_variable = *v[kRate];
+        zone->limit_is_rate = true;
+
+    } else if (!v[kLimit] || !v[kWindow]) {
         return "ratelimit_zone " + quoted(name)
                + " needs \"rate=\", or both \"limit=\" and \"window=\"";
-    }
 
-    auto limit = parse_count(*v[kLimit]);
+    } else if (is_variable(*v[kLimit])) {
+        zone->limit_variable = *v[kLimit];
 
-    if (!limit) {
-        return "invalid limit " + quoted(*v[kLimit]);
+    } else {
+        auto limit = parse_count(*v[kLimit]);
+
+        if (!limit) {
+            return "invalid limit " + quoted(*v[kLimit]);
+        }
+
+        policy->limit = *limit;
     }
 
     auto window_ms = parse_time_ms(*v[kWindow]);
@@ -127,7 +158,6 @@ std::optional<std::string> read_rate_window(std::string_view name,
                + std::to_string(window_rules::kMaxWindowMs / kWeekMs) + "w";
     }
 
-    policy->limit = *limit;
     policy->window_ms = *window_ms;
     return std::nullopt;
 }
@@ -268,7 +298,7 @@ ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
     if (zone.kind == ZoneKind::kConcurrency) {
         error = read_concurrency(values, &zone.concurrency);
     } else {
-        error = read_rate_window(zone.name, values, &zone.policy);
+        error = read_rate_window(zone.name, values, &zone);
         error = error ? error : read_buckets(values, &zone);
     }
 

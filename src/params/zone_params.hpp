@@ -18,7 +18,13 @@ struct ZoneParams {
     std::string_view key;            // the `key=` value, not empty; nginx
                                      // compiles its variables
     ZoneKind kind = ZoneKind::kRate;
-    Policy policy{};                 // a rate zone's
+    Policy policy{};                 // a rate zone's; its limit is 0
+                                     // when limit_variable is set
+    // `limit=$NAME` or `rate=$NAME`: the value with variables, which nginx
+    // compiles and evaluates per request (see limit_from_value()); empty
+    // when the limit is a number.
+    std::string_view limit_variable;
+    bool limit_is_rate = false;      // it came from rate=: a rate
     bool fixed = false;              // algorithm=fixed: one bucket, the
                                      // window
     ConcurrencyPolicy concurrency{}; // a concurrency zone's

@@ -12,7 +12,7 @@ constexpr unsigned kMaskShift = 49;
 
 // Bumped whenever ZoneCounters or LinkCounters change shape, so that a
 // reload onto a new build never reads an old block as its own.
-constexpr std::uint64_t kLayoutVersion = 1;
+constexpr std::uint64_t kLayoutVersion = 2;
 
 std::size_t round_up(std::size_t n, std::size_t to)
 {
@@ -238,6 +238,13 @@ void add_zone(const ZoneCounters &slot, ZoneCounters *sum)
     sum->successes += load_counter(&slot.successes);
     sum->response_us += load_counter(&slot.response_us);
     sum->busy_us += load_counter(&slot.busy_us);
+
+    std::uint64_t applied_us = load_counter(&slot.applied_us);
+
+    if (applied_us > sum->applied_us) {
+        sum->applied_us = applied_us;
+        sum->applied_limit = load_counter(&slot.applied_limit);
+    }
 
     for (std::size_t i = 0; i < static_cast<std::size_t>(SlotEvent::kCount);
          i++)

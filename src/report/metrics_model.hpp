@@ -93,6 +93,11 @@ struct ZoneCounters {
     std::uint64_t successes;         // let through, answered below 400
     std::uint64_t response_us;       // their response times, summed
     std::uint64_t busy_us;           // see busy_clock
+    // A zone whose limit is a variable: the limit it applied to the last
+    // request this worker decided in it, and when (now_us()).  Written,
+    // not added to; a scrape takes the latest of the slots.
+    std::uint64_t applied_limit;
+    std::uint64_t applied_us;
     // Concurrency zones only.  In flight: slots_taken - slots_freed;
     // queued: queue_entered - queue_left.
     std::uint64_t slot_events[static_cast<std::size_t>(SlotEvent::kCount)];

@@ -154,7 +154,8 @@ void write_zones(Exposition &e, const MetricsReport &r)
              [](const ZoneMetrics &z) {
                  return decimal_text(z.sum.deny_cache_hits);
              });
-    per_zone(e, r, "zone_limit", "gauge", "Requests a window admits.",
+    per_zone(e, r, "zone_limit", "gauge",
+             "Requests a window admits; from a variable, the last applied.",
              [](const ZoneMetrics &z) { return decimal_text(z.limit); });
     per_zone(e, r, "zone_window_seconds", "gauge", "The window's length.",
              [](const ZoneMetrics &z) { return fixed_point(z.window_ms, 3); });

@@ -17,7 +17,9 @@ constexpr std::string_view kModuleVersion = "0.1.0";
 
 struct ZoneMetrics {
     std::string_view name;
-    std::uint64_t limit;      // requests per window, or in flight
+    std::uint64_t limit;      // requests per window (a limit from a
+                              // variable: the one applied last), or in
+                              // flight
     std::uint64_t window_ms;  // 0 for a concurrency zone
     bool concurrency;
     std::uint64_t queue_limit;  // a concurrency zone's

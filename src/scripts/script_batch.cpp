@@ -92,6 +92,13 @@ std::size_t write_zone_args(const Policy &policy, bool fixed, char *out)
     return static_cast<std::size_t>(p - out);
 }
 
+bool ScriptBatch::described_as(const Descriptor &d, std::string_view args,
+                               bool enforce) const noexcept
+{
+    return d.enforce == enforce && d.size == args.size()
+           && std::memcmp(zones_.data() + d.at, args.data(), d.size) == 0;
+}
+
 bool ScriptBatch::add(bool peek, std::size_t zones,
                       const std::string_view *keys,
                       const std::string_view *zone_args,
@@ -116,10 +123,11 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
 
     try {
         for (std::size_t i = 0; i < zones; i++) {
-            Descriptor want{zone_args[i].data(), enforce[i]};
             std::size_t d = 0;
 
-            while (d < described_.size() && !described_[d].same(want)) {
+            while (d < described_.size()
+                   && !described_as(described_[d], zone_args[i], enforce[i]))
+            {
                 d++;
             }
 
@@ -129,7 +137,8 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
             }
 
             if (d == described_.size()) {
-                described_.push_back(want);
+                described_.push_back({zones_.size(), zone_args[i].size(),
+                                      enforce[i]});
                 zones_.append(zone_args[i]).append(enforce[i] ? kEnforce
                                                               : kDryRun);
             }

@@ -38,9 +38,13 @@ public:
     // the count of the interval_buckets[i] newest buckets of zone i (1 to
     // the zone's buckets per window).  A zone's arguments go once into the
     // batch, however many requests use it: two zones are the same if their
-    // zone_args point to the same bytes and they are enforced alike.  False,
-    // with the batch as it was, on no memory, past kMaxZoneDescriptors
-    // distinct zones, or for interval buckets without `peek`.
+    // zone_args hold the same bytes and they are enforced alike, so that
+    // requests a zone gives different limits (a limit from a variable) are
+    // decided under each their own, and requests given the same limit share
+    // one.  zone_args need not outlive the call: the batch compares with
+    // its own copy.  False, with the batch as it was, on no memory, past
+    // kMaxZoneDescriptors distinct zones, or for interval buckets without
+    // `peek`.
     bool add(bool peek, std::size_t zones, const std::string_view *keys,
              const std::string_view *zone_args, const bool *enforce,
              const std::uint64_t *interval_buckets = nullptr) noexcept;
@@ -88,15 +92,16 @@ private:
     std::string keys_;
     std::string zones_;
     std::string entries_;
+    // A zone of the batch: its write_zone_args() bytes in zones_.
     struct Descriptor {
-        const char *args;  // the zone's write_zone_args() bytes
+        std::size_t at;
+        std::size_t size;
         bool enforce;
-
-        bool same(const Descriptor &o) const
-        {
-            return args == o.args && enforce == o.enforce;
-        }
     };
+
+    bool described_as(const Descriptor &d, std::string_view args,
+                      bool enforce) const noexcept;
+
 
     std::vector<Descriptor> described_;
     std::vector<std::size_t> reply_offsets_;

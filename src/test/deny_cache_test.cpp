@@ -8,7 +8,10 @@
 namespace ratelimit {
 namespace {
 
-// The cache is half a megabyte: keep it off the test's stack.
+// The limit the requests of these tests are rejected at and carry.
+constexpr std::uint64_t kLimit = 10;
+
+// The cache is over half a megabyte: keep it off the test's stack.
 std::unique_ptr<DenyCache> make_cache()
 {
     return std::make_unique<DenyCache>();
@@ -17,44 +20,44 @@ std::unique_ptr<DenyCache> make_cache()
 TEST(DenyCache, UnknownKeyIsNotDenied)
 {
     auto cache = make_cache();
-    EXPECT_EQ(cache->denied_for("rl:api:a", 1000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
 }
 
 TEST(DenyCache, DeniedUntilTheGivenTimeOnly)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", 5000);
+    cache->deny("rl:api:a", kLimit, 5000);
 
-    EXPECT_EQ(cache->denied_for("rl:api:a", 1000), 4000u);
-    EXPECT_EQ(cache->denied_for("rl:api:a", 4999), 1u);
-    EXPECT_EQ(cache->denied_for("rl:api:a", 5000), 0u);
-    EXPECT_EQ(cache->denied_for("rl:api:a", 9000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 4000u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 4999), 1u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 5000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 9000), 0u);
 }
 
 TEST(DenyCache, AnswersTheResetRedisGave)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", 5000, 1700000017);
-    cache->deny("rl:api:b", 5000, 1700000099);
+    cache->deny("rl:api:a", kLimit, 5000, 1700000017);
+    cache->deny("rl:api:b", kLimit, 5000, 1700000099);
 
     std::uint64_t reset = 0;
-    EXPECT_EQ(cache->denied_for("rl:api:a", 1000, &reset), 4000u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000, &reset), 4000u);
     EXPECT_EQ(reset, 1700000017u);
 
     reset = 7;
-    EXPECT_EQ(cache->denied_for("rl:api:a", 5000, &reset), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 5000, &reset), 0u);
     EXPECT_EQ(reset, 7u);
 }
 
 TEST(DenyCache, OnlyTheExactKeyIsDenied)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", 5000);
+    cache->deny("rl:api:a", kLimit, 5000);
 
-    EXPECT_EQ(cache->denied_for("rl:api:b", 1000), 0u);
-    EXPECT_EQ(cache->denied_for("rl:api:a ", 1000), 0u);
-    EXPECT_EQ(cache->denied_for("rl:api:", 1000), 0u);
-    EXPECT_EQ(cache->denied_for("rl:other:a", 1000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:a ", kLimit, 1000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:", kLimit, 1000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:other:a", kLimit, 1000), 0u);
 }
 
 TEST(DenyCache, BinaryKeysCompareByteForByte)
@@ -62,19 +65,19 @@ TEST(DenyCache, BinaryKeysCompareByteForByte)
     auto cache = make_cache();
     const std::string a("rl:ip:\x7f\x00\x00\x01", 10);
     const std::string b("rl:ip:\x7f\x00\x00\x02", 10);
-    cache->deny(a, 5000);
+    cache->deny(a, kLimit, 5000);
 
-    EXPECT_EQ(cache->denied_for(a, 1000), 4000u);
-    EXPECT_EQ(cache->denied_for(b, 1000), 0u);
+    EXPECT_EQ(cache->denied_for(a, kLimit, 1000), 4000u);
+    EXPECT_EQ(cache->denied_for(b, kLimit, 1000), 0u);
 }
 
 TEST(DenyCache, ALaterDenyReplacesTheExpiry)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", 5000);
-    cache->deny("rl:api:a", 3000);
+    cache->deny("rl:api:a", kLimit, 5000);
+    cache->deny("rl:api:a", kLimit, 3000);
 
-    EXPECT_EQ(cache->denied_for("rl:api:a", 1000), 2000u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 2000u);
 }
 
 // Many more keys than slots: colliding keys evict each other, and no key is
@@ -85,14 +88,14 @@ TEST(DenyCache, CollisionsNeverDenyAnotherKey)
     const std::size_t keys = DenyCache::kSlots * 4;
 
     for (std::size_t i = 0; i < keys; i += 2) {
-        cache->deny("rl:api:" + std::to_string(i), 10000);
+        cache->deny("rl:api:" + std::to_string(i), kLimit, 10000);
     }
 
     std::size_t remembered = 0;
 
     for (std::size_t i = 0; i < keys; i++) {
         std::uint64_t ms = cache->denied_for("rl:api:" + std::to_string(i),
-                                             1000);
+                                             kLimit, 1000);
         if (i % 2 == 1) {
             EXPECT_EQ(ms, 0u) << "key " << i << " was never denied";
         } else if (ms > 0) {
@@ -111,11 +114,31 @@ TEST(DenyCache, KeysLongerThanTheSlotAreNotCached)
     const std::string longest(DenyCache::kMaxKey, 'k');
     const std::string too_long(DenyCache::kMaxKey + 1, 'k');
 
-    cache->deny(longest, 5000);
-    cache->deny(too_long, 5000);
+    cache->deny(longest, kLimit, 5000);
+    cache->deny(too_long, kLimit, 5000);
 
-    EXPECT_EQ(cache->denied_for(longest, 1000), 4000u);
-    EXPECT_EQ(cache->denied_for(too_long, 1000), 0u);
+    EXPECT_EQ(cache->denied_for(longest, kLimit, 1000), 4000u);
+    EXPECT_EQ(cache->denied_for(too_long, kLimit, 1000), 0u);
+}
+
+// Rejected at limit 10: a request under 10 or less is rejected too (the
+// count is at 10 at least until the reset), one under 11 or more is not
+// known to be.
+TEST(DenyCache, DeniedUpToTheLimitRejectedAt)
+{
+    auto cache = make_cache();
+    cache->deny("rl:plans:a", 10, 5000);
+
+    EXPECT_EQ(cache->denied_for("rl:plans:a", 10, 1000), 4000u);
+    EXPECT_EQ(cache->denied_for("rl:plans:a", 1, 1000), 4000u);
+    EXPECT_EQ(cache->denied_for("rl:plans:a", 11, 1000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:plans:a", 100, 1000), 0u);
+
+    // Rejected again at 100: every limit up to 100 is.
+    cache->deny("rl:plans:a", 100, 6000);
+    EXPECT_EQ(cache->denied_for("rl:plans:a", 100, 1000), 5000u);
+    EXPECT_EQ(cache->denied_for("rl:plans:a", 5, 1000), 5000u);
+    EXPECT_EQ(cache->denied_for("rl:plans:a", 101, 1000), 0u);
 }
 
 }  // namespace

@@ -132,5 +132,29 @@ TEST(MetricsModel, SumsAddEverySlot)
     EXPECT_EQ(lsum.requests_per_call.buckets[2], 8u);
 }
 
+// The limit a zone whose limit is a variable applied last is written in
+// each worker's slot with its time, and the scrape takes the latest: not
+// a sum, nor the first slot's.
+TEST(MetricsModel, AppliedLimitIsTheLatestSlots)
+{
+    ZoneCounters a{}, b{}, c{}, sum{};
+    a.applied_limit = 5;
+    a.applied_us = 3000;
+    b.applied_limit = 100;
+    b.applied_us = 7000;
+    c.applied_limit = 20;
+    c.applied_us = 4000;
+    add_zone(a, &sum);
+    add_zone(b, &sum);
+    add_zone(c, &sum);
+    EXPECT_EQ(sum.applied_limit, 100u);
+    EXPECT_EQ(sum.applied_us, 7000u);
+
+    // A slot whose worker never applied one is not taken.
+    ZoneCounters none{}, only{};
+    add_zone(none, &only);
+    EXPECT_EQ(only.applied_limit, 0u);
+}
+
 }  // namespace
 }  // namespace ratelimit

@@ -85,6 +85,31 @@ const BadCase kBadZones[] = {
      "invalid window \"1000000w1ms\": at most 1000000w", kWhole},
     {{"api", "key=$a", "limit=1", "window=15250000w"},
      "invalid window \"15250000w\": at most 1000000w", kWhole},
+    // limits from variables
+    {{"api", "key=$a", "rate=$r"},
+     "ratelimit_zone \"api\" needs \"window=\" with a variable in "
+     "\"rate=\"", kWhole},
+    {{"api", "key=$a", "rate=$r", "bucket=1s"},
+     "ratelimit_zone \"api\" needs \"window=\" with a variable in "
+     "\"rate=\"", kWhole},
+    {{"api", "key=$a", "rate=$r", "limit=5", "window=1s"},
+     "\"rate=\" cannot be combined with \"limit=\"", kWhole},
+    {{"api", "key=$a", "rate=$r", "limit=$l", "window=1s"},
+     "\"rate=\" cannot be combined with \"limit=\"", kWhole},
+    {{"api", "key=$a", "rate=1r/s", "limit=$l"},
+     "\"rate=\" cannot be combined with \"limit=\" or \"window=\"", kWhole},
+    {{"api", "key=$a", "limit=$l"},
+     "ratelimit_zone \"api\" needs \"rate=\", or both \"limit=\" and "
+     "\"window=\"", kWhole},
+    {{"api", "key=$a", "limit=1$l", "window=1s"}, "invalid limit \"1$l\"",
+     kWhole},
+    {{"api", "key=$a", "limit=$l", "window=x"}, "invalid window \"x\"",
+     kWhole},
+    {{"api", "key=$a", "rate=$r", "window=1000001w"},
+     "invalid window \"1000001w\": at most 1000000w", kWhole},
+    {{"api", "key=$a", "limit=$l", "window=1s", "bucket=300ms"},
+     "bucket \"300ms\" does not divide the window of 1000 ms into whole "
+     "buckets", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=leaky"},
      "invalid algorithm \"leaky\": use \"sliding\" or \"fixed\"", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=Fixed"},

@@ -65,6 +65,59 @@ TEST(ParseZoneParams, RateZones)
     }
 }
 
+// `limit=$NAME` and `rate=$NAME`: the variable is kept for nginx to
+// compile, the window and buckets are the zone's, as for a number.
+TEST(ParseZoneParams, LimitsFromVariables)
+{
+    struct Case {
+        ParamTokens args;
+        std::string_view variable;
+        bool rate;
+        std::uint64_t window_ms, bucket_ms;
+        bool fixed;
+    };
+    const Case cases[] = {
+        {{"p", "key=$k", "limit=$plan_limit", "window=1m"},
+         "$plan_limit", false, 60000, 1000, false},
+        {{"p", "key=$k", "window=10s", "limit=$a$b", "bucket=5s"},
+         "$a$b", false, 10000, 5000, false},
+        {{"p", "key=$k", "limit=${plan}", "window=1h", "algorithm=fixed"},
+         "${plan}", false, 3600000, 3600000, true},
+        {{"p", "key=$k", "rate=$plan_rate", "window=1m"},
+         "$plan_rate", true, 60000, 1000, false},
+        {{"p", "key=$k", "rate=$r", "window=1s", "bucket=100ms"},
+         "$r", true, 1000, 100, false},
+    };
+
+    for (const Case &c : cases) {
+        SCOPED_TRACE(joined(c.args));
+        auto result = parse_zone_params(c.args);
+        ASSERT_FALSE(result.error.has_value()) << result.error->text;
+        const ZoneParams &zone = result.params;
+        EXPECT_EQ(zone.kind, ZoneKind::kRate);
+        EXPECT_EQ(zone.limit_variable, c.variable);
+        EXPECT_EQ(zone.limit_is_rate, c.rate);
+        EXPECT_EQ(zone.policy.limit, 0u);
+        EXPECT_EQ(zone.policy.window_ms, c.window_ms);
+        EXPECT_EQ(zone.policy.bucket_ms, c.bucket_ms);
+        EXPECT_EQ(zone.fixed, c.fixed);
+    }
+}
+
+TEST(ParseZoneParams, NumbersHaveNoVariable)
+{
+    for (ParamTokens args : {ParamTokens{"a", "key=$k", "rate=10r/s"},
+                             ParamTokens{"a", "key=$k", "limit=5",
+                                         "window=1s"}})
+    {
+        SCOPED_TRACE(joined(args));
+        auto result = parse_zone_params(args);
+        ASSERT_FALSE(result.error.has_value());
+        EXPECT_TRUE(result.params.limit_variable.empty());
+        EXPECT_FALSE(result.params.limit_is_rate);
+    }
+}
+
 TEST(ParseZoneParams, KeyIsTheTextAfterKeyEquals)
 {
     auto result = parse_zone_params({"api", "key=$host:$http_x=a",

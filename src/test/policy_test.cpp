@@ -1,6 +1,7 @@
 #include "limits/policy.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -94,6 +95,71 @@ TEST(ParseCount, RejectsMalformed)
     for (const std::string &text : cases) {
         SCOPED_TRACE(text);
         EXPECT_FALSE(parse_count(text).has_value());
+    }
+}
+
+// A variable's value: a count for limit=, a rate for rate=, scaled to the
+// zone's window and rounded down.
+TEST(LimitFromValue, Counts)
+{
+    EXPECT_EQ(limit_from_value("5", false, 60000), std::uint64_t{5});
+    EXPECT_EQ(limit_from_value("100", false, 1), std::uint64_t{100});
+    EXPECT_EQ(limit_from_value(std::to_string(kTwoTo53), false, 1000),
+              kTwoTo53);
+
+    const std::string bad[] = {
+        "", "0", "-1", " 5", "5 ", "1.5", "10r/s", "abc", "$x",
+        std::to_string(kTwoTo53 + 1), std::string("5\0", 2),
+    };
+
+    for (const std::string &text : bad) {
+        SCOPED_TRACE(text);
+        EXPECT_FALSE(limit_from_value(text, false, 60000).has_value());
+    }
+}
+
+TEST(LimitFromValue, RatesInTheZonesWindow)
+{
+    struct Case {
+        const char *text;
+        std::uint64_t window_ms;
+        std::uint64_t limit;
+    };
+    const Case cases[] = {
+        {"10r/s", 60000, 600},
+        {"600r/m", 60000, 600},
+        {"36000r/h", 60000, 600},
+        {"10r/m", 60000, 10},
+        {"10r/s", 1000, 10},
+        {"10r/s", 500, 5},
+        {"90r/h", 60000, 1},           // 1.5, rounded down
+        {"1r/s", 3600000, 3600},
+        {"1r/d", 86400000, 1},
+        {"2r/d", 604800000, 14},
+        {"9007199254740992r/d", 86400000, kTwoTo53},
+        {"1r/s", 604800000000000, 604800000000},  // 1000000w
+    };
+
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.text);
+        EXPECT_EQ(limit_from_value(c.text, true, c.window_ms),
+                  std::optional<std::uint64_t>(c.limit));
+    }
+
+    const Case bad[] = {
+        {"1r/h", 60000, 0},            // under one request a window
+        {"59r/h", 60000, 0},
+        {"1r/s", 999, 0},
+        {"9007199254740992r/s", 2000, 0},  // over 2^53
+        {"5", 60000, 0},
+        {"0r/s", 60000, 0},
+        {"10r/x", 60000, 0},
+        {"", 60000, 0},
+    };
+
+    for (const Case &c : bad) {
+        SCOPED_TRACE(c.text);
+        EXPECT_FALSE(limit_from_value(c.text, true, c.window_ms).has_value());
     }
 }
 

@@ -216,6 +216,46 @@ TEST(ScriptBatch, ManyRequestsOneZone)
     }
 }
 
+// A zone whose limit is a variable gives each request the arguments of
+// its own limit, written where the request keeps them: requests of one
+// subject under different limits are each decided under their own, and
+// requests under the same limit share one zone of the batch, wherever
+// their bytes lie.  A request's bytes need not outlive add(): the batch
+// compares with its copy (a buffer written again for the next request
+// with another limit is another zone).
+TEST(ScriptBatch, ZonesAreTheirBytes)
+{
+    std::string_view key[] = {"rl:plans:k1"};
+    bool enforce[] = {true};
+    ScriptBatch batch;
+    char buffer[kZoneArgsMaxSize];
+    const std::uint64_t limits[] = {5, 100, 5, 100, 7};
+
+    for (std::uint64_t limit : limits) {
+        std::string_view zone[] = {
+            {buffer, write_zone_args({limit, 60000, 1000}, false, buffer)}};
+        ASSERT_TRUE(batch.add(false, 1, key, zone, enforce));
+    }
+
+    // A zone with a constant limit of 100, its bytes elsewhere: the same.
+    std::string hundred = zone_args({100, 60000, 1000}, false);
+    std::string_view zone[] = {hundred};
+    ASSERT_TRUE(batch.add(false, 1, key, zone, enforce));
+
+    std::vector<std::string> want = {
+        "EVALSHA", std::string(window_script_sha1()), "6",
+        "rl:plans:k1", "rl:plans:k1", "rl:plans:k1", "rl:plans:k1",
+        "rl:plans:k1", "rl:plans:k1",
+        "3",
+        "5", "1000", "60", "s", "1",
+        "100", "1000", "60", "s", "1",
+        "7", "1000", "60", "s", "1",
+        std::string("c\0", 2), std::string("c\1", 2), std::string("c\0", 2),
+        std::string("c\1", 2), std::string("c\2", 2), std::string("c\1", 2),
+    };
+    EXPECT_EQ(arguments(batch), want);
+}
+
 // An interval peek: "i", the bucket counts, ":", the zone bytes; its reply
 // has one more element per zone than a peek's.
 TEST(ScriptBatch, IntervalPeekEntry)

@@ -89,7 +89,8 @@ sub raw_exchange {
 # Fires requests from $clients forked processes at once; returns the list of
 # responses as hashes { status, headers => {...} } (header names lower-case).
 #   $t->parallel_get(clients => 8, requests => 200, path => '/x', headers => {...})
-#   or requests_for => sub { my ($client, $i) = @_; return ($path, \%headers) }
+#   or requests_for => sub { my ($client, $i) = @_; return ($path, \%headers[, $port]) }
+#   ($port: another nginx's, e.g. a second server's; default this one's)
 sub parallel_get {
     my ($self, %o) = @_;
     my $clients = $o{clients} // 8;
@@ -106,8 +107,8 @@ sub parallel_get {
                 sleep($start - time) if $start > time;
                 my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => $o{keep_alive} ? 1 : 0);
                 for my $i (0 .. $n - 1) {
-                    my ($path, $h) = $o{requests_for} ? $o{requests_for}->($c, $i) : ($o{path}, $o{headers});
-                    my $r = $ua->get($self->url($path), { headers => $h // {} });
+                    my ($path, $h, $port) = $o{requests_for} ? $o{requests_for}->($c, $i) : ($o{path}, $o{headers});
+                    my $r = $ua->get($self->url($path, $port), { headers => $h // {} });
                     my $hdr = join "\t", map {
                         my $v = $r->{headers}{$_};
                         "$_=" . (ref $v ? join(', ', @$v) : $v)
