@@ -1,12 +1,10 @@
 #include "rate/zone_limit.hpp"
 
+#include "worker/worker_objects.hpp"
+
 namespace ratelimit {
 
 namespace {
-
-// A value that is no limit comes from the configuration (a map's entry),
-// so every request that meets it would log it: one line a second tells.
-LogThrottle invalid_value_log;
 
 // The bytes of a value shown in its log line.
 constexpr size_t kMaxShownValue = 64;
@@ -40,7 +38,10 @@ LimitFound find_limit(ngx_http_request_t *r, const Zone &zone,
         return LimitFound::kLimit;
     }
 
-    if (invalid_value_log.allow()) {
+    // A value that is no limit comes from the configuration (a map's
+    // entry), so every request that meets it would log it: one line a
+    // second tells.
+    if (worker_objects().value_log.allow()) {
         char text[printable_size(kMaxShownValue)];
         size_t len = write_printable(view(value), kMaxShownValue, text);
 

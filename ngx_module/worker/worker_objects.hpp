@@ -20,6 +20,9 @@ struct WorkerObjects {
     CallBatcher *calls;    // its rate zones' calls
     DenyCache *denied;     // the subjects Redis rejected, until their reset
     SlotGate *slots;       // its concurrency zones' calls and waiters
+    // Lines about values the configuration gives a request (a limit from a
+    // variable): the same bad value would be logged by every request.
+    LogThrottle value_log;
 };
 
 // This worker's objects; all nullptr before init_process and after
