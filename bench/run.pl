@@ -346,6 +346,16 @@ my @CASES = (
         loc => '            ratelimit zone=z60;',
     },
     {
+        # the same zone, its limit from a map on the key (every key gets
+        # the same limit: only the per-request evaluation differs)
+        id => 'sliding_var', label => '3v. module sliding 60s/1s, limit=$variable from a map', limiter => 1,
+        http => $REDIS_LINE
+            . "    map \$http_x_api_key \$plan_limit {\n"
+            . "        gold $BIG_LIMIT;\n        silver $BIG_LIMIT;\n        default $BIG_LIMIT;\n    }\n"
+            . "    ratelimit_zone z60v key=\$http_x_api_key limit=\$plan_limit window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60v;',
+    },
+    {
         # the same zone over TLS, to the same Redis's TLS port
         id => 'sliding_tls', label => '3t. module sliding 60s/1s buckets over TLS', limiter => 1,
         http => "    ratelimit_redis 127.0.0.1:$TLS_PORT timeout=1s;\n"
