@@ -6,7 +6,6 @@
 #include "redis/redis_link.hpp"
 #include "concurrency/slot_gate.hpp"
 #include "worker/worker_objects.hpp"
-#include "keys/subject_key.hpp"
 
 namespace ratelimit {
 
@@ -386,26 +385,6 @@ void on_slot_recheck(SlotWaiter *waiter) noexcept
 
 }  // namespace
 
-bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
-                   const ngx_str_t &subject, ngx_str_t *key) noexcept
-{
-    MainConf *mcf = main_conf(r);
-    std::string_view prefix = view(mcf->prefix);
-    std::string_view name = view(zone->name);
-    HashTag hash_tag{view(mcf->redis->tag_key)};
-    const HashTag *tag = mcf->redis->cluster ? &hash_tag : nullptr;
-    auto *text = static_cast<char *>(ngx_pnalloc(
-        r->pool, subject_key_size(prefix, name, view(subject), tag)));
-
-    if (text == nullptr) {
-        return false;
-    }
-
-    key->data = reinterpret_cast<u_char *>(text);
-    key->len = write_subject_key(prefix, name, view(subject), text, tag);
-    return true;
-}
-
 bool start_slot(RequestState *state, const ZoneRef *ref,
                 const ngx_str_t &subject,
                 void (*decided)(RequestState *state) noexcept) noexcept
@@ -415,7 +394,7 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     ngx_str_t key;
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(SlotHold));
 
-    if (!make_slot_key(r, ref->zone, subject, &key) || cln == nullptr
+    if (!make_subject_key(r, *ref->zone, subject, &key) || cln == nullptr
         || worker_objects().slots == nullptr)
     {
         return false;

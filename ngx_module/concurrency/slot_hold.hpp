@@ -72,11 +72,6 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
                 const ngx_str_t &subject,
                 void (*decided)(RequestState *state) noexcept) noexcept;
 
-// The subject's key in the zone, in r's pool, which names its `held` and
-// `queue` sets; false on no memory.
-bool make_slot_key(ngx_http_request_t *r, const Zone *zone,
-                   const ngx_str_t &subject, ngx_str_t *key) noexcept;
-
 
 // The request's response has left to its last byte: a slot it holds goes
 // back now, though the request may live on (discarding a request body it

@@ -155,7 +155,7 @@ bool add_slot_report(RequestState *state, const ZoneRef *ref,
 
     entry = {report, ref, subject, ngx_null_string, position, nullptr, 0, 0};
 
-    if (!make_slot_key(state->r, ref->zone, subject, &entry.key)) {
+    if (!make_subject_key(state->r, *ref->zone, subject, &entry.key)) {
         return false;
     }
 

@@ -6,7 +6,6 @@
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "limits/sliding_window.hpp"
-#include "keys/subject_key.hpp"
 
 namespace ratelimit {
 
@@ -270,24 +269,12 @@ void part_failed(RequestState *state, const char *why,
 
 bool build_keys(RequestState *state) noexcept
 {
-    MainConf *mcf = main_conf(state->r);
-    std::string_view prefix = view(mcf->prefix);
-    HashTag hash_tag{view(mcf->redis->tag_key)};
-    const HashTag *tag = mcf->redis->cluster ? &hash_tag : nullptr;
-
     for (ngx_uint_t i = 0; i < state->zones; i++) {
-        std::string_view name = view(state->refs[i]->zone->name);
-        std::string_view subject = view(state->subjects[i]);
-        auto *key = static_cast<char *>(ngx_pnalloc(
-            state->r->pool, subject_key_size(prefix, name, subject, tag)));
-
-        if (key == nullptr) {
+        if (!make_subject_key(state->r, *state->refs[i]->zone,
+                              state->subjects[i], &state->keys[i]))
+        {
             return false;
         }
-
-        state->keys[i].data = reinterpret_cast<u_char *>(key);
-        state->keys[i].len = write_subject_key(prefix, name, subject, key,
-                                               tag);
     }
 
     return true;

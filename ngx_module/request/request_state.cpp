@@ -2,6 +2,8 @@
 
 #include <new>
 
+#include "keys/subject_key.hpp"
+
 namespace ratelimit {
 
 namespace {
@@ -64,6 +66,27 @@ RequestState *find_state(ngx_http_request_t *r) noexcept
     }
 
     return nullptr;
+}
+
+bool make_subject_key(ngx_http_request_t *r, const Zone &zone,
+                      const ngx_str_t &subject, ngx_str_t *key) noexcept
+{
+    MainConf *mcf = main_conf(r);
+    std::string_view prefix = view(mcf->prefix);
+    HashTag hash_tag{view(mcf->redis->tag_key)};
+    const HashTag *tag = mcf->redis->cluster ? &hash_tag : nullptr;
+    auto *text = static_cast<char *>(ngx_pnalloc(
+        r->pool, subject_key_size(prefix, view(zone.name), view(subject),
+                                  tag)));
+
+    if (text == nullptr) {
+        return false;
+    }
+
+    key->data = reinterpret_cast<u_char *>(text);
+    key->len = write_subject_key(prefix, view(zone.name), view(subject),
+                                 text, tag);
+    return true;
 }
 
 RequestState *create_state(ngx_http_request_t *r, bool findable) noexcept

@@ -126,6 +126,13 @@ void resume_request(RequestState *state,
 // The state of r's main request, or nullptr if none was created.
 RequestState *find_state(ngx_http_request_t *r) noexcept;
 
+// The Redis key of `subject` in `zone` (keys/subject_key.hpp: in a cluster,
+// with the hash tag of the fleet's tag key), in r's pool; false on no
+// memory.  A rate zone's hash; a concurrency zone's `held` and `queue` sets
+// are named after it.
+bool make_subject_key(ngx_http_request_t *r, const Zone &zone,
+                      const ngx_str_t &subject, ngx_str_t *key) noexcept;
+
 // Creates a state in r's pool; nullptr on no memory.  The state of the
 // request's decision is `findable` by find_state(); a status API query is
 // not, so that it can coexist with the decision of its own request.
