@@ -71,9 +71,17 @@ const char *parse_zone(redis::String *const *args, double now_ms,
     return nullptr;
 }
 
-// "i" then the bucket counts, "," between them, ":" after: one per zone,
-// each from 1 to the most buckets a window has (of 1 ms each).
-bool parse_interval(std::string_view text, Entry *entry)
+// Whether `text` is a decimal: digits only, at least one.
+bool decimal(std::string_view text)
+{
+    return !text.empty() && text.find_first_not_of("0123456789") == text.npos;
+}
+
+// The entry's letter, then a decimal per zone, "," between them, ":"
+// after, then the zone bytes ("i": the bucket counts; "w": the costs): the
+// zones into `entry`, the numbers into `out`, each from `least` to `most`.
+bool parse_numbers(std::string_view text, double least, double most,
+                   Entry *entry, std::vector<double> *out)
 {
     std::size_t colon = text.find(':');
 
@@ -82,33 +90,104 @@ bool parse_interval(std::string_view text, Entry *entry)
     }
 
     entry->zones = text.substr(colon + 1);
-    std::string_view counts = text.substr(1, colon - 1);
-    entry->wanted.clear();
+    std::string_view list = text.substr(1, colon - 1);
+    out->clear();
 
     while (true) {
-        std::size_t comma = counts.find(',');
-        std::string_view digits = counts.substr(0, comma);
-        double wanted;
+        std::size_t comma = list.find(',');
+        std::string_view digits = list.substr(0, comma);
+        double number;
 
-        if (digits.empty()
-            || digits.find_first_not_of("0123456789") != digits.npos
-            || !lua::to_number(digits.data(), digits.size(), &wanted)
-            || wanted < 1
-            || wanted > static_cast<double>(window_rules::kMaxWindowMs))
+        if (!decimal(digits)
+            || !lua::to_number(digits.data(), digits.size(), &number)
+            || number < least || number > most)
         {
             return false;
         }
 
-        entry->wanted.push_back(wanted);
+        out->push_back(number);
 
         if (comma == std::string_view::npos) {
             break;
         }
 
-        counts.remove_prefix(comma + 1);
+        list.remove_prefix(comma + 1);
     }
 
-    return entry->wanted.size() == entry->zones.size();
+    return out->size() == entry->zones.size();
+}
+
+// "s" DELTA "," BUCKET ":" and one zone byte (see window_script.hpp):
+// DELTA a decimal with or without "-", at most 2^53 either way, BUCKET a
+// decimal.  False if not.
+bool parse_settle(std::string_view text, Entry *entry)
+{
+    std::size_t comma = text.find(','), colon = text.find(':');
+
+    if (comma == text.npos || colon == text.npos || colon < comma
+        || text.size() != colon + 2)
+    {
+        return false;
+    }
+
+    std::string_view delta = text.substr(1, comma - 1);
+    std::string_view at = text.substr(comma + 1, colon - comma - 1);
+    entry->zones = text.substr(colon + 1);
+    return decimal(delta.substr(delta.substr(0, 1) == "-" ? 1 : 0))
+           && decimal(at)
+           && lua::to_number(delta.data(), delta.size(), &entry->delta)
+           && std::fabs(entry->delta)
+                  <= static_cast<double>(window_rules::kMaxLimit)
+           && lua::to_number(at.data(), at.size(), &entry->at);
+}
+
+// One entry (see window_script.hpp) of a call of `zone_count` zones; on a
+// malformed one returns the error to answer, else nullptr.  A malformed
+// settle is the settle's error, not the call's, as in the script.
+const char *parse_entry(std::string_view text, std::size_t zone_count,
+                        Entry *entry)
+{
+    entry->mode = text.empty() ? '\0' : text[0];
+    entry->zones = text.empty() ? text : text.substr(1);
+    entry->error = nullptr;
+    entry->solo = false;
+
+    if (entry->mode == 's' && !parse_settle(text, entry)) {
+        entry->zones = {};
+        entry->error = "ERR ratelimit: malformed settle";
+        return nullptr;
+    }
+
+    // Each bucket count from 1 to the most buckets a window has (of 1 ms
+    // each); each cost from 0 to the largest limit.
+    if (entry->mode == 'i'
+        && !parse_numbers(text, 1,
+                          static_cast<double>(window_rules::kMaxWindowMs),
+                          entry, &entry->wanted))
+    {
+        return "ERR ratelimit: malformed interval peek";
+    }
+
+    if (entry->mode == 'w'
+        && !parse_numbers(text, 0,
+                          static_cast<double>(window_rules::kMaxLimit), entry,
+                          &entry->costs))
+    {
+        return "ERR ratelimit: malformed costs";
+    }
+
+    if (entry->zones.empty()) {
+        return "ERR ratelimit: an entry names no zone";
+    }
+
+    for (char zone : entry->zones) {
+        if (static_cast<unsigned char>(zone) >= zone_count) {
+            return "ERR ratelimit: an entry names a zone not given";
+        }
+    }
+
+    entry->solo = entry->mode == 'c' && entry->zones.size() == 1;
+    return nullptr;
 }
 
 }  // namespace
@@ -163,26 +242,13 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now)
     reply_size = 1;
 
     for (Entry &entry : entries) {
-        std::string_view text = view(argv[at++]);
-        entry.mode = text.empty() ? '\0' : text[0];
-        entry.zones = text.empty() ? text : text.substr(1);
-
-        if (entry.mode == 'i' && !parse_interval(text, &entry)) {
-            return "ERR ratelimit: malformed interval peek";
+        if (const char *error = parse_entry(view(argv[at++]), zones.size(),
+                                            &entry))
+        {
+            return error;
         }
 
-        if (entry.zones.empty()) {
-            return "ERR ratelimit: an entry names no zone";
-        }
-
-        for (char zone : entry.zones) {
-            if (static_cast<unsigned char>(zone) >= zones.size()) {
-                return "ERR ratelimit: an entry names a zone not given";
-            }
-        }
-
-        entry.solo = entry.mode == 'c' && entry.zones.size() == 1;
-        keys_named += entry.zones.size();
+        keys_named += entry.keys();
         reply_size += entry.reply_size();
     }
 

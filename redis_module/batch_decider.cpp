@@ -11,10 +11,17 @@ bool text_is(const FieldValue &value, const char *text)
     return value.present() && value.text == text;
 }
 
+// Whether a request of `cost` units does not fit in a zone that holds
+// `count`: a cost of 0 checks whether one unit would.
+bool over_limit(double count, double cost, const ZoneParams &zone)
+{
+    return count + std::max(cost, 1.0) > zone.limit;
+}
+
 }  // namespace
 
 BatchDecider::BatchDecider(const BatchCall &call, HashCalls *redis)
-    : call_(call), redis_(*redis), window_(redis)
+    : call_(call), redis_(*redis), window_(redis), settler_(&window_, redis)
 {
     reply_.assign(call.reply_size, ReplyElement{0, nullptr});
     reply_[0].value = call.now_ms;
@@ -180,53 +187,61 @@ void BatchDecider::careful(const Entry &entry, const FieldValue *read)
         }
     }
 
-    k_ += entry.zones.size();
+    k_ += entry.keys();
     r_ += entry.reply_size();
 }
 
 CallError BatchDecider::decide(std::size_t k, const Entry &entry,
                                std::size_t r, const FieldValue *read)
 {
+    if (entry.error != nullptr) {
+        return entry.error;
+    }
+
     if (entry.mode == 'i') {
         return peek_interval(k, entry, r);
     }
 
-    return decide_zones(k, entry.mode == 'c', entry.zones, r, read);
+    if (entry.mode == 's') {
+        return settle(k, entry, r);
+    }
+
+    return decide_zones(k, entry, r, read);
 }
 
-CallError BatchDecider::decide_zones(std::size_t k, bool counting,
-                                     std::string_view zones, std::size_t r,
-                                     const FieldValue *read)
+// A settle (settle.hpp), answered as "c" of one zone it fits in: not
+// rejected, not over.
+CallError BatchDecider::settle(std::size_t k, const Entry &entry,
+                               std::size_t r)
 {
+    const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
+        entry.zones[0])];
+    double count, oldest;
+
+    if (CallError error = settler_.settle(call_.keys[k], zone, entry.delta,
+                                          entry.at, &count, &oldest))
+    {
+        return error;
+    }
+
+    set(r, 0);
+    set(r + 1, count);
+    set(r + 2, oldest);
+    set(r + 3, 0);
+    return nullptr;
+}
+
+// "c", "w", "p" and, its first part, "i".
+CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
+                                     std::size_t r, const FieldValue *read)
+{
+    std::string_view zones = entry.zones;
     std::size_t n = zones.size();
+    bool counting = entry.mode == 'c' || entry.mode == 'w';
     reads_.resize(std::max(reads_.size(), n));
 
     if (n == 1) {
-        const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
-            zones[0])];
-        ZoneRead &z = reads_[0];
-
-        if (CallError error = window_.read_zone(call_.keys[k], zone, read,
-                                                &z))
-        {
-            return error;
-        }
-
-        bool over = z.count + 1 > zone.limit;
-        set(r, over && zone.enforce ? 1 : 0);
-        double count, oldest;
-
-        if (CallError error = window_.write_zone(call_.keys[k], zone,
-                                                 counting && !over, &z,
-                                                 &count, &oldest))
-        {
-            return error;
-        }
-
-        set(r + 1, count);
-        set(r + 2, oldest);
-        set(r + 3, over ? 1 : 0);
-        return nullptr;
+        return decide_one(k, entry, counting, r, read);
     }
 
     bool rejected = false;
@@ -241,7 +256,7 @@ CallError BatchDecider::decide_zones(std::size_t k, bool counting,
             return error;
         }
 
-        if (reads_[i].count + 1 > zone.limit && zone.enforce) {
+        if (over_limit(reads_[i].count, entry.cost(i), zone) && zone.enforce) {
             rejected = true;
         }
     }
@@ -251,13 +266,15 @@ CallError BatchDecider::decide_zones(std::size_t k, bool counting,
     for (std::size_t i = 0; i < n; i++) {
         const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
             zones[i])];
-        bool over = reads_[i].count + 1 > zone.limit;
+        double cost = entry.cost(i);
+        bool over = over_limit(reads_[i].count, cost, zone);
         std::size_t q = r + 3 * i + 1;
         double count, oldest;
 
         if (CallError error = window_.write_zone(
-                call_.keys[k + i], zone, counting && !rejected && !over,
-                &reads_[i], &count, &oldest))
+                call_.keys[k + i], zone,
+                counting && !rejected && !over ? cost : 0, &reads_[i],
+                &count, &oldest))
         {
             return error;
         }
@@ -270,12 +287,44 @@ CallError BatchDecider::decide_zones(std::size_t k, bool counting,
     return nullptr;
 }
 
+// decide_zones() of a request of one zone: nothing to hold while others
+// are read.
+CallError BatchDecider::decide_one(std::size_t k, const Entry &entry,
+                                   bool counting, std::size_t r,
+                                   const FieldValue *read)
+{
+    const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
+        entry.zones[0])];
+    ZoneRead &z = reads_[0];
+
+    if (CallError error = window_.read_zone(call_.keys[k], zone, read, &z)) {
+        return error;
+    }
+
+    double cost = entry.cost(0);
+    bool over = over_limit(z.count, cost, zone);
+    set(r, over && zone.enforce ? 1 : 0);
+    double count, oldest;
+
+    if (CallError error = window_.write_zone(call_.keys[k], zone,
+                                             counting && !over ? cost : 0,
+                                             &z, &count, &oldest))
+    {
+        return error;
+    }
+
+    set(r + 1, count);
+    set(r + 2, oldest);
+    set(r + 3, over ? 1 : 0);
+    return nullptr;
+}
+
 CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,
                                       std::size_t r)
 {
     std::size_t n = entry.zones.size();
 
-    if (CallError error = decide_zones(k, false, entry.zones, r, nullptr)) {
+    if (CallError error = decide_zones(k, entry, r, nullptr)) {
         return error;
     }
 

@@ -11,6 +11,7 @@
 
 #include "batch_call.hpp"
 #include "hash_calls.hpp"
+#include "settle.hpp"
 #include "zone_window.hpp"
 
 namespace ratelimit {
@@ -34,17 +35,20 @@ private:
     void careful(const Entry &entry, const FieldValue *read);
     CallError decide(std::size_t k, const Entry &entry, std::size_t r,
                      const FieldValue *read);
-    CallError decide_zones(std::size_t k, bool counting,
-                           std::string_view zones, std::size_t r,
+    CallError decide_zones(std::size_t k, const Entry &entry, std::size_t r,
                            const FieldValue *read);
+    CallError decide_one(std::size_t k, const Entry &entry, bool counting,
+                         std::size_t r, const FieldValue *read);
     CallError peek_interval(std::size_t k, const Entry &entry,
                             std::size_t r);
+    CallError settle(std::size_t k, const Entry &entry, std::size_t r);
     void set(std::size_t r, double value) { reply_[r] = {value, nullptr}; }
 
     const BatchCall &call_;
     HashCalls &redis_;
     std::vector<ReplyElement> reply_;
     ZoneWindow window_;
+    Settler settler_;
     std::vector<ZoneRead> reads_;  // of the zones of one request
     std::size_t k_ = 0;            // the next request's first key
     std::size_t r_ = 1;            // and its reply's first element

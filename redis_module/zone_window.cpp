@@ -36,8 +36,8 @@ double buckets_ahead(double current, bool has_newest, double newest,
 }  // namespace
 
 CallError ZoneWindow::count_newest(redis::String *key,
-                                     const ZoneParams &zone, double wanted,
-                                     double *count)
+                                   const ZoneParams &zone, double wanted,
+                                   double *count)
 {
     static const char *const kNewest[] = {"n"};
     FieldValue n;
@@ -70,7 +70,7 @@ CallError ZoneWindow::count_newest(redis::String *key,
 }
 
 CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
-                                  const FieldValue *read, ZoneRead *z)
+                                const FieldValue *read, ZoneRead *z)
 {
     z->count = z->oldest = z->newest = z->here = 0;
     z->current = zone.bucket;
@@ -246,7 +246,7 @@ CallError ZoneWindow::slide(redis::String *key, double first, ZoneRead *z)
 }
 
 CallError ZoneWindow::drop(redis::String *key,
-                             const std::vector<std::string> &ids)
+                           const std::vector<std::string> &ids)
 {
     constexpr std::size_t kPerCall = 256;
 
@@ -262,8 +262,8 @@ CallError ZoneWindow::drop(redis::String *key,
 }
 
 CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
-                                   bool counts, ZoneRead *z, double *count,
-                                   double *oldest)
+                                 double add, ZoneRead *z, double *count,
+                                 double *oldest)
 {
     *count = z->count;
     *oldest = z->oldest;
@@ -277,7 +277,7 @@ CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
     char total[lua::kMaxText], here[lua::kMaxText], first[lua::kMaxText];
     CallError failed = nullptr;
 
-    if (!counts) {
+    if (add <= 0) {
         if (z->slid) {
             lua::format(*count, total);
             lua::format(*oldest, first);
@@ -288,8 +288,8 @@ CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
         return failed;
     }
 
-    lua::format(*count + 1, total);
-    lua::format(z->here + 1, here);
+    lua::format(*count + add, total);
+    lua::format(z->here + add, here);
 
     if (z->newest == z->current && zone.fixed) {
         const char *const pairs[] = {"t", total};
@@ -310,8 +310,10 @@ CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
             const char *const pairs[] = {"t", total, "n", z->field};
             failed = redis_.hset(key, pairs, 2);
         } else {
+            char added[lua::kMaxText];
             lua::format(*oldest, first);
-            const char *const pairs[] = {z->field, "1", "t", total,
+            lua::format(add, added);
+            const char *const pairs[] = {z->field, added, "t", total,
                                          "o", first, "n", z->field};
             failed = redis_.hset(key, pairs, 4);
         }
@@ -325,7 +327,7 @@ CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
         }
     }
 
-    *count = *count + 1;
+    *count = *count + add;
     return failed;
 }
 

@@ -31,9 +31,13 @@ public:
 
     CallError read_zone(redis::String *key, const ZoneParams &zone,
                         const FieldValue *read, ZoneRead *z);
+
+    // Counts `add` units (a request's cost, 0 for none) in the current
+    // bucket, after deleting those the window slid past.
     CallError write_zone(redis::String *key, const ZoneParams &zone,
-                         bool counts, ZoneRead *z, double *count,
+                         double add, ZoneRead *z, double *count,
                          double *oldest);
+
     CallError drop(redis::String *key, const std::vector<std::string> &ids);
     CallError count_newest(redis::String *key, const ZoneParams &zone,
                            double wanted, double *count);
