@@ -24,6 +24,17 @@
 #   not fit in); a peek counts nothing.  Its reply: rejected, then per zone
 #   the count after it, the oldest non-empty bucket (the window's number for a
 #   fixed window, 0 when empty) and whether it did not fit;
+# - a request with a cost per zone ("w", cost c from 0 to above the limit)
+#   does not fit in a zone when count + max(c, 1) > limit, and where "c"
+#   counts 1 it counts c: a cost of 0 checks and counts nothing (no key made,
+#   no field set; the buckets the window slid past are still deleted);
+# - a settle ("s", a signed delta, a bucket number, one zone) reads its zone
+#   as a request does; if the bucket is in the window (sliding: current -
+#   buckets + 1 to current; fixed: the current window), the bucket's count
+#   becomes max(0, count + delta), "t" changes by as much, "o", "n" and the
+#   expiry follow a bucket older or newer than the key's, and a bucket given
+#   back to 0 stays, holding 0; else it changes nothing.  It never rejects:
+#   its reply is 0, the count after it, the oldest bucket, 0;
 # - an interval peek ("i", a bucket count K per zone) is a peek whose reply
 #   goes on with, per zone, the sum of its buckets numbered current - K + 1
 #   to current (a fixed window: its count, whatever K);
@@ -51,7 +62,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep);
 use POSIX qw(floor);
-use List::Util qw(any min pairs shuffle sum);
+use List::Util qw(any max min pairs shuffle sum);
 use RateLimitTest;
 
 my $SEED = $ENV{MODEL_SEED} // 24;
@@ -104,6 +115,11 @@ my %PREFIXES = map { $_->{prefix} => $_ } @ZONES;
 # Subjects, some much more often than others: frequent ones keep their keys
 # alive over many windows (slides), rare ones find theirs expired.
 my @SUBJECTS = (('s0') x 8, ('s1') x 6, ('s2') x 4, ('s3') x 2);
+
+# A random subject; now and then one never seen before, whose keys are
+# empty.
+my $fresh = 0;
+sub gen_subject { rand() < 0.08 ? 'new' . $fresh++ : $SUBJECTS[rand @SUBJECTS] }
 
 # Each prefix's key of the subject "wrong" is a string.
 my %STRINGS = map { ("$_:wrong" => "not a hash ($_)") } keys %PREFIXES;
@@ -164,30 +180,33 @@ sub model_request {
     my @keys = @{ $q->{keys} };
     my @wanted = @{ $q->{interval} // [] };
     if ($q->{wrong}) {
-        $seen{'key of another type: an error'}++;
+        $seen{ $q->{settle} ? 'settle: key of another type, an error' : 'key of another type: an error' }++;
         return ('WRONGTYPE', (0) x (3 * @zones + @wanted));
     }
+    return model_settle($q, $now) if $q->{settle};
 
+    my @cost = @{ $q->{cost} // [(1) x @zones] };
     my (@found, @cur, @over);
     for my $i (0 .. $#zones) {
         ($found[$i], $cur[$i]) = model_read($zones[$i], $keys[$i], $now);
-        $over[$i] = model_count($keys[$i]) + 1 > $zones[$i]{limit} ? 1 : 0;
+        $over[$i] = model_count($keys[$i]) + max($cost[$i], 1) > $zones[$i]{limit} ? 1 : 0;
     }
     my $rejected = (any { $over[$_] && $zones[$_]{enforce} } 0 .. $#zones) ? 1 : 0;
     my $counting = !$q->{peek} && !$rejected;
 
     my @reply = ($rejected);
     for my $i (0 .. $#zones) {
-        $state{ $keys[$i] }{ $cur[$i] }++ if $counting && !$over[$i];
+        $state{ $keys[$i] }{ $cur[$i] } += $cost[$i] if $counting && !$over[$i] && $cost[$i] > 0;
         push @reply, model_count($keys[$i]), model_oldest($keys[$i]), $over[$i];
     }
+    model_cost_situations($q, $rejected, \@found, \@over) if $q->{cost};
     push @reply, map { model_interval($zones[$_], $keys[$_], $cur[$_], $wanted[$_]) } 0 .. $#wanted;
 
     # The situations, named by the path the script takes.  A key found
     # expired is left out: Redis may still hold it for the script's first
     # millisecond (it expires keys at the time the script started), and then
     # decide() deletes it.
-    my $fast = !$q->{peek} && @zones == 1 && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
+    my $fast = !$q->{peek} && !$q->{cost} && @zones == 1 && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
     $seen{'fast-path requests'}++ if $fast;
     if ($fast && $over[0]) {
         $seen{ $rejected ? 'fast path: rejected' : 'fast path: over in dry run, not counted' }++;
@@ -205,6 +224,69 @@ sub model_request {
         $seen{'several zones: counted, not where over in dry run'}++;
     }
     return @reply;
+}
+
+my %KIND = (s => 'sliding', f => 'fixed');
+
+# The situations of a request with costs ("w").
+sub model_cost_situations {
+    my ($q, $rejected, $found, $over) = @_;
+    my @cost = @{ $q->{cost} };
+    for my $i (0 .. $#cost) {
+        my $z = $q->{zones}[$i];
+        if ($cost[$i] == 0 && $over->[$i]) {
+            $seen{'cost 0: over, the zone is full'}++;
+        } elsif ($cost[$i] == 0 && !$rejected && $found->[$i] =~ /^(?:new key|expired|junk)$/) {
+            $seen{'cost 0 on an empty key: fits, no key made'}++;
+        } elsif ($cost[$i] == 0 && !$rejected) {
+            $seen{'cost 0: fits, counts nothing'}++;
+        } elsif ($cost[$i] > $z->{limit}) {
+            $seen{'cost above the limit: over'}++;
+        } elsif ($cost[$i] > 1 && !$rejected && !$over->[$i]) {
+            $seen{"cost of several units counted: $KIND{ $z->{kind} } window"}++;
+        } elsif ($cost[$i] > 1 && $over->[$i] && $z->{limit} - model_count($q->{keys}[$i]) > 0) {
+            $seen{'cost over what is left, though one unit would fit'}++;
+        }
+    }
+    $seen{'cost over in a dry-run zone: not counted there, not rejected'}
+        += grep { $over->[$_] && !$q->{zones}[$_]{enforce} } 0 .. $#cost if !$rejected;
+    $seen{ $rejected ? 'costs in several zones: rejected' : 'costs in several zones: counted' }++ if @cost > 1;
+}
+
+# Settles request `q` ("s": one zone, `delta` units to bucket `at`) at
+# `now` in the model; returns its expected reply and counts its situations.
+sub model_settle {
+    my ($q, $now) = @_;
+    my ($z, $key) = ($q->{zones}[0], $q->{keys}[0]);
+    my ($delta, $at) = @{ $q->{settle} };
+    my ($found, $cur) = model_read($z, $key, $now);
+    my $buckets = $state{$key};
+    my ($empty, $oldest, $newest) = (!%$buckets, model_oldest($key), max(keys %$buckets) // 0);
+    my $fixed = $z->{kind} eq 'f';
+    my $inside = $at <= $cur && $at > $cur - $z->{span};
+    my $was = !$inside ? 0 : $fixed ? model_count($key) : $buckets->{$at} // 0;
+    my $applied = $inside ? max(0, $was + $delta) - $was : 0;
+    $buckets->{$at} = $was + $applied if $applied != 0;
+
+    my $kind = $KIND{ $z->{kind} };
+    $seen{'settle: the window slid first'}++ if $found =~ /^slide/;
+    if (!$inside) {
+        $seen{ $fixed ? 'settle, fixed: another window, nothing'
+             : $at > $cur ? 'settle, sliding: a bucket ahead of the current, nothing'
+             : 'settle, sliding: a bucket that left the window, nothing' }++;
+    } elsif ($applied == 0) {
+        $seen{ $delta == 0 ? 'settle: a delta of 0, nothing' : 'settle: nothing to give back, nothing' }++;
+    } else {
+        $seen{ $empty ? "settle, $kind: an empty key"
+             : $fixed ? 'settle, fixed: the current window'
+             : $at == $cur ? 'settle, sliding: the current bucket'
+             : 'settle, sliding: an older bucket of the window' }++;
+        $seen{'settle, sliding: a bucket older than the oldest'}++ if !$fixed && !$empty && $at < $oldest;
+        $seen{'settle, sliding: a bucket newer than the newest'}++ if !$fixed && !$empty && $at > $newest;
+        $seen{ $applied == $delta ? "settle: units given back, $kind" : 'settle: given back down to 0, not below' }++
+            if $delta < 0;
+    }
+    return (0, model_count($key), model_oldest($key), 0);
 }
 
 # The hash the script leaves for `key`, as "field=value ..." ('' for none),
@@ -243,12 +325,17 @@ sub check_keys {
 # ---------------------------------------------------------------------------
 # random batches
 
+# Redis's time (ms) as a batch is made: settles pick their buckets by it.
+my $batch_time;
+
 # A random request; `zone` and `subject`, if given, are its first zone and
 # its subject.  Zones of one request have distinct keys (b and b-dry never
 # together).  Sometimes one of its keys is a string: the script must fail on
-# it having written none of the request's keys.
+# it having written none of the request's keys.  Some are settles; a third
+# of the counted ones have a cost per zone.
 sub gen_request {
     my ($zone, $subject) = @_;
+    return gen_settle($zone, $subject) if rand() < 0.25;
     my $r = rand;
     my $peek = $r >= 0.85;
     my $n = $r < 0.6 ? 1 : $peek ? 1 + int rand 3 : 2 + int rand 2;
@@ -258,7 +345,7 @@ sub gen_request {
         my $z = $ZONES[rand @ZONES];
         push @zones, $z unless $prefix{ $z->{prefix} }++;
     }
-    $subject //= $SUBJECTS[rand @SUBJECTS];
+    $subject //= gen_subject();
     my @keys = map { "$_->{prefix}:$subject" } @zones;
     my $wrong = !defined $zone && rand() < 0.03;
     if ($wrong) {
@@ -269,13 +356,90 @@ sub gen_request {
     # to the window (1 to 3 for a fixed window, which ignores it).
     my $interval = $peek && rand() < 0.5
         ? [map { 1 + int rand($_->{kind} eq 'f' ? 3 : $_->{span}) } @zones] : undef;
+    my $cost = !$peek && rand() < 0.33 ? [map { gen_cost($_) } @zones] : undef;
     return { peek => $peek, zones => \@zones, keys => \@keys, wrong => $wrong,
-             interval => $interval };
+             interval => $interval, cost => $cost };
+}
+
+# A cost in zone `z`: 0, 1, from 2 to the limit, or above it.
+sub gen_cost {
+    my ($z) = @_;
+    my $r = rand;
+    return $r < 0.15 ? 0 : $r < 0.3 ? 1 : $r < 0.9 ? 2 + int rand($z->{limit} - 1)
+         : $z->{limit} + 1 + int rand 3;
+}
+
+# A random settle, `zone` and `subject` as for gen_request(), else half the
+# time a key the model holds counts in (nginx settles a counted request),
+# then often a refund of part of its count.  Its delta: a few units up or
+# down, now and then 0 or a refund of more than any bucket holds.  Its
+# bucket, by Redis's time before the batch: the current one (more often
+# for a fixed window, whose window has no other), one the key was counted
+# in, one just older than those, an older one of the window, one that left
+# it, one ahead.
+sub gen_settle {
+    my ($zone, $subject) = @_;
+    my $wrong = !defined $zone && rand() < 0.05;
+    my %live = model_live($batch_time);
+    my $held = 0;
+    if (!defined $zone && !$wrong && %live && rand() < 0.5) {
+        my $key = (sort keys %live)[rand keys %live];
+        ($zone, $subject, $held) = ($zone_of{$key}, (split /:/, $key)[2], $live{$key});
+    }
+    my $z = $zone // $ZONES[rand @ZONES];
+    $subject //= gen_subject();
+    my $key = "$z->{prefix}:" . ($wrong ? 'wrong' : $subject);
+    my $cur = floor($batch_time / $z->{width});
+    my @counted = sort { $a <=> $b } keys %{ $state{$key} // {} };
+    my $r = rand;
+    my $at = $r < ($z->{kind} eq 'f' ? 0.55 : 0.25) ? $cur
+           : $r < 0.55 && @counted ? $counted[rand @counted]
+           : $r < 0.65 && @counted ? $counted[0] - 1 - int rand 2
+           : $r < 0.75 && $z->{span} > 1 ? $cur - 1 - int rand($z->{span} - 1)
+           : $r < 0.9 ? $cur - $z->{span} - int rand 3
+           : $cur + 1 + int rand 2;
+    $r = rand;
+    my $delta = $held && rand() < 0.4 ? -1 - int rand $held
+              : $r < 0.08 ? 0 : $r < 0.18 ? -20 - int rand 20
+              : (1 + int rand 3) * (rand() < 0.5 ? -1 : 1);
+    return { settle => [$delta, $at], zones => [$z], keys => [$key], wrong => $wrong };
+}
+
+# The keys the model holds counts in that are still in their window at
+# Redis time `now` (ms), each with that count.
+sub model_live {
+    my ($now) = @_;
+    my %live;
+    for my $key (keys %state) {
+        my $z = $zone_of{$key};
+        my $first = floor($now / $z->{width}) - $z->{span} + 1;
+        my $held = sum(0, map { $state{$key}{$_} } grep { $_ >= $first } keys %{ $state{$key} });
+        $live{$key} = $held if $held > 0;
+    }
+    return %live;
+}
+
+# An entry of the call, its zones numbered by `number` (name => number).
+sub entry {
+    my ($q, $number) = @_;
+    my $zones = join '', map { chr $number->{ $_->{name} } } @{ $q->{zones} };
+    return $q->{settle} ? "s$q->{settle}[0],$q->{settle}[1]:$zones"
+         : $q->{interval} ? 'i' . join(',', @{ $q->{interval} }) . ":$zones"
+         : $q->{cost} ? 'w' . join(',', @{ $q->{cost} }) . ":$zones"
+         : ($q->{peek} ? 'p' : 'c') . $zones;
+}
+
+# The length of a request's reply.
+sub reply_length {
+    my ($q) = @_;
+    return $q->{settle} ? 4 : 1 + 3 * @{ $q->{zones} } + @{ $q->{interval} // [] };
 }
 
 sub describe {
     my ($q) = @_;
-    return ($q->{interval} ? "interval peek [@{ $q->{interval} }]" : $q->{peek} ? 'peek' : 'count') . ' '
+    return ($q->{settle} ? "settle $q->{settle}[0] to bucket $q->{settle}[1]"
+            : $q->{interval} ? "interval peek [@{ $q->{interval} }]" : $q->{peek} ? 'peek'
+            : $q->{cost} ? "count costs [@{ $q->{cost} }]" : 'count') . ' '
         . join(' ', map { "$q->{zones}[$_]{name}:$q->{keys}[$_]" } 0 .. $#{ $q->{keys} });
 }
 
@@ -295,12 +459,14 @@ sub run_model {
     rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
     srand($SEED);
     %state = %zone_of = %junk = %seen = ();
+    $fresh = 0;
 
     my (@bad_replies, @bad_keys);
     my ($replies, $prev_now) = (0, 0);
 
     for my $batch (1 .. $BATCHES) {
         my @reqs;
+        $batch_time = $t->redis_time_ms;
         # Now and then a key holds junk, overwritten by "an operator": a request
         # of this batch reads it (the model has the key empty from now on).
         if (rand() < 0.05) {
@@ -323,11 +489,7 @@ sub run_model {
         my @keys = map { @{ $_->{keys} } } @reqs;
         my $reply = $call->(scalar @keys, @keys, scalar @zones,
             (map { @$_{qw(limit width span kind enforce)} } @zones),
-            map {
-                my $q = $_;
-                ($q->{interval} ? 'i' . join(',', @{ $q->{interval} }) . ':' : $q->{peek} ? 'p' : 'c')
-                    . join('', map { chr $number{ $_->{name} } } @{ $q->{zones} });
-            } @reqs);
+            map { entry($_, \%number) } @reqs);
 
         my $now = shift @$reply;
         die "batch $batch: Redis time went back from $prev_now to $now: the model needs a steady clock\n"
@@ -337,11 +499,11 @@ sub run_model {
         for my $i (0 .. $#reqs) {
             my $q = $reqs[$i];
             my @want = model_request($q, $now);
-            for my $z (grep { !$q->{peek} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
+            for my $z (grep { !$q->{peek} && !$q->{settle} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
                 $limits{ $q->{keys}[$z] }{ $q->{zones}[$z]{limit} }++;
             }
             my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ }
-                      splice(@$reply, 0, 1 + 3 * @{ $q->{zones} } + @{ $q->{interval} // [] });
+                      splice(@$reply, 0, reply_length($q));
             $replies++;
             push @bad_replies, "batch $batch at $now, request $i (" . describe($q)
                 . "): expected [@want], got [@got]"
@@ -391,7 +553,34 @@ sub run_model {
                        'several zones: counted, not where over in dry run',
                        'key of another type: an error',
                        'one key counted under two limits in one batch',
-                       'junk hash started afresh') {
+                       'junk hash started afresh',
+                       'cost 0: fits, counts nothing',
+                       'cost 0 on an empty key: fits, no key made',
+                       'cost 0: over, the zone is full',
+                       'cost above the limit: over',
+                       'cost of several units counted: sliding window',
+                       'cost of several units counted: fixed window',
+                       'cost over what is left, though one unit would fit',
+                       'cost over in a dry-run zone: not counted there, not rejected',
+                       'costs in several zones: counted',
+                       'costs in several zones: rejected',
+                       'settle, sliding: the current bucket',
+                       'settle, sliding: an older bucket of the window',
+                       'settle, sliding: a bucket older than the oldest',
+                       'settle, sliding: a bucket newer than the newest',
+                       'settle, sliding: an empty key',
+                       'settle, sliding: a bucket that left the window, nothing',
+                       'settle, sliding: a bucket ahead of the current, nothing',
+                       'settle, fixed: the current window',
+                       'settle, fixed: an empty key',
+                       'settle, fixed: another window, nothing',
+                       'settle: units given back, sliding',
+                       'settle: units given back, fixed',
+                       'settle: given back down to 0, not below',
+                       'settle: nothing to give back, nothing',
+                       'settle: a delta of 0, nothing',
+                       'settle: the window slid first',
+                       'settle: key of another type, an error') {
         cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
     }
 
@@ -502,10 +691,46 @@ sub run_model {
         $r = $call->(2, 'm2:ahead', 'm2:ahead-f', 2, @zone, 3, 60000, 1, 'f', '1', "i1:\x00", "i3:\x01");
         is("@$r[1 .. 5]", "0 3 $old 0 2", 'clock stepped back: an interval of 1 bucket is the newest');
 
+        # A settle's window is the one a request would be counted in: it
+        # ends at the newest bucket.
+        $r = $call->(2, 'm2:ahead', 'm2:ahead', 1, @zone, "s-2,$new:\x00", "s4,$cur:\x00");
+        is("@$r[1 .. 8]", "0 1 $old 0 0 5 $cur 0", 'clock stepped back: settles to the newest bucket and to an older one');
+        is(join(' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', 'm2:ahead') })),
+           join(' ', sort map { "$_->[0]=$_->[1]" } [t => 5], [o => $cur], [n => $new], [$cur => 4], [$old => 1], [$new => 0]),
+           'clock stepped back: the settles\' buckets');
+
         my $window = floor($r->[0] / 60000);
         rcmd('DEL', 'm2:ahead-f');
         rcmd('HSET', 'm2:ahead-f', t => 2, n => $window + 1);
         $r = $call->(1, 'm2:ahead-f', 1, 3, 60000, 1, 'f', '1', "c\x00");
         is("@$r[1 .. 4]", '0 3 ' . ($window + 1) . ' 0', 'clock stepped back: a fixed window ahead counts on');
+        $r = $call->(2, 'm2:ahead-f', 'm2:ahead-f', 1, 3, 60000, 1, 'f', '1',
+                     's-1,' . ($window + 1) . ":\x00", "s5,$window:\x00");
+        is("@$r[1 .. 8]", join(' ', (0, 2, $window + 1, 0) x 2),
+           'clock stepped back: a fixed window ahead takes its settle, the window by Redis\'s clock none');
+    }
+
+    # -----------------------------------------------------------------------
+    # malformed settles, the largest cost
+
+    # A settle other than "s" DELTA "," BUCKET ":" and one zone byte, DELTA
+    # a decimal of at most 2^53 with or without "-", BUCKET a decimal.
+    # Expected: an error in place of its first element and zeros, nothing
+    # written, and its one key taken: the requests after it are decided as
+    # usual.  A cost of 2^53 is rejected in a zone of limit 5.
+    {
+        my @zone = (5, 1000, 100, 's', '1');
+        my $cur = floor($t->redis_time_ms / 1000);
+        my @bad = ("s5:\x00", "s5,$cur:", "s5,$cur:\x00\x00", "sx,$cur:\x00", "s5,-1:\x00",
+                   "s18014398509481984,$cur:\x00", "s-5,,$cur:\x00", "s5,$cur\x00");
+        my @keys = map { "m2:bad-settle-$_" } 0 .. $#bad;
+        my $r = $call->(@keys + 2, @keys, 'm2:after', 'm2:after', 1, @zone, @bad, "w9007199254740992:\x00", "c\x00");
+        my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ } @$r;
+        is("@got[1 .. 4 * @bad]", join(' ', ('ERR 0 0 0') x @bad), 'malformed settles: an error each');
+        my $now_cur = floor($r->[0] / 1000);
+        is("@got[4 * @bad + 1 .. $#got]", "1 0 0 1 0 1 $now_cur 0",
+           'after them: a cost of 2^53 is rejected, a count counted');
+        my @written = $t->redis_keys('m2:bad-settle-*');
+        is("@written", '', 'malformed settles: no key written');
     }
 }
