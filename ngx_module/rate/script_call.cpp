@@ -3,10 +3,13 @@
 #include "rate/call_batch.hpp"
 #include "worker/worker_objects.hpp"
 #include "limits/deny_cache.hpp"
+#include "limits/gcra.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "limits/sliding_window.hpp"
 #include "rate/reservations.hpp"
+
+#include <algorithm>
 
 namespace ratelimit {
 
@@ -77,6 +80,26 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
     return false;
 }
 
+// How long an admitted request waits for its turn in its GCRA zones: the
+// longest of their waits.  A dry run waits for none, as in limit_req.
+ngx_msec_t turn_wait_ms(const RequestState *state)
+{
+    std::uint64_t wait_ms = 0;
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        Policy policy = policy_of(state, i);
+
+        if (policy.gcra() && enforced(state, i)) {
+            wait_ms = std::max(wait_ms,
+                               gcra_wait_ms(policy, state->counts[i].total,
+                                            state->costs[i],
+                                            state->refs[i]->delay));
+        }
+    }
+
+    return static_cast<ngx_msec_t>(wait_ms);
+}
+
 void take_counts(RequestState *state, std::uint64_t now_ms,
                  const ScriptReply &reply)
 {
@@ -137,6 +160,7 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
     case Outcome::kPassed:
         state->result = Result::kPassed;
         state->reserved = true;
+        state->delay_ms = turn_wait_ms(state);
         break;
     }
 }

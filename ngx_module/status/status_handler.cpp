@@ -276,7 +276,8 @@ ngx_int_t send_status(RequestState *state) noexcept
                                  state->counts[rate], state->now_ms);
 
         if (state->interval_ms > 0) {
-            report_interval(&reports[k], policy, zone->fixed,
+            report_interval(&reports[k], policy,
+                            policy.algorithm == Algorithm::kFixed,
                             state->interval_ms, state->counts[rate]);
         }
 
