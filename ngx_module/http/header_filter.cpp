@@ -1,7 +1,6 @@
 #include "http/header_filter.hpp"
 
 #include "limits/gcra.hpp"
-
 #include "limits/rate_headers.hpp"
 #include "request/request_state.hpp"
 #include "limits/sliding_window.hpp"
@@ -77,11 +76,9 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
 
         if (zone.policy_member.len == 0) {
             Policy policy = policy_of(state, i);
-            bool gcra = policy.gcra();
-            p += write_policy_member(view(zone.name),
-                                     gcra ? 1 + policy.burst : policy.limit,
-                                     gcra ? gcra_window_s(policy)
-                                          : policy.window_seconds(),
+            p += write_policy_member(view(zone.name), policy.quota(),
+                                     policy.gcra() ? gcra_window_s(policy)
+                                                   : policy.window_seconds(),
                                      reinterpret_cast<char *>(p));
             continue;
         }

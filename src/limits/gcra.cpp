@@ -25,7 +25,7 @@ GcraStatus gcra_status(const Policy &policy, std::uint64_t ahead_us,
 {
     double t = policy.emission_us();
     double ahead = static_cast<double>(ahead_us);
-    GcraStatus status{1 + policy.burst, 0, 0};
+    GcraStatus status{policy.quota(), 0, 0};
     double room = static_cast<double>(status.capacity) * t - ahead;
 
     // A microsecond of slack, as the script allows: ahead is rounded.
