@@ -113,21 +113,9 @@ ngx_int_t install_request_log_handler(ngx_conf_t *cf) noexcept
     auto *mcf = static_cast<MainConf *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
-    if (!mcf->metrics) {
-        return NGX_OK;
-    }
-
-    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto *h = static_cast<ngx_http_handler_pt *>(
-        ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers));
-
-    if (h == nullptr) {
-        return NGX_ERROR;
-    }
-
-    *h = request_log_handler;
-    return NGX_OK;
+    return mcf->metrics ? add_phase_handler(cf, NGX_HTTP_LOG_PHASE,
+                                            request_log_handler)
+                        : NGX_OK;
 }
 
 }  // namespace ratelimit
