@@ -85,20 +85,26 @@ struct Zone {
     ngx_uint_t index;         // its place in MainConf::zones
     ngx_http_complex_value_t key;
     Policy policy;            // its limit is 0 with limit_value
-    bool fixed;               // algorithm=fixed: one bucket, the window
     // `limit=$NAME` or `rate=$NAME`: evaluated for each request, whose
     // limit it gives (limit_from_value()); nullptr for a number.
     ngx_http_complex_value_t *limit_value;
     bool limit_is_rate;       // rate=$NAME: its value is a rate
     // The zone's script arguments that do not depend on the request, made
-    // once, encoded: see write_zone_args().  Empty with limit_value: a
-    // request's are made with its limit.
+    // once, encoded: see write_zone_args().  Empty with limit_value, and
+    // for a GCRA zone: a request's are made with its limit and burst.
     ngx_str_t script_args;
     ngx_str_t policy_member;  // its member of the RateLimit-Policy list;
                               // empty with limit_value, likewise
     // A concurrency zone bounds requests in flight instead (the members
     // above unused); nullptr for a rate zone.
     const ConcurrencyPolicy *concurrency;
+    // A GCRA zone: the largest burst a location applies it with, under
+    // which the status API (`ratelimit_query`) reports it.
+    std::uint64_t largest_burst;
+    // Some `ratelimit_settle` may give units back (a reservation larger
+    // than what was used, or refunded): a subject's count can fall before
+    // its reset, so a rejection is not remembered (the deny cache).
+    bool gives_back;
 };
 
 // One `ratelimit zone=NAME [dry_run];`, resolved to its zone when the http
@@ -107,8 +113,31 @@ struct ZoneRef {
     ngx_str_t name;
     Zone *zone;
     bool dry_run;
+    // What a request costs in the zone, in units: `cost=N` (1 unless
+    // given), or `cost=$NAME`'s value for each request (cost_value, then
+    // not nullptr).
+    std::uint64_t cost;
+    ngx_http_complex_value_t *cost_value;
+    // A GCRA zone's: `burst=`, and the requests over the rate let through
+    // at once, `delay=` (kNoDelay: `nodelay`), as limit_req's: see
+    // limits/gcra.hpp.
+    std::uint64_t burst;
+    std::uint64_t delay;
+    bool shaping;     // one of them was given: the zone must be GCRA
+    bool query;       // of `ratelimit_query`: reports under largest_burst
     ngx_str_t file;  // where the directive stands, for the error if the
     ngx_uint_t line; // zone is never defined
+};
+
+// One `ratelimit_settle zone=NAME VALUE [empty=keep|refund];`: at the log
+// phase, VALUE is what the request really cost in the zone.
+struct SettleRef {
+    ngx_str_t name;
+    const Zone *zone;               // bound once the http block is read
+    ngx_http_complex_value_t value;
+    bool refund_empty;              // empty=refund; else keep
+    ngx_str_t file;                 // where the directive stands
+    ngx_uint_t line;
 };
 
 struct MainConf {
@@ -123,6 +152,7 @@ struct MainConf {
     bool used;             // some location applies a zone
     bool concurrency;      // some location applies a concurrency zone
     bool metrics;          // some location has `ratelimit_metrics`
+    bool settles;          // some location has `ratelimit_settle`
     ngx_shm_zone_t *metrics_zone;  // its counters, when it has
 };
 
@@ -135,6 +165,7 @@ struct LocConf {
     ngx_uint_t log_level;  // of the line logged for a rejection
     ngx_str_t peek_header; // a request carrying it is only reported on
     ngx_array_t *query;    // of ZoneRef: `ratelimit_query` zones, or null
+    ngx_array_t *settles;  // of SettleRef; NGX_CONF_UNSET_PTR to inherit
     bool metrics;          // `ratelimit_metrics` answers here
 };
 

@@ -1,12 +1,16 @@
 #include "directives/directives.hpp"
 
+#include <algorithm>
 #include <new>
 
 #include "directives/concurrency_zone.hpp"
 #include "directives/conf_params.hpp"
 #include "status/metrics_handler.hpp"
+#include "limits/gcra.hpp"
 #include "limits/rate_headers.hpp"
+#include "limits/window_rules.hpp"
 #include "directives/redis_directives.hpp"
+#include "directives/settle_directive.hpp"
 #include "params/zone_params.hpp"
 #include "scripts/script_batch.hpp"
 #include "status/status_handler.hpp"
@@ -80,7 +84,7 @@ bool render_zone(ngx_pool_t *pool, Zone *zone)
     }
 
     zone->script_args.len = write_zone_args(
-        p, zone->fixed, reinterpret_cast<char *>(zone->script_args.data));
+        p, reinterpret_cast<char *>(zone->script_args.data));
 
     std::string_view name = view(zone->name);
     auto *member = static_cast<u_char *>(
@@ -102,8 +106,10 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
 {
     if (params.kind == ZoneKind::kRate) {
         zone->policy = params.policy;
-        zone->fixed = params.fixed;
-        return !params.limit_variable.empty() || render_zone(pool, zone);
+        // A GCRA zone's burst is its location's: its arguments and header
+        // member are made per request, as a variable limit's.
+        return !params.limit_variable.empty() || params.policy.gcra()
+               || render_zone(pool, zone);
     }
 
     auto *policy = static_cast<ConcurrencyPolicy *>(
@@ -116,17 +122,6 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
     *policy = params.concurrency;
     zone->concurrency = policy;
     return true;
-}
-
-bool compile_value(ngx_conf_t *cf, ngx_str_t *value,
-                   ngx_http_complex_value_t *out)
-{
-    ngx_http_compile_complex_value_t ccv;
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-    ccv.cf = cf;
-    ccv.value = value;
-    ccv.complex_value = out;
-    return ngx_http_compile_complex_value(&ccv) == NGX_OK;
 }
 
 // `limit=$NAME` or `rate=$NAME`, evaluated per request.
@@ -214,7 +209,7 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
 // Adds `zone=NAME` to a location's list of zones (`ratelimit` or
 // `ratelimit_query`); the zone itself is looked up in resolve_zones().
 char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
-                    bool dry_run)
+                    bool dry_run, bool query)
 {
     if (*list == NGX_CONF_UNSET_PTR || *list == nullptr) {
         *list = ngx_array_create(cf->pool, 2, sizeof(ZoneRef));
@@ -247,9 +242,74 @@ char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
     ref->name = name;
     ref->zone = nullptr;
     ref->dry_run = dry_run;
+    ref->cost = 1;
+    ref->cost_value = nullptr;
+    ref->burst = 0;
+    ref->delay = 0;
+    ref->shaping = false;
+    ref->query = query;
     ref->file = cf->conf_file->file.name;
     ref->line = cf->conf_file->line;
     return NGX_CONF_OK;
+}
+
+// `cost=N` or `cost=$NAME` of the ref just pushed.
+char *set_ref_cost(ngx_conf_t *cf, ngx_str_t value, ZoneRef *ref)
+{
+    if (ngx_http_script_variables_count(&value) == 0) {
+        auto cost = parse_units(view(value));
+
+        if (!cost) {
+            return directive_error(cf, "invalid cost \"%V\": a whole number "
+                                       "from 0 to 2^53, or a variable",
+                                   &value);
+        }
+
+        ref->cost = *cost;
+        return NGX_CONF_OK;
+    }
+
+    ref->cost_value = static_cast<ngx_http_complex_value_t *>(
+        ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t)));
+
+    if (ref->cost_value == nullptr || !compile_value(cf, &value,
+                                                     ref->cost_value))
+    {
+        return nginx_logged_error();
+    }
+
+    return NGX_CONF_OK;
+}
+
+// `burst=N`, `delay=N` or `nodelay` of a GCRA zone into *shaping (burst
+// and delay, ZoneRef's), once each; false if `arg` is none of them.
+// `delay=` and `nodelay` exclude each other, as in limit_req.
+bool take_shaping(ngx_conf_t *cf, const ngx_str_t &arg,
+                  std::uint64_t (&shaping)[2], bool (&given)[2], char **rv)
+{
+    ngx_str_t value;
+    std::size_t which = 1;
+    std::optional<std::uint64_t> number = kNoDelay;
+
+    if (take_param(arg, "burst=", &value)) {
+        which = 0;
+        number = parse_units(view(value));
+    } else if (take_param(arg, "delay=", &value)) {
+        number = parse_units(view(value));
+    } else if (view(arg) != "nodelay") {
+        return false;
+    }
+
+    if (given[which]) {
+        *rv = duplicate_param(cf, arg);
+    } else if (!number) {
+        *rv = invalid_param(cf, arg);
+    } else {
+        shaping[which] = *number;
+        given[which] = true;
+    }
+
+    return true;
 }
 
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
@@ -257,19 +317,29 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     auto *lcf = static_cast<LocConf *>(conf);
     auto *args = static_cast<ngx_str_t *>(cf->args->elts);
     ngx_str_t name = ngx_null_string;
+    ngx_str_t cost = ngx_null_string;
     bool dry_run = false;
+    std::uint64_t shaping[2] = {0, 0};  // burst, delay
+    bool given[2] = {false, false};
 
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         ngx_str_t value;
 
-        if (take_param(args[i], "zone=", &value)) {
-            if (name.data != nullptr) {
+        if (args[i].len >= 5 && ngx_strncmp(args[i].data, "zone=", 5) == 0) {
+            char *rv = take_zone_name(cf, args[i], &name);
+
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+
+        } else if (take_param(args[i], "cost=", &value)) {
+            if (cost.data != nullptr) {
                 return duplicate_param(cf, args[i]);
             }
             if (value.len == 0) {
                 return invalid_param(cf, args[i]);
             }
-            name = value;
+            cost = value;
 
         } else if (args[i].len == 7
                    && ngx_strncmp(args[i].data, "dry_run", 7) == 0)
@@ -277,7 +347,15 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
             dry_run = true;
 
         } else {
-            return invalid_param(cf, args[i]);
+            char *rv = NGX_CONF_OK;
+
+            if (!take_shaping(cf, args[i], shaping, given, &rv)) {
+                return invalid_param(cf, args[i]);
+            }
+
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
         }
     }
 
@@ -286,7 +364,18 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
                                &args[0]);
     }
 
-    return push_zone_ref(cf, &lcf->zones, name, dry_run);
+    char *rv = push_zone_ref(cf, &lcf->zones, name, dry_run, false);
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    ZoneRef &ref = static_cast<ZoneRef *>(lcf->zones->elts)[
+        lcf->zones->nelts - 1];
+    ref.burst = shaping[0];
+    ref.delay = shaping[1];
+    ref.shaping = given[0] || given[1];
+    return cost.data == nullptr ? NGX_CONF_OK : set_ref_cost(cf, cost, &ref);
 }
 
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
@@ -305,7 +394,7 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
             return invalid_param(cf, args[i]);
         }
 
-        char *rv = push_zone_ref(cf, &lcf->query, name, false);
+        char *rv = push_zone_ref(cf, &lcf->query, name, false, true);
 
         if (rv != NGX_CONF_OK) {
             return rv;
@@ -362,6 +451,29 @@ char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
                                      &ref.name, &ref.file, ref.line);
         }
 
+        // The script takes a window of 1 + burst emission intervals of at
+        // most kMaxWindowMs, as it takes a window of buckets.
+        const Policy &policy = ref.zone->policy;
+
+        if (policy.gcra()
+            && ref.burst >= window_rules::kMaxWindowMs / policy.window_ms)
+        {
+            return after_block_error(cf, "burst=%uL is too large for zone "
+                                         "\"%V\", in %V:%ui",
+                                     ref.burst, &ref.name, &ref.file,
+                                     ref.line);
+        }
+
+        if (ref.shaping && !policy.gcra()) {
+            return after_block_error(cf, "\"burst=\", \"delay=\" and "
+                                         "\"nodelay\" apply to zones of "
+                                         "algorithm=gcra only, not \"%V\", "
+                                         "in %V:%ui",
+                                     &ref.name, &ref.file, ref.line);
+        }
+
+        ref.zone->largest_burst = std::max(ref.zone->largest_burst,
+                                           ref.query ? 0 : ref.burst);
         mcf->used = true;
         mcf->concurrency |= ref.zone->concurrency != nullptr;
     }
@@ -471,6 +583,14 @@ ngx_command_t commands[] = {
      0,
      nullptr},
 
+    {ngx_string("ratelimit_settle"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_2MORE,
+     set_settle,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
     {ngx_string("ratelimit_query"),
      NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
      set_query,
@@ -574,6 +694,7 @@ void *create_loc_conf(ngx_conf_t *cf) noexcept
     }
 
     lcf->zones = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
+    lcf->settles = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     lcf->status = NGX_CONF_UNSET_UINT;
     lcf->headers = NGX_CONF_UNSET;
     lcf->fail = NGX_CONF_UNSET_UINT;
@@ -586,6 +707,14 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
 {
     auto *prev = static_cast<LocConf *>(parent);
     auto *conf = static_cast<LocConf *>(child);
+
+    // Settles go with the zones they settle: a location that applies
+    // zones of its own inherits none.
+    if (conf->settles == NGX_CONF_UNSET_PTR
+        && conf->zones == NGX_CONF_UNSET_PTR)
+    {
+        conf->settles = prev->settles;
+    }
 
     if (conf->zones == NGX_CONF_UNSET_PTR) {
         conf->zones = prev->zones;
@@ -603,6 +732,10 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
 
     if (rv == NGX_CONF_OK && conf->query != nullptr) {
         rv = resolve_zones(cf, mcf, conf->query);
+    }
+
+    if (rv == NGX_CONF_OK && conf->settles != NGX_CONF_UNSET_PTR) {
+        rv = resolve_settles(cf, conf);
     }
 
     if (rv != NGX_CONF_OK) {

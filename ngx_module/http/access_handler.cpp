@@ -3,7 +3,7 @@
 #include "http/request_metrics.hpp"
 #include "metrics/metrics.hpp"
 #include "rate/script_call.hpp"
-#include "rate/zone_limit.hpp"
+#include "rate/zone_values.hpp"
 #include "concurrency/slot_hold.hpp"
 #include "concurrency/slot_report.hpp"
 #include "status/status_handler.hpp"
@@ -85,6 +85,44 @@ void merge_slot_result(RequestState *state)
     }
 }
 
+// The end of a GCRA zone's wait: the phases go on, unless the timer fired
+// only to let a write that nginx held back go out.
+void end_of_turn_wait(ngx_http_request_t *r) noexcept
+{
+    ngx_event_t *wev = r->connection->write;
+
+    if (wev->delayed) {
+        if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        }
+        return;
+    }
+
+    if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+}
+
+// A request a GCRA zone admitted waits for its turn as limit_req's does: on
+// its connection's write timer, the connection watched (a client that
+// leaves ends it), then the phases go on where they were.
+ngx_int_t wait_for_turn(RequestState *state)
+{
+    ngx_http_request_t *r = state->r;
+
+    state->delayed = true;
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = end_of_turn_wait;
+    r->connection->write->delayed = 1;
+    ngx_add_timer(r->connection->write, state->delay_ms);
+    return NGX_AGAIN;
+}
+
 // The phase's answer once the result is known; later passes through the
 // phase (internal redirects) are let through: a request is counted once.
 ngx_int_t act_on(RequestState *state)
@@ -117,6 +155,9 @@ ngx_int_t act_on(RequestState *state)
     case Result::kError:
         return state->lcf->fail == kFailClosed
                ? NGX_HTTP_SERVICE_UNAVAILABLE : NGX_DECLINED;
+
+    case Result::kPassed:
+        return state->delay_ms > 0 ? wait_for_turn(state) : NGX_DECLINED;
 
     default:
         return NGX_DECLINED;
@@ -253,7 +294,7 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
     const ZoneRef *slot_ref = nullptr;
     ngx_str_t slot_subject = ngx_null_string;
     ngx_uint_t slot_position = 0;  // of its object in a peek's answer
-    bool invalid_limit = false;
+    bool invalid_value = false;
     const char *outcome = state->peek ? "left out of the answer"
                           : lcf->fail == kFailClosed ? "request rejected"
                           : "request passed";
@@ -280,34 +321,43 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
         }
 
         std::uint64_t limit = 0;
+        std::uint64_t cost = 0;
+        ValueFound found = find_limit(r, *refs[i].zone, outcome, &limit);
 
-        switch (find_limit(r, *refs[i].zone, outcome, &limit)) {
-        case LimitFound::kLimit:
+        // A peek counts nothing: its cost does not matter.
+        if (found == ValueFound::kFound && !state->peek) {
+            found = find_cost(r, refs[i], outcome, &cost);
+        }
+
+        switch (found) {
+        case ValueFound::kFound:
             break;
-        case LimitFound::kNone:
+        case ValueFound::kEmpty:
             continue;
-        case LimitFound::kInvalid:
+        case ValueFound::kInvalid:
             // A peek reports on the other zones; a request gets the fail
             // policy, below.
             if (state->peek) {
                 continue;
             }
-            invalid_limit = true;
+            invalid_value = true;
             break;
-        case LimitFound::kError:
+        case ValueFound::kError:
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
         state->refs[state->zones] = &refs[i];
         state->subjects[state->zones] = subject;
         state->limits[state->zones] = limit;
+        state->costs[state->zones] = cost;
         state->zones++;
     }
 
-    // A zone whose limit has no valid value cannot decide the request: it
-    // gets the fail policy, as when Redis does not answer, and is counted
-    // in none of its zones (nor holds a slot of its concurrency zone).
-    if (invalid_limit) {
+    // A zone whose limit or cost has no valid value cannot decide the
+    // request: it gets the fail policy, as when Redis does not answer, and
+    // is counted in none of its zones (nor holds a slot of its concurrency
+    // zone).
+    if (invalid_value) {
         state->result = Result::kError;
         state->stage = RequestState::Stage::kDecided;
         return act_on(state);

@@ -3,9 +3,13 @@
 #include "rate/call_batch.hpp"
 #include "worker/worker_objects.hpp"
 #include "limits/deny_cache.hpp"
+#include "limits/gcra.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "limits/sliding_window.hpp"
+#include "rate/reservations.hpp"
+
+#include <algorithm>
 
 namespace ratelimit {
 
@@ -47,14 +51,32 @@ void fail_part(RequestState *state, const char *why,
     state->part_failed = true;
 }
 
+// The room of the request in zone i, as the memory of rejections compares
+// them (DenyCache::room()): a GCRA zone's is counted in its turns, of
+// which a request has 1 + burst at once.  None (false) in a zone whose
+// count may fall before its reset (its settles give units back), nor in a
+// GCRA zone whose limit is a variable: its turns have no fixed length.
+bool deny_room(const RequestState *state, ngx_uint_t i, std::int64_t *room)
+{
+    const Zone &zone = *state->refs[i]->zone;
+    Policy policy = policy_of(state, i);
+
+    if (zone.gives_back || (policy.gcra() && zone.limit_value != nullptr)) {
+        return false;
+    }
+
+    *room = DenyCache::room(policy.quota(), state->costs[i]);
+    return true;
+}
+
 // A rejection this worker remembers, answered without asking Redis.
 bool reject_from_memory(RequestState *state, const DenyCache &denied)
 {
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::uint64_t reset_epoch_s = 0;
-        std::uint64_t ms = enforced(state, i)
-                           ? denied.denied_for(view(state->keys[i]),
-                                               state->limits[i],
+        std::int64_t room = 0;
+        std::uint64_t ms = enforced(state, i) && deny_room(state, i, &room)
+                           ? denied.denied_for(view(state->keys[i]), room,
                                                ngx_current_msec,
                                                &reset_epoch_s)
                            : 0;
@@ -64,7 +86,7 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
         }
 
         state->verdict = {Outcome::kRejected, i,
-                          {state->limits[i], 0, ms}};
+                          {policy_of(state, i).quota(), 0, ms}};
         state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
         metrics::record_deny_cache_hit(state->refs[i]->zone->index);
@@ -73,6 +95,26 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
     }
 
     return false;
+}
+
+// How long an admitted request waits for its turn in its GCRA zones: the
+// longest of their waits.  A dry run waits for none, as in limit_req.
+ngx_msec_t turn_wait_ms(const RequestState *state)
+{
+    std::uint64_t wait_ms = 0;
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        Policy policy = policy_of(state, i);
+
+        if (policy.gcra() && enforced(state, i)) {
+            wait_ms = std::max(wait_ms,
+                               gcra_wait_ms(policy, state->counts[i].total,
+                                            state->costs[i],
+                                            state->refs[i]->delay));
+        }
+    }
+
+    return static_cast<ngx_msec_t>(wait_ms);
 }
 
 void take_counts(RequestState *state, std::uint64_t now_ms,
@@ -118,23 +160,24 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         state->result = Result::kRejected;
         // Measured from when the call left, not from now: Redis decided
         // after that, so the remembered rejection never outlasts its own.
-        if (denied != nullptr && v.status.reset_ms > 0) {
-            denied->deny(view(state->keys[v.zone]), v.status.limit,
+        if (std::int64_t room; denied != nullptr && v.status.reset_ms > 0
+                                && deny_room(state, v.zone, &room))
+        {
+            denied->deny(view(state->keys[v.zone]), room,
                          state->sent_msec + v.status.reset_ms,
                          state->reset_epoch_s);
         }
         break;
     case Outcome::kRejectedDryRun:
         state->result = Result::kRejectedDryRun;
+        state->reserved = true;
         break;
     case Outcome::kPassed:
         state->result = Result::kPassed;
+        state->reserved = true;
+        state->delay_ms = turn_wait_ms(state);
         break;
     }
-}
-
-void ignore_reply(void *, const redisReply *) noexcept
-{
 }
 
 void on_wake(ngx_event_t *ev) noexcept
@@ -169,37 +212,6 @@ void wake_up(RequestState *state)
     ngx_post_event(&state->wake, &ngx_posted_events);
 }
 
-// A request rejected by a zone in one part was counted by the parts that
-// admitted it: each zone takes it back, in one call of its own key's slot
-// (a cross-slot part's keys may be in several), sent once.
-void undo_admitted_parts(RequestState *state)
-{
-    RedisLink *link = worker_objects().link;
-    std::string command;
-
-    for (ngx_uint_t p = 0; p < state->parts; p++) {
-        const RequestState::Part &part = state->part[p];
-
-        for (ngx_uint_t j = 0; !part.rejected && j < part.zones; j++) {
-            ngx_uint_t i = part.zone[j];
-
-            // A zone the request did not fit (dry run) did not count it.
-            if (state->counts[i].over) {
-                continue;
-            }
-
-            const Zone &zone = *state->refs[i]->zone;
-            std::string_view key = view(state->keys[i]);
-            std::uint64_t number = part.now_ms / zone.policy.bucket_ms;
-            bool fixed = zone.fixed;
-
-            if (write_undo_command(1, &key, &number, &fixed, &command)) {
-                link->send_for_key(key, command, ignore_reply, nullptr);
-            }
-        }
-    }
-}
-
 // Every part of the call is answered, or failed: the request's verdict.
 void part_done(RequestState *state)
 {
@@ -221,7 +233,7 @@ void part_done(RequestState *state)
         take_counts(state, now_ms, merged);
 
         if (merged.rejected && state->parts > 1 && !state->peek) {
-            undo_admitted_parts(state);
+            take_back_reservations(state);
         }
     }
 

@@ -23,6 +23,10 @@ struct Fixture {
         zones[0].sum.successes = 6;
         zones[0].sum.response_us = 30000;
         zones[0].sum.busy_us = 2000000;
+        zones[0].sum.units[0] = 1200;
+        zones[0].sum.units[3] = 35;
+        zones[0].sum.settles[0] = 9;
+        zones[0].sum.settles[2] = 1;
         zones[1].name = "login.v2";
         zones[1].limit = 5;
         zones[1].window_ms = 1500;
@@ -64,6 +68,12 @@ TEST(MetricsText, PrometheusNamesCountersWithTotal)
                        " 1.500\n"));
     EXPECT_TRUE(has(t, "nginx_ratelimit_busy_seconds_total{zone=\"api\"} "
                        "2.000000\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_units_total{zone=\"api\","
+                       "event=\"settle_returned\"} 35\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_settles_total{zone=\"login.v2\","
+                       "outcome=\"dropped\"} 0\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_settles_total{zone=\"api\","
+                       "outcome=\"unknown\"} 1\n"));
     EXPECT_FALSE(has(t, "# EOF"));
 }
 
@@ -113,9 +123,34 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
     EXPECT_TRUE(has(t, "\"mean_response_time\":0.005000"));
     EXPECT_TRUE(has(t, "\"login.v2\":{\"passed\":0,"));
     EXPECT_TRUE(has(t, "\"requests_per_second\":0.000,"
-                       "\"mean_response_time\":0.000000}"));
+                       "\"mean_response_time\":0.000000,\"units\":"));
+    EXPECT_TRUE(has(t, "\"units\":{\"admitted\":1200,\"rejected\":0,"
+                       "\"settle_added\":0,\"settle_returned\":35},"
+                       "\"settles\":{\"applied\":9,\"dropped\":0,"
+                       "\"unknown\":1,\"failed\":0}}"));
     EXPECT_TRUE(has(t, "\"workers\":[{\"state\":\"up\",\"requests_waiting\":3},"
                        "{\"state\":\"down\",\"requests_waiting\":0}]"));
+}
+
+// A GCRA zone's delays, and only a GCRA zone's.
+TEST(MetricsText, DelaysOfGcraZones)
+{
+    Fixture f;
+    f.zones[1].gcra = true;
+    f.zones[1].sum.delayed = 3;
+    f.zones[1].sum.delay_us.buckets[1] = 3;
+    f.zones[1].sum.delay_us.sum = 12000;
+    std::string t = render_metrics(f.report, MetricsFormat::kPrometheus);
+
+    expect_all(t, {"nginx_ratelimit_delayed_total{zone=\"login.v2\"} 3\n",
+                   "nginx_ratelimit_delay_seconds_bucket{zone=\"login.v2\","
+                   "le=\"0.005\"} 3\n",
+                   "nginx_ratelimit_delay_seconds_sum{zone=\"login.v2\"} "
+                   "0.012000\n"});
+    EXPECT_FALSE(has(t, "nginx_ratelimit_delayed_total{zone=\"api\"}"));
+
+    std::string j = render_metrics(f.report, MetricsFormat::kJson);
+    EXPECT_TRUE(has(j, "\"delayed\":3,\"delay\":{\"count\":3,"));
 }
 
 TEST(MetricsText, FormatFromArgumentThenAccept)
