@@ -270,6 +270,7 @@ sub model_settle {
 
     my $kind = $KIND{ $z->{kind} };
     $seen{'settle: the window slid first'}++ if $found =~ /^slide/;
+    $seen{'junk hash started afresh'}++ if $found eq 'junk';
     if (!$inside) {
         $seen{ $fixed ? 'settle, fixed: another window, nothing'
              : $at > $cur ? 'settle, sliding: a bucket ahead of the current, nothing'
@@ -325,19 +326,20 @@ sub check_keys {
 # ---------------------------------------------------------------------------
 # random batches
 
-# Redis's time (ms) as a batch is made: settles pick their buckets by it.
-my $batch_time;
+# Redis's time (ms) as a batch is made, and what the model holds then of
+# the keys with counts in their window (key => count): costs and settles
+# are picked by them.
+my ($batch_time, %live);
 
 # A random request; `zone` and `subject`, if given, are its first zone and
 # its subject.  Zones of one request have distinct keys (b and b-dry never
 # together).  Sometimes one of its keys is a string: the script must fail on
-# it having written none of the request's keys.  Some are settles; a third
-# of the counted ones have a cost per zone.
+# it having written none of the request's keys.  If `weighted`, it is a
+# request with a cost per zone ("w").
 sub gen_request {
-    my ($zone, $subject) = @_;
-    return gen_settle($zone, $subject) if rand() < 0.25;
+    my ($zone, $subject, $weighted) = @_;
     my $r = rand;
-    my $peek = $r >= 0.85;
+    my $peek = !$weighted && $r >= 0.85;
     my $n = $r < 0.6 ? 1 : $peek ? 1 + int rand 3 : 2 + int rand 2;
     my @zones = grep { defined } $zone;
     my %prefix = map { $_->{prefix} => 1 } @zones;
@@ -356,52 +358,62 @@ sub gen_request {
     # to the window (1 to 3 for a fixed window, which ignores it).
     my $interval = $peek && rand() < 0.5
         ? [map { 1 + int rand($_->{kind} eq 'f' ? 3 : $_->{span}) } @zones] : undef;
-    my $cost = !$peek && rand() < 0.33 ? [map { gen_cost($_) } @zones] : undef;
+    my $cost = $weighted ? [map { gen_cost($zones[$_], $keys[$_]) } 0 .. $#zones] : undef;
     return { peek => $peek, zones => \@zones, keys => \@keys, wrong => $wrong,
              interval => $interval, cost => $cost };
 }
 
-# A cost in zone `z`: 0, 1, from 2 to the limit, or above it.
+# A cost in zone `z` for key `key`: 0 (more often when the key is full or
+# empty), what is left of the limit or one more, 1, from 2 to the limit,
+# or above it.
 sub gen_cost {
-    my ($z) = @_;
+    my ($z, $key) = @_;
+    my $left = $z->{limit} - ($live{$key} // 0);
     my $r = rand;
-    return $r < 0.15 ? 0 : $r < 0.3 ? 1 : $r < 0.9 ? 2 + int rand($z->{limit} - 1)
+    return $r < ($left <= 0 ? 0.4 : $live{$key} ? 0.15 : 0.25) ? 0
+         : $r < 0.5 ? max(1, $left + int rand 2)
+         : $r < 0.6 ? 1
+         : $r < 0.9 ? 2 + int rand($z->{limit} - 1)
          : $z->{limit} + 1 + int rand 3;
 }
 
 # A random settle, `zone` and `subject` as for gen_request(), else half the
-# time a key the model holds counts in (nginx settles a counted request),
-# then often a refund of part of its count.  Its delta: a few units up or
-# down, now and then 0 or a refund of more than any bucket holds.  Its
-# bucket, by Redis's time before the batch: the current one (more often
-# for a fixed window, whose window has no other), one the key was counted
-# in, one just older than those, an older one of the window, one that left
-# it, one ahead.
+# time a key of its zone that the model holds counts in (nginx settles a
+# counted request); a new subject more often than for a request (paying
+# afterwards, cost=0 then the settle, counts in empty keys).  Its bucket,
+# by Redis's time before the batch: the current one (more often for a fixed
+# window, whose window has no other), one the key was counted in, the one
+# before its oldest, an older one of the window, one that left it, one
+# ahead.  Its delta: often a refund of part of the key's count to a bucket
+# it was counted in; else a few units, more often up than down, now and
+# then 0 or a refund of more than any bucket holds.
 sub gen_settle {
     my ($zone, $subject) = @_;
     my $wrong = !defined $zone && rand() < 0.05;
-    my %live = model_live($batch_time);
-    my $held = 0;
-    if (!defined $zone && !$wrong && %live && rand() < 0.5) {
-        my $key = (sort keys %live)[rand keys %live];
-        ($zone, $subject, $held) = ($zone_of{$key}, (split /:/, $key)[2], $live{$key});
-    }
     my $z = $zone // $ZONES[rand @ZONES];
-    $subject //= gen_subject();
+    my @live = grep { /^\Q$z->{prefix}:\E/ } sort keys %live;
+    my $held = 0;
+    if (!defined $zone && !$wrong && @live && rand() < 0.5) {
+        my $key = $live[rand @live];
+        ($subject, $held) = ((split /:/, $key)[2], $live{$key});
+    }
+    $subject //= rand() < 0.15 ? 'new' . $fresh++ : gen_subject();
     my $key = "$z->{prefix}:" . ($wrong ? 'wrong' : $subject);
     my $cur = floor($batch_time / $z->{width});
-    my @counted = sort { $a <=> $b } keys %{ $state{$key} // {} };
+    my $first = $cur - $z->{span} + 1;
+    my @counted = sort { $a <=> $b } grep { $_ >= $first } keys %{ $state{$key} // {} };
     my $r = rand;
     my $at = $r < ($z->{kind} eq 'f' ? 0.55 : 0.25) ? $cur
            : $r < 0.55 && @counted ? $counted[rand @counted]
-           : $r < 0.65 && @counted ? $counted[0] - 1 - int rand 2
-           : $r < 0.75 && $z->{span} > 1 ? $cur - 1 - int rand($z->{span} - 1)
-           : $r < 0.9 ? $cur - $z->{span} - int rand 3
+           : $r < 0.7 && @counted && $counted[0] > $first ? $counted[0] - 1
+           : $r < 0.75 && $z->{span} > 1 ? $first + int rand($z->{span} - 1)
+           : $r < 0.9 ? $first - 1 - int rand 3
            : $cur + 1 + int rand 2;
+    my $refund = $held && (any { $_ == $at } @counted) && rand() < 0.6;
     $r = rand;
-    my $delta = $held && rand() < 0.4 ? -1 - int rand $held
-              : $r < 0.08 ? 0 : $r < 0.18 ? -20 - int rand 20
-              : (1 + int rand 3) * (rand() < 0.5 ? -1 : 1);
+    my $delta = $refund ? -1 - int rand $held
+              : $r < 0.1 ? 0 : $r < 0.2 ? -20 - int rand 20
+              : (1 + int rand 3) * (rand() < 0.6 ? 1 : -1);
     return { settle => [$delta, $at], zones => [$z], keys => [$key], wrong => $wrong };
 }
 
@@ -467,6 +479,7 @@ sub run_model {
     for my $batch (1 .. $BATCHES) {
         my @reqs;
         $batch_time = $t->redis_time_ms;
+        %live = model_live($batch_time);
         # Now and then a key holds junk, overwritten by "an operator": a request
         # of this batch reads it (the model has the key empty from now on).
         if (rand() < 0.05) {
@@ -477,9 +490,11 @@ sub run_model {
             rcmd('HSET', $key, rand() < 0.5 ? (t => 'abc', o => 'x', n => 'zz')
                                             : (t => 5, o => 3, n => 7, 3 => 2, 7 => 3));
             ($state{$key}, $zone_of{$key}, $junk{$key}) = ({}, $z, 1);
-            push @reqs, gen_request($z, $s);
+            push @reqs, rand() < 0.25 ? gen_settle($z, $s) : gen_request($z, $s);
         }
         push @reqs, gen_request() while @reqs < 1 + int rand 8;
+        push @reqs, gen_request(undef, undef, 1) for 1 .. int rand 3;
+        push @reqs, gen_settle() for 1 .. int rand 4;
         @reqs = shuffle @reqs;
 
         # The batch's zones in random order, each request's by their number.
@@ -725,8 +740,9 @@ sub run_model {
                    "s18014398509481984,$cur:\x00", "s-5,,$cur:\x00", "s5,$cur\x00");
         my @keys = map { "m2:bad-settle-$_" } 0 .. $#bad;
         my $r = $call->(@keys + 2, @keys, 'm2:after', 'm2:after', 1, @zone, @bad, "w9007199254740992:\x00", "c\x00");
-        my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ } @$r;
-        is("@got[1 .. 4 * @bad]", join(' ', ('ERR 0 0 0') x @bad), 'malformed settles: an error each');
+        # Errors by what they are: the script's text names its own line.
+        my @got = map { RateLimitTest::is_redis_error($_) ? 'error' : $_ } @$r;
+        is("@got[1 .. 4 * @bad]", join(' ', ('error 0 0 0') x @bad), 'malformed settles: an error each');
         my $now_cur = floor($r->[0] / 1000);
         is("@got[4 * @bad + 1 .. $#got]", "1 0 0 1 0 1 $now_cur 0",
            'after them: a cost of 2^53 is rejected, a count counted');
