@@ -146,12 +146,12 @@ sub model_read {
     my @live = grep { $_ >= $first } @ids;
     # The script's slide steps through the 64 bucket numbers after the
     # oldest for the first live one, else reads the whole hash.
-    my $found = delete $junk{$key} ? 'junk'
-              : !@ids              ? 'new key'
-              : !@live             ? 'expired'
-              : $ids[0] < $first   ? ($live[0] > $ids[0] + 63 ? 'slide, whole hash read' : 'slide, stepped')
-              : $buckets->{$cur}   ? 'same bucket'
-              :                      'new bucket';
+    my $found = delete $junk{$key}     ? 'junk'
+              : !@ids                  ? 'new key'
+              : !@live                 ? 'expired'
+              : $ids[0] < $first       ? ($live[0] > $ids[0] + 63 ? 'slide, whole hash read' : 'slide, stepped')
+              : exists $buckets->{$cur} ? 'same bucket'
+              :                          'new bucket';
     delete @$buckets{ grep { $_ < $first } @ids };
     return ($found, $cur);
 }
