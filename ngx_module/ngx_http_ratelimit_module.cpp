@@ -10,6 +10,7 @@
 #include "http/header_filter.hpp"
 #include "http/release_filter.hpp"
 #include "http/request_metrics.hpp"
+#include "http/settle_handler.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "concurrency/slot_gate.hpp"
@@ -61,7 +62,8 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
     if (metrics::add_shared_zone(cf, mcf) != NGX_OK
-        || install_request_log_handler(cf) != NGX_OK)
+        || install_request_log_handler(cf) != NGX_OK
+        || install_settle_handler(cf) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -99,6 +101,7 @@ ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
 
     worker.calls = new (std::nothrow) CallBatcher(worker.link, cross_slot,
                                                   rate_reply_sink(),
+                                                  mcf->redis->timeout,
                                                   cycle->log);
 
     if (worker.calls == nullptr) {

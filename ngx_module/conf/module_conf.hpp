@@ -99,6 +99,10 @@ struct Zone {
     // A concurrency zone bounds requests in flight instead (the members
     // above unused); nullptr for a rate zone.
     const ConcurrencyPolicy *concurrency;
+    // Some `ratelimit_settle` may give units back (a reservation larger
+    // than what was used, or refunded): a subject's count can fall before
+    // its reset, so a rejection is not remembered (the deny cache).
+    bool gives_back;
 };
 
 // One `ratelimit zone=NAME [dry_run];`, resolved to its zone when the http
@@ -107,8 +111,24 @@ struct ZoneRef {
     ngx_str_t name;
     Zone *zone;
     bool dry_run;
+    // What a request costs in the zone, in units: `cost=N` (1 unless
+    // given), or `cost=$NAME`'s value for each request (cost_value, then
+    // not nullptr).
+    std::uint64_t cost;
+    ngx_http_complex_value_t *cost_value;
     ngx_str_t file;  // where the directive stands, for the error if the
     ngx_uint_t line; // zone is never defined
+};
+
+// One `ratelimit_settle zone=NAME VALUE [empty=keep|refund];`: at the log
+// phase, VALUE is what the request really cost in the zone.
+struct SettleRef {
+    ngx_str_t name;
+    const Zone *zone;               // bound once the http block is read
+    ngx_http_complex_value_t value;
+    bool refund_empty;              // empty=refund; else keep
+    ngx_str_t file;                 // where the directive stands
+    ngx_uint_t line;
 };
 
 struct MainConf {
@@ -123,6 +143,7 @@ struct MainConf {
     bool used;             // some location applies a zone
     bool concurrency;      // some location applies a concurrency zone
     bool metrics;          // some location has `ratelimit_metrics`
+    bool settles;          // some location has `ratelimit_settle`
     ngx_shm_zone_t *metrics_zone;  // its counters, when it has
 };
 
@@ -135,6 +156,7 @@ struct LocConf {
     ngx_uint_t log_level;  // of the line logged for a rejection
     ngx_str_t peek_header; // a request carrying it is only reported on
     ngx_array_t *query;    // of ZoneRef: `ratelimit_query` zones, or null
+    ngx_array_t *settles;  // of SettleRef; NGX_CONF_UNSET_PTR to inherit
     bool metrics;          // `ratelimit_metrics` answers here
 };
 

@@ -139,4 +139,32 @@ bool copy_cstring(ngx_pool_t *pool, const u_char *data, size_t len,
     return true;
 }
 
+char *take_zone_name(ngx_conf_t *cf, const ngx_str_t &arg,
+                     ngx_str_t *name) noexcept
+{
+    if (name->data != nullptr) {
+        return duplicate_param(cf, arg);
+    }
+
+    ngx_str_t value;
+
+    if (!take_param(arg, "zone=", &value) || value.len == 0) {
+        return invalid_param(cf, arg);
+    }
+
+    *name = value;
+    return NGX_CONF_OK;
+}
+
+bool compile_value(ngx_conf_t *cf, ngx_str_t *value,
+                   ngx_http_complex_value_t *out) noexcept
+{
+    ngx_http_compile_complex_value_t ccv;
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+    ccv.cf = cf;
+    ccv.value = value;
+    ccv.complex_value = out;
+    return ngx_http_compile_complex_value(&ccv) == NGX_OK;
+}
+
 }  // namespace ratelimit

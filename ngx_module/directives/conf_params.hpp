@@ -50,6 +50,16 @@ ngx_str_t arg_string(std::string_view arg);
 // The value after `name` ("zone=") if `param` starts with it.
 bool take_param(const ngx_str_t &param, const char *name, ngx_str_t *value);
 
+// `zone=NAME` of a location's directive, once and not empty, into *name
+// (nullptr data until then).
+char *take_zone_name(ngx_conf_t *cf, const ngx_str_t &arg,
+                     ngx_str_t *name) noexcept;
+
+// Compiles `value` as nginx's complex values (variables); false if nginx
+// logged why not.
+bool compile_value(ngx_conf_t *cf, ngx_str_t *value,
+                   ngx_http_complex_value_t *out) noexcept;
+
 // A NUL-terminated copy in `pool`; false on no memory.
 bool copy_cstring(ngx_pool_t *pool, const u_char *data, size_t len,
                   ngx_str_t *out);

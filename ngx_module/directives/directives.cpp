@@ -7,6 +7,7 @@
 #include "status/metrics_handler.hpp"
 #include "limits/rate_headers.hpp"
 #include "directives/redis_directives.hpp"
+#include "directives/settle_directive.hpp"
 #include "params/zone_params.hpp"
 #include "scripts/script_batch.hpp"
 #include "status/status_handler.hpp"
@@ -116,17 +117,6 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
     *policy = params.concurrency;
     zone->concurrency = policy;
     return true;
-}
-
-bool compile_value(ngx_conf_t *cf, ngx_str_t *value,
-                   ngx_http_complex_value_t *out)
-{
-    ngx_http_compile_complex_value_t ccv;
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-    ccv.cf = cf;
-    ccv.value = value;
-    ccv.complex_value = out;
-    return ngx_http_compile_complex_value(&ccv) == NGX_OK;
 }
 
 // `limit=$NAME` or `rate=$NAME`, evaluated per request.
@@ -247,8 +237,38 @@ char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
     ref->name = name;
     ref->zone = nullptr;
     ref->dry_run = dry_run;
+    ref->cost = 1;
+    ref->cost_value = nullptr;
     ref->file = cf->conf_file->file.name;
     ref->line = cf->conf_file->line;
+    return NGX_CONF_OK;
+}
+
+// `cost=N` or `cost=$NAME` of the ref just pushed.
+char *set_ref_cost(ngx_conf_t *cf, ngx_str_t value, ZoneRef *ref)
+{
+    if (ngx_http_script_variables_count(&value) == 0) {
+        auto cost = parse_units(view(value));
+
+        if (!cost) {
+            return directive_error(cf, "invalid cost \"%V\": a whole number "
+                                       "from 0 to 2^53, or a variable",
+                                   &value);
+        }
+
+        ref->cost = *cost;
+        return NGX_CONF_OK;
+    }
+
+    ref->cost_value = static_cast<ngx_http_complex_value_t *>(
+        ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t)));
+
+    if (ref->cost_value == nullptr || !compile_value(cf, &value,
+                                                     ref->cost_value))
+    {
+        return nginx_logged_error();
+    }
+
     return NGX_CONF_OK;
 }
 
@@ -257,19 +277,27 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     auto *lcf = static_cast<LocConf *>(conf);
     auto *args = static_cast<ngx_str_t *>(cf->args->elts);
     ngx_str_t name = ngx_null_string;
+    ngx_str_t cost = ngx_null_string;
     bool dry_run = false;
 
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         ngx_str_t value;
 
-        if (take_param(args[i], "zone=", &value)) {
-            if (name.data != nullptr) {
+        if (args[i].len >= 5 && ngx_strncmp(args[i].data, "zone=", 5) == 0) {
+            char *rv = take_zone_name(cf, args[i], &name);
+
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+
+        } else if (take_param(args[i], "cost=", &value)) {
+            if (cost.data != nullptr) {
                 return duplicate_param(cf, args[i]);
             }
             if (value.len == 0) {
                 return invalid_param(cf, args[i]);
             }
-            name = value;
+            cost = value;
 
         } else if (args[i].len == 7
                    && ngx_strncmp(args[i].data, "dry_run", 7) == 0)
@@ -286,7 +314,14 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
                                &args[0]);
     }
 
-    return push_zone_ref(cf, &lcf->zones, name, dry_run);
+    char *rv = push_zone_ref(cf, &lcf->zones, name, dry_run);
+
+    if (rv != NGX_CONF_OK || cost.data == nullptr) {
+        return rv;
+    }
+
+    auto *refs = static_cast<ZoneRef *>(lcf->zones->elts);
+    return set_ref_cost(cf, cost, &refs[lcf->zones->nelts - 1]);
 }
 
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
@@ -471,6 +506,14 @@ ngx_command_t commands[] = {
      0,
      nullptr},
 
+    {ngx_string("ratelimit_settle"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_2MORE,
+     set_settle,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
     {ngx_string("ratelimit_query"),
      NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
      set_query,
@@ -574,6 +617,7 @@ void *create_loc_conf(ngx_conf_t *cf) noexcept
     }
 
     lcf->zones = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
+    lcf->settles = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     lcf->status = NGX_CONF_UNSET_UINT;
     lcf->headers = NGX_CONF_UNSET;
     lcf->fail = NGX_CONF_UNSET_UINT;
@@ -586,6 +630,14 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
 {
     auto *prev = static_cast<LocConf *>(parent);
     auto *conf = static_cast<LocConf *>(child);
+
+    // Settles go with the zones they settle: a location that applies
+    // zones of its own inherits none.
+    if (conf->settles == NGX_CONF_UNSET_PTR
+        && conf->zones == NGX_CONF_UNSET_PTR)
+    {
+        conf->settles = prev->settles;
+    }
 
     if (conf->zones == NGX_CONF_UNSET_PTR) {
         conf->zones = prev->zones;
@@ -603,6 +655,10 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
 
     if (rv == NGX_CONF_OK && conf->query != nullptr) {
         rv = resolve_zones(cf, mcf, conf->query);
+    }
+
+    if (rv == NGX_CONF_OK && conf->settles != NGX_CONF_UNSET_PTR) {
+        rv = resolve_settles(cf, conf);
     }
 
     if (rv != NGX_CONF_OK) {

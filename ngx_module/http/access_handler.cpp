@@ -3,7 +3,7 @@
 #include "http/request_metrics.hpp"
 #include "metrics/metrics.hpp"
 #include "rate/script_call.hpp"
-#include "rate/zone_limit.hpp"
+#include "rate/zone_values.hpp"
 #include "concurrency/slot_hold.hpp"
 #include "concurrency/slot_report.hpp"
 #include "status/status_handler.hpp"
@@ -253,7 +253,7 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
     const ZoneRef *slot_ref = nullptr;
     ngx_str_t slot_subject = ngx_null_string;
     ngx_uint_t slot_position = 0;  // of its object in a peek's answer
-    bool invalid_limit = false;
+    bool invalid_value = false;
     const char *outcome = state->peek ? "left out of the answer"
                           : lcf->fail == kFailClosed ? "request rejected"
                           : "request passed";
@@ -280,34 +280,43 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
         }
 
         std::uint64_t limit = 0;
+        std::uint64_t cost = 0;
+        ValueFound found = find_limit(r, *refs[i].zone, outcome, &limit);
 
-        switch (find_limit(r, *refs[i].zone, outcome, &limit)) {
-        case LimitFound::kLimit:
+        // A peek counts nothing: its cost does not matter.
+        if (found == ValueFound::kFound && !state->peek) {
+            found = find_cost(r, refs[i], outcome, &cost);
+        }
+
+        switch (found) {
+        case ValueFound::kFound:
             break;
-        case LimitFound::kNone:
+        case ValueFound::kEmpty:
             continue;
-        case LimitFound::kInvalid:
+        case ValueFound::kInvalid:
             // A peek reports on the other zones; a request gets the fail
             // policy, below.
             if (state->peek) {
                 continue;
             }
-            invalid_limit = true;
+            invalid_value = true;
             break;
-        case LimitFound::kError:
+        case ValueFound::kError:
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
         state->refs[state->zones] = &refs[i];
         state->subjects[state->zones] = subject;
         state->limits[state->zones] = limit;
+        state->costs[state->zones] = cost;
         state->zones++;
     }
 
-    // A zone whose limit has no valid value cannot decide the request: it
-    // gets the fail policy, as when Redis does not answer, and is counted
-    // in none of its zones (nor holds a slot of its concurrency zone).
-    if (invalid_limit) {
+    // A zone whose limit or cost has no valid value cannot decide the
+    // request: it gets the fail policy, as when Redis does not answer, and
+    // is counted in none of its zones (nor holds a slot of its concurrency
+    // zone).
+    if (invalid_value) {
         state->result = Result::kError;
         state->stage = RequestState::Stage::kDecided;
         return act_on(state);

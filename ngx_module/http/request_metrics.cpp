@@ -27,6 +27,21 @@ Decision zone_decision(const RequestState *state, ngx_uint_t i)
     }
 }
 
+// The units of zone i: the cost it counted, or the cost it refused.
+void record_zone_units(const RequestState *state, ngx_uint_t i,
+                       Decision decision)
+{
+    ngx_uint_t zone = state->refs[i]->zone->index;
+
+    if (decision == Decision::kRejected) {
+        metrics::record_units(zone, UnitEvent::kRejected, state->costs[i]);
+    } else if (decision == Decision::kPassed && state->reserved
+               && !state->counts[i].over)
+    {
+        metrics::record_units(zone, UnitEvent::kAdmitted, state->costs[i]);
+    }
+}
+
 // Main requests let through by a rate zone leave it here.
 ngx_int_t request_log_handler(ngx_http_request_t *r) noexcept
 {
@@ -74,6 +89,8 @@ void record_request_decision(RequestState *state) noexcept
         {
             state->in_flight = true;
         }
+
+        record_zone_units(state, i, decision);
     }
 }
 

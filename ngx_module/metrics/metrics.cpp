@@ -247,6 +247,21 @@ void record_deny_cache_hit(ngx_uint_t zone) noexcept
     }
 }
 
+void record_units(ngx_uint_t zone, UnitEvent event,
+                  std::uint64_t units) noexcept
+{
+    if (worker != nullptr && units > 0) {
+        add(&zone_slot(zone)->units[static_cast<std::size_t>(event)], units);
+    }
+}
+
+void record_settle(ngx_uint_t zone, SettleOutcome outcome) noexcept
+{
+    if (worker != nullptr) {
+        add(&zone_slot(zone)->settles[static_cast<std::size_t>(outcome)], 1);
+    }
+}
+
 void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
                        std::uint64_t now) noexcept
 {

@@ -48,6 +48,10 @@ bool record_zone_decision(ngx_uint_t zone, Decision decision,
 void record_zone_done(ngx_uint_t zone, bool success, std::uint64_t start_us,
                       std::uint64_t now) noexcept;
 void record_deny_cache_hit(ngx_uint_t zone) noexcept;
+// Units of a rate zone (see UnitEvent), and a settle's outcome.
+void record_units(ngx_uint_t zone, UnitEvent event,
+                  std::uint64_t units) noexcept;
+void record_settle(ngx_uint_t zone, SettleOutcome outcome) noexcept;
 // A zone whose limit is a variable applied `limit` to a request at `now`
 // (now_us()).
 void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,

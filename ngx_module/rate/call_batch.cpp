@@ -1,5 +1,6 @@
 #include "rate/call_batch.hpp"
 
+#include <iterator>
 #include <new>
 
 #include "cluster/cluster_slot.hpp"
@@ -10,6 +11,18 @@
 #include "scripts/window_script.hpp"
 
 namespace ratelimit {
+
+std::string_view request_zone_args(const RequestState *state, ngx_uint_t i,
+                                   char (&out)[kZoneArgsMaxSize]) noexcept
+{
+    const Zone &zone = *state->refs[i]->zone;
+
+    if (zone.limit_value == nullptr) {
+        return view(zone.script_args);
+    }
+
+    return {out, write_zone_args(policy_of(state, i), zone.fixed, out)};
+}
 
 void tell_link_of_script_error(RedisLink *link,
                                std::string_view error) noexcept
@@ -22,10 +35,13 @@ void tell_link_of_script_error(RedisLink *link,
 }
 
 CallBatcher::CallBatcher(RedisLink *link, bool cross_slot,
-                         const BatchSink &sink, ngx_log_t *log) noexcept
-    : link_(link), cross_slot_(cross_slot), sink_(sink)
+                         const BatchSink &sink, ngx_msec_t timeout,
+                         ngx_log_t *log) noexcept
+    : link_(link), cross_slot_(cross_slot), sink_(sink), timeout_(timeout)
 {
     init_event(&turn_end_, on_turn_end, this, log);
+    init_event(&drain_, on_drain, this, log);
+    drain_.cancelable = 0;
     link->on_up(on_link_up, this);
 }
 
@@ -40,7 +56,10 @@ void CallBatcher::on_link_up(void *data) noexcept
                                    batcher))
     {
         batcher->link_->reconnect();
+        return;
     }
+
+    batcher->send_waiting_settles();
 }
 
 void CallBatcher::on_script_loaded(void *data,
@@ -76,17 +95,26 @@ CallBatcher::~CallBatcher()
         ngx_delete_posted_event(&turn_end_);
     }
 
+    stop_timer(&drain_);
+
     // Only when the worker exits, after every request: none can be left in
-    // them, but none may keep a pointer to them either.
+    // them, but none may keep a pointer to them either.  The settles never
+    // sent are dropped.
     for (ngx_uint_t b = 0; b < open_count_; b++) {
         for (ngx_uint_t i = 0; i < open_[b]->call.entries(); i++) {
             if (RequestState *state = open_[b]->states[i]) {
                 state->part[open_[b]->parts[i]].batch = nullptr;
             }
+
+            if (Settle *settle = open_[b]->settles[i]) {
+                end_settle(settle, SettleOutcome::kDropped);
+            }
         }
 
         delete open_[b];
     }
+
+    drop_settles(waiting_);
 
     while (free_ != nullptr) {
         Batch *next = free_->next_free;
@@ -178,38 +206,230 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
     std::string_view args[kMaxZonesPerRequest];
     bool enforce[kMaxZonesPerRequest];
     std::uint64_t buckets[kMaxZonesPerRequest];
+    std::uint64_t costs[kMaxZonesPerRequest];
     // A zone whose limit is a variable: its arguments under the request's
     // limit (the batch copies them, or finds them among its zones).
     char made[kMaxZonesPerRequest][kZoneArgsMaxSize];
 
     for (ngx_uint_t j = 0; j < part.zones; j++) {
         ngx_uint_t i = part.zone[j];
-        const Zone &zone = *state->refs[i]->zone;
         keys[j] = view(state->keys[i]);
-        args[j] = zone.limit_value == nullptr
-                  ? view(zone.script_args)
-                  : std::string_view(made[j],
-                                     write_zone_args(policy_of(state, i),
-                                                     zone.fixed, made[j]));
+        args[j] = request_zone_args(state, i, made[j]);
         enforce[j] = enforced(state, i);
         buckets[j] = state->interval_buckets ? state->interval_buckets[i] : 0;
+        costs[j] = state->costs[i];
     }
 
     ngx_uint_t entry = batch->call.entries();
 
     if (!batch->call.add(state->peek, part.zones, keys, args, enforce,
-                         state->interval_buckets ? buckets : nullptr))
+                         state->interval_buckets ? buckets : nullptr,
+                         state->peek ? nullptr : costs))
     {
         return false;
     }
 
     batch->states[entry] = state;
+    batch->settles[entry] = nullptr;
     batch->parts[entry] = static_cast<std::uint8_t>(p);
     part.batch = batch;
     part.entry = entry;
     in_flight_++;
     metrics::record_requests_waiting(in_flight_);
     return true;
+}
+
+void CallBatcher::settle(std::string_view key, std::string_view zone_args,
+                         std::int64_t units, std::uint64_t bucket,
+                         const Zone &zone) noexcept
+{
+    Settle *settle;
+
+    try {
+        settle = new Settle{std::string(key), std::string(zone_args), units,
+                            bucket, &zone, 0, nullptr};
+    } catch (const std::bad_alloc &) {
+        metrics::record_settle(zone.index, SettleOutcome::kDropped);
+        return;
+    }
+
+    settle->slot = link_->clustered() ? key_slot(key) : 0;
+
+    if (settles_held_++ == 0 && !drain_.timer_set) {
+        ngx_add_timer(&drain_, timeout_);
+    }
+
+    if (!link_->up() || !add_settle(settle)) {
+        wait_for_link(settle);
+    }
+}
+
+// Adds a settle to the open batch of its key's connection; false, with
+// the batch as it was, on no memory.
+bool CallBatcher::add_settle(Settle *settle) noexcept
+{
+    std::uint32_t group = group_of(settle->slot);
+    Batch *batch = open_for(group, settle->slot);
+
+    if (batch != nullptr && !batch->call.has_room(1)) {
+        send_batch(batch);
+        batch = open_for(group, settle->slot);
+    }
+
+    if (batch == nullptr || !fill_settle(batch, settle)) {
+        return false;
+    }
+
+    if (batch->call.entries() == Batch::kMaxRequests || draining_) {
+        send_batch(batch);
+    } else if (!turn_end_.posted) {
+        ngx_post_event(&turn_end_, &ngx_posted_events);
+    }
+
+    return true;
+}
+
+bool CallBatcher::fill_settle(Batch *batch, Settle *settle) noexcept
+{
+    ngx_uint_t entry = batch->call.entries();
+
+    if (!batch->call.add_settle(settle->key, settle->zone_args,
+                                settle->units, settle->bucket))
+    {
+        return false;
+    }
+
+    batch->states[entry] = nullptr;
+    batch->settles[entry] = settle;
+    batch->settle_count++;
+    return true;
+}
+
+void CallBatcher::take_settle_reply(Settle *settle,
+                                    const redisReply *const *reply) noexcept
+{
+    ZoneCount count;
+    ScriptReply decoded = decode_script_reply(reply, 1, &count);
+
+    if (decoded.kind != ScriptReply::Kind::kVerdict) {
+        end_settle(settle, SettleOutcome::kFailed);
+        return;
+    }
+
+    metrics::record_units(settle->zone->index, settle->units < 0
+                                        ? UnitEvent::kSettleReturned
+                                        : UnitEvent::kSettleAdded,
+                          settle->units < 0 ? 0 - static_cast<std::uint64_t>(
+                                                      settle->units)
+                                            : static_cast<std::uint64_t>(
+                                                      settle->units));
+    end_settle(settle, SettleOutcome::kApplied);
+}
+
+// Keeps a settle until the link is up, if there is room.
+void CallBatcher::wait_for_link(Settle *settle) noexcept
+{
+    if (waiting_count_ == kMaxSettlesWaiting) {
+        end_settle(settle, SettleOutcome::kDropped);
+        return;
+    }
+
+    settle->next = nullptr;
+
+    if (waiting_last_ != nullptr) {
+        waiting_last_->next = settle;
+    } else {
+        waiting_ = settle;
+    }
+
+    waiting_last_ = settle;
+    waiting_count_++;
+}
+
+void CallBatcher::send_waiting_settles() noexcept
+{
+    Settle *list = waiting_;
+
+    waiting_ = nullptr;
+    waiting_last_ = nullptr;
+    waiting_count_ = 0;
+
+    while (list != nullptr) {
+        Settle *settle = list;
+        list = list->next;
+
+        if (!add_settle(settle)) {
+            wait_for_link(settle);
+        }
+    }
+}
+
+void CallBatcher::end_settle(Settle *settle, SettleOutcome outcome) noexcept
+{
+    static const char *const kLost[] = {
+        nullptr, "never sent to redis, dropped",
+        "sent to redis and not answered, not sent again",
+        "refused by redis",
+    };
+    static_assert(std::size(kLost)
+                  == static_cast<std::size_t>(SettleOutcome::kCount));
+    const char *lost = kLost[static_cast<std::size_t>(outcome)];
+
+    metrics::record_settle(settle->zone->index, outcome);
+
+    if (lost != nullptr && settle_log_.allow()) {
+        ngx_log_error(NGX_LOG_WARN, drain_.log, 0,
+                      "ratelimit: a settle of %L units in zone \"%V\" was "
+                      "%s", settle->units, &settle->zone->name, lost);
+    }
+
+    delete settle;
+    settles_held_--;
+}
+
+void CallBatcher::drop_settles(Settle *list) noexcept
+{
+    while (list != nullptr) {
+        Settle *settle = list;
+        list = list->next;
+        end_settle(settle, SettleOutcome::kDropped);
+    }
+}
+
+// While settles are held: one that waits for a link that believes itself
+// up is sent; a worker that exits sends what it holds at once and waits
+// one more timeout for the answers, then drops what still waits.
+void CallBatcher::on_drain(ngx_event_t *ev) noexcept
+{
+    auto *batcher = static_cast<CallBatcher *>(ev->data);
+    bool exiting = ngx_exiting || ngx_quit || ngx_terminate;
+
+    if (batcher->settles_held_ == 0) {
+        return;
+    }
+
+    if (exiting && batcher->draining_) {
+        Settle *list = batcher->waiting_;
+        batcher->waiting_ = nullptr;
+        batcher->waiting_last_ = nullptr;
+        batcher->waiting_count_ = 0;
+        batcher->drop_settles(list);
+        return;
+    }
+
+    batcher->draining_ = exiting;
+
+    if (batcher->link_->up() && batcher->waiting_ != nullptr) {
+        batcher->send_waiting_settles();
+    }
+
+    if (exiting) {
+        batcher->send_all();
+    }
+
+    if (batcher->settles_held_ > 0) {
+        ngx_add_timer(ev, batcher->timeout_);
+    }
 }
 
 // Sends an open batch before the loop turn ends.
@@ -255,6 +475,7 @@ Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
     batch->slot = slot;
     batch->hold = hold_index(group);
     batch->counted = false;
+    batch->settle_count = 0;
     open_[open_count_++] = batch;
     return batch;
 }
@@ -297,7 +518,7 @@ void CallBatcher::send_open(ngx_uint_t i) noexcept
                                      : ScriptBatch::Form::kEvalSha;
 
     if (const char *failure = send(batch, form)) {
-        fail_all(batch, failure, {});
+        fail_all(batch, failure, {}, SettleFate::kRequeue);
     }
 }
 
@@ -307,13 +528,15 @@ void CallBatcher::send_open(ngx_uint_t i) noexcept
 bool CallBatcher::compact(Batch *batch) noexcept
 {
     RequestState *states[Batch::kMaxRequests];
+    Settle *settles[Batch::kMaxRequests];
     std::uint8_t parts[Batch::kMaxRequests];
     ngx_uint_t n = 0;
     ngx_uint_t entries = batch->call.entries();
 
     for (ngx_uint_t i = 0; i < entries; i++) {
-        if (batch->states[i] != nullptr) {
+        if (batch->states[i] != nullptr || batch->settles[i] != nullptr) {
             states[n] = batch->states[i];
+            settles[n] = batch->settles[i];
             parts[n++] = batch->parts[i];
         }
     }
@@ -327,11 +550,16 @@ bool CallBatcher::compact(Batch *batch) noexcept
         return false;
     }
 
-    in_flight_ -= entries;
+    in_flight_ -= entries - batch->settle_count;
+    batch->settle_count = 0;
     batch->call.clear();
 
     for (ngx_uint_t k = 0; k < n; k++) {
-        if (!fill(batch, states[k], parts[k])) {
+        if (settles[k] != nullptr) {
+            if (!fill_settle(batch, settles[k])) {
+                end_settle(settles[k], SettleOutcome::kDropped);
+            }
+        } else if (!fill(batch, states[k], parts[k])) {
             states[k]->part[parts[k]].batch = nullptr;
             sink_.part_failed(states[k], "no memory for the call to redis",
                               {});
@@ -432,11 +660,15 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
     case BatchReply::Kind::kReplies:
         for (ngx_uint_t i = 0; i < call.entries(); i++) {
             RequestState *state = batch->states[i];
+            const redisReply *const *part = reply->element
+                                            + call.reply_offset(i);
 
             if (state != nullptr) {
                 state->part[batch->parts[i]].batch = nullptr;
                 sink_.take_reply(state, batch->parts[i], decoded.now_ms,
-                                 reply->element + call.reply_offset(i));
+                                 part);
+            } else if (batch->settles[i] != nullptr) {
+                take_settle_reply(batch->settles[i], part);
             }
         }
         release(batch);
@@ -448,7 +680,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         // itself once, which also caches it for the calls that follow.
         if (!resend_as_script(batch)) {
             fail_all(batch, "redis does not have the script: ",
-                     decoded.error);
+                     decoded.error, SettleFate::kRequeue);
         }
         return;
 
@@ -465,23 +697,29 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
         }
 
         metrics::record_link_error(LinkError::kErrorReply);
-        fail_all(batch, "redis answered an error: ", decoded.error);
+        fail_all(batch, "redis answered an error: ", decoded.error,
+                 SettleFate::kFailed);
         tell_link_of_script_error(link_, decoded.error);
         return;
 
     case BatchReply::Kind::kMalformed:
         fail_all(batch, reply == nullptr ? "redis connection failed"
                                          : "unexpected reply from redis",
-                 {});
+                 {}, SettleFate::kUnknown);
         return;
     }
 }
 
-// Some request of the batch still waits for it.  A batch sent again when
-// none does would count requests already given the fail policy.
+// Some request of the batch still waits for it, or it holds a settle.  A
+// batch sent again when none does would count requests already given the
+// fail policy.
 bool CallBatcher::waited(void *data) noexcept
 {
     auto *batch = static_cast<const Batch *>(data);
+
+    if (batch->settle_count > 0) {
+        return true;
+    }
 
     for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
         if (batch->states[i] != nullptr) {
@@ -509,14 +747,21 @@ bool CallBatcher::resend_as_script(Batch *batch) noexcept
 }
 
 void CallBatcher::fail_all(Batch *batch, const char *why,
-                           std::string_view detail) noexcept
+                           std::string_view detail, SettleFate fate) noexcept
 {
     for (ngx_uint_t i = 0; i < batch->call.entries(); i++) {
         RequestState *state = batch->states[i];
+        Settle *settle = batch->settles[i];
 
         if (state != nullptr) {
             state->part[batch->parts[i]].batch = nullptr;
             sink_.part_failed(state, why, detail);
+        } else if (settle != nullptr && fate == SettleFate::kRequeue) {
+            wait_for_link(settle);
+        } else if (settle != nullptr) {
+            end_settle(settle, fate == SettleFate::kFailed
+                               ? SettleOutcome::kFailed
+                               : SettleOutcome::kUnknown);
         }
     }
 
@@ -525,7 +770,8 @@ void CallBatcher::fail_all(Batch *batch, const char *why,
 
 void CallBatcher::release(Batch *batch) noexcept
 {
-    in_flight_ -= batch->call.entries();
+    in_flight_ -= batch->call.entries() - batch->settle_count;
+    batch->settle_count = 0;
     metrics::record_requests_waiting(in_flight_);
 
     // The batch held back behind this call goes at the end of this turn.

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "conf/module_conf.hpp"
+#include "report/metrics_model.hpp"
 #include "scripts/script_batch.hpp"
 
 namespace ratelimit {
@@ -19,6 +20,19 @@ namespace ratelimit {
 struct RequestState;
 class CallBatcher;
 class RedisLink;
+
+// A settle (`ratelimit_settle`, or a part's admission taken back): units
+// added to the bucket a request was counted in.  The batcher owns it from
+// CallBatcher::settle() until Redis answers it or it is given up.
+struct Settle {
+    std::string key;
+    std::string zone_args;  // write_zone_args() of the zone
+    std::int64_t units;     // < 0 gives units back
+    std::uint64_t bucket;   // the bucket (of a fixed window: the window)
+    const Zone *zone;       // for the metrics and the log
+    std::uint16_t slot;     // of the key, in a cluster
+    Settle *next;           // in the queue of those waiting for the link
+};
 
 // Where the answers of the requests' calls go: the layer above decodes
 // them into each request's verdict.  Called only while the part waits.
@@ -53,7 +67,9 @@ struct Batch {
 
     CallBatcher *owner;
     ScriptBatch call;
-    RequestState *states[kMaxRequests];  // nullptr: stopped waiting
+    RequestState *states[kMaxRequests];  // nullptr: stopped waiting, or
+    Settle *settles[kMaxRequests];       // a settle, else nullptr
+    ngx_uint_t settle_count;             // entries that are settles
     std::uint8_t parts[kMaxRequests];    // which part of its request each is
     std::uint32_t group;                 // see CallBatcher::group_of()
     std::uint16_t slot;                  // in a cluster: where it is sent
@@ -63,6 +79,12 @@ struct Batch {
     bool counted;                        // in calls_out_[hold]
     Batch *next_free;
 };
+
+// The script arguments of the request's zone i (write_zone_args()): the
+// zone's own, or made in `out` under the request's limit for a zone whose
+// limit is a variable.
+std::string_view request_zone_args(const RequestState *state, ngx_uint_t i,
+                                   char (&out)[kZoneArgsMaxSize]) noexcept;
 
 // An error the window script's call answered, whole or for one request,
 // told to the link where it says something of the link: READONLY (a
@@ -76,8 +98,10 @@ class CallBatcher {
 public:
     // `cross_slot`: the link is to a cluster whose calls go per master
     // (`ratelimit_redis ... cross_slot`), not per slot.
+    // `timeout`: Redis's (RedisTarget::timeout), which an exiting worker
+    // waits for its settles.
     CallBatcher(RedisLink *link, bool cross_slot, const BatchSink &sink,
-                ngx_log_t *log) noexcept;
+                ngx_msec_t timeout, ngx_log_t *log) noexcept;
     ~CallBatcher();
 
     CallBatcher(const CallBatcher &) = delete;
@@ -114,6 +138,19 @@ public:
     // The request stops waiting: its reply, when it comes, goes nowhere.
     static void forget(RequestState *state) noexcept;
 
+    // Sends `units` to bucket `bucket` of `key` in `zone`, whose script
+    // arguments are `zone_args`, in the next batch of the key's connection,
+    // or once the link is up again.  Never resent once it may have reached
+    // Redis.  Whatever becomes of it is counted in the metrics, and logged
+    // unless Redis answered it; it never fails the caller.
+    void settle(std::string_view key, std::string_view zone_args,
+                std::int64_t units, std::uint64_t bucket,
+                const Zone &zone) noexcept;
+
+    // Settles kept while the link is down, at most: past it, the newest
+    // are dropped.
+    static constexpr ngx_uint_t kMaxSettlesWaiting = 4096;
+
 private:
     // The reply to a batch, or nullptr when the connection failed with it
     // in flight.
@@ -139,10 +176,25 @@ private:
     void send_ready() noexcept;
     const char *send(Batch *batch, ScriptBatch::Form form) noexcept;
     bool resend_as_script(Batch *batch) noexcept;
-    void fail_all(Batch *batch, const char *why,
-                  std::string_view detail) noexcept;
+    // What a batch's failure means for its settles: it never reached
+    // Redis (they wait for the link), it did and its outcome is unknown,
+    // or Redis refused it.
+    enum class SettleFate { kRequeue, kUnknown, kFailed };
+
+    void fail_all(Batch *batch, const char *why, std::string_view detail,
+                  SettleFate fate) noexcept;
     void release(Batch *batch) noexcept;
     static void on_turn_end(ngx_event_t *ev) noexcept;
+
+    bool add_settle(Settle *settle) noexcept;
+    bool fill_settle(Batch *batch, Settle *settle) noexcept;
+    void take_settle_reply(Settle *settle,
+                           const redisReply *const *reply) noexcept;
+    void wait_for_link(Settle *settle) noexcept;
+    void send_waiting_settles() noexcept;
+    void end_settle(Settle *settle, SettleOutcome outcome) noexcept;
+    void drop_settles(Settle *list) noexcept;
+    static void on_drain(ngx_event_t *ev) noexcept;
 
     RedisLink *link_;
     bool cross_slot_;
@@ -157,6 +209,17 @@ private:
     std::uint16_t calls_out_[kMaxHeld] = {};
     std::string command_;       // the batch being sent, for hiredis to copy
     ngx_event_t turn_end_;      // posted while a batch is open
+    Settle *waiting_ = nullptr;  // for the link, oldest first
+    Settle *waiting_last_ = nullptr;
+    ngx_uint_t waiting_count_ = 0;
+    ngx_uint_t settles_held_ = 0;  // waiting, in batches or in flight
+    // Set while settles are held: unlike the module's other events it is
+    // not cancelable, so that a gracefully exiting worker sends them first
+    // and waits for their answers, at most two Redis timeouts.
+    ngx_event_t drain_;
+    bool draining_ = false;      // the worker exits: all sent at once
+    LogThrottle settle_log_;     // settles lost
+    ngx_msec_t timeout_;         // Redis's (RedisTarget::timeout)
 };
 
 }  // namespace ratelimit

@@ -6,6 +6,7 @@
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "limits/sliding_window.hpp"
+#include "rate/reservations.hpp"
 
 namespace ratelimit {
 
@@ -52,9 +53,10 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
 {
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::uint64_t reset_epoch_s = 0;
+        std::int64_t room = DenyCache::room(state->limits[i],
+                                            state->costs[i]);
         std::uint64_t ms = enforced(state, i)
-                           ? denied.denied_for(view(state->keys[i]),
-                                               state->limits[i],
+                           ? denied.denied_for(view(state->keys[i]), room,
                                                ngx_current_msec,
                                                &reset_epoch_s)
                            : 0;
@@ -118,23 +120,25 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         state->result = Result::kRejected;
         // Measured from when the call left, not from now: Redis decided
         // after that, so the remembered rejection never outlasts its own.
-        if (denied != nullptr && v.status.reset_ms > 0) {
-            denied->deny(view(state->keys[v.zone]), v.status.limit,
+        if (denied != nullptr && v.status.reset_ms > 0
+            && !state->refs[v.zone]->zone->gives_back)
+        {
+            denied->deny(view(state->keys[v.zone]),
+                         DenyCache::room(v.status.limit,
+                                         state->costs[v.zone]),
                          state->sent_msec + v.status.reset_ms,
                          state->reset_epoch_s);
         }
         break;
     case Outcome::kRejectedDryRun:
         state->result = Result::kRejectedDryRun;
+        state->reserved = true;
         break;
     case Outcome::kPassed:
         state->result = Result::kPassed;
+        state->reserved = true;
         break;
     }
-}
-
-void ignore_reply(void *, const redisReply *) noexcept
-{
 }
 
 void on_wake(ngx_event_t *ev) noexcept
@@ -169,37 +173,6 @@ void wake_up(RequestState *state)
     ngx_post_event(&state->wake, &ngx_posted_events);
 }
 
-// A request rejected by a zone in one part was counted by the parts that
-// admitted it: each zone takes it back, in one call of its own key's slot
-// (a cross-slot part's keys may be in several), sent once.
-void undo_admitted_parts(RequestState *state)
-{
-    RedisLink *link = worker_objects().link;
-    std::string command;
-
-    for (ngx_uint_t p = 0; p < state->parts; p++) {
-        const RequestState::Part &part = state->part[p];
-
-        for (ngx_uint_t j = 0; !part.rejected && j < part.zones; j++) {
-            ngx_uint_t i = part.zone[j];
-
-            // A zone the request did not fit (dry run) did not count it.
-            if (state->counts[i].over) {
-                continue;
-            }
-
-            const Zone &zone = *state->refs[i]->zone;
-            std::string_view key = view(state->keys[i]);
-            std::uint64_t number = part.now_ms / zone.policy.bucket_ms;
-            bool fixed = zone.fixed;
-
-            if (write_undo_command(1, &key, &number, &fixed, &command)) {
-                link->send_for_key(key, command, ignore_reply, nullptr);
-            }
-        }
-    }
-}
-
 // Every part of the call is answered, or failed: the request's verdict.
 void part_done(RequestState *state)
 {
@@ -221,7 +194,7 @@ void part_done(RequestState *state)
         take_counts(state, now_ms, merged);
 
         if (merged.rejected && state->parts > 1 && !state->peek) {
-            undo_admitted_parts(state);
+            take_back_reservations(state);
         }
     }
 

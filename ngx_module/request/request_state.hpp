@@ -87,6 +87,10 @@ struct RequestState {
     // The limit each zone applies to this request: its own, or its
     // variable's value (Zone::limit_value).
     std::uint64_t limits[kMaxZonesPerRequest];
+    // What the request costs in each zone, in units (ZoneRef::cost).
+    std::uint64_t costs[kMaxZonesPerRequest];
+    bool reserved;  // Redis counted it: its zones may be settled
+    bool settled;   // its settles are made: it makes none again
 
     std::uint64_t now_ms;         // Redis time of the reply
     ZoneCount counts[kMaxZonesPerRequest];

@@ -1,7 +1,7 @@
 #include "status/status_handler.hpp"
 
 #include "rate/script_call.hpp"
-#include "rate/zone_limit.hpp"
+#include "rate/zone_values.hpp"
 #include "limits/sliding_window.hpp"
 #include "concurrency/slot_report.hpp"
 #include "report/status_json.hpp"
@@ -222,12 +222,12 @@ bool take_zones(RequestState *state, const ngx_array_t *zones,
         switch (find_limit(state->r, *refs[i].zone, "left out of the answer",
                            &limit))
         {
-        case LimitFound::kLimit:
+        case ValueFound::kFound:
             break;
-        case LimitFound::kNone:
-        case LimitFound::kInvalid:
+        case ValueFound::kEmpty:
+        case ValueFound::kInvalid:
             continue;
-        case LimitFound::kError:
+        case ValueFound::kError:
             return false;
         }
 

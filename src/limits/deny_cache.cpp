@@ -19,7 +19,7 @@ std::size_t DenyCache::slot_of(std::string_view key)
 }
 
 std::uint64_t DenyCache::denied_for(std::string_view key,
-                                    std::uint64_t limit,
+                                    std::int64_t room,
                                     std::uint64_t now_ms,
                                     std::uint64_t *reset_epoch_s) const
 {
@@ -29,7 +29,7 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
 
     const Slot &slot = slots_[slot_of(key)];
 
-    if (slot.until_ms <= now_ms || limit > slot.limit
+    if (slot.until_ms <= now_ms || room > slot.room
         || slot.len != key.size()
         || std::memcmp(slot.key, key.data(), key.size()) != 0)
     {
@@ -43,7 +43,7 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
     return slot.until_ms - now_ms;
 }
 
-void DenyCache::deny(std::string_view key, std::uint64_t limit,
+void DenyCache::deny(std::string_view key, std::int64_t room,
                      std::uint64_t until_ms, std::uint64_t reset_epoch_s)
 {
     if (key.size() > kMaxKey) {
@@ -52,7 +52,7 @@ void DenyCache::deny(std::string_view key, std::uint64_t limit,
 
     Slot &slot = slots_[slot_of(key)];
     slot.until_ms = until_ms;
-    slot.limit = limit;
+    slot.room = room;
     slot.reset_epoch_s = reset_epoch_s;
     slot.len = static_cast<std::uint8_t>(key.size());
     std::memcpy(slot.key, key.data(), key.size());

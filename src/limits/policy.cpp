@@ -13,6 +13,13 @@ constexpr std::uint64_t kMaxExactInteger = std::uint64_t{1} << 53;
 
 std::optional<std::uint64_t> parse_count(std::string_view text)
 {
+    auto value = parse_units(text);
+
+    return value && *value > 0 ? value : std::nullopt;
+}
+
+std::optional<std::uint64_t> parse_units(std::string_view text)
+{
     std::uint64_t value = 0;
     const char *end = text.data() + text.size();
 
@@ -22,9 +29,7 @@ std::optional<std::uint64_t> parse_count(std::string_view text)
 
     auto [ptr, ec] = std::from_chars(text.data(), end, value);
 
-    if (ec != std::errc() || ptr != end || value == 0
-        || value > kMaxExactInteger)
-    {
+    if (ec != std::errc() || ptr != end || value > kMaxExactInteger) {
         return std::nullopt;
     }
 

@@ -34,6 +34,9 @@ std::optional<Rate> parse_rate(std::string_view text);
 // Redis script (Lua doubles) stores it exactly.
 std::optional<std::uint64_t> parse_count(std::string_view text);
 
+// The same from 0: units, as a request's cost or a settle's value.
+std::optional<std::uint64_t> parse_units(std::string_view text);
+
 // The limit one request gets in a zone whose `limit=` or `rate=` is a
 // variable, from the variable's value: without `rate`, a count as limit=
 // takes (1 to 2^53); with `rate`, a rate as rate= takes (Nr/s, Nr/m, Nr/h

@@ -12,7 +12,7 @@ constexpr unsigned kMaskShift = 49;
 
 // Bumped whenever ZoneCounters or LinkCounters change shape, so that a
 // reload onto a new build never reads an old block as its own.
-constexpr std::uint64_t kLayoutVersion = 2;
+constexpr std::uint64_t kLayoutVersion = 3;
 
 std::size_t round_up(std::size_t n, std::size_t to)
 {
@@ -77,6 +77,26 @@ std::string_view slot_event_name(SlotEvent e)
     static_assert(std::size(kNames)
                   == static_cast<std::size_t>(SlotEvent::kCount));
     return kNames[static_cast<std::size_t>(e)];
+}
+
+std::string_view unit_event_name(UnitEvent e)
+{
+    static constexpr std::string_view kNames[] = {
+        "admitted", "rejected", "settle_added", "settle_returned",
+    };
+    static_assert(std::size(kNames)
+                  == static_cast<std::size_t>(UnitEvent::kCount));
+    return kNames[static_cast<std::size_t>(e)];
+}
+
+std::string_view settle_outcome_name(SettleOutcome o)
+{
+    static constexpr std::string_view kNames[] = {
+        "applied", "dropped", "unknown", "failed",
+    };
+    static_assert(std::size(kNames)
+                  == static_cast<std::size_t>(SettleOutcome::kCount));
+    return kNames[static_cast<std::size_t>(o)];
 }
 
 std::string_view decision_name(Decision d)
@@ -257,6 +277,18 @@ void add_zone(const ZoneCounters &slot, ZoneCounters *sum)
     sum->queue_entered += load_counter(&slot.queue_entered);
     sum->queue_left += load_counter(&slot.queue_left);
     add_histogram(slot.queue_wait_us, &sum->queue_wait_us);
+
+    for (std::size_t i = 0; i < static_cast<std::size_t>(UnitEvent::kCount);
+         i++)
+    {
+        sum->units[i] += load_counter(&slot.units[i]);
+    }
+
+    for (std::size_t i = 0;
+         i < static_cast<std::size_t>(SettleOutcome::kCount); i++)
+    {
+        sum->settles[i] += load_counter(&slot.settles[i]);
+    }
 }
 
 void add_link(const LinkCounters &slot, LinkCounters *sum)

@@ -43,7 +43,29 @@ enum class SlotEvent : std::size_t {
     kCount,
 };
 
+// Units of a rate zone: what admitted requests reserved, what rejected ones
+// asked for, and what settles Redis answered added or gave back.
+enum class UnitEvent : std::size_t {
+    kAdmitted,
+    kRejected,
+    kSettleAdded,
+    kSettleReturned,
+    kCount,
+};
+
+// What became of a settle (`ratelimit_settle`).
+enum class SettleOutcome : std::size_t {
+    kApplied,  // Redis answered it
+    kDropped,  // never sent: the queue while Redis was away was full, the
+               // worker exited first, or no memory
+    kUnknown,  // sent, never answered (the connection failed): not resent
+    kFailed,   // Redis answered an error
+    kCount,
+};
+
 std::string_view decision_name(Decision d);
+std::string_view unit_event_name(UnitEvent e);
+std::string_view settle_outcome_name(SettleOutcome o);
 std::string_view slot_event_name(SlotEvent e);
 std::string_view link_error_name(LinkError e);
 std::string_view link_state_name(LinkState s);
@@ -106,6 +128,9 @@ struct ZoneCounters {
     std::uint64_t queue_entered;
     std::uint64_t queue_left;
     QueueWaitHistogram queue_wait_us;  // of the requests admitted after it
+    // Rate zones with costs or settles.
+    std::uint64_t units[static_cast<std::size_t>(UnitEvent::kCount)];
+    std::uint64_t settles[static_cast<std::size_t>(SettleOutcome::kCount)];
 };
 
 // The Redis link's counters in one worker's slot.  `state` and `waiting`

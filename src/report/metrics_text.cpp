@@ -146,9 +146,42 @@ void per_zone(Exposition &e, const MetricsReport &r, std::string_view name,
     }
 }
 
+// A counter family of the rate zones, one sample per zone and kind: the
+// zone's counters `values`, each labelled `label` with its name_of(k).
+template <std::size_t kKinds, typename Kind>
+void per_rate_zone(Exposition &e, const MetricsReport &r,
+                   std::string_view name, std::string_view help,
+                   std::string_view label,
+                   const std::uint64_t (ZoneCounters::*values)[kKinds],
+                   std::string_view (*name_of)(Kind))
+{
+    e.family(name, "counter", help);
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        for (std::size_t k = 0; !r.zones[i].concurrency && k < kKinds; k++) {
+            e.sample(std::string(name) + "_total",
+                     zone_label(r.zones[i]) + "," + std::string(label)
+                         + "=\"" + std::string(name_of(Kind(k))) + "\"",
+                     decimal_text((r.zones[i].sum.*values)[k]));
+        }
+    }
+}
+
+void write_units(Exposition &e, const MetricsReport &r)
+{
+    per_rate_zone(e, r, "units",
+                  "Units of rate zones: reserved by admitted requests, "
+                  "asked by rejected ones, added and given back by settles.",
+                  "event", &ZoneCounters::units, unit_event_name);
+    per_rate_zone(e, r, "settles",
+                  "Settles of rate zones, by what became of them.",
+                  "outcome", &ZoneCounters::settles, settle_outcome_name);
+}
+
 void write_zones(Exposition &e, const MetricsReport &r)
 {
     write_decisions(e, r);
+    write_units(e, r);
     per_zone(e, r, "deny_cache_hits", "counter",
              "Rejections answered from the worker's memory of rejections.",
              [](const ZoneMetrics &z) {
@@ -354,6 +387,29 @@ std::string json_concurrency(const ZoneMetrics &z)
            + json_histogram(c.queue_wait_us, kQueueWaitBoundsText, 6);
 }
 
+// `counters`, kKinds of them, as a JSON object of name_of(k): value.
+template <std::size_t kKinds, typename Kind>
+std::string json_counters(const std::uint64_t (&counters)[kKinds],
+                          std::string_view (*name_of)(Kind))
+{
+    std::string out = "{";
+
+    for (std::size_t k = 0; k < kKinds; k++) {
+        out += (k > 0 ? ",\"" : "\"") + std::string(name_of(Kind(k)))
+               + "\":" + decimal_text(counters[k]);
+    }
+
+    return out + "}";
+}
+
+// A rate zone's own members, after those every zone has.
+std::string json_units(const ZoneMetrics &z)
+{
+    return ",\"units\":" + json_counters(z.sum.units, unit_event_name)
+           + ",\"settles\":"
+           + json_counters(z.sum.settles, settle_outcome_name);
+}
+
 std::string json_zone(const ZoneMetrics &z)
 {
     const ZoneCounters &c = z.sum;
@@ -376,7 +432,7 @@ std::string json_zone(const ZoneMetrics &z)
            + ",\"busy_seconds\":" + fixed_point(c.busy_us, 6)
            + ",\"requests_per_second\":" + decimal(rate, 3)
            + ",\"mean_response_time\":" + decimal(mean, 6)
-           + (z.concurrency ? json_concurrency(z) : std::string()) + "}";
+           + (z.concurrency ? json_concurrency(z) : json_units(z)) + "}";
 }
 
 std::string json_link(const MetricsReport &r)

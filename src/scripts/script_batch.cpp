@@ -56,25 +56,40 @@ void append_decimal_bulk(std::string &out, std::uint64_t value)
 constexpr std::string_view kEnforce = "$1\r\n1\r\n";
 constexpr std::string_view kDryRun = "$1\r\n0\r\n";
 
-// The start of an entry: its mode and, for an interval peek, each zone's
-// bucket count followed by "," or, after the last, ":" (see
-// window_script.hpp).  `out` holds kMaxEntryHead bytes.
+// The start of an entry: its mode and, for an interval peek or a request
+// of costs other than 1, a number per zone, each followed by "," or, after
+// the last, ":" (see window_script.hpp).  `out` holds kMaxEntryHead bytes.
 constexpr std::size_t kMaxEntryHead = 1 + kMaxZonesPerRequest
                                           * (kMaxDigits + 1);
 
-std::size_t write_entry_head(bool peek, std::size_t zones,
-                             const std::uint64_t *interval_buckets, char *out)
+bool all_ones(std::size_t zones, const std::uint64_t *costs)
 {
-    if (interval_buckets == nullptr) {
+    for (std::size_t i = 0; costs != nullptr && i < zones; i++) {
+        if (costs[i] != 1) {
+            return false;
+        }
+    }
+
+    return true;
+}
+
+std::size_t write_entry_head(bool peek, std::size_t zones,
+                             const std::uint64_t *interval_buckets,
+                             const std::uint64_t *costs, char *out)
+{
+    const std::uint64_t *numbers = interval_buckets;
+
+    if (numbers == nullptr && (peek || all_ones(zones, costs))) {
         out[0] = peek ? 'p' : 'c';
         return 1;
     }
 
     std::size_t n = 0;
-    out[n++] = 'i';
+    out[n++] = numbers != nullptr ? 'i' : 'w';
+    numbers = numbers != nullptr ? numbers : costs;
 
     for (std::size_t i = 0; i < zones; i++) {
-        n += write_decimal(interval_buckets[i], out + n);
+        n += write_decimal(numbers[i], out + n);
         out[n++] = i + 1 < zones ? ',' : ':';
     }
 
@@ -103,7 +118,8 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
                       const std::string_view *keys,
                       const std::string_view *zone_args,
                       const bool *enforce,
-                      const std::uint64_t *interval_buckets) noexcept
+                      const std::uint64_t *interval_buckets,
+                      const std::uint64_t *costs) noexcept
 {
     if (zones == 0 || zones > kMaxZonesPerRequest
         || (interval_buckets != nullptr && !peek))
@@ -111,10 +127,58 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
         return false;
     }
 
-    // The entry: its head, then each zone's descriptor by number.  A zone
-    // new to the batch is described as it is met.
+    for (std::size_t i = 0; costs != nullptr && i < zones; i++) {
+        if (costs[i] > kMaxCost) {
+            return false;
+        }
+    }
+
+    char head[kMaxEntryHead];
+    std::size_t size = write_entry_head(peek, zones, interval_buckets, costs,
+                                        head);
+
+    return add_entry({head, size}, zones, keys, zone_args, enforce,
+                     interval_buckets != nullptr ? zones : 0);
+}
+
+bool ScriptBatch::add_settle(std::string_view key,
+                             std::string_view zone_args, std::int64_t units,
+                             std::uint64_t bucket) noexcept
+{
+    std::uint64_t magnitude = units < 0 ? 0 - static_cast<std::uint64_t>(units)
+                                        : static_cast<std::uint64_t>(units);
+
+    if (magnitude > kMaxCost) {
+        return false;
+    }
+
+    char head[2 + 2 * kMaxDigits + 2];
+    std::size_t n = 0;
+    head[n++] = 's';
+
+    if (units < 0) {
+        head[n++] = '-';
+    }
+
+    n += write_decimal(magnitude, head + n);
+    head[n++] = ',';
+    n += write_decimal(bucket, head + n);
+    head[n++] = ':';
+
+    bool enforce = true;
+    return add_entry({head, n}, 1, &key, &zone_args, &enforce, 0);
+}
+
+// Adds an entry of `head` followed by the byte of each of its `zones`
+// zones; a zone new to the batch is described as it is met.
+bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
+                            const std::string_view *keys,
+                            const std::string_view *zone_args,
+                            const bool *enforce,
+                            std::size_t interval_zones) noexcept
+{
     char entry[kMaxEntryHead + kMaxZonesPerRequest];
-    std::size_t head = write_entry_head(peek, zones, interval_buckets, entry);
+    std::memcpy(entry, head.data(), head.size());
     std::size_t known = described_.size();
     std::size_t keys_size = keys_.size();
     std::size_t zones_size = zones_.size();
@@ -143,12 +207,12 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
                                                               : kDryRun);
             }
 
-            entry[head + i] = static_cast<char>(d);
+            entry[head.size() + i] = static_cast<char>(d);
             append_bulk(keys_, keys[i]);
         }
 
         if (fits) {
-            append_bulk(entries_, {entry, head + zones});
+            append_bulk(entries_, {entry, head.size() + zones});
             reply_offsets_.push_back(reply_elements());
         }
     } catch (const std::bad_alloc &) {
@@ -165,7 +229,7 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
 
     requests_++;
     key_count_ += zones;
-    interval_zones_ += interval_buckets != nullptr ? zones : 0;
+    interval_zones_ += interval_zones;
     return true;
 }
 
@@ -203,34 +267,6 @@ bool ScriptBatch::write_command(Form form, std::string *out,
         out->append(keys_);
         append_decimal_bulk(*out, described_.size());
         out->append(zones_).append(entries_);
-    } catch (const std::bad_alloc &) {
-        out->clear();
-        return false;
-    }
-
-    return true;
-}
-
-bool write_undo_command(std::size_t n, const std::string_view *keys,
-                        const std::uint64_t *numbers, const bool *fixed,
-                        std::string *out) noexcept
-{
-    char head[kMaxDigits + 3];
-
-    try {
-        out->assign(head, put_head(head, '*', 3 + 3 * n));
-        append_bulk(*out, "EVAL");
-        append_bulk(*out, undo_script());
-        append_decimal_bulk(*out, n);
-
-        for (std::size_t i = 0; i < n; i++) {
-            append_bulk(*out, keys[i]);
-        }
-
-        for (std::size_t i = 0; i < n; i++) {
-            append_decimal_bulk(*out, numbers[i]);
-            append_bulk(*out, fixed[i] ? "f" : "s");
-        }
     } catch (const std::bad_alloc &) {
         out->clear();
         return false;

@@ -21,13 +21,6 @@ namespace ratelimit {
 constexpr std::size_t kZoneArgsMaxSize = 4 * (1 + 20 + 2 + 20 + 2);
 std::size_t write_zone_args(const Policy &policy, bool fixed, char *out);
 
-// EVAL of undo_script() (window_script.hpp) for `n` keys of one slot, key i
-// counted in bucket numbers[i] of a sliding window, or in window numbers[i]
-// if fixed[i].  False on no memory.
-bool write_undo_command(std::size_t n, const std::string_view *keys,
-                        const std::uint64_t *numbers, const bool *fixed,
-                        std::string *out) noexcept;
-
 class ScriptBatch {
 public:
     // Adds a request deciding `zones` zones (1 to kMaxZonesPerRequest):
@@ -44,10 +37,23 @@ public:
     // one.  zone_args need not outlive the call: the batch compares with
     // its own copy.  False, with the batch as it was, on no memory, past
     // kMaxZoneDescriptors distinct zones, or for interval buckets without
-    // `peek`.
+    // `peek`.  `costs`, if not nullptr, holds the request's cost in each
+    // zone, 0 to kMaxCost (a zone's cost is 1 without it).
     bool add(bool peek, std::size_t zones, const std::string_view *keys,
              const std::string_view *zone_args, const bool *enforce,
-             const std::uint64_t *interval_buckets = nullptr) noexcept;
+             const std::uint64_t *interval_buckets = nullptr,
+             const std::uint64_t *costs = nullptr) noexcept;
+
+    // Adds a settle: `units` (of magnitude at most kMaxCost) added to
+    // bucket `bucket` of `key`, a zone whose arguments are `zone_args`
+    // (see window_script.hpp).  Its reply is that of a request in one
+    // zone.  False, with the batch as it was, as for add().
+    bool add_settle(std::string_view key, std::string_view zone_args,
+                    std::int64_t units, std::uint64_t bucket) noexcept;
+
+    // The largest cost the script takes: a Lua number holds every whole
+    // number up to it.
+    static constexpr std::uint64_t kMaxCost = std::uint64_t{1} << 53;
 
     std::size_t entries() const noexcept { return requests_; }
 
@@ -101,7 +107,10 @@ private:
 
     bool described_as(const Descriptor &d, std::string_view args,
                       bool enforce) const noexcept;
-
+    bool add_entry(std::string_view head, std::size_t zones,
+                   const std::string_view *keys,
+                   const std::string_view *zone_args, const bool *enforce,
+                   std::size_t interval_zones) noexcept;
 
     std::vector<Descriptor> described_;
     std::vector<std::size_t> reply_offsets_;

@@ -8,17 +8,21 @@ namespace {
 
 // Each key is a hash.  Sliding window: "t" the count of the live buckets,
 // "o" the oldest non-empty bucket, "n" the newest one, and one field per
-// non-empty bucket, named by its absolute number, holding its count.
-// Buckets older than the window are deleted as the window slides past them,
-// each exactly once, so the work per call does not grow with the number of
-// buckets in a window; "t" saves summing them.  Fixed window: "t" the count
-// and "n" the window's number.  Either way the key expires when its newest
-// count leaves the window, so idle subjects cost nothing, and a key written
-// under another algorithm or bucket length is recognised and started afresh.
+// non-empty bucket, named by its absolute number, holding its count (a
+// settle that gave units back may leave one holding 0).  Buckets older than
+// the window are deleted as the window slides past them, each exactly once,
+// so the work per call does not grow with the number of buckets in a
+// window; "t" saves summing them.  Fixed window: "t" the count and "n" the
+// window's number.  Either way the key expires when its newest count leaves
+// the window, so idle subjects cost nothing, and a key written under
+// another algorithm or bucket length is recognised and started afresh.
 //
-// A request that does not fit in an enforced zone is counted in no zone.  A
-// request that passes is counted in every zone it fits in; a dry-run zone it
-// does not fit in does not count it, as if it had been rejected there.
+// A request of cost c (1 for "c", each zone's own for "w") does not fit in
+// a zone when count + max(c, 1) > limit: a cost of 0 checks, counting
+// nothing.  A request that does not fit in an enforced zone is counted in
+// no zone.  A request that passes is counted, c units, in every zone it
+// fits in; a dry-run zone it does not fit in does not count it, as if it
+// had been rejected there.
 //
 // Numbers go to redis.call as text made by string.format('%d'): Redis 7.0
 // turns a Lua number argument into text with "%.17g", which cost about a
@@ -28,6 +32,74 @@ namespace {
 // (window_rules.hpp, zone_numbers_valid()), or the whole call is refused:
 // an infinite or too large expiry time made Redis delete a key as soon as
 // written or keep it for ever, and a limit of NaN let every request pass.
+//
+// The functions, in the script's order:
+// - drop(): HDELs bucket fields, 256 at a time.
+// - slide(): finds the buckets of `key` older than `first`; returns the
+//   count without them, the oldest bucket left and the names of those to
+//   delete, which write_zone() deletes once every zone of the request is
+//   read, so that a request failing before that (a later zone's key of
+//   another type) leaves the key as it was.  `oldest` and `newest` are
+//   non-empty, newest >= first.  It steps through bucket numbers from
+//   `oldest`, 2, 14, 16 and 32 at a time: a subject seen in every bucket
+//   loses one bucket a bucket, and the first step finds it and the next;
+//   past 64 numbers the live buckets are sparse, and reading the whole hash
+//   once is cheaper (and mends a count that disagrees with its buckets, a
+//   hand-edited key).  So a call costs at most 5 reads, never the number of
+//   buckets in a window.
+// - ahead(): the bucket to count in: `newest` when Redis's clock has
+//   stepped back by at most a window since it was written (a failover to a
+//   replica, an NTP step), so that counts made "in the future" still count;
+//   else current.  A larger gap means the key was written under another
+//   bucket length: the zone starts afresh in read_zone().
+// - The zones of the batch are read once: a zone's current bucket number
+//   is also kept as text, the field name, and so is the time its keys
+//   expire at if counted now; `first_bucket` is the oldest bucket in the
+//   window.
+// - read_zone(): reads zone `d` of a request, its key `key`: returns the
+//   count in the window, the oldest and newest buckets (0 if none), the
+//   count of the current bucket, the buckets to delete as the window slid
+//   (false if it did not), the current bucket and its field name.  Writes
+//   nothing but a DEL of a key it starts afresh.  `read`, if given, is what
+//   run() read of the zone.
+// - write_zone(): writes back a zone read by read_zone(): deletes the
+//   buckets the window slid past, then counts `add` units in it.  Deleting
+//   first matters under maxmemory: Redis refuses a script's writes with OOM
+//   only until it has written something, and HDEL is never refused.
+//   Returns the zone's count and oldest bucket after that.
+// - st: what read_zone() returned for each zone of a request of several, 8
+//   values a zone (its number first), while its other zones are read: a
+//   zone is written only once all are known not to reject the request.
+//   Kept flat and shared by all requests, so that no request makes a table.
+// - shape(): an entry's zones and reply length.
+// - costs(): a "w" entry's zone bytes (after a ':') and costs.
+// - count_newest(): the sum of the `wanted` newest buckets of sliding zone
+//   `d` in `key` (a window decide() just read), the current one included.
+// - peek_interval(): an interval peek, answered as "p" and then per zone
+//   the sum of its K newest buckets (a fixed window: its count).
+// - settle(): an "s" entry: adds its delta to its bucket if that bucket is
+//   still in the window, never below 0, and answers as "c" of one zone
+//   that fits (see window_script.hpp).
+// - decide(): one request, its keys KEYS[k] on, its reply into `reply` from
+//   index r; returns its shape().  A request of one zone (a peek, a slide,
+//   a clock stepped back, a key started afresh, a request run() raised on)
+//   has nothing to hold while others are read (about 5% of Redis's
+//   instructions, callgrind).
+// - careful(): decide() under pcall: an error (a key of another type, OOM)
+//   takes the place of that request's `rejected`, its counts are zeros, and
+//   the other requests are still decided.
+// - run(): the requests one after another, as if each were its own call,
+//   but at one Redis time, into one flat reply.  It takes a counted request
+//   of one zone ("c") itself when its key needs nothing deleted: counted in
+//   the bucket (or fixed window) it was last counted in, or in a new
+//   bucket, or a new key.  That is most requests; taken there, a request
+//   costs Redis a sixth (sliding) to a quarter (fixed) fewer instructions
+//   (callgrind), mostly function calls and pcalls saved, and "+ 0" converts
+//   a field once where tonumber() does it twice.  Everything else goes to
+//   careful(), with what was read.  Anything in run() that raises (a field
+//   that is not a number, a key of another type, OOM) does so before it
+//   writes, or in the one write that failed: run() is left, and careful()
+//   takes that request again from the start.
 //
 // The text stays within kMaxScriptSize (see window_script.hpp).
 //
@@ -45,17 +117,6 @@ local function drop(key, ids)
     end
 end
 
--- Finds the buckets of `key` older than `first`: returns the count without
--- them, the oldest bucket left and the names of those to delete, which
--- write_zone() deletes once every zone of the request is read, so that a
--- request failing before that (a later zone's key of another type) leaves
--- the key as it was.  `oldest` and `newest` are non-empty, newest >= first.
--- Steps through bucket numbers from `oldest`, 2, 14, 16 and 32 at a time: a
--- subject seen in every bucket loses one bucket a bucket, and the first
--- step finds it and the next; past 64 numbers the live buckets are sparse,
--- and reading the whole hash once is cheaper.  So a call costs at most 5
--- reads, the last of them of the hash's fields: never the number of
--- buckets in a window.
 local steps = {2, 14, 16, 32}
 
 local function slide(key, count, oldest, newest, first)
@@ -84,9 +145,6 @@ local function slide(key, count, oldest, newest, first)
         at = last + 1
     end
 
-    -- The count is summed afresh from the live fields: the fields found
-    -- above are read again, and a count that disagrees with its buckets
-    -- (a hand-edited key) is mended.
     gone, count = {}, 0
     local all = call('HGETALL', key)
     local next = newest
@@ -104,11 +162,6 @@ local function slide(key, count, oldest, newest, first)
     return count, next, gone
 end
 
--- The bucket to count in: `newest` when Redis's clock has stepped back by
--- at most a window since it was written (a failover to a replica, an NTP
--- step), so that counts made "in the future" still count; else current.
--- A larger gap means the key was written under another bucket length: the
--- zone starts afresh below.
 local function ahead(current, newest, span)
     if newest and newest > current and newest - current <= span then
         return newest
@@ -116,11 +169,6 @@ local function ahead(current, newest, span)
     return current
 end
 
--- The zones of the batch, read once: ARGV[1] of them, kArgsPerZone
--- arguments each.  A zone's current bucket number is also kept as text,
--- the field name, and so is the time its keys expire at if counted now, so
--- that run() does not format them again; `first_bucket` is the oldest
--- bucket in the window.
 local zones = tonumber(ARGV[1])
 local limit, width, span, fixed, enforce = {}, {}, {}, {}, {}
 local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
@@ -152,11 +200,6 @@ end
 local byte = string.byte
 local keys = KEYS
 
--- Reads the zone `d` of a request, its key `key`: returns the count in the
--- window, the oldest and newest buckets (0 if none), the count of the
--- current bucket, the buckets to delete as the window slid (false if it did
--- not), the current bucket and its field name.  Writes nothing but a DEL of
--- a key it starts afresh.  `read`, if given, is what run() read of the zone.
 local function read_zone(key, d, read)
     local current, field = bucket[d], bucket_field[d]
     local count, oldest, newest, here, gone = 0, 0, 0, 0, false
@@ -194,62 +237,69 @@ local function read_zone(key, d, read)
     return count, oldest, newest, here, gone, current, field
 end
 
--- Writes back a zone read by read_zone(): deletes the buckets the window
--- slid past, then counts the request in it if `counts`.  Deleting first
--- matters under maxmemory: Redis refuses a script's writes with OOM only
--- until it has written something, and HDEL is never refused.  Returns the
--- zone's count and oldest bucket after that.
-local function write_zone(key, d, counts, count, oldest, newest, here, gone,
+local function write_zone(key, d, add, count, oldest, newest, here, gone,
                           current, field)
     if gone then
         drop(key, gone)
     end
 
-    if counts then
+    if add > 0 then
+        local total = fmt('%d', count + add)
         if newest == current and fixed[d] then
-            call('HSET', key, 't', fmt('%d', count + 1))
+            call('HSET', key, 't', total)
         elseif newest == current and gone then
-            call('HSET', key, field, fmt('%d', here + 1),
-                 't', fmt('%d', count + 1), 'o', fmt('%d', oldest))
+            call('HSET', key, field, fmt('%d', here + add), 't', total,
+                 'o', fmt('%d', oldest))
         elseif newest == current then
-            call('HSET', key, field, fmt('%d', here + 1),
-                 't', fmt('%d', count + 1))
+            call('HSET', key, field, fmt('%d', here + add), 't', total)
         else
             if oldest == 0 then
                 oldest = current
             end
             if fixed[d] then
-                call('HSET', key, 't', fmt('%d', count + 1), 'n', field)
+                call('HSET', key, 't', total, 'n', field)
             else
-                call('HSET', key, field, '1', 't', fmt('%d', count + 1),
+                call('HSET', key, field, fmt('%d', add), 't', total,
                      'o', fmt('%d', oldest), 'n', field)
             end
             call('PEXPIREAT', key, fmt('%d', (current + span[d]) * width[d]))
         end
-        count = count + 1
+        count = count + add
     elseif gone then
         call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
     end
     return count, oldest
 end
 
--- What read_zone() returned for each zone of a request of several, 8
--- values a zone (its number first), while its other zones are read: a
--- zone is written only once all are known not to reject the request.
--- Kept flat and shared by all requests, so that no request makes a table.
 local st = {}
 
--- An entry's zones and reply length; "i": see peek_interval().
 local function shape(entry)
-    if byte(entry, 1) == 105 then
+    local kind = byte(entry, 1)
+    if kind == 115 then
+        return 1, 4
+    elseif kind == 105 or kind == 119 then
         local n = #entry - (string.find(entry, ':', 1, true) or #entry)
-        return n, 1 + 4 * n
+        return n, (kind == 105 and 4 or 3) * n + 1
     end
     return #entry - 1, 3 * #entry - 2
 end
 
--- The sum of the `wanted` newest buckets of sliding zone `d` in `key` (a
--- window decide() just read), the current one included.
+local function costs(entry)
+    local list, at = string.match(entry, '^w([%d,]+):()')
+    local cost = {}
+    for c in string.gmatch(list, '%d+') do
+        cost[#cost + 1] = tonumber(c)
+        if cost[#cost] > 2^53 then
+            error('bad cost')
+        end
+    end
+    local zones = string.sub(entry, at - 1)
+    if #cost ~= #zones - 1 then
+        error('bad cost')
+    end
+    return zones, cost
+end
+
 local function count_newest(key, d, wanted)
     local newest = tonumber(call('HGET', key, 'n'))
     local before = ahead(bucket[d], newest, span[d]) - wanted
@@ -265,9 +315,6 @@ end
 
 local decide
 
--- An interval peek: "i", per zone a bucket count K >= 1 ("," between, ":"
--- after), the zone bytes as for "p".  Replies as "p", then per zone the sum
--- of its K newest buckets (a fixed window: its count).
 local function peek_interval(k, entry, reply, r)
     local wanted, at = string.match(entry, '^i([%d,]+):()')
     local zones = string.sub(entry, at)
@@ -284,30 +331,77 @@ local function peek_interval(k, entry, reply, r)
     return n, 1 + 4 * n
 end
 
--- Decides one request: `entry` is "c" (count, byte 99) or "p" (peek), then a
--- byte per zone, the zone's number from 0; its keys are KEYS[k] on; or "i".
--- Its reply goes into `reply` from index r: rejected, then per zone count,
--- oldest bucket and over.  `read` as for read_zone().  Returns its shape().
-function decide(k, entry, reply, r, read)
-    local n = #entry - 1
-    local counting = byte(entry, 1) == 99
+local function settle(k, entry, reply, r)
+    local delta, at, z = string.match(entry, '^s(%-?%d+),(%d+):(.)$')
+    delta, at = tonumber(delta), tonumber(at)
+    if not (delta and at and math.abs(delta) <= 2^53 and at <= 2^53) then
+        error('bad settle')
+    end
+    local key, d = keys[k], byte(z) + 1
+    local count, oldest, newest, here, gone, current, field =
+        read_zone(key, d)
+    local inside = at <= current and at > current - span[d]
+    local was = 0
+    if inside and fixed[d] then
+        was = count
+    elseif inside then
+        was = at == current and here
+              or tonumber(call('HGET', key, fmt('%d', at))) or 0
+    end
+    local now_at = math.max(0, was + delta)
+    reply[r], reply[r + 3] = 0, 0
+    if not inside or now_at == was then
+        reply[r + 1], reply[r + 2] =
+            write_zone(key, d, 0, count, oldest, newest, here, gone,
+                       current, field)
+        return 1, 4
+    end
+    if gone then
+        drop(key, gone)
+    end
+    local name = fmt('%d', at)
+    count = count + now_at - was
+    if oldest == 0 or at < oldest then
+        oldest = at
+    end
+    local set = fixed[d] and {'t', fmt('%d', count)}
+                or {name, fmt('%d', now_at), 't', fmt('%d', count),
+                    'o', fmt('%d', oldest)}
+    if newest < at then
+        set[#set + 1], set[#set + 2] = 'n', name
+    end
+    call('HSET', key, unpack(set))
+    if newest < at then
+        call('PEXPIREAT', key, fmt('%d', (at + span[d]) * width[d]))
+    end
+    reply[r + 1], reply[r + 2] = count, oldest
+    return 1, 4
+end
 
-    if not counting and byte(entry, 1) == 105 then
+function decide(k, entry, reply, r, read)
+    local kind = byte(entry, 1)
+    if kind == 105 then
         return peek_interval(k, entry, reply, r)
+    elseif kind == 115 then
+        return settle(k, entry, reply, r)
     end
 
-    -- One zone (a peek, a slide, a clock stepped back, a key started
-    -- afresh, a request run() raised on): nothing to hold while others are
-    -- read (about 5% of Redis's instructions, callgrind).
+    local zones, cost = entry, false
+    if kind == 119 then
+        zones, cost = costs(entry)
+    end
+    local n = #zones - 1
+    local counting = kind ~= 112
+
     if n == 1 then
-        local key, d = keys[k], byte(entry, 2) + 1
+        local key, d, c = keys[k], byte(zones, 2) + 1, cost and cost[1] or 1
         local count, oldest, newest, here, gone, current, field =
             read_zone(key, d, read)
-        local over = count + 1 > limit[d]
+        local over = count + math.max(c, 1) > limit[d]
         reply[r] = over and enforce[d] and 1 or 0
         reply[r + 1], reply[r + 2] =
-            write_zone(key, d, counting and not over, count, oldest, newest,
-                       here, gone, current, field)
+            write_zone(key, d, counting and not over and c or 0, count,
+                       oldest, newest, here, gone, current, field)
         reply[r + 3] = over and 1 or 0
         return 1, 4
     end
@@ -315,14 +409,15 @@ function decide(k, entry, reply, r, read)
     local rejected = false
 
     for i = 1, n do
-        local d = byte(entry, i + 1) + 1
+        local d = byte(zones, i + 1) + 1
         local s = (i - 1) * 8
         local count
         st[s + 1] = d
         count, st[s + 3], st[s + 4], st[s + 5], st[s + 6], st[s + 7],
             st[s + 8] = read_zone(keys[k + i - 1], d)
         st[s + 2] = count
-        if count + 1 > limit[d] and enforce[d] then
+        if count + math.max(cost and cost[i] or 1, 1) > limit[d]
+           and enforce[d] then
             rejected = true
         end
     end
@@ -331,13 +426,13 @@ function decide(k, entry, reply, r, read)
 
     for i = 1, n do
         local s = (i - 1) * 8
-        local d, count = st[s + 1], st[s + 2]
-        local over = count + 1 > limit[d]
+        local d, count, c = st[s + 1], st[s + 2], cost and cost[i] or 1
+        local over = count + math.max(c, 1) > limit[d]
         local q = r + 3 * i - 2
         reply[q], reply[q + 1] =
             write_zone(keys[k + i - 1], d, counting and not rejected
-                       and not over, count, st[s + 3], st[s + 4], st[s + 5],
-                       st[s + 6], st[s + 7], st[s + 8])
+                       and not over and c or 0, count, st[s + 3], st[s + 4],
+                       st[s + 5], st[s + 6], st[s + 7], st[s + 8])
         reply[q + 2] = over and 1 or 0
     end
     return n, 1 + 3 * n
@@ -346,22 +441,13 @@ end
 local replies = {now}
 local entries = #ARGV
 
--- The counted request of one zone, its entry "c" and the zone's byte, to
--- that zone's number: the requests run() may take itself.
 local solo = {}
 for d = 1, zones do
     solo['c' .. string.char(d - 1)] = d
 end
 
--- The requests one after another, as if each were its own call, but at one
--- Redis time, into one flat reply.  ARGV[a] is the next request, its keys
--- KEYS[k] on, its reply from replies[r].
 local a, k, r = 2 + zones * 5, 1, 2
 
--- Decides request `a` through decide(), under pcall: an error (a key of
--- another type, OOM) takes the place of that request's `rejected`, its
--- counts are zeros: the other requests are still decided.  `read` as for
--- read_zone().  decide() returns its shape: only a failed one is parsed.
 local function careful(read)
     local entry = ARGV[a]
     local ok, n, width = pcall(decide, k, entry, replies, r, read)
@@ -375,16 +461,6 @@ local function careful(read)
     a, k, r = a + 1, k + n, r + width
 end
 
--- Takes a counted request of one zone itself when its key needs nothing
--- deleted: counted in the bucket (or fixed window) it was last counted in,
--- or in a new bucket, or a new key.  That is most requests; taken here, a
--- request costs Redis a sixth (sliding) to a quarter (fixed) fewer
--- instructions (callgrind), mostly function calls and pcalls saved, and
--- "+ 0" converts a field once where tonumber() does it twice.  Everything
--- else goes to careful(), with what was read.  Anything here that raises (a
--- field that is not a number, a key of another type, OOM) does so before it
--- writes, or in the one write that failed: run() is left, and careful()
--- takes that request again from the start.
 local function run()
     while a <= entries do
         local d = solo[ARGV[a]]
@@ -465,6 +541,7 @@ end
 return replies
 )lua";
 
+
 // The window script for a Redis Cluster node that takes the keys of
 // several slots in one call: declared as touching undeclared keys of
 // several slots, and taking the keys from the front of ARGV (the count,
@@ -506,29 +583,6 @@ bool read_count(const redisReply *element, std::uint64_t *out)
 std::string_view window_script()
 {
     return {kScript, sizeof(kScript) - 1};
-}
-
-std::string_view undo_script()
-{
-    static constexpr char kUndo[] = R"lua(
-for i, key in ipairs(KEYS) do
-    local n, kind = ARGV[2 * i - 1], ARGV[2 * i]
-    if kind == 's' then
-        local c = tonumber(redis.call('HGET', key, n))
-        if c and c > 0 then
-            redis.call('HINCRBY', key, n, -1)
-            redis.call('HINCRBY', key, 't', -1)
-        end
-    elseif redis.call('HGET', key, 'n') == n then
-        local t = tonumber(redis.call('HGET', key, 't'))
-        if t and t > 0 then
-            redis.call('HINCRBY', key, 't', -1)
-        end
-    end
-end
-return 0
-)lua";
-    return {kUndo, sizeof(kUndo) - 1};
 }
 
 std::string_view window_script_sha1()

@@ -13,7 +13,15 @@
 // interval peek (the status API's ?interval=): "i", then per zone the
 // number K >= 1 of its newest buckets to count, in decimal, each followed
 // by "," but the last by ":", then the zone bytes as for "p", e.g.
-// "i3,1:\x00\x01".
+// "i3,1:\x00\x01".  Or a request of a cost other than 1: "w", then per
+// zone its cost, 0 to 2^53, written as an interval peek's K, then the zone
+// bytes: "w5,0:\x00\x01" counts 5 units in zone 0 and checks zone 1 (see
+// window_script.cpp for what fits).  Or a settle of one zone: "s", a
+// signed number of units, ",", the bucket number the request was counted
+// in (of a fixed window: the window's number), ":" and the zone's byte,
+// e.g. "s-3,2871:\x00": the units are added to that bucket if it is still
+// in the window, never taking it below 0; its reply is that of "c" in one
+// zone it fitted in.
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per
@@ -51,16 +59,6 @@ constexpr std::size_t kMaxZonesPerRequest = 16;
 constexpr std::size_t kMaxScriptSize = 16384;
 
 std::string_view window_script();
-
-// Takes one request back out of the zones it was counted in, when another
-// part of it (its keys in another Redis Cluster slot) rejected it.  KEYS:
-// the zones' keys; ARGV: per key, the bucket number it was counted in and
-// "s" (sliding: that bucket and "t" lose one, if the bucket is still
-// there), or the window number and "f" (fixed: "t" loses one, if "n" is
-// still that window).  Never below zero; a key gone or of another type is
-// left as it is.  Sent once, never again: a lost undo leaves the request
-// counted, as a request rejected elsewhere.
-std::string_view undo_script();
 
 // The script's SHA-1 in hex, as EVALSHA wants it.
 std::string_view window_script_sha1();

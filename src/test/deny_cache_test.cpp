@@ -9,7 +9,7 @@ namespace ratelimit {
 namespace {
 
 // The limit the requests of these tests are rejected at and carry.
-constexpr std::uint64_t kLimit = 10;
+constexpr std::int64_t kLimit = DenyCache::room(10, 1);
 
 // The cache is over half a megabyte: keep it off the test's stack.
 std::unique_ptr<DenyCache> make_cache()
@@ -121,24 +121,50 @@ TEST(DenyCache, KeysLongerThanTheSlotAreNotCached)
     EXPECT_EQ(cache->denied_for(too_long, kLimit, 1000), 0u);
 }
 
-// Rejected at limit 10: a request under 10 or less is rejected too (the
-// count is at 10 at least until the reset), one under 11 or more is not
-// known to be.
+// Rejected at limit 10, cost 1 (the count is at 10 at least until the
+// reset): a request under 10 or less is rejected too, one under 11 or more
+// is not known to be.
 TEST(DenyCache, DeniedUpToTheLimitRejectedAt)
 {
     auto cache = make_cache();
-    cache->deny("rl:plans:a", 10, 5000);
+    cache->deny("rl:plans:a", DenyCache::room(10, 1), 5000);
 
-    EXPECT_EQ(cache->denied_for("rl:plans:a", 10, 1000), 4000u);
-    EXPECT_EQ(cache->denied_for("rl:plans:a", 1, 1000), 4000u);
-    EXPECT_EQ(cache->denied_for("rl:plans:a", 11, 1000), 0u);
-    EXPECT_EQ(cache->denied_for("rl:plans:a", 100, 1000), 0u);
+    auto denied = [&](std::uint64_t limit) {
+        return cache->denied_for("rl:plans:a", DenyCache::room(limit, 1),
+                                 1000);
+    };
+    EXPECT_EQ(denied(10), 4000u);
+    EXPECT_EQ(denied(1), 4000u);
+    EXPECT_EQ(denied(11), 0u);
+    EXPECT_EQ(denied(100), 0u);
 
     // Rejected again at 100: every limit up to 100 is.
-    cache->deny("rl:plans:a", 100, 6000);
-    EXPECT_EQ(cache->denied_for("rl:plans:a", 100, 1000), 5000u);
-    EXPECT_EQ(cache->denied_for("rl:plans:a", 5, 1000), 5000u);
-    EXPECT_EQ(cache->denied_for("rl:plans:a", 101, 1000), 0u);
+    cache->deny("rl:plans:a", DenyCache::room(100, 1), 6000);
+    EXPECT_EQ(denied(100), 5000u);
+    EXPECT_EQ(denied(5), 5000u);
+    EXPECT_EQ(denied(101), 0u);
+}
+
+// Rejected at limit 100 for a cost of 30 (the count is above 70): a cost of
+// 30 or more under 100 is rejected, as is a cost of 1 under 71; a cost of
+// 29 under 100, or 30 under 101, may fit.  A cost of 0 needs room for one.
+TEST(DenyCache, CostsNarrowTheRoom)
+{
+    auto cache = make_cache();
+    cache->deny("rl:tokens:a", DenyCache::room(100, 30), 5000);
+
+    auto denied = [&](std::uint64_t limit, std::uint64_t cost) {
+        return cache->denied_for("rl:tokens:a", DenyCache::room(limit, cost),
+                                 1000);
+    };
+    EXPECT_EQ(denied(100, 30), 4000u);
+    EXPECT_EQ(denied(100, 500), 4000u);
+    EXPECT_EQ(denied(71, 1), 4000u);
+    EXPECT_EQ(denied(71, 0), 4000u);
+    EXPECT_EQ(denied(100, 29), 0u);
+    EXPECT_EQ(denied(101, 30), 0u);
+    EXPECT_EQ(denied(72, 0), 0u);
+    EXPECT_EQ(DenyCache::room(5, 9), -4);
 }
 
 }  // namespace

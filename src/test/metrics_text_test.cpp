@@ -23,6 +23,10 @@ struct Fixture {
         zones[0].sum.successes = 6;
         zones[0].sum.response_us = 30000;
         zones[0].sum.busy_us = 2000000;
+        zones[0].sum.units[0] = 1200;
+        zones[0].sum.units[3] = 35;
+        zones[0].sum.settles[0] = 9;
+        zones[0].sum.settles[2] = 1;
         zones[1].name = "login.v2";
         zones[1].limit = 5;
         zones[1].window_ms = 1500;
@@ -64,6 +68,12 @@ TEST(MetricsText, PrometheusNamesCountersWithTotal)
                        " 1.500\n"));
     EXPECT_TRUE(has(t, "nginx_ratelimit_busy_seconds_total{zone=\"api\"} "
                        "2.000000\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_units_total{zone=\"api\","
+                       "event=\"settle_returned\"} 35\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_settles_total{zone=\"login.v2\","
+                       "outcome=\"dropped\"} 0\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_settles_total{zone=\"api\","
+                       "outcome=\"unknown\"} 1\n"));
     EXPECT_FALSE(has(t, "# EOF"));
 }
 
@@ -113,7 +123,11 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
     EXPECT_TRUE(has(t, "\"mean_response_time\":0.005000"));
     EXPECT_TRUE(has(t, "\"login.v2\":{\"passed\":0,"));
     EXPECT_TRUE(has(t, "\"requests_per_second\":0.000,"
-                       "\"mean_response_time\":0.000000}"));
+                       "\"mean_response_time\":0.000000,\"units\":"));
+    EXPECT_TRUE(has(t, "\"units\":{\"admitted\":1200,\"rejected\":0,"
+                       "\"settle_added\":0,\"settle_returned\":35},"
+                       "\"settles\":{\"applied\":9,\"dropped\":0,"
+                       "\"unknown\":1,\"failed\":0}}"));
     EXPECT_TRUE(has(t, "\"workers\":[{\"state\":\"up\",\"requests_waiting\":3},"
                        "{\"state\":\"down\",\"requests_waiting\":0}]"));
 }

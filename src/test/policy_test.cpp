@@ -80,6 +80,21 @@ TEST(ParseCount, AcceptsPositiveIntegers)
     EXPECT_EQ(parse_count(std::to_string(kTwoTo53 - 1)), kTwoTo53 - 1);
 }
 
+// A cost or a settle's value may be 0; the rest is as parse_count's.
+TEST(ParseUnits, TakesZeroAndWhatParseCountTakes)
+{
+    EXPECT_EQ(parse_units("0"), std::uint64_t{0});
+    EXPECT_EQ(parse_units("00"), std::uint64_t{0});
+    EXPECT_EQ(parse_units("1200"), std::uint64_t{1200});
+    EXPECT_EQ(parse_units(std::to_string(kTwoTo53)), kTwoTo53);
+
+    for (const std::string text : {"", "-1", "+1", " 1", "1.5", "abc",
+                                   "9007199254740993"}) {
+        SCOPED_TRACE(text);
+        EXPECT_FALSE(parse_units(text).has_value());
+    }
+}
+
 TEST(ParseCount, RejectsMalformed)
 {
     const std::string cases[] = {

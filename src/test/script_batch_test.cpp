@@ -135,19 +135,53 @@ TEST(ScriptBatch, KeysThenZonesOnceThenEntries)
     EXPECT_EQ(arguments(batch, ScriptBatch::Form::kEvalSha, true), want);
 }
 
-TEST(ScriptBatch, UndoCommand)
+// Costs other than 1 make a "w" entry, every zone's cost in it; costs of 1
+// keep the "c" the script takes fastest.  A settle is an "s" entry of one
+// zone, sharing the zones of the batch's requests.
+TEST(ScriptBatch, CostsAndSettles)
 {
-    std::string_view keys[] = {"rl:a:{k}", "rl:b:{k}"};
-    std::uint64_t numbers[] = {28333, 17};
-    bool fixed[] = {false, true};
-    std::string command;
+    std::string minute = zone_args({100, 60000, 1000}, false);
+    std::string hour = zone_args({5000, 3600000, 3600000}, true);
+    std::string_view keys[] = {"rl:a:1", "rl:b:1"};
+    std::string_view args[] = {minute, hour};
+    bool enforce[] = {true, true};
+    std::uint64_t ones[] = {1, 1};
+    std::uint64_t costs[] = {7, 0};
+    std::uint64_t largest[] = {ScriptBatch::kMaxCost, 1};
 
-    ASSERT_TRUE(write_undo_command(2, keys, numbers, fixed, &command));
+    ScriptBatch batch;
+    ASSERT_TRUE(batch.add(false, 2, keys, args, enforce, nullptr, ones));
+    ASSERT_TRUE(batch.add(false, 2, keys, args, enforce, nullptr, costs));
+    ASSERT_TRUE(batch.add(false, 2, keys, args, enforce, nullptr, largest));
+    ASSERT_TRUE(batch.add_settle("rl:b:1", hour, -12, 480000));
+    ASSERT_TRUE(batch.add_settle("rl:a:1", minute, 40, 28333333));
+    EXPECT_EQ(batch.entries(), 5u);
+    EXPECT_EQ(batch.reply_elements(), 1u + 3 * 7 + 2 * 4);
+    EXPECT_EQ(batch.reply_offset(3), 1u + 3 * 7);
+
     std::vector<std::string> want = {
-        "EVAL", std::string(undo_script()), "2", "rl:a:{k}", "rl:b:{k}",
-        "28333", "s", "17", "f",
+        "EVALSHA", std::string(window_script_sha1()), "8",
+        "rl:a:1", "rl:b:1", "rl:a:1", "rl:b:1", "rl:a:1", "rl:b:1",
+        "rl:b:1", "rl:a:1",
+        "2",
+        "100", "1000", "60", "s", "1",
+        "5000", "3600000", "1", "f", "1",
+        std::string("c\0\1", 3), std::string("w7,0:\0\1", 7),
+        std::string("w9007199254740992,1:\0\1", 22),
+        std::string("s-12,480000:\1", 13),
+        std::string("s40,28333333:\0", 14),
     };
-    EXPECT_EQ(parse_command(command), want);
+    EXPECT_EQ(arguments(batch), want);
+
+    // A cost past what a Lua number holds exactly, or a settle of as many
+    // units, adds nothing.
+    std::uint64_t too_large[] = {ScriptBatch::kMaxCost + 1, 1};
+    EXPECT_FALSE(batch.add(false, 2, keys, args, enforce, nullptr,
+                           too_large));
+    EXPECT_FALSE(batch.add_settle("rl:a:1", minute,
+                                  -static_cast<std::int64_t>(
+                                      ScriptBatch::kMaxCost) - 1, 1));
+    EXPECT_EQ(arguments(batch), want);
 }
 
 TEST(ScriptBatch, ClearStartsAfresh)

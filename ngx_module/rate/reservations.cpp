@@ -1,0 +1,117 @@
+#include "rate/reservations.hpp"
+
+#include "rate/call_batch.hpp"
+#include "rate/zone_values.hpp"
+#include "worker/worker_objects.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// The part of the call that decided the request's zone i.
+const RequestState::Part *part_of(const RequestState *state, ngx_uint_t i)
+{
+    for (ngx_uint_t p = 0; p < state->parts; p++) {
+        const RequestState::Part &part = state->part[p];
+
+        for (ngx_uint_t j = 0; j < part.zones; j++) {
+            if (part.zone[j] == i) {
+                return &part;
+            }
+        }
+    }
+
+    return nullptr;
+}
+
+// Adds `units` to the bucket zone i counted the request in: the bucket (of
+// a fixed window, the window) of the Redis time its part was decided at.
+void send_settle(const RequestState *state, ngx_uint_t i, std::int64_t units)
+{
+    CallBatcher *calls = worker_objects().calls;
+    const RequestState::Part *part = part_of(state, i);
+
+    if (calls == nullptr || part == nullptr || units == 0) {
+        return;
+    }
+
+    const Zone &zone = *state->refs[i]->zone;
+    char made[kZoneArgsMaxSize];
+
+    calls->settle(view(state->keys[i]), request_zone_args(state, i, made),
+                  units, part->now_ms / zone.policy.bucket_ms, zone);
+}
+
+// The zone of the request that `settle` names, if it counted the request.
+bool counted_in(const RequestState *state, const Zone *zone, ngx_uint_t *i)
+{
+    for (ngx_uint_t k = 0; k < state->zones; k++) {
+        if (state->refs[k]->zone == zone) {
+            *i = k;
+            return !state->counts[k].over;
+        }
+    }
+
+    return false;
+}
+
+}  // namespace
+
+void take_back_reservations(RequestState *state) noexcept
+{
+    for (ngx_uint_t p = 0; p < state->parts; p++) {
+        const RequestState::Part &part = state->part[p];
+
+        for (ngx_uint_t j = 0; !part.rejected && j < part.zones; j++) {
+            ngx_uint_t i = part.zone[j];
+
+            // A zone the request did not fit (dry run) did not count it.
+            if (!state->counts[i].over) {
+                send_settle(state, i,
+                            -static_cast<std::int64_t>(state->costs[i]));
+            }
+        }
+    }
+}
+
+void settle_reservations(RequestState *state) noexcept
+{
+    const LocConf *lcf = state->lcf;
+
+    if (!state->reserved || state->settled || lcf == nullptr
+        || lcf->settles == NGX_CONF_UNSET_PTR)
+    {
+        return;
+    }
+
+    state->settled = true;
+
+    auto *settles = static_cast<const SettleRef *>(lcf->settles->elts);
+
+    for (ngx_uint_t s = 0; s < lcf->settles->nelts; s++) {
+        ngx_uint_t i;
+
+        if (!counted_in(state, settles[s].zone, &i)) {
+            continue;
+        }
+
+        auto reserved = static_cast<std::int64_t>(state->costs[i]);
+        std::uint64_t used = 0;
+
+        switch (find_settled_units(state->r, settles[s], &used)) {
+        case ValueFound::kFound:
+            send_settle(state, i, static_cast<std::int64_t>(used) - reserved);
+            break;
+        case ValueFound::kEmpty:
+            if (settles[s].refund_empty) {
+                send_settle(state, i, -reserved);
+            }
+            break;
+        case ValueFound::kInvalid:
+        case ValueFound::kError:
+            break;
+        }
+    }
+}
+
+}  // namespace ratelimit
