@@ -285,8 +285,10 @@ run_sequence('c', 'api', 'seq-s', 60);
            "cost \"$v\": fail open passes (ERROR), fail closed 503");
     }
     is(redis_t('rl:api:inv'), 3, 'invalid costs counted nowhere (t still 3)');
-    ok(!(grep { !/ratelimit: / } grep { /\[error\]/ && /cost/ } split /\n/, $t->error_log),
-       'the cost lines are the module\'s');
+    my @lines = grep { /ratelimit: [^\n]*cost "/ } split /\n/, $t->error_log;
+    my @wrong = grep { m{GET /cc/} ? !/request rejected/ : !/request passed/ } @lines;
+    ok(@lines >= 4 && !@wrong, 'the lines say "request passed" (open) or "request rejected" (closed) ('
+       . scalar(@lines) . ' lines)') or diag(join "\n", @wrong);
 }
 
 # --- two zones, two costs: all or nothing ----------------------------------------------
