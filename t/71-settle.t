@@ -102,10 +102,10 @@ for my $bad (['', 'ratelimit zone=api; ratelimit_settle zone=other $arg_v;', 'a 
         or diag($out);
 }
 {
-    # Inherited from the server, into a location that applies another zone.
+    # Settles go with the zones they settle: a location with zones of its
+    # own inherits none (see "inherited" below), so this is no error.
     my ($st, $out) = conf_t('ratelimit zone=api; ratelimit_settle zone=api $arg_v;', 'ratelimit zone=other;');
-    isnt($st, 0, 'nginx -t refuses a settle inherited into a location that does not apply its zone');
-    like($out, qr/\[emerg\].*nginx\.conf:\d+/, '  [emerg] with the file and a line') or diag($out);
+    is($st, 0, 'nginx -t accepts a server\'s settle above a location with zones of its own') or diag($out);
 }
 
 # --- the running server ---------------------------------------------------------------
@@ -259,6 +259,15 @@ server {
     }
 
     location = /metrics { ratelimit_metrics; }
+}
+
+# inherited: the server's zone and settle, or a location's own zones and no settle
+server {
+    listen 127.0.0.1:%%PORT2%%;
+    ratelimit zone=once cost=2;
+    ratelimit_settle zone=once 7;
+    location /inh/ { alias %%TMP%%/html/; }
+    location /own/ { ratelimit zone=once cost=2; alias %%TMP%%/html/; }
 EOF
 }
 EOF
@@ -492,6 +501,15 @@ SKIP: {
     }
 }
 
+{
+    my $p2 = $t->port('PORT2');
+    is($t->get('/inh/a.html', { 'X-Api-Key' => 'inh' }, port => $p2)->{status}, 200, 'inherited: served');
+    is(wait_t('rl:once:inh', 7), 7, 'inherited: a location without ratelimit of its own takes the server\'s zone and settle (7)');
+    is($t->get('/own/a.html', { 'X-Api-Key' => 'own' }, port => $p2)->{status}, 200, 'own zones: served');
+    sleep 0.5;
+    is(redis_t('rl:once:own'), 2, 'own zones: a location with zones of its own inherits no settle (2)');
+}
+
 # --- what settles nothing ---------------------------------------------------------------------------
 
 {
@@ -530,11 +548,11 @@ SKIP: {
        "metrics: units added by settles in zone bytes, the bytes sent ($BYTES_SETTLED)");
     is(PromText::value($m, 'nginx_ratelimit_units_total', zone => 'bytes', event => 'admitted'), 0,
        'metrics: no units admitted at cost 0');
-    is(PromText::value($m, 'nginx_ratelimit_settles_total', zone => 'once', outcome => 'applied'), 8,
-       'metrics: zone once, 8 settles applied');
+    is(PromText::value($m, 'nginx_ratelimit_settles_total', zone => 'once', outcome => 'applied'), 9,
+       'metrics: zone once, 9 settles applied');
     is(PromText::value($m, 'nginx_ratelimit_units_total', zone => 'once', event => 'admitted') . ' '
-       . PromText::value($m, 'nginx_ratelimit_units_total', zone => 'once', event => 'settle_added'), '16 40',
-       'metrics: zone once, 8 x 2 units admitted, 8 x 5 added by settles');
+       . PromText::value($m, 'nginx_ratelimit_units_total', zone => 'once', event => 'settle_added'), '20 45',
+       'metrics: zone once, 10 x 2 units admitted, 9 x 5 added by settles');
 }
 
 $t->stop_nginx;
