@@ -108,6 +108,7 @@ server {
     location /abd/ { ratelimit zone=a cost=$arg_ca; ratelimit zone=b dry_run cost=$arg_cb;
                      alias %%TMP%%/html/; }
     location /big/ { ratelimit zone=big cost=$arg_cost; alias %%TMP%%/html/; }
+    location = /ratelimit { ratelimit_query zone=api; }
 }
 EOF
 $_->write_conf($CONF) for $t, $t2;
@@ -150,6 +151,8 @@ sub cost_line {
     is(join(' ', map { hdr($_, 'X-RateLimit-Remaining') } @r), '99 94 92', 'remaining counts units: 99 94 92');
     is(redis_t('rl:api:d1'), 8, 'Redis counts 1 + 5 + 2 units');
     is($t->redis_hash_total('rl:api:d1'), 8, 'the buckets hold 8 units');
+    my $q = get('/ratelimit?key=d1', 'd1')->{content};
+    like($q, qr/"used":8,"remaining":92\b/, 'the status API counts units: used 8, remaining 92') or diag($q);
 }
 
 # --- a random sequence against the model ----------------------------------------------
@@ -166,51 +169,65 @@ sub random_cost {
 }
 
 sub run_sequence {
-    my ($loc, $zone, $key, $n) = @_;
+    my ($loc, $zone, $key, $n, $one_connection) = @_;
     my $limit = 100;
+    my $what = $loc . ($one_connection ? ', one connection' : '');
     my @costs = map { random_cost($limit) } 1 .. $n;
-    my $used = 0;
-    my (@want, @got, @bad_rem, $first_want, $first_got);
-    my $i = 0;
-    my $send = sub {
+    # The model: what each request gets, the units used after it.
+    my ($used, @fits, @after) = (0);
+    my $model = sub {
         my ($cost) = @_;
         my $fits = $used + ($cost > 0 ? $cost : 1) <= $limit;
         $used += $cost if $fits;
-        my $r = get("/$loc/index.html?cost=$cost", $key);
-        my $w = $fits ? '200/PASSED' : '429/REJECTED';
-        push @want, "$cost:$w";
+        push @fits, $fits;
+        push @after, $used;
+    };
+    $model->($_) for @costs;
+    # Fill the rest exactly, then neither cost 0 nor cost 1 fits.
+    my @all = @costs;
+    push @all, $limit - $used if $used < $limit;
+    $model->($all[-1]) if @all > @costs;
+    push @all, 0, 1;
+    $model->(0);
+    $model->(1);
+    my @paths = map { "/$loc/index.html?cost=$_" } @all;
+    my @r = $one_connection ? exchange($key, @paths) : map { get($_, $key) } @paths;
+    my (@want, @got, @bad_rem, $first_want, $first_got);
+    for my $i (0 .. $#all) {
+        my ($cost, $r) = ($all[$i], $r[$i] // { status => 0, headers => {} });
+        push @want, "$cost:" . ($fits[$i] ? '200/PASSED' : '429/REJECTED');
         push @got, "$cost:" . st($r);
-        $first_want //= $i if !$fits;
-        $first_got //= $i if $r->{status} == 429;
+        # (costs above the limit never fit: the first rejection that counts
+        # is the first of a cost the limit could hold)
+        $first_want //= $i if !$fits[$i] && $cost <= $limit;
+        $first_got //= $i if $r->{status} == 429 && $cost <= $limit;
         my $rem = hdr($r, 'X-RateLimit-Remaining') // -1;
         my ($rl) = parse_ratelimit(hdr($r, 'RateLimit'));
         my $rl_r = $rl ? $rl->{r} // -1 : -1;
+        my $left = $limit - $after[$i];
         if ($r->{status} == 200) {
-            push @bad_rem, "#$i cost $cost: remaining $rem/$rl_r, want " . ($limit - $used)
-                if $rem != $limit - $used || $rl_r != $limit - $used;
+            push @bad_rem, "#$i cost $cost: remaining $rem/$rl_r, want $left"
+                if $rem != $left || $rl_r != $left;
         }
-        elsif ($rem < 0 || $rem > $limit - $used || $rl_r != $rem) {
-            push @bad_rem, "#$i cost $cost rejected: remaining $rem/$rl_r, at most " . ($limit - $used);
+        elsif ($rem < 0 || $rem > $left || $rl_r != $rem) {
+            push @bad_rem, "#$i cost $cost rejected: remaining $rem/$rl_r, at most $left";
         }
-        $i++;
-    };
-    $send->($_) for @costs;
-    # Fill the rest exactly, then neither cost 0 nor cost 1 fits.
-    $send->($limit - $used) if $used < $limit;
-    $send->(0);
-    $send->(1);
-    note("$loc costs: @costs");
-    is(join(' ', @got), join(' ', @want), "$loc: $i requests of random costs decided as the model says")
-        or diag("costs: @costs");
-    is($first_got, $first_want, "$loc: the first rejection (request #" . ($first_want // '-')
-        . ') comes exactly when the next cost does not fit');
-    is(scalar @bad_rem, 0, "$loc: X-RateLimit-Remaining and RateLimit r= count units")
+    }
+    note("$what costs: @all");
+    is(join(' ', @got), join(' ', @want), "$what: " . scalar(@all) . ' requests of random costs decided as the model says')
+        or diag("costs: @all");
+    is($first_got, $first_want, "$what: the first rejection of a cost within the limit (request #"
+        . ($first_want // '-') . ", $after[$first_want - 1] used + $all[$first_want]) comes exactly when it does not fit");
+    is(scalar @bad_rem, 0, "$what: X-RateLimit-Remaining and RateLimit r= count units")
         or diag(join "\n", @bad_rem[0 .. ($#bad_rem < 9 ? $#bad_rem : 9)]);
-    is(redis_t("rl:$zone:$key"), $limit, "$loc: Redis's t is the sum admitted, the limit");
+    is(redis_t("rl:$zone:$key"), $limit, "$what: Redis's t is the sum admitted, the limit");
     return;
 }
 
 run_sequence('c', 'api', 'seq-s', 60);
+# One worker answers all: its memory of rejections must not reject a cost
+# that fits after a larger one was rejected.
+run_sequence('c', 'api', 'seq-1', 60, 1);
 {
     # A fixed window of an hour: the run must not cross an hour of Redis's clock.
     my $first = $t->redis_time_ms;

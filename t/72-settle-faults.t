@@ -168,6 +168,7 @@ sub wait_backend_in_flight {
     my $load = start_clients(name => 'q1', key => 'q1', clients => 6, requests => 1,
         path_for => sub { '/q1/chat?max_tokens=10&lo=100&hi=200&hold=1500' });
     ok(wait_backend_in_flight(6, 5), 'queued: six requests admitted and at the upstream');
+    is(redis_t('rl:q1:q1'), 60, 'queued: Redis holds their reservations (6 x 10)');
     $t->stop_redis;
     my $down = time;
     my @rec = finish_clients($load);
@@ -180,11 +181,10 @@ sub wait_backend_in_flight {
     is("$o->{applied} $o->{dropped} $o->{unknown} $o->{failed}", '0 0 0 0', 'queued: nothing sent while Redis is down');
     $t->start_redis(port => $RPORT, args => \@AOF);
     my (undef, $reserved, $used) = tally(@rec);
-    is(redis_t('rl:q1:q1'), $reserved, "queued: the restarted Redis kept the reservations ($reserved, AOF)");
     RateLimitTest::wait_until(sub { settled('q1') >= 6 }, 5);
     $o = outcomes('q1');
     is("$o->{applied} $o->{dropped} $o->{unknown} $o->{failed}", '6 0 0 0', 'queued: the six settles applied once Redis is back');
-    is(redis_t('rl:q1:q1'), $used, "queued: Redis holds the tokens used ($used)");
+    is(redis_t('rl:q1:q1'), $used, "queued: Redis (restarted from its AOF) holds the tokens used ($used)");
     is(metric('nginx_ratelimit_units_total', zone => 'q1', event => 'settle_added'), $used - $reserved,
        'queued: metrics: units added by settles');
     is(metric('nginx_ratelimit_units_total', zone => 'q1', event => 'admitted'), $reserved,
@@ -316,6 +316,20 @@ sub load_paths {
        "reload: Redis holds the tokens used by the admitted requests ($have, used $used_p, $ne failed open)");
 }
 
-$t->stop_and_check('settle faults');
+# The lines about lost settles have a throttle of their own: at most one a
+# second per worker, beside the Redis problems' one.
+my $SETTLE_LINE = qr/ratelimit: [^\n]*settle/;
+$t->throttle_ok('settle faults: redis problems logged at most once a second per worker', $SETTLE_LINE);
+{
+    my %n;
+    for (split /\n/, $t->error_log) {
+        $n{"$2 $1"}++ if m{^(\S+ \S+) \[(?:warn|error)\] (\d+)#\d+: (?:\*\d+ )?ratelimit: [^\n]*settle};
+    }
+    my @over = grep { $n{$_} > 1 } sort keys %n;
+    ok(!@over, 'settle faults: lost settles logged at most once a second per worker')
+        or diag(join ', ', @over);
+}
+$t->stop_nginx;
+$t->final_checks('settle faults: no [alert] or [emerg]');
 
 done_testing;
