@@ -34,6 +34,8 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
+use IO::Socket::INET;
+use IO::Select;
 use RateLimitTest qw(hdr sleep_until_phase);
 use TokenBackend;
 use PromText;
@@ -150,6 +152,12 @@ ratelimit_zone login key=$http_x_user limit=5 window=15m;
 ratelimit_zone bytes key=$http_x_api_key limit=100000 window=1h;
 ratelimit_zone once  key=$http_x_api_key limit=1000 window=60s;
 ratelimit_zone rj    key=$http_x_api_key limit=10 window=60s;
+ratelimit_zone gb    key=$http_x_api_key limit=100 window=60s;
+ratelimit_zone t1    key=$http_x_api_key limit=1000 window=60s;
+ratelimit_zone t2    key=$http_x_user limit=1000 window=60s;
+ratelimit_zone huge  key=$http_x_api_key limit=1000 window=60s;
+ratelimit_zone sb    key=$http_x_api_key limit=1000 window=4s bucket=1s;
+ratelimit_zone fb    key=$http_x_api_key limit=1000 window=2s algorithm=fixed;
 
 map $status $failed_login { 401 1; default 0; }
 
@@ -258,6 +266,36 @@ server {
         alias %%TMP%%/html/;
     }
 
+    # two zones, two settles; a settle of 2^53
+    location /two/ {
+        ratelimit zone=t1 cost=5; ratelimit zone=t2 cost=7;
+        ratelimit_settle zone=t1 $upstream_http_x_usage_tokens;
+        ratelimit_settle zone=t2 1;
+        proxy_pass http://tokens;
+    }
+    location /huge/ {
+        ratelimit zone=huge cost=100;
+        ratelimit_settle zone=huge $upstream_http_x_usage_tokens;
+        proxy_pass http://tokens;
+    }
+
+    # settles that give units back; the bucket of the reservation
+    location /gb/ {
+        ratelimit zone=gb cost=$arg_max_tokens;
+        ratelimit_settle zone=gb $upstream_http_x_usage_tokens;
+        proxy_pass http://tokens;
+    }
+    location /sb/ {
+        ratelimit zone=sb cost=$arg_max_tokens;
+        ratelimit_settle zone=sb $upstream_http_x_usage_tokens;
+        proxy_pass http://tokens;
+    }
+    location /fb/ {
+        ratelimit zone=fb cost=$arg_max_tokens;
+        ratelimit_settle zone=fb $upstream_http_x_usage_tokens;
+        proxy_pass http://tokens;
+    }
+
     location = /metrics { ratelimit_metrics; }
 }
 
@@ -305,6 +343,49 @@ sub wait_applied {
         $n >= $want;
     }, $timeout // 3);
     return $n;
+}
+
+# A GET in a forked child; collect() gives its "status tokens" when done.
+sub async_get {
+    my ($path, $key) = @_;
+    my $file = $t->tmp . '/async.' . int(rand(1e9));
+    my $pid = $t->start_child('client', sub {
+        my $r = $t->get($path, { 'X-Api-Key' => $key }, timeout => 10);
+        RateLimitTest::_write_file($file, "$r->{status} " . (hdr($r, 'X-Usage-Tokens') // '-'));
+    });
+    return [ $pid, $file ];
+}
+
+sub collect {
+    my ($a) = @_;
+    waitpid($a->[0], 0);
+    delete $RateLimitTest::Process::CHILDREN{ $a->[0] };
+    return RateLimitTest::_read_file($a->[1]);
+}
+
+# One keep-alive connection (one worker): $send->($request_text) answers
+# { status, headers, content }.
+sub keep_conn {
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port('PORT'), Proto => 'tcp')
+        or die "connect: $!";
+    binmode $s;
+    my $buf = '';
+    return sub {
+        my ($path, %h) = @_;
+        print {$s} "GET $path HTTP/1.1\r\nHost: localhost\r\n" . join('', map { "$_: $h{$_}\r\n" } sort keys %h) . "\r\n";
+        my $sel = IO::Select->new($s);
+        my $i;
+        while (($i = index($buf, "\r\n\r\n")) < 0) {
+            $sel->can_read(5) && sysread($s, $buf, 65536, length $buf) or return { status => 0, headers => {} };
+        }
+        my ($line, @lines) = split /\r\n/, substr($buf, 0, $i);
+        substr($buf, 0, $i + 4, '');
+        my %hd = map { /^([^:]+):\s*(.*)$/ ? (lc $1, $2) : () } @lines;
+        my $len = $hd{'content-length'} // 0;
+        while (length($buf) < $len) { $sel->can_read(5) && sysread($s, $buf, 65536, length $buf) or last }
+        my $content = substr($buf, 0, $len, '');
+        return { status => ($line =~ m{^HTTP/\S+ (\d+)})[0], headers => \%hd, content => $content };
+    };
 }
 
 # --- an LLM budget, reserve mode: cost=$arg_max_tokens, settle the real use ----------
@@ -508,6 +589,81 @@ SKIP: {
     is($t->get('/own/a.html', { 'X-Api-Key' => 'own' }, port => $p2)->{status}, 200, 'own zones: served');
     sleep 0.5;
     is(redis_t('rl:once:own'), 2, 'own zones: a location with zones of its own inherits no settle (2)');
+}
+
+# --- two settles on a request; no subject; the largest value ------------------------------------
+
+{
+    my $r = get('/two/chat?lo=20&hi=40', 'X-Api-Key' => 'two', 'X-User' => 'two-u');
+    my $v = hdr($r, 'X-Usage-Tokens');
+    is(st($r), '200/PASSED', 'two zones: admitted');
+    is(wait_t('rl:t1:two', $v) . ' ' . wait_t('rl:t2:two-u', 1), "$v 1", "two zones: each settled by its own value ($v, 1)");
+    $r = get('/two/chat?lo=20&hi=40', 'X-User' => 'two-v');
+    $v = hdr($r, 'X-Usage-Tokens');
+    is(st($r), '200/PASSED', 'an empty key in t1: not limited there');
+    is(wait_t('rl:t2:two-v', 1), 1, '  t2 settled');
+    is(join(' ', $t->redis_keys('rl:t1:*')), 'rl:t1:two', '  t1 settled nothing for it');
+
+    $r = get('/huge/chat?mode=value&val=9007199254740992', 'X-Api-Key' => 'max');
+    is($r->{status}, 200, 'a value of 2^53: answered');
+    is(wait_t('rl:huge:max', '9007199254740992'), '9007199254740992', '  Redis counts 2^53 exactly');
+    is(st(get('/huge/chat', 'X-Api-Key' => 'max')), '429/REJECTED', '  the next request rejected');
+}
+
+# --- settles that give units back: no rejection from memory --------------------------------
+
+{
+    # 100 reserved for a long request that uses 10; meanwhile 50 more are
+    # rejected on a connection to one worker; once the 90 are back, 50 fit,
+    # on that same connection.
+    my $long = async_get('/gb/chat?max_tokens=100&lo=10&hi=10&hold=800', 'gb1');
+    ok(RateLimitTest::wait_until(sub { redis_t('rl:gb:gb1') == 100 }, 3), 'given back: 100 reserved by a long request');
+    my $conn = keep_conn();
+    my $r = $conn->('/gb/chat?max_tokens=50&lo=5&hi=5', 'X-Api-Key' => 'gb1');
+    is($r->{status} . '/' . ($r->{headers}{'x-rl-status'} // '-'), '429/REJECTED', 'given back: 50 more rejected meanwhile');
+    is(collect($long), '200 10', 'given back: the long request used 10');
+    is(wait_t('rl:gb:gb1', 10), 10, 'given back: its settle gave 90 back');
+    $r = $conn->('/gb/chat?max_tokens=50&lo=5&hi=5', 'X-Api-Key' => 'gb1');
+    is($r->{status} . '/' . ($r->{headers}{'x-rl-status'} // '-'), '200/PASSED',
+       'given back: the same worker admits 50 now (its memory of the rejection not used)');
+    is(wait_t('rl:gb:gb1', 15), 15, 'given back: 10 + 5 used');
+}
+
+# --- the bucket the reservation went to ------------------------------------------------------
+
+{
+    # Sliding, 4 buckets of 1 s: a settle 1.3 s later goes to the bucket of
+    # the reservation, not the current one; one 4.5 s later finds that
+    # bucket out of the window and takes nothing.  Fixed, windows of 2 s: a
+    # settle in the window of the reservation counts, one in the next
+    # window takes nothing.
+    my $before = metric('nginx_ratelimit_units_total', zone => 'sb', event => 'settle_added');
+    sleep_until_phase(2, 0.1);
+    my $in   = async_get('/sb/chat?max_tokens=10&lo=50&hi=50&hold=1300', 'sb1');
+    my $out  = async_get('/sb/chat?max_tokens=10&lo=50&hi=50&hold=4500', 'sb2');
+    my $fin  = async_get('/fb/chat?max_tokens=10&lo=50&hi=50&hold=300', 'fb1');
+    my $fout = async_get('/fb/chat?max_tokens=10&lo=50&hi=50&hold=2200', 'fb2');
+    RateLimitTest::wait_until(sub { redis_t('rl:sb:sb1') == 10 }, 1);
+    my %h = @{ $t->redis('HGETALL', 'rl:sb:sb1') };
+    my @b = grep { /^\d+$/ } keys %h;
+    is(scalar @b, 1, 'bucket: the reservation in one bucket') or diag(explain \%h);
+    my $b = $b[0] // -1;
+    is(collect($in), '200 50', 'bucket: a request using 50 after 1.3 s');
+    is(wait_t('rl:sb:sb1', 50), 50, 'bucket: its settle counted (t 50)');
+    %h = @{ $t->redis('HGETALL', 'rl:sb:sb1') };
+    is(join(',', map { "$_=$h{$_}" } sort grep { /^\d+$/ && $h{$_} } keys %h), "$b=50",
+       'bucket: the 40 went to the bucket of the reservation, not the current one');
+    is(collect($fin), '200 50', 'fixed: a request using 50 within its window');
+    is(wait_t('rl:fb:fb1', 50), 50, 'fixed: its settle counted');
+    is(collect($fout), '200 50', 'fixed: a request answered in the next window');
+    is(collect($out), '200 50', 'bucket: a request answered after 4.5 s');
+    sleep 0.5;
+    is($t->redis('EXISTS', 'rl:sb:sb2') . ' ' . $t->redis('EXISTS', 'rl:fb:fb2'), '0 0',
+       'a settle whose bucket or window has passed takes nothing, makes no key');
+    is(metric('nginx_ratelimit_units_total', zone => 'sb', event => 'settle_added') - $before, 40,
+       'metrics: units added in zone sb: 40, none by the late settle');
+    is(metric('nginx_ratelimit_units_total', zone => 'fb', event => 'settle_added'), 40,
+       'metrics: units added in zone fb: 40, none by the late settle');
 }
 
 # --- what settles nothing ---------------------------------------------------------------------------
