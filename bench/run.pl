@@ -356,6 +356,33 @@ my @CASES = (
         loc => '            ratelimit zone=z60v;',
     },
     {
+        # the same zone, each request costing 2 units (a "w" entry)
+        id => 'sliding_cost', label => '3k. module sliding 60s/1s, cost=2', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone z60k key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60k cost=2;',
+    },
+    {
+        # the same, its limit and its cost each from a map on the key
+        id => 'sliding_cost_var', label => '3kv. module sliding 60s/1s, limit=$variable and cost=$variable from maps', limiter => 1,
+        http => $REDIS_LINE
+            . "    map \$http_x_api_key \$plan_limit {\n"
+            . "        gold $BIG_LIMIT;\n        silver $BIG_LIMIT;\n        default $BIG_LIMIT;\n    }\n"
+            . "    map \$http_x_api_key \$plan_cost {\n"
+            . "        gold 2;\n        silver 2;\n        default 2;\n    }\n"
+            . "    ratelimit_zone z60kv key=\$http_x_api_key limit=\$plan_limit window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60kv cost=$plan_cost;',
+    },
+    {
+        # the sliding zone, every request settled at the log phase by one
+        # more unit than it reserved: a settle per request, riding the
+        # batches
+        id => 'sliding_settle', label => '3s. module sliding 60s/1s, a settle on every request', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone z60s key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => "            ratelimit zone=z60s;\n            ratelimit_settle zone=z60s 2;",
+    },
+    {
         # the same zone over TLS, to the same Redis's TLS port
         id => 'sliding_tls', label => '3t. module sliding 60s/1s buckets over TLS', limiter => 1,
         http => "    ratelimit_redis 127.0.0.1:$TLS_PORT timeout=1s;\n"
@@ -856,6 +883,14 @@ target('Redis CPU per request <= 2 us (module sliding, Redis module command, INF
     sprintf('%s us (the script, same run: %s us; commandstats usec %s against %s)', f('%.2f', $cpu_native),
         f('%.2f', median(col('sliding', 'cpu_us'))), f('%.2f', median(col('native', 'usec'))),
         f('%.2f', median(col('sliding', 'usec')))));
+my $r_cost_var = median(ratios('sliding_cost_var', 'sliding_cost'));
+target('limit and cost from variables >= 0.97x the same zone with constants (3kv / 3k)',
+    defined $r_cost_var ? $r_cost_var >= 0.97 : undef, f('%.2fx', $r_cost_var));
+my $r_settle = median(ratios('sliding_settle', 'sliding'));
+target('a settle on every request >= 0.85x the same zone without (3s / 3)',
+    defined $r_settle ? $r_settle >= 0.85 : undef,
+    sprintf('%sx; Redis CPU %s us/req against %s us', f('%.2f', $r_settle),
+        f('%.2f', median(col('sliding_settle', 'cpu_us'))), f('%.2f', median(col('sliding', 'cpu_us')))));
 my $r_tls = median(ratios('sliding_tls', 'sliding'));
 target('module sliding over TLS >= 0.9x over TCP', defined $r_tls ? $r_tls >= 0.9 : undef, f('%.2fx', $r_tls));
 for my $mode (['sliding_cluster', 'one call per slot', 'sliding'], ['sliding_cross', 'cross_slot', 'sliding'],

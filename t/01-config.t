@@ -231,6 +231,51 @@ ratelimit_zone api key=\$binary_remote_addr rate=10r/x;
 EOF
     qr/rate=10r\/x/, ['ratelimit_zone', 'rate']);
 
+conf_ok('cost= and ratelimit_settle', <<"EOF" . server('ratelimit zone=api cost=0; ratelimit zone=tok cost=$arg_max; ratelimit_settle zone=api $status empty=refund; ratelimit_settle zone=tok $body_bytes_sent;'));
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+ratelimit_zone tok key=\$binary_remote_addr limit=9007199254740992 window=1m;
+EOF
+
+for my $bad (['cost=-1', '-1'], ['cost=1.5', '1.5'], ['cost=9007199254740993', '9007199254740993']) {
+    conf_err("ratelimit $bad->[0]", <<"EOF" . server("ratelimit zone=api $bad->[0];"),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+        qr/ratelimit zone=api cost=/, ['ratelimit', $bad->[1]], "invalid cost \"$bad->[1]\"");
+}
+
+conf_err('ratelimit cost twice', <<"EOF" . server('ratelimit zone=api cost=1 cost=2;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit zone=api cost=1 cost=2/, ['ratelimit', 'cost=2'], 'duplicate parameter');
+
+conf_err('ratelimit_settle of a zone the location does not apply', <<"EOF" . server('ratelimit zone=api; ratelimit_settle zone=other $status;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+ratelimit_zone other key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_settle zone=other/, ['ratelimit_settle', 'other'], 'needs "ratelimit zone=other"');
+
+conf_err('ratelimit_settle empty=', <<"EOF" . server('ratelimit zone=api; ratelimit_settle zone=api $status empty=zero;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_settle zone=api/, ['ratelimit_settle', 'empty=zero'], '"keep" or "refund"');
+
+conf_err('ratelimit_settle without a value', <<"EOF" . server('ratelimit zone=api; ratelimit_settle zone=api empty=keep;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_settle zone=api/, ['ratelimit_settle'], 'must have "zone=" and a value');
+
+conf_err('ratelimit_settle of the same zone twice', <<"EOF" . server('ratelimit zone=api; ratelimit_settle zone=api $status; ratelimit_settle zone=api 1;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_settle zone=api 1;/, ['ratelimit_settle', 'api'], 'settled already');
+
 conf_err('ratelimit without zone=', <<"EOF" . server('ratelimit dry_run;'),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;

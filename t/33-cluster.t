@@ -76,6 +76,7 @@ ratelimit_zone a    key=$http_x_api_key limit=3 window=60s;
 ratelimit_zone b    key=$http_x_user limit=5 window=60s;
 ratelimit_zone c    key=$http_x_api_key limit=4 window=60s;
 ratelimit_zone load key=$http_x_api_key limit=1000000 window=60s;
+ratelimit_zone tok  key=$http_x_api_key limit=100 window=60s;
 ratelimit_zone q    key=$http_x_api_key concurrency=2;
 ratelimit_zone qw   key=$http_x_api_key concurrency=1 queue=4 queue_timeout=5s;
 server {
@@ -92,6 +93,7 @@ server {
     location /two/    { ratelimit zone=a; ratelimit zone=b; alias %%TMP%%/html/; }
     location /rev/    { ratelimit zone=b; ratelimit zone=a; alias %%TMP%%/html/; }
     location /same/   { ratelimit zone=a; ratelimit zone=c; alias %%TMP%%/html/; }
+    location /tok/    { ratelimit zone=tok cost=$http_x_cost; ratelimit zone=b; ratelimit_settle zone=tok $http_x_used; alias %%TMP%%/html/; }
 }
 EOF
 
@@ -306,6 +308,26 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
     is($t1->hammer(\@T, 12, '/same/index.html', { 'X-Api-Key' => $K4 }), '3/9/0', 'zones a (3) and c (4), one subject, 12 at once: 3 passed');
     is($c->hash_total(key('a', $K4)) . '/' . $c->hash_total(key('c', $K4)), '3/3',
         'same slot: a=3 and c=3 at once (no undo needed)');
+}
+
+# Costs and settles in a cluster: zone tok (100 units) of one subject on one
+# master, b (5 requests) of another on a second.  Each settle lands on its
+# reservation's key (its master); a request that b rejects gives back what
+# tok reserved for it.
+{
+    my ($m1, $m2) = map { $_->{port} } @M0[0, 1];
+    my $K = $c->key_in($m1, 'tokK', 'tok');
+    my $U = $c->key_in($m2, 'tokU', 'b');
+    my @sent = ([30, 12], [40, 55], [20, 0], [25, 25], [5, 5], [1, 1]);  # cost, used
+    my @r;
+    for my $i (0 .. $#sent) {
+        push @r, FaultTest::raw_get($T[$i % 2]->port('PORT'), '/tok/index.html',
+            { 'X-Api-Key' => $K, 'X-User' => $U, 'X-Cost' => $sent[$i][0], 'X-Used' => $sent[$i][1] });
+        sleep $SETTLE;
+    }
+    is(join(' ', map { $_->{status} } @r), '200 200 200 200 200 429', 'tok and b on two masters: 5 admitted, the 6th rejected by b');
+    is($c->hash_total(key('tok', $K)) . '/' . $c->hash_total(key('b', $U)), '97/5',
+        'tok holds what the 5 used (12+55+0+25+5), the 6th given back; b holds 5');
 }
 
 # --- load helpers ---------------------------------------------------------------------
