@@ -142,7 +142,7 @@ my $trailer_locations = !$TRAILERS ? '' : <<'EOF';
     }
 EOF
 
-$t->write_conf(<<"EOF" . <<'EOF' . $trailer_locations . <<'EOF');
+$t->write_conf((<<"EOF" . <<'EOF' . <<'EOF') =~ s/^ *# TRAILER LOCATIONS\n/$trailer_locations/mr);
 ratelimit_redis 127.0.0.1:$REDIS_PORT timeout=2s;
 upstream tokens { server 127.0.0.1:$BACKEND; }
 EOF
@@ -297,6 +297,7 @@ server {
     }
 
     location = /metrics { ratelimit_metrics; }
+    # TRAILER LOCATIONS
 }
 
 # inherited: the server's zone and settle, or a location's own zones and no settle
