@@ -45,7 +45,7 @@ my $RPORT = $t->redis_port;
 my $BACKEND = $t->port('BACKEND');
 TokenBackend::start($t, $BACKEND, seed => $SEED);
 
-my @ZONES = qw(q1 q2 ld na rl);
+my @ZONES = qw(q1 q2 st ld na rl);
 $t->write_conf(<<"EOF" . join('', map { <<"LOC" } @ZONES) . "}\n");
 ratelimit_redis 127.0.0.1:$RPORT timeout=1s connect_timeout=200ms;
 upstream tokens { server 127.0.0.1:$BACKEND; }
@@ -215,6 +215,54 @@ sub wait_backend_in_flight {
     sleep 1;
     is(redis_t('rl:q2:q2'), $reserved, "dropped: Redis holds the reservations only ($reserved)");
     is(outcomes('q2')->{applied}, 0, 'dropped: never sent later');
+}
+
+# --- Redis stalled (SIGSTOP) with settles sent, then killed: unknown, never sent again --------
+
+my $STOPPED;
+END { kill 'CONT', $STOPPED if $STOPPED }
+{
+    ok(wait_admitting(5), 'stall: Redis answering again');
+    my $load = start_clients(name => 'st', key => 'st', clients => 4, requests => 1,
+        path_for => sub { '/st/chat?max_tokens=10&lo=100&hi=200&hold=600' });
+    ok(wait_backend_in_flight(4, 5), 'stall: four requests admitted and at the upstream');
+    my $rpid = $t->redis_pid;
+    kill 'STOP', $rpid;
+    $STOPPED = $rpid;
+    my @rec = finish_clients($load);
+    is(join(' ', map { "$_->{status}/$_->{rs}" } @rec), join(' ', ('200/PASSED') x 4), 'stall: four admitted');
+    ok(!(grep { $_->{el} > 1.5 } @rec), 'stall: answered without waiting for the stalled Redis')
+        or diag(join ' ', map { sprintf '%.2f', $_->{el} } @rec);
+    sleep 1.5;    # past timeout=1s: their settles went out, unanswered
+    is(outcomes('st')->{applied}, 0, 'stall: no settle answered by a stopped Redis');
+    # Killed while stopped: what it had not read is lost (AOF: what it had
+    # answered is kept), the connections with it.
+    kill 'KILL', $rpid;
+    $STOPPED = undef;
+    $t->stop_redis;
+    RateLimitTest::wait_until(sub { settled('st') >= 4 }, 3);
+    $t->start_redis(port => $RPORT, args => \@AOF);
+    ok(wait_admitting(5), 'stall: Redis answering after the restart');
+    RateLimitTest::wait_until(sub { settled('st') >= 4 }, 3);
+    sleep 1;
+    my $o = outcomes('st');
+    note("stall: settles $o->{applied} applied, $o->{dropped} dropped, $o->{unknown} unknown, $o->{failed} failed");
+    is($o->{applied} + $o->{unknown}, 4, 'stall: each settle applied or unknown');
+    is($o->{dropped} + $o->{failed}, 0, 'stall: none dropped or failed');
+    my (undef, $reserved, $used) = tally(@rec);
+    my $have = redis_t('rl:st:st');
+    # Redis was stopped before they were made: it never read the settles
+    # that went out; what it holds beyond the reservations is the answered
+    # ones, sent (again or for the first time) after the restart.
+    my $added = metric('nginx_ratelimit_units_total', zone => 'st', event => 'settle_added');
+    is($have, $reserved + $added, "stall: Redis holds the reservations and the applied settles ($reserved + $added): "
+        . 'no unknown settle sent again');
+    if ($o->{unknown}) {
+        like($t->error_log, qr/ratelimit: [^\n]*settle[^\n]*zone "st"[^\n]*not answered/, 'stall: the error log says so');
+    }
+    else {
+        pass('stall: (no settle of unknown outcome, no line owed)');
+    }
 }
 
 # Checks of a run under load on zone $zone, subject $key: each settle has one
