@@ -31,6 +31,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use RateLimitTest qw(parse_ratelimit hdr sleep_until_phase);
+use PromText;
 
 RateLimitTest::require_module();
 
@@ -109,6 +110,7 @@ server {
                      alias %%TMP%%/html/; }
     location /big/ { ratelimit zone=big cost=$arg_cost; alias %%TMP%%/html/; }
     location = /ratelimit { ratelimit_query zone=api; }
+    location = /metrics { ratelimit_metrics; }
 }
 EOF
 $_->write_conf($CONF) for $t, $t2;
@@ -389,6 +391,15 @@ run_sequence('c', 'api', 'seq-1', 60, 1);
     my @free = grep { $_->{headers}{'x-cost'} == 0 } @ok;
     ok(!(grep { $_->{headers}{'x-ratelimit-remaining'} < 1 } @free),
        'hammer: cost-0 requests admitted only while under the limit (' . scalar(@free) . ')');
+    my $asked = 0;
+    $asked += $_->{headers}{'x-cost'} for grep { $_->{status} == 429 } @res;
+    my ($adm, $rej) = (0, 0);
+    for my $server ($t, $t2) {
+        my $m = PromText::scrape($server);
+        $adm += PromText::value($m, 'nginx_ratelimit_units_total', zone => 'big', event => 'admitted');
+        $rej += PromText::value($m, 'nginx_ratelimit_units_total', zone => 'big', event => 'rejected');
+    }
+    is("$adm $rej", "$sum $asked", "hammer: metrics of both servers: units admitted ($sum) and asked by the rejected ($asked)");
     for my $server ($t, $t2) {
         my %pids = map { $_->{pid} => 1 } $server->access_entries_for(sub { $_->{uri} =~ m{^/big/} }, 1);
         is(scalar keys %pids, 2, 'hammer: both workers of a server answered');

@@ -223,6 +223,13 @@ server {
         ratelimit zone=once cost=2; ratelimit_settle zone=once 7;
         error_page 404 = /lim/a.html;
     }
+    # error_page into a location without ratelimit: the reservation's
+    # location settles it
+    location /ep2/ {
+        ratelimit zone=once cost=2; ratelimit_settle zone=once 7;
+        error_page 404 = /plain/a.html;
+    }
+    location /plain/ { alias %%TMP%%/html/; }
     location /rw/ {
         ratelimit zone=once cost=2; ratelimit_settle zone=once 7;
         rewrite ^/rw/(.*)$ /lim/$1 last;
@@ -568,7 +575,8 @@ SKIP: {
 {
     my $before = metric('nginx_ratelimit_settles_total', zone => 'once', outcome => 'applied');
     my @cases = (['/tf/x', 'tf'], ['/tf2/x', 'tf2'], ['/ep/missing.html', 'ep'], ['/rw/a.html', 'rw'],
-                 ['/ssi/page.html', 'ssi'], ['/ar/index.html', 'ar'], ['/u/x', 'u'], ['/lim/a.html', 'lim']);
+                 ['/ssi/page.html', 'ssi'], ['/ar/index.html', 'ar'], ['/u/x', 'u'], ['/lim/a.html', 'lim'],
+                 ['/ep2/missing.html', 'ep2']);
     for my $c (@cases) {
         my $r = get($c->[0], 'X-Api-Key' => "once-$c->[1]");
         is($r->{status}, 200, "once: $c->[0] answered 200");
@@ -705,11 +713,11 @@ SKIP: {
        "metrics: units added by settles in zone bytes, the bytes sent ($BYTES_SETTLED)");
     is(PromText::value($m, 'nginx_ratelimit_units_total', zone => 'bytes', event => 'admitted'), 0,
        'metrics: no units admitted at cost 0');
-    is(PromText::value($m, 'nginx_ratelimit_settles_total', zone => 'once', outcome => 'applied'), 9,
-       'metrics: zone once, 9 settles applied');
+    is(PromText::value($m, 'nginx_ratelimit_settles_total', zone => 'once', outcome => 'applied'), 10,
+       'metrics: zone once, 10 settles applied');
     is(PromText::value($m, 'nginx_ratelimit_units_total', zone => 'once', event => 'admitted') . ' '
-       . PromText::value($m, 'nginx_ratelimit_units_total', zone => 'once', event => 'settle_added'), '20 45',
-       'metrics: zone once, 10 x 2 units admitted, 9 x 5 added by settles');
+       . PromText::value($m, 'nginx_ratelimit_units_total', zone => 'once', event => 'settle_added'), '22 50',
+       'metrics: zone once, 11 x 2 units admitted, 10 x 5 added by settles');
 }
 
 $t->stop_nginx;
