@@ -350,12 +350,20 @@ sub load_paths {
     ok(wait_admitting(5), 'reload: Redis answering');
     my $load = start_clients(name => 'rl', key => 'rl', clients => 4, path_for => load_paths('rl'));
     sleep 0.8;
+    # and four long ones, in flight at the first reload: their settles are
+    # made by workers that are exiting
+    my $long = start_clients(name => 'rlong', key => 'rl', clients => 4, requests => 1,
+        path_for => sub { '/rl/chat?max_tokens=10&lo=100&hi=200&hold=1200' });
+    sleep 0.3;    # admitted, held 1.2 s at the upstream
+    my @old = $t->live_workers;
     for (1 .. 3) {
         $t->reload;
         sleep 0.5;
     }
     sleep 1.0;
-    my @rec = finish_clients($load, 1);
+    my @rec = (finish_clients($long), finish_clients($load, 1));
+    my %now = map { $_ => 1 } $t->live_workers;
+    ok(!(grep { $now{$_} } @old), 'reload: the first workers have exited');
     my $o = check_run('reload', 'rl', 'rl', \@rec);
     is("$o->{dropped} $o->{unknown} $o->{failed}", '0 0 0', 'reload: every settle applied (old workers sent theirs before exiting)');
     my ($np, $res_p, $used_p, $ne, $res_e) = tally(@rec);
