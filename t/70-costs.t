@@ -93,6 +93,7 @@ ratelimit_zone fix key=$http_x_api_key limit=100 window=1h algorithm=fixed;
 ratelimit_zone a   key=$http_x_api_key limit=10 window=60s;
 ratelimit_zone b   key=$http_x_api_key limit=20 window=60s;
 ratelimit_zone big key=$http_x_api_key limit=500 window=60s;
+ratelimit_zone vl  key=$http_x_api_key limit=$arg_lim window=60s;
 
 server {
     listen 127.0.0.1:%%PORT%% reuseport;
@@ -109,6 +110,7 @@ server {
     location /abd/ { ratelimit zone=a cost=$arg_ca; ratelimit zone=b dry_run cost=$arg_cb;
                      alias %%TMP%%/html/; }
     location /big/ { ratelimit zone=big cost=$arg_cost; alias %%TMP%%/html/; }
+    location /vl/  { ratelimit zone=vl cost=$arg_cost; alias %%TMP%%/html/; }
     location = /ratelimit { ratelimit_query zone=api; }
     location = /metrics { ratelimit_metrics; }
 }
@@ -239,6 +241,29 @@ run_sequence('c', 'api', 'seq-1', 60, 1);
         run_sequence('f', 'fix', 'seq-f', 60);
         is(int($t->redis_time_ms / 3_600_000), int($first / 3_600_000), 'fixed: the run stayed in one window');
     }
+}
+
+# --- limits and costs both differ per request -----------------------------------------------
+
+# limit=$arg_lim: each request is admitted iff used + max(cost, 1) <= its
+# own limit.  On one connection, so one worker's memory of rejections sees
+# every request.
+for my $one (0, 1) {
+    my $key = "vl-$one";
+    my ($used, @want, @paths) = (0);
+    for (1 .. 70) {
+        my $lim = (40, 60, 80, 100)[int rand 4];
+        my $cost = rand() < 0.15 ? 0 : 1 + int(rand(20));
+        my $fits = $used + ($cost > 0 ? $cost : 1) <= $lim;
+        $used += $cost if $fits;
+        push @want, "$lim/$cost:" . ($fits ? '200/PASSED' : '429/REJECTED');
+        push @paths, "/vl/index.html?lim=$lim&cost=$cost";
+    }
+    my @r = $one ? exchange($key, @paths) : map { get($_, $key) } @paths;
+    my @got = map { my ($l, $c) = $paths[$_] =~ /lim=(\d+)&cost=(\d+)/; "$l/$c:" . st($r[$_] // { status => 0, headers => {} }) } 0 .. $#paths;
+    is("@got", "@want", 'limits and costs per request' . ($one ? ', one connection' : '')
+        . ': decided as the model says');
+    is(redis_t("rl:vl:$key"), $used, "  Redis's t is the units admitted ($used)");
 }
 
 # --- cost=0, costs above the limit --------------------------------------------------

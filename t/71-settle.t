@@ -230,6 +230,9 @@ server {
         error_page 404 = /plain/a.html;
     }
     location /plain/ { alias %%TMP%%/html/; }
+    # subrequests of a request no zone counted: nothing counted, nothing settled
+    location /ssiu/ { ssi on; alias %%TMP%%/html/ssi/; }
+    location /aru/ { auth_request /auth; alias %%TMP%%/html/; }
     location /rw/ {
         ratelimit zone=once cost=2; ratelimit_settle zone=once 7;
         rewrite ^/rw/(.*)$ /lim/$1 last;
@@ -589,6 +592,10 @@ SKIP: {
     for my $c (@cases) {
         is(redis_t("rl:once:once-$c->[1]"), 7, "once: $c->[0]: reserved 2, settled once at 7");
     }
+    my @u = (get('/ssiu/page.html', 'X-Api-Key' => 'once-ssiu'), get('/aru/index.html', 'X-Api-Key' => 'once-aru'));
+    is(join(' ', map { $_->{status} } @u), '200 200', 'once: SSI and auth_request from a location without ratelimit');
+    sleep 0.3;
+    is($t->redis('EXISTS', 'rl:once:once-ssiu', 'rl:once:once-aru'), 0, '  their subrequests counted and settled nothing');
 }
 
 {
