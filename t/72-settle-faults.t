@@ -45,7 +45,7 @@ my $RPORT = $t->redis_port;
 my $BACKEND = $t->port('BACKEND');
 TokenBackend::start($t, $BACKEND, seed => $SEED);
 
-my @ZONES = qw(q1 q2 st ld na rl);
+my @ZONES = qw(q1 q2 st ld na rl qx);
 $t->write_conf(<<"EOF" . join('', map { <<"LOC" } @ZONES) . "}\n");
 ratelimit_redis 127.0.0.1:$RPORT timeout=1s connect_timeout=200ms;
 upstream tokens { server 127.0.0.1:$BACKEND; }
@@ -202,9 +202,13 @@ sub wait_backend_in_flight {
     my @rec = finish_clients($load);
     is(join(' ', map { "$_->{status}/$_->{rs}" } @rec), join(' ', ('200/PASSED') x 6), 'dropped: six admitted');
     my @old = $t->live_workers;
-    $t->reload;
+    my $t0 = time;
+    kill 'HUP', $t->nginx_pid;
     my $gone = RateLimitTest::wait_until(sub { my %w = map { $_ => 1 } $t->live_workers; !(grep { $w{$_} } @old) }, 8);
     ok($gone, 'dropped: the old workers exited with Redis down');
+    # A graceful exit waits at most `timeout` for its settles.
+    ok($gone && $gone - $t0 < 1.7, sprintf('dropped: they exited within timeout=1s and 0.7 s of slack (%.2f s)', ($gone // 99) - $t0));
+    RateLimitTest::wait_until(sub { $t->count_log(qr/start worker process \d+/) >= 6 }, 3);
     RateLimitTest::wait_until(sub { settled('q2') >= 6 }, 3);
     my $o = outcomes('q2');
     is("$o->{applied} $o->{dropped} $o->{unknown} $o->{failed}", '0 6 0 0',
@@ -385,7 +389,20 @@ $t->throttle_ok('settle faults: redis problems logged at most once a second per 
     ok(!@over, 'settle faults: lost settles logged at most once a second per worker')
         or diag(join ', ', @over);
 }
-$t->stop_nginx;
+# --- nginx stopped gracefully (QUIT) with requests in flight: their settles go out -------------
+
+{
+    ok(wait_admitting(5), 'quit: Redis answering');
+    my $load = start_clients(name => 'qx', key => 'qx', clients => 4, requests => 1,
+        path_for => sub { '/qx/chat?max_tokens=10&lo=100&hi=200&hold=800' });
+    ok(wait_backend_in_flight(4, 5), 'quit: four requests admitted and at the upstream');
+    ok($t->stop_nginx(10), 'quit: nginx stopped gracefully');
+    my @rec = finish_clients($load);
+    is(join(' ', map { "$_->{status}/$_->{rs}" } @rec), join(' ', ('200/PASSED') x 4), 'quit: the four answered');
+    my (undef, $reserved, $used) = tally(@rec);
+    is(redis_t('rl:qx:qx'), $used, "quit: their settles sent before the workers exited ($used)");
+}
+
 $t->final_checks('settle faults: no [alert] or [emerg]');
 
 done_testing;
