@@ -85,20 +85,22 @@ struct Zone {
     ngx_uint_t index;         // its place in MainConf::zones
     ngx_http_complex_value_t key;
     Policy policy;            // its limit is 0 with limit_value
-    bool fixed;               // algorithm=fixed: one bucket, the window
     // `limit=$NAME` or `rate=$NAME`: evaluated for each request, whose
     // limit it gives (limit_from_value()); nullptr for a number.
     ngx_http_complex_value_t *limit_value;
     bool limit_is_rate;       // rate=$NAME: its value is a rate
     // The zone's script arguments that do not depend on the request, made
-    // once, encoded: see write_zone_args().  Empty with limit_value: a
-    // request's are made with its limit.
+    // once, encoded: see write_zone_args().  Empty with limit_value, and
+    // for a GCRA zone: a request's are made with its limit and burst.
     ngx_str_t script_args;
     ngx_str_t policy_member;  // its member of the RateLimit-Policy list;
                               // empty with limit_value, likewise
     // A concurrency zone bounds requests in flight instead (the members
     // above unused); nullptr for a rate zone.
     const ConcurrencyPolicy *concurrency;
+    // A GCRA zone: the largest burst a location applies it with, under
+    // which the status API (`ratelimit_query`) reports it.
+    std::uint64_t largest_burst;
     // Some `ratelimit_settle` may give units back (a reservation larger
     // than what was used, or refunded): a subject's count can fall before
     // its reset, so a rejection is not remembered (the deny cache).
@@ -116,6 +118,13 @@ struct ZoneRef {
     // not nullptr).
     std::uint64_t cost;
     ngx_http_complex_value_t *cost_value;
+    // A GCRA zone's: `burst=`, and the requests over the rate let through
+    // at once, `delay=` (kNoDelay: `nodelay`), as limit_req's: see
+    // limits/gcra.hpp.
+    std::uint64_t burst;
+    std::uint64_t delay;
+    bool shaping;     // one of them was given: the zone must be GCRA
+    bool query;       // of `ratelimit_query`: reports under largest_burst
     ngx_str_t file;  // where the directive stands, for the error if the
     ngx_uint_t line; // zone is never defined
 };

@@ -1,11 +1,14 @@
 #include "directives/directives.hpp"
 
+#include <algorithm>
 #include <new>
 
 #include "directives/concurrency_zone.hpp"
 #include "directives/conf_params.hpp"
 #include "status/metrics_handler.hpp"
+#include "limits/gcra.hpp"
 #include "limits/rate_headers.hpp"
+#include "limits/window_rules.hpp"
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
 #include "params/zone_params.hpp"
@@ -81,7 +84,7 @@ bool render_zone(ngx_pool_t *pool, Zone *zone)
     }
 
     zone->script_args.len = write_zone_args(
-        p, zone->fixed, reinterpret_cast<char *>(zone->script_args.data));
+        p, reinterpret_cast<char *>(zone->script_args.data));
 
     std::string_view name = view(zone->name);
     auto *member = static_cast<u_char *>(
@@ -103,8 +106,10 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
 {
     if (params.kind == ZoneKind::kRate) {
         zone->policy = params.policy;
-        zone->fixed = params.fixed;
-        return !params.limit_variable.empty() || render_zone(pool, zone);
+        // A GCRA zone's burst is its location's: its arguments and header
+        // member are made per request, as a variable limit's.
+        return !params.limit_variable.empty() || params.policy.gcra()
+               || render_zone(pool, zone);
     }
 
     auto *policy = static_cast<ConcurrencyPolicy *>(
@@ -204,7 +209,7 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
 // Adds `zone=NAME` to a location's list of zones (`ratelimit` or
 // `ratelimit_query`); the zone itself is looked up in resolve_zones().
 char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
-                    bool dry_run)
+                    bool dry_run, bool query)
 {
     if (*list == NGX_CONF_UNSET_PTR || *list == nullptr) {
         *list = ngx_array_create(cf->pool, 2, sizeof(ZoneRef));
@@ -239,6 +244,10 @@ char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
     ref->dry_run = dry_run;
     ref->cost = 1;
     ref->cost_value = nullptr;
+    ref->burst = 0;
+    ref->delay = 0;
+    ref->shaping = false;
+    ref->query = query;
     ref->file = cf->conf_file->file.name;
     ref->line = cf->conf_file->line;
     return NGX_CONF_OK;
@@ -272,6 +281,37 @@ char *set_ref_cost(ngx_conf_t *cf, ngx_str_t value, ZoneRef *ref)
     return NGX_CONF_OK;
 }
 
+// `burst=N`, `delay=N` or `nodelay` of a GCRA zone into *shaping (burst
+// and delay, ZoneRef's), once each; false if `arg` is none of them.
+// `delay=` and `nodelay` exclude each other, as in limit_req.
+bool take_shaping(ngx_conf_t *cf, const ngx_str_t &arg,
+                  std::uint64_t (&shaping)[2], bool (&given)[2], char **rv)
+{
+    ngx_str_t value;
+    std::size_t which = 1;
+    std::optional<std::uint64_t> number = kNoDelay;
+
+    if (take_param(arg, "burst=", &value)) {
+        which = 0;
+        number = parse_units(view(value));
+    } else if (take_param(arg, "delay=", &value)) {
+        number = parse_units(view(value));
+    } else if (view(arg) != "nodelay") {
+        return false;
+    }
+
+    if (given[which]) {
+        *rv = duplicate_param(cf, arg);
+    } else if (!number) {
+        *rv = invalid_param(cf, arg);
+    } else {
+        shaping[which] = *number;
+        given[which] = true;
+    }
+
+    return true;
+}
+
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
 {
     auto *lcf = static_cast<LocConf *>(conf);
@@ -279,6 +319,8 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     ngx_str_t name = ngx_null_string;
     ngx_str_t cost = ngx_null_string;
     bool dry_run = false;
+    std::uint64_t shaping[2] = {0, 0};  // burst, delay
+    bool given[2] = {false, false};
 
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         ngx_str_t value;
@@ -305,7 +347,15 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
             dry_run = true;
 
         } else {
-            return invalid_param(cf, args[i]);
+            char *rv = NGX_CONF_OK;
+
+            if (!take_shaping(cf, args[i], shaping, given, &rv)) {
+                return invalid_param(cf, args[i]);
+            }
+
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
         }
     }
 
@@ -314,14 +364,18 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
                                &args[0]);
     }
 
-    char *rv = push_zone_ref(cf, &lcf->zones, name, dry_run);
+    char *rv = push_zone_ref(cf, &lcf->zones, name, dry_run, false);
 
-    if (rv != NGX_CONF_OK || cost.data == nullptr) {
+    if (rv != NGX_CONF_OK) {
         return rv;
     }
 
-    auto *refs = static_cast<ZoneRef *>(lcf->zones->elts);
-    return set_ref_cost(cf, cost, &refs[lcf->zones->nelts - 1]);
+    ZoneRef &ref = static_cast<ZoneRef *>(lcf->zones->elts)[
+        lcf->zones->nelts - 1];
+    ref.burst = shaping[0];
+    ref.delay = shaping[1];
+    ref.shaping = given[0] || given[1];
+    return cost.data == nullptr ? NGX_CONF_OK : set_ref_cost(cf, cost, &ref);
 }
 
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
@@ -340,7 +394,7 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
             return invalid_param(cf, args[i]);
         }
 
-        char *rv = push_zone_ref(cf, &lcf->query, name, false);
+        char *rv = push_zone_ref(cf, &lcf->query, name, false, true);
 
         if (rv != NGX_CONF_OK) {
             return rv;
@@ -397,6 +451,29 @@ char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
                                      &ref.name, &ref.file, ref.line);
         }
 
+        // The script takes a window of 1 + burst emission intervals of at
+        // most kMaxWindowMs, as it takes a window of buckets.
+        const Policy &policy = ref.zone->policy;
+
+        if (policy.gcra()
+            && ref.burst >= window_rules::kMaxWindowMs / policy.window_ms)
+        {
+            return after_block_error(cf, "burst=%uL is too large for zone "
+                                         "\"%V\", in %V:%ui",
+                                     ref.burst, &ref.name, &ref.file,
+                                     ref.line);
+        }
+
+        if (ref.shaping && !policy.gcra()) {
+            return after_block_error(cf, "\"burst=\", \"delay=\" and "
+                                         "\"nodelay\" apply to zones of "
+                                         "algorithm=gcra only, not \"%V\", "
+                                         "in %V:%ui",
+                                     &ref.name, &ref.file, ref.line);
+        }
+
+        ref.zone->largest_burst = std::max(ref.zone->largest_burst,
+                                           ref.query ? 0 : ref.burst);
         mcf->used = true;
         mcf->concurrency |= ref.zone->concurrency != nullptr;
     }

@@ -117,12 +117,13 @@ char *resolve_settles(ngx_conf_t *cf, LocConf *lcf) noexcept
         }
 
         if (!has_zones || r == lcf->zones->nelts
-            || refs[r].zone->concurrency != nullptr)
+            || refs[r].zone->concurrency != nullptr
+            || refs[r].zone->policy.gcra())
         {
             return after_block_error(cf, "ratelimit_settle zone \"%V\" "
                                          "needs \"ratelimit zone=%V\" of a "
-                                         "rate zone in the same location, "
-                                         "in %V:%ui",
+                                         "sliding or fixed window in the "
+                                         "same location, in %V:%ui",
                                      &settle.name, &settle.name, &settle.file,
                                      settle.line);
         }

@@ -85,6 +85,44 @@ void merge_slot_result(RequestState *state)
     }
 }
 
+// The end of a GCRA zone's wait: the phases go on, unless the timer fired
+// only to let a write that nginx held back go out.
+void end_of_turn_wait(ngx_http_request_t *r) noexcept
+{
+    ngx_event_t *wev = r->connection->write;
+
+    if (wev->delayed) {
+        if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        }
+        return;
+    }
+
+    if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+}
+
+// A request a GCRA zone admitted waits for its turn as limit_req's does: on
+// its connection's write timer, the connection watched (a client that
+// leaves ends it), then the phases go on where they were.
+ngx_int_t wait_for_turn(RequestState *state)
+{
+    ngx_http_request_t *r = state->r;
+
+    state->delayed = true;
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = end_of_turn_wait;
+    r->connection->write->delayed = 1;
+    ngx_add_timer(r->connection->write, state->delay_ms);
+    return NGX_AGAIN;
+}
+
 // The phase's answer once the result is known; later passes through the
 // phase (internal redirects) are let through: a request is counted once.
 ngx_int_t act_on(RequestState *state)
@@ -117,6 +155,9 @@ ngx_int_t act_on(RequestState *state)
     case Result::kError:
         return state->lcf->fail == kFailClosed
                ? NGX_HTTP_SERVICE_UNAVAILABLE : NGX_DECLINED;
+
+    case Result::kPassed:
+        return state->delay_ms > 0 ? wait_for_turn(state) : NGX_DECLINED;
 
     default:
         return NGX_DECLINED;

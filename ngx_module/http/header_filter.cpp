@@ -1,5 +1,6 @@
 #include "http/header_filter.hpp"
 
+#include "limits/gcra.hpp"
 #include "limits/rate_headers.hpp"
 #include "request/request_state.hpp"
 #include "limits/sliding_window.hpp"
@@ -41,8 +42,10 @@ bool add_number(ngx_http_request_t *r, ngx_str_t name, std::uint64_t value)
 }
 
 // RateLimit-Policy lists every zone the request was decided in, each with
-// the limit it applied: a zone whose limit is a variable has its member
-// written for the request.
+// the limit it applied: a zone whose limit is a variable, or a GCRA zone
+// (its burst is the location's), has its member written for the request:
+// a GCRA zone's quota is its capacity, 1 + burst requests at once, over
+// the time they take at its rate.
 bool add_policy(ngx_http_request_t *r, const RequestState *state)
 {
     static const char kSeparator[] = ", ";
@@ -50,7 +53,7 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         const Zone &zone = *state->refs[i]->zone;
-        len += (zone.limit_value == nullptr
+        len += (zone.policy_member.len > 0
                     ? zone.policy_member.len
                     : policy_member_max_size(view(zone.name)))
                + sizeof(kSeparator) - 1;
@@ -71,9 +74,11 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
 
         const Zone &zone = *state->refs[i]->zone;
 
-        if (zone.limit_value != nullptr) {
-            p += write_policy_member(view(zone.name), state->limits[i],
-                                     zone.policy.window_seconds(),
+        if (zone.policy_member.len == 0) {
+            Policy policy = policy_of(state, i);
+            p += write_policy_member(view(zone.name), policy.quota(),
+                                     policy.gcra() ? gcra_window_s(policy)
+                                                   : policy.window_seconds(),
                                      reinterpret_cast<char *>(p));
             continue;
         }

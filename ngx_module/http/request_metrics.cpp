@@ -1,5 +1,6 @@
 #include "http/request_metrics.hpp"
 
+#include "limits/gcra.hpp"
 #include "metrics/metrics.hpp"
 
 namespace ratelimit {
@@ -27,11 +28,24 @@ Decision zone_decision(const RequestState *state, ngx_uint_t i)
     }
 }
 
-// The units of zone i: the cost it counted, or the cost it refused.
+// The units of zone i: the cost it counted, or the cost it refused; and
+// the wait for its turn it gave a request it admitted.
 void record_zone_units(const RequestState *state, ngx_uint_t i,
                        Decision decision)
 {
     ngx_uint_t zone = state->refs[i]->zone->index;
+    Policy policy = policy_of(state, i);
+
+    if (decision == Decision::kPassed && policy.gcra()
+        && state->delay_ms > 0)
+    {
+        std::uint64_t wait_ms = gcra_wait_ms(policy, state->counts[i].total,
+                                             state->costs[i],
+                                             state->refs[i]->delay);
+        if (wait_ms > 0) {
+            metrics::record_zone_delay(zone, wait_ms);
+        }
+    }
 
     if (decision == Decision::kRejected) {
         metrics::record_units(zone, UnitEvent::kRejected, state->costs[i]);

@@ -161,6 +161,31 @@ ngx_int_t handoff_time_variable(ngx_http_request_t *r,
     return NGX_OK;
 }
 
+// $ratelimit_delay: milliseconds a request its GCRA zones admitted waited
+// for its turn ("0" if none); empty for one they did not admit.
+ngx_int_t delay_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+                         uintptr_t) noexcept
+{
+    const RequestState *state = find_state(r);
+
+    if (state == nullptr || state->result != Result::kPassed
+        || state->stage != RequestState::Stage::kDone)
+    {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    auto *text = static_cast<u_char *>(ngx_pnalloc(r->pool, kMaxDigits));
+
+    if (text == nullptr) {
+        return NGX_ERROR;
+    }
+
+    set_value(v, text, write_decimal(state->delayed ? state->delay_ms : 0,
+                                     reinterpret_cast<char *>(text)));
+    return NGX_OK;
+}
+
 ngx_http_variable_t variables[] = {
     {ngx_string("ratelimit_status"), nullptr, status_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
@@ -173,6 +198,8 @@ ngx_http_variable_t variables[] = {
     {ngx_string("ratelimit_queue_time"), nullptr, queue_time_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("ratelimit_handoff_time"), nullptr, handoff_time_variable, 0,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ratelimit_delay"), nullptr, delay_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
 };
 

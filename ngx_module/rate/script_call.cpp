@@ -3,10 +3,13 @@
 #include "rate/call_batch.hpp"
 #include "worker/worker_objects.hpp"
 #include "limits/deny_cache.hpp"
+#include "limits/gcra.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "limits/sliding_window.hpp"
 #include "rate/reservations.hpp"
+
+#include <algorithm>
 
 namespace ratelimit {
 
@@ -48,14 +51,31 @@ void fail_part(RequestState *state, const char *why,
     state->part_failed = true;
 }
 
+// The room of the request in zone i, as the memory of rejections compares
+// them (DenyCache::room()): a GCRA zone's is counted in its turns, of
+// which a request has 1 + burst at once.  None (false) in a zone whose
+// count may fall before its reset (its settles give units back), nor in a
+// GCRA zone whose limit is a variable: its turns have no fixed length.
+bool deny_room(const RequestState *state, ngx_uint_t i, std::int64_t *room)
+{
+    const Zone &zone = *state->refs[i]->zone;
+    Policy policy = policy_of(state, i);
+
+    if (zone.gives_back || (policy.gcra() && zone.limit_value != nullptr)) {
+        return false;
+    }
+
+    *room = DenyCache::room(policy.quota(), state->costs[i]);
+    return true;
+}
+
 // A rejection this worker remembers, answered without asking Redis.
 bool reject_from_memory(RequestState *state, const DenyCache &denied)
 {
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::uint64_t reset_epoch_s = 0;
-        std::int64_t room = DenyCache::room(state->limits[i],
-                                            state->costs[i]);
-        std::uint64_t ms = enforced(state, i)
+        std::int64_t room = 0;
+        std::uint64_t ms = enforced(state, i) && deny_room(state, i, &room)
                            ? denied.denied_for(view(state->keys[i]), room,
                                                ngx_current_msec,
                                                &reset_epoch_s)
@@ -66,7 +86,7 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
         }
 
         state->verdict = {Outcome::kRejected, i,
-                          {state->limits[i], 0, ms}};
+                          {policy_of(state, i).quota(), 0, ms}};
         state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
         metrics::record_deny_cache_hit(state->refs[i]->zone->index);
@@ -75,6 +95,26 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
     }
 
     return false;
+}
+
+// How long an admitted request waits for its turn in its GCRA zones: the
+// longest of their waits.  A dry run waits for none, as in limit_req.
+ngx_msec_t turn_wait_ms(const RequestState *state)
+{
+    std::uint64_t wait_ms = 0;
+
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        Policy policy = policy_of(state, i);
+
+        if (policy.gcra() && enforced(state, i)) {
+            wait_ms = std::max(wait_ms,
+                               gcra_wait_ms(policy, state->counts[i].total,
+                                            state->costs[i],
+                                            state->refs[i]->delay));
+        }
+    }
+
+    return static_cast<ngx_msec_t>(wait_ms);
 }
 
 void take_counts(RequestState *state, std::uint64_t now_ms,
@@ -120,12 +160,10 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         state->result = Result::kRejected;
         // Measured from when the call left, not from now: Redis decided
         // after that, so the remembered rejection never outlasts its own.
-        if (denied != nullptr && v.status.reset_ms > 0
-            && !state->refs[v.zone]->zone->gives_back)
+        if (std::int64_t room; denied != nullptr && v.status.reset_ms > 0
+                                && deny_room(state, v.zone, &room))
         {
-            denied->deny(view(state->keys[v.zone]),
-                         DenyCache::room(v.status.limit,
-                                         state->costs[v.zone]),
+            denied->deny(view(state->keys[v.zone]), room,
                          state->sent_msec + v.status.reset_ms,
                          state->reset_epoch_s);
         }
@@ -137,6 +175,7 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
     case Outcome::kPassed:
         state->result = Result::kPassed;
         state->reserved = true;
+        state->delay_ms = turn_wait_ms(state);
         break;
     }
 }

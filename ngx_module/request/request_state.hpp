@@ -90,6 +90,10 @@ struct RequestState {
     // What the request costs in each zone, in units (ZoneRef::cost).
     std::uint64_t costs[kMaxZonesPerRequest];
     bool reserved;  // Redis counted it: its zones may be settled
+    // Admitted by a GCRA zone with its turn still to come: the wait, the
+    // longest of its GCRA zones' (gcra_wait_ms()); `delayed` once begun.
+    ngx_msec_t delay_ms;
+    bool delayed;
     bool settled;   // its settles are made: it makes none again
 
     std::uint64_t now_ms;         // Redis time of the reply
@@ -106,11 +110,13 @@ inline bool enforced(const RequestState *state, ngx_uint_t i)
 }
 
 // Zone i's policy as it applies to the request: the zone's, under the
-// request's limit.
+// request's limit and its location's burst.
 inline Policy policy_of(const RequestState *state, ngx_uint_t i)
 {
     Policy policy = state->refs[i]->zone->policy;
     policy.limit = state->limits[i];
+    policy.burst = state->refs[i]->query ? state->refs[i]->zone->largest_burst
+                                         : state->refs[i]->burst;
     return policy;
 }
 

@@ -17,10 +17,31 @@ struct Rate {
     std::uint64_t window_ms;  // window length in milliseconds, > 0
 };
 
+// How a rate zone counts: a sliding window of buckets, a fixed window (one
+// bucket, the window), or GCRA as nginx's limit_req (a theoretical arrival
+// time per subject; a request of the rate every window_ms / limit).
+enum class Algorithm { kSliding, kFixed, kGcra };
+
 struct Policy {
     std::uint64_t limit;
     std::uint64_t window_ms;
-    std::uint64_t bucket_ms;  // divides window_ms
+    std::uint64_t bucket_ms;  // divides window_ms; a fixed or GCRA zone's
+                              // is the window
+    Algorithm algorithm = Algorithm::kSliding;
+    // GCRA: the requests over the rate that may come at once (limit_req's
+    // burst=), from the location that applies the zone.
+    std::uint64_t burst = 0;
+
+    bool gcra() const { return algorithm == Algorithm::kGcra; }
+    // What the headers call the limit: a window's limit; a GCRA zone's
+    // capacity, 1 + burst requests at once.
+    std::uint64_t quota() const { return gcra() ? 1 + burst : limit; }
+    // GCRA: the time one request of the rate takes, in microseconds.
+    double emission_us() const
+    {
+        return static_cast<double>(window_ms) * 1000
+               / static_cast<double>(limit);
+    }
 
     std::uint64_t buckets() const { return window_ms / bucket_ms; }
     std::uint64_t window_seconds() const { return (window_ms + 999) / 1000; }

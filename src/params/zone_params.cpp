@@ -168,14 +168,16 @@ std::optional<std::string> read_buckets(const ZoneValues &v, ZoneParams *out)
     Policy &policy = out->policy;
     std::string_view algorithm = v[kAlgorithm].value_or("sliding");
 
-    if (algorithm != "sliding" && algorithm != "fixed") {
+    if (algorithm == "fixed") {
+        policy.algorithm = Algorithm::kFixed;
+    } else if (algorithm == "gcra") {
+        policy.algorithm = Algorithm::kGcra;
+    } else if (algorithm != "sliding") {
         return "invalid algorithm " + quoted(algorithm)
-               + ": use \"sliding\" or \"fixed\"";
+               + ": use \"sliding\", \"fixed\" or \"gcra\"";
     }
 
-    out->fixed = algorithm == "fixed";
-
-    if (out->fixed) {
+    if (policy.algorithm != Algorithm::kSliding) {
         if (v[kBucket]) {
             return "\"bucket=\" applies to sliding windows only";
         }

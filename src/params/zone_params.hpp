@@ -25,8 +25,6 @@ struct ZoneParams {
     // when the limit is a number.
     std::string_view limit_variable;
     bool limit_is_rate = false;      // it came from rate=: a rate
-    bool fixed = false;              // algorithm=fixed: one bucket, the
-                                     // window
     ConcurrencyPolicy concurrency{}; // a concurrency zone's
 };
 

@@ -98,12 +98,14 @@ std::size_t write_entry_head(bool peek, std::size_t zones,
 
 }  // namespace
 
-std::size_t write_zone_args(const Policy &policy, bool fixed, char *out)
+std::size_t write_zone_args(const Policy &policy, char *out)
 {
+    static constexpr std::string_view kKinds[] = {"s", "f", "g"};
     char *p = put_decimal_bulk(out, policy.limit);
     p = put_decimal_bulk(p, policy.bucket_ms);
-    p = put_decimal_bulk(p, policy.buckets());
-    p = put_bulk(p, fixed ? "f" : "s");
+    p = put_decimal_bulk(p, policy.gcra() ? 1 + policy.burst
+                                          : policy.buckets());
+    p = put_bulk(p, kKinds[static_cast<std::size_t>(policy.algorithm)]);
     return static_cast<std::size_t>(p - out);
 }
 

@@ -16,10 +16,11 @@
 namespace ratelimit {
 
 // The arguments of a zone that do not depend on the request (limit, bucket
-// length in ms, buckets per window, algorithm), as RESP bulk strings: at
-// most kZoneArgsMaxSize bytes, four bulks of at most 20 digits.
+// length in ms, buckets per window, algorithm; of a GCRA zone, its limit,
+// window, capacity 1 + burst and algorithm), as RESP bulk strings: at most
+// kZoneArgsMaxSize bytes, four bulks of at most 20 digits.
 constexpr std::size_t kZoneArgsMaxSize = 4 * (1 + 20 + 2 + 20 + 2);
-std::size_t write_zone_args(const Policy &policy, bool fixed, char *out);
+std::size_t write_zone_args(const Policy &policy, char *out);
 
 class ScriptBatch {
 public:

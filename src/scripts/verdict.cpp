@@ -1,5 +1,6 @@
 #include "scripts/verdict.hpp"
 
+#include "limits/gcra.hpp"
 #include "limits/sliding_window.hpp"
 
 namespace ratelimit {
@@ -7,6 +8,11 @@ namespace ratelimit {
 ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms)
 {
+    if (policy.gcra()) {
+        GcraStatus gcra = gcra_status(policy, count.total, count.over);
+        return {gcra.capacity, gcra.remaining, gcra.reset_ms};
+    }
+
     ZoneStatus status{policy.limit, 0, 0};
 
     if (!count.over && count.total < policy.limit) {

@@ -110,6 +110,7 @@ constexpr char kScript[] = R"lua(
 local call, fmt, tonumber = redis.call, string.format, tonumber
 local time = call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
+local now_us = time[1] * 1000000 + time[2]
 
 local function drop(key, ids)
     for i = 1, #ids, 256 do
@@ -170,7 +171,7 @@ local function ahead(current, newest, span)
 end
 
 local zones = tonumber(ARGV[1])
-local limit, width, span, fixed, enforce = {}, {}, {}, {}, {}
+local limit, width, span, fixed, enforce, gcra = {}, {}, {}, {}, {}, {}
 local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
 local W = 604800000000000
 
@@ -190,6 +191,7 @@ for d = 1, zones do
                       .. 'bucket * span at most 604800000000000 ms'}
     end
     fixed[d] = ARGV[z + 3] == 'f'
+    gcra[d] = ARGV[z + 3] == 'g' and width[d] * 1000 / limit[d]
     enforce[d] = ARGV[z + 4] == '1'
     bucket[d] = math.floor(now / width[d])
     bucket_field[d] = fmt('%d', bucket[d])
@@ -201,6 +203,10 @@ local byte = string.byte
 local keys = KEYS
 
 local function read_zone(key, d, read)
+    if gcra[d] then
+        local tat = tonumber(call('HGET', key, 'g')) or 0
+        return math.max(tat - now_us, 0), 0, 0, 0, false, 0, ''
+    end
     local current, field = bucket[d], bucket_field[d]
     local count, oldest, newest, here, gone = 0, 0, 0, 0, false
 
@@ -239,6 +245,14 @@ end
 
 local function write_zone(key, d, add, count, oldest, newest, here, gone,
                           current, field)
+    if gcra[d] then
+        count = count + add * gcra[d]
+        if add > 0 then
+            call('HSET', key, 'g', fmt('%d', math.floor(now_us + count + 0.5)))
+            call('PEXPIREAT', key, fmt('%d', math.ceil((now_us + count) / 1000)))
+        end
+        return math.floor(count + 0.5), 0
+    end
     if gone then
         drop(key, gone)
     end
@@ -272,6 +286,14 @@ local function write_zone(key, d, add, count, oldest, newest, here, gone,
 end
 
 local st = {}
+
+local function over(d, count, c)
+    local need = math.max(c, 1)
+    if gcra[d] then
+        return count + need * gcra[d] > span[d] * gcra[d] + 1
+    end
+    return count + need > limit[d]
+end
 
 local function shape(entry)
     local kind = byte(entry, 1)
@@ -325,7 +347,8 @@ local function peek_interval(k, entry, reply, r)
         if not want or want < 1 or want > W then
             error('bad interval peek')
         end
-        reply[r + 3 * n + i] = fixed[d] and reply[r + 3 * i - 2]
+        reply[r + 3 * n + i] = gcra[d] and 0
+                               or fixed[d] and reply[r + 3 * i - 2]
                                or count_newest(keys[k + i - 1], d, want)
     end
     return n, 1 + 4 * n
@@ -338,6 +361,9 @@ local function settle(k, entry, reply, r)
         error('bad settle')
     end
     local key, d = keys[k], byte(z) + 1
+    if gcra[d] then
+        error('no settle in a gcra zone')
+    end
     local count, oldest, newest, here, gone, current, field =
         read_zone(key, d)
     local inside = at <= current and at > current - span[d]
@@ -397,12 +423,12 @@ function decide(k, entry, reply, r, read)
         local key, d, c = keys[k], byte(zones, 2) + 1, cost and cost[1] or 1
         local count, oldest, newest, here, gone, current, field =
             read_zone(key, d, read)
-        local over = count + math.max(c, 1) > limit[d]
-        reply[r] = over and enforce[d] and 1 or 0
+        local out = over(d, count, c)
+        reply[r] = out and enforce[d] and 1 or 0
         reply[r + 1], reply[r + 2] =
-            write_zone(key, d, counting and not over and c or 0, count,
+            write_zone(key, d, counting and not out and c or 0, count,
                        oldest, newest, here, gone, current, field)
-        reply[r + 3] = over and 1 or 0
+        reply[r + 3] = out and 1 or 0
         return 1, 4
     end
 
@@ -416,8 +442,7 @@ function decide(k, entry, reply, r, read)
         count, st[s + 3], st[s + 4], st[s + 5], st[s + 6], st[s + 7],
             st[s + 8] = read_zone(keys[k + i - 1], d)
         st[s + 2] = count
-        if count + math.max(cost and cost[i] or 1, 1) > limit[d]
-           and enforce[d] then
+        if over(d, count, cost and cost[i] or 1) and enforce[d] then
             rejected = true
         end
     end
@@ -427,13 +452,13 @@ function decide(k, entry, reply, r, read)
     for i = 1, n do
         local s = (i - 1) * 8
         local d, count, c = st[s + 1], st[s + 2], cost and cost[i] or 1
-        local over = count + math.max(c, 1) > limit[d]
+        local out = over(d, count, c)
         local q = r + 3 * i - 2
         reply[q], reply[q + 1] =
             write_zone(keys[k + i - 1], d, counting and not rejected
-                       and not over and c or 0, count, st[s + 3], st[s + 4],
+                       and not out and c or 0, count, st[s + 3], st[s + 4],
                        st[s + 5], st[s + 6], st[s + 7], st[s + 8])
-        reply[q + 2] = over and 1 or 0
+        reply[q + 2] = out and 1 or 0
     end
     return n, 1 + 3 * n
 end
@@ -443,7 +468,9 @@ local entries = #ARGV
 
 local solo = {}
 for d = 1, zones do
-    solo['c' .. string.char(d - 1)] = d
+    if not gcra[d] then
+        solo['c' .. string.char(d - 1)] = d
+    end
 end
 
 local a, k, r = 2 + zones * 5, 1, 2

@@ -44,6 +44,8 @@ TEST(ParseZoneParams, RateZones)
          10, 1000, 1000, true},
         {{"s", "key=$k", "rate=10r/s", "algorithm=sliding"},
          10, 1000, 20, false},
+        {{"g", "key=$k", "rate=10r/s", "algorithm=gcra"},
+         10, 1000, 1000, false},
         {{"b", "key=$k", "limit=2", "window=1s", "bucket=1s"},
          2, 1000, 1000, false},
         {{"w", "key=$k", "limit=1", "window=1m30s"}, 1, 90000, 1500, false},
@@ -61,7 +63,7 @@ TEST(ParseZoneParams, RateZones)
         EXPECT_EQ(zone.policy.limit, c.limit);
         EXPECT_EQ(zone.policy.window_ms, c.window_ms);
         EXPECT_EQ(zone.policy.bucket_ms, c.bucket_ms);
-        EXPECT_EQ(zone.fixed, c.fixed);
+        EXPECT_EQ(zone.policy.algorithm == Algorithm::kFixed, c.fixed);
     }
 }
 
@@ -100,7 +102,7 @@ TEST(ParseZoneParams, LimitsFromVariables)
         EXPECT_EQ(zone.policy.limit, 0u);
         EXPECT_EQ(zone.policy.window_ms, c.window_ms);
         EXPECT_EQ(zone.policy.bucket_ms, c.bucket_ms);
-        EXPECT_EQ(zone.fixed, c.fixed);
+        EXPECT_EQ(zone.policy.algorithm == Algorithm::kFixed, c.fixed);
     }
 }
 

@@ -52,10 +52,11 @@ std::vector<std::string> arguments(
     return parse_command(command);
 }
 
-std::string zone_args(const Policy &p, bool fixed)
+std::string zone_args(Policy p, bool fixed)
 {
+    p.algorithm = fixed ? Algorithm::kFixed : Algorithm::kSliding;
     char out[kZoneArgsMaxSize];
-    return std::string(out, write_zone_args(p, fixed, out));
+    return std::string(out, write_zone_args(p, out));
 }
 
 // The arrays add() reads for a request in as many zones as one may have:
@@ -267,7 +268,7 @@ TEST(ScriptBatch, ZonesAreTheirBytes)
 
     for (std::uint64_t limit : limits) {
         std::string_view zone[] = {
-            {buffer, write_zone_args({limit, 60000, 1000}, false, buffer)}};
+            {buffer, write_zone_args({limit, 60000, 1000}, buffer)}};
         ASSERT_TRUE(batch.add(false, 1, key, zone, enforce));
     }
 
