@@ -155,6 +155,8 @@ sub cost_line {
     is(join(' ', map { hdr($_, 'X-RateLimit-Remaining') // '-' } @r), '99 94 92', 'remaining counts units: 99 94 92');
     is(redis_t('rl:api:d1'), 8, 'Redis counts 1 + 5 + 2 units');
     is($t->redis_hash_total('rl:api:d1'), 8, 'the buckets hold 8 units');
+    my @e = $t->access_entries_for(sub { $_->{uri} =~ m{^/(?:one|c5|c)/index\.html} && $_->{rs} eq 'PASSED' }, 3);
+    is(join(' ', map { $_->{rem} } @e[0 .. 2]), '99 94 92', '$ratelimit_remaining counts units');
     my $q = get('/ratelimit?key=d1', 'd1')->{content};
     like($q, qr/"used":8,"remaining":92\b/, 'the status API counts units: used 8, remaining 92') or diag($q);
 }
