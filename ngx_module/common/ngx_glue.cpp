@@ -12,4 +12,20 @@ void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
     ev->cancelable = 1;
 }
 
+ngx_int_t add_phase_handler(ngx_conf_t *cf, ngx_http_phases phase,
+                            ngx_http_handler_pt handler) noexcept
+{
+    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto *h = static_cast<ngx_http_handler_pt *>(
+        ngx_array_push(&cmcf->phases[phase].handlers));
+
+    if (h == nullptr) {
+        return NGX_ERROR;
+    }
+
+    *h = handler;
+    return NGX_OK;
+}
+
 }  // namespace ratelimit

@@ -36,6 +36,11 @@ inline void stop_timer(ngx_event_t *ev)
 void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
                 ngx_log_t *log) noexcept;
 
+// Appends `handler` to the handlers of `phase` (nginx runs a phase's
+// handlers from the last added to the first); NGX_ERROR on no memory.
+ngx_int_t add_phase_handler(ngx_conf_t *cf, ngx_http_phases phase,
+                            ngx_http_handler_pt handler) noexcept;
+
 // What a peer says (an error reply, an address it names) as it may go
 // into the error log, "%V" of str(), between quotes or not: see
 // base/printable_text.hpp.  A newline in a Redis error cannot forge a log

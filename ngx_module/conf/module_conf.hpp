@@ -98,6 +98,9 @@ struct Zone {
     // A concurrency zone bounds requests in flight instead (the members
     // above unused); nullptr for a rate zone.
     const ConcurrencyPolicy *concurrency;
+    // A GCRA zone: the largest burst a location applies it with, under
+    // which the status API (`ratelimit_query`) reports it.
+    std::uint64_t largest_burst;
     // Some `ratelimit_settle` may give units back (a reservation larger
     // than what was used, or refunded): a subject's count can fall before
     // its reset, so a rejection is not remembered (the deny cache).
@@ -121,6 +124,7 @@ struct ZoneRef {
     std::uint64_t burst;
     std::uint64_t delay;
     bool shaping;     // one of them was given: the zone must be GCRA
+    bool query;       // of `ratelimit_query`: reports under largest_burst
     ngx_str_t file;  // where the directive stands, for the error if the
     ngx_uint_t line; // zone is never defined
 };

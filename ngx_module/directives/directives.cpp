@@ -1,5 +1,6 @@
 #include "directives/directives.hpp"
 
+#include <algorithm>
 #include <new>
 
 #include "directives/concurrency_zone.hpp"
@@ -208,7 +209,7 @@ char *set_zone(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
 // Adds `zone=NAME` to a location's list of zones (`ratelimit` or
 // `ratelimit_query`); the zone itself is looked up in resolve_zones().
 char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
-                    bool dry_run)
+                    bool dry_run, bool query)
 {
     if (*list == NGX_CONF_UNSET_PTR || *list == nullptr) {
         *list = ngx_array_create(cf->pool, 2, sizeof(ZoneRef));
@@ -245,6 +246,8 @@ char *push_zone_ref(ngx_conf_t *cf, ngx_array_t **list, const ngx_str_t &name,
     ref->cost_value = nullptr;
     ref->burst = 0;
     ref->delay = 0;
+    ref->shaping = false;
+    ref->query = query;
     ref->file = cf->conf_file->file.name;
     ref->line = cf->conf_file->line;
     return NGX_CONF_OK;
@@ -361,7 +364,7 @@ char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
                                &args[0]);
     }
 
-    char *rv = push_zone_ref(cf, &lcf->zones, name, dry_run);
+    char *rv = push_zone_ref(cf, &lcf->zones, name, dry_run, false);
 
     if (rv != NGX_CONF_OK) {
         return rv;
@@ -391,7 +394,7 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
             return invalid_param(cf, args[i]);
         }
 
-        char *rv = push_zone_ref(cf, &lcf->query, name, false);
+        char *rv = push_zone_ref(cf, &lcf->query, name, false, true);
 
         if (rv != NGX_CONF_OK) {
             return rv;
@@ -469,6 +472,8 @@ char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
                                      &ref.name, &ref.file, ref.line);
         }
 
+        ref.zone->largest_burst = std::max(ref.zone->largest_burst,
+                                           ref.query ? 0 : ref.burst);
         mcf->used = true;
         mcf->concurrency |= ref.zone->concurrency != nullptr;
     }

@@ -1,5 +1,6 @@
 #include "http/request_metrics.hpp"
 
+#include "limits/gcra.hpp"
 #include "metrics/metrics.hpp"
 
 namespace ratelimit {
@@ -27,11 +28,24 @@ Decision zone_decision(const RequestState *state, ngx_uint_t i)
     }
 }
 
-// The units of zone i: the cost it counted, or the cost it refused.
+// The units of zone i: the cost it counted, or the cost it refused; and
+// the wait for its turn it gave a request it admitted.
 void record_zone_units(const RequestState *state, ngx_uint_t i,
                        Decision decision)
 {
     ngx_uint_t zone = state->refs[i]->zone->index;
+    Policy policy = policy_of(state, i);
+
+    if (decision == Decision::kPassed && policy.gcra()
+        && state->delay_ms > 0)
+    {
+        std::uint64_t wait_ms = gcra_wait_ms(policy, state->counts[i].total,
+                                             state->costs[i],
+                                             state->refs[i]->delay);
+        if (wait_ms > 0) {
+            metrics::record_zone_delay(zone, wait_ms);
+        }
+    }
 
     if (decision == Decision::kRejected) {
         metrics::record_units(zone, UnitEvent::kRejected, state->costs[i]);
@@ -99,21 +113,9 @@ ngx_int_t install_request_log_handler(ngx_conf_t *cf) noexcept
     auto *mcf = static_cast<MainConf *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
-    if (!mcf->metrics) {
-        return NGX_OK;
-    }
-
-    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto *h = static_cast<ngx_http_handler_pt *>(
-        ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers));
-
-    if (h == nullptr) {
-        return NGX_ERROR;
-    }
-
-    *h = request_log_handler;
-    return NGX_OK;
+    return mcf->metrics ? add_phase_handler(cf, NGX_HTTP_LOG_PHASE,
+                                            request_log_handler)
+                        : NGX_OK;
 }
 
 }  // namespace ratelimit

@@ -29,21 +29,9 @@ ngx_int_t install_settle_handler(ngx_conf_t *cf) noexcept
     auto *mcf = static_cast<MainConf *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
-    if (!mcf->settles) {
-        return NGX_OK;
-    }
-
-    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto *h = static_cast<ngx_http_handler_pt *>(
-        ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers));
-
-    if (h == nullptr) {
-        return NGX_ERROR;
-    }
-
-    *h = settle_handler;
-    return NGX_OK;
+    return mcf->settles ? add_phase_handler(cf, NGX_HTTP_LOG_PHASE,
+                                            settle_handler)
+                        : NGX_OK;
 }
 
 }  // namespace ratelimit

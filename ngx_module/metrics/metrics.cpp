@@ -262,6 +262,15 @@ void record_settle(ngx_uint_t zone, SettleOutcome outcome) noexcept
     }
 }
 
+void record_zone_delay(ngx_uint_t zone, std::uint64_t wait_ms) noexcept
+{
+    if (worker != nullptr) {
+        ZoneCounters *z = zone_slot(zone);
+        add(&z->delayed, 1);
+        observe(&z->delay_us, kQueueWaitBoundsUs, wait_ms * 1000);
+    }
+}
+
 void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
                        std::uint64_t now) noexcept
 {

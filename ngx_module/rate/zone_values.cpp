@@ -33,6 +33,33 @@ ValueFound evaluate(ngx_http_request_t *r, ngx_http_complex_value_t *compiled,
     return value->len == 0 ? ValueFound::kEmpty : ValueFound::kFound;
 }
 
+// A whole number of units from 0 to 2^53, `what` in the zone `zone`.  An
+// empty value is kEmpty, or with `empty_invalid` none.
+ValueFound find_units(ngx_http_request_t *r, ngx_http_complex_value_t *compiled,
+                      const char *what, const ngx_str_t &zone,
+                      const char *outcome, bool empty_invalid,
+                      std::uint64_t *units)
+{
+    ngx_str_t value;
+    ValueFound found = evaluate(r, compiled, &value);
+
+    if (found == ValueFound::kError
+        || (found == ValueFound::kEmpty && !empty_invalid))
+    {
+        return found;
+    }
+
+    auto parsed = parse_units(view(value));
+
+    if (parsed) {
+        *units = *parsed;
+        return ValueFound::kFound;
+    }
+
+    log_invalid(r, what, value, zone, outcome);
+    return ValueFound::kInvalid;
+}
+
 }  // namespace
 
 ValueFound find_limit(ngx_http_request_t *r, const Zone &zone,
@@ -71,46 +98,17 @@ ValueFound find_cost(ngx_http_request_t *r, const ZoneRef &ref,
         return ValueFound::kFound;
     }
 
-    ngx_str_t value;
-    ValueFound found = evaluate(r, ref.cost_value, &value);
-
-    if (found == ValueFound::kError) {
-        return found;
-    }
-
-    auto parsed = parse_units(view(value));
-
-    if (parsed) {
-        *cost = *parsed;
-        return ValueFound::kFound;
-    }
-
-    log_invalid(r, "cost", value, ref.zone->name, outcome);
-    return ValueFound::kInvalid;
+    // An empty cost is none: the request cannot be decided.
+    return find_units(r, ref.cost_value, "cost", ref.zone->name, outcome,
+                      true, cost);
 }
 
 ValueFound find_settled_units(ngx_http_request_t *r, const SettleRef &settle,
                               std::uint64_t *units) noexcept
 {
-    ngx_str_t value;
-    ValueFound found = evaluate(r, const_cast<ngx_http_complex_value_t *>(
-                                       &settle.value),
-                                &value);
-
-    if (found != ValueFound::kFound) {
-        return found;
-    }
-
-    auto parsed = parse_units(view(value));
-
-    if (parsed) {
-        *units = *parsed;
-        return ValueFound::kFound;
-    }
-
-    log_invalid(r, "settle value", value, settle.zone->name,
-                "nothing settled");
-    return ValueFound::kInvalid;
+    return find_units(r, const_cast<ngx_http_complex_value_t *>(&settle.value),
+                      "settle value", settle.zone->name, "nothing settled",
+                      false, units);
 }
 
 }  // namespace ratelimit

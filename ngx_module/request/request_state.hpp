@@ -115,7 +115,8 @@ inline Policy policy_of(const RequestState *state, ngx_uint_t i)
 {
     Policy policy = state->refs[i]->zone->policy;
     policy.limit = state->limits[i];
-    policy.burst = state->refs[i]->burst;
+    policy.burst = state->refs[i]->query ? state->refs[i]->zone->largest_burst
+                                         : state->refs[i]->burst;
     return policy;
 }
 

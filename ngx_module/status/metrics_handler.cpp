@@ -31,6 +31,7 @@ ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
         m.name = view(defined[z]->name);
         m.limit = defined[z]->policy.limit;
         m.window_ms = defined[z]->policy.window_ms;
+        m.gcra = defined[z]->policy.gcra();
 
         if (const ConcurrencyPolicy *c = defined[z]->concurrency) {
             m.concurrency = true;

@@ -275,7 +275,7 @@ ngx_int_t send_status(RequestState *state) noexcept
                                  view(state->subjects[rate]), policy,
                                  state->counts[rate], state->now_ms);
 
-        if (state->interval_ms > 0) {
+        if (state->interval_ms > 0 && !policy.gcra()) {
             report_interval(&reports[k], policy,
                             policy.algorithm == Algorithm::kFixed,
                             state->interval_ms, state->counts[rate]);

@@ -45,6 +45,14 @@ GcraStatus gcra_status(const Policy &policy, std::uint64_t ahead_us,
     return status;
 }
 
+std::uint64_t gcra_turns_ahead(const Policy &policy, std::uint64_t ahead_us)
+{
+    // A microsecond of slack, as the script allows: ahead is rounded.
+    double turns = (static_cast<double>(ahead_us) - 1) / policy.emission_us();
+
+    return turns > 0 ? static_cast<std::uint64_t>(std::ceil(turns)) : 0;
+}
+
 std::uint64_t gcra_window_s(const Policy &policy)
 {
     double us = static_cast<double>(1 + policy.burst) * policy.emission_us();

@@ -32,6 +32,10 @@ struct GcraStatus {
 GcraStatus gcra_status(const Policy &policy, std::uint64_t ahead_us,
                        bool over);
 
+// The turns a backlog of `ahead_us` holds, rounded up: what the status
+// API calls used.
+std::uint64_t gcra_turns_ahead(const Policy &policy, std::uint64_t ahead_us);
+
 // The seconds a full burst, 1 + burst requests, takes at the rate: the
 // window of RateLimit-Policy, whose quota is the capacity; at least 1.
 std::uint64_t gcra_window_s(const Policy &policy);

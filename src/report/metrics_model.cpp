@@ -289,6 +289,9 @@ void add_zone(const ZoneCounters &slot, ZoneCounters *sum)
     {
         sum->settles[i] += load_counter(&slot.settles[i]);
     }
+
+    sum->delayed += load_counter(&slot.delayed);
+    add_histogram(slot.delay_us, &sum->delay_us);
 }
 
 void add_link(const LinkCounters &slot, LinkCounters *sum)

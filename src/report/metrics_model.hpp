@@ -131,6 +131,9 @@ struct ZoneCounters {
     // Rate zones with costs or settles.
     std::uint64_t units[static_cast<std::size_t>(UnitEvent::kCount)];
     std::uint64_t settles[static_cast<std::size_t>(SettleOutcome::kCount)];
+    // GCRA zones: requests that waited for their turn, and their waits.
+    std::uint64_t delayed;
+    QueueWaitHistogram delay_us;
 };
 
 // The Redis link's counters in one worker's slot.  `state` and `waiting`

@@ -167,6 +167,30 @@ void per_rate_zone(Exposition &e, const MetricsReport &r,
     }
 }
 
+// GCRA zones only: the others delay no request.
+void write_delays(Exposition &e, const MetricsReport &r)
+{
+    e.family("delayed", "counter",
+             "Requests a GCRA zone admitted that waited for their turn.");
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        if (r.zones[i].gcra) {
+            e.sample("delayed_total", zone_label(r.zones[i]),
+                     decimal_text(r.zones[i].sum.delayed));
+        }
+    }
+
+    e.family("delay_seconds", "histogram",
+             "The waits of the requests a GCRA zone delayed.");
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        if (r.zones[i].gcra) {
+            e.histogram("delay_seconds", zone_label(r.zones[i]),
+                        r.zones[i].sum.delay_us, kQueueWaitBoundsText, 6);
+        }
+    }
+}
+
 void write_units(Exposition &e, const MetricsReport &r)
 {
     per_rate_zone(e, r, "units",
@@ -182,6 +206,7 @@ void write_zones(Exposition &e, const MetricsReport &r)
 {
     write_decisions(e, r);
     write_units(e, r);
+    write_delays(e, r);
     per_zone(e, r, "deny_cache_hits", "counter",
              "Rejections answered from the worker's memory of rejections.",
              [](const ZoneMetrics &z) {
@@ -405,9 +430,14 @@ std::string json_counters(const std::uint64_t (&counters)[kKinds],
 // A rate zone's own members, after those every zone has.
 std::string json_units(const ZoneMetrics &z)
 {
+    std::string delays = z.gcra
+        ? ",\"delayed\":" + decimal_text(z.sum.delayed) + ",\"delay\":"
+              + json_histogram(z.sum.delay_us, kQueueWaitBoundsText, 6)
+        : std::string();
+
     return ",\"units\":" + json_counters(z.sum.units, unit_event_name)
            + ",\"settles\":"
-           + json_counters(z.sum.settles, settle_outcome_name);
+           + json_counters(z.sum.settles, settle_outcome_name) + delays;
 }
 
 std::string json_zone(const ZoneMetrics &z)

@@ -22,6 +22,7 @@ struct ZoneMetrics {
                               // flight
     std::uint64_t window_ms;  // 0 for a concurrency zone
     bool concurrency;
+    bool gcra;                  // algorithm=gcra
     std::uint64_t queue_limit;  // a concurrency zone's
     ZoneCounters sum;  // busy_us includes the interval still open
 };

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "limits/gcra.hpp"
 #include "limits/rate_headers.hpp"
 #include "limits/sliding_window.hpp"
 #include "scripts/verdict.hpp"
@@ -11,11 +12,11 @@ namespace ratelimit {
 namespace {
 
 // Bytes of one object besides the zone name and the escaped subject: the
-// field names, punctuation, and nine numbers of at most kMaxDigits + 1
+// field names, punctuation, and ten numbers of at most kMaxDigits + 1
 // (seconds with milliseconds), the interval's note.
 constexpr std::string_view kFixedNote =
     ",\"interval_note\":\"fixed window: the count of its current window\"";
-constexpr std::size_t kObjectOverhead = 160 + 9 * (kMaxDigits + 1)
+constexpr std::size_t kObjectOverhead = 200 + 10 * (kMaxDigits + 1)
                                         + kFixedNote.size();
 
 char *append(char *out, std::string_view part)
@@ -43,12 +44,17 @@ char *append_seconds(char *out, std::string_view name, std::uint64_t ms)
 
 char *append_rate_fields(char *p, const ZoneReport &z)
 {
+    p = append(p, z.gcra ? ",\"type\":\"gcra\"" : "");
     p = append_field(p, ",\"limit\":", z.limit);
     p = append_field(p, ",\"used\":", z.used);
     p = append_field(p, ",\"remaining\":", z.remaining);
     p = append_field(p, ",\"window\":", z.window_s);
     p = append_field(p, ",\"reset\":", z.reset);
     p = append_field(p, ",\"retry_after\":", z.retry_after);
+
+    if (z.gcra) {
+        p = append_seconds(p, ",\"next_in\":", z.next_ms);
+    }
 
     if (z.interval_ms > 0) {
         p = append_seconds(p, ",\"interval\":", z.interval_ms);
@@ -118,15 +124,24 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
 {
     ZoneStatus status = zone_status(policy, count, now_ms);
     std::uint64_t reset_s = seconds_ceil(status.reset_ms);
+    ZoneReport report{zone,
+                      subject,
+                      policy.limit,
+                      count.total,
+                      status.remaining,
+                      policy.window_seconds(),
+                      seconds_ceil(now_ms + status.reset_ms),
+                      status.remaining > 0 ? 0 : retry_after_seconds(reset_s)};
 
-    return {zone,
-            subject,
-            policy.limit,
-            count.total,
-            status.remaining,
-            policy.window_seconds(),
-            seconds_ceil(now_ms + status.reset_ms),
-            status.remaining > 0 ? 0 : retry_after_seconds(reset_s)};
+    if (policy.gcra()) {
+        report.gcra = true;
+        report.limit = policy.quota();
+        report.used = gcra_turns_ahead(policy, count.total);
+        report.window_s = gcra_window_s(policy);
+        report.next_ms = count.over ? status.reset_ms : 0;
+    }
+
+    return report;
 }
 
 ZoneReport report_slot_zone(std::string_view zone, std::string_view subject,

@@ -9,6 +9,12 @@
 //   "interval":20.000,"interval_summed":20.000,"count_in_interval":4
 // and for a fixed window, whose count is only known for the whole current
 // window, "interval_note":"fixed window: the count of its current window".
+// A GCRA zone's object says so: its limit is its capacity (1 + burst
+// requests at once), `used` the turns its backlog holds, and `next_in` when
+// a request would be admitted, in seconds with milliseconds (0.000: now):
+//   {"zone":"api","key":"...","type":"gcra","limit":6,"used":6,
+//    "remaining":0,"window":1,"reset":1700000001,"retry_after":1,
+//    "next_in":0.080}
 // A concurrency zone's object says so, and counts requests in flight
 // instead (across the fleet, as Redis holds them), and takes no interval:
 //   {"zone":"uploads","key":"...","type":"concurrency","limit":2,
@@ -38,6 +44,8 @@ struct ZoneReport {
     std::uint64_t summed_ms = 0;    // the whole buckets summed for it
     std::uint64_t in_interval = 0;  // requests counted in those buckets
     bool fixed_window = false;      // summed the whole current window
+    bool gcra = false;              // algorithm=gcra: see above
+    std::uint64_t next_ms = 0;      // until a request would be admitted
     // A concurrency zone's report has `limit` (its concurrency=) and these
     // instead of the window's fields.
     bool concurrency = false;

@@ -15,7 +15,11 @@ namespace {
 // window; "t" saves summing them.  Fixed window: "t" the count and "n" the
 // window's number.  Either way the key expires when its newest count leaves
 // the window, so idle subjects cost nothing, and a key written under
-// another algorithm or bucket length is recognised and started afresh.
+// another algorithm or bucket length is recognised and started afresh.  A
+// GCRA zone's key is a string, the subject's theoretical arrival time in
+// microseconds of Redis time, set with its expiry (SET PXAT: Redis 6.2) at
+// that time, when its backlog is gone; a key of another type is started
+// afresh.
 //
 // A request of cost c (1 for "c", each zone's own for "w") does not fit in
 // a zone when count + max(c, 1) > limit: a cost of 0 checks, counting
@@ -78,8 +82,8 @@ namespace {
 // - peek_interval(): an interval peek, answered as "p" and then per zone
 //   the sum of its K newest buckets (a fixed window: its count).
 // - settle(): an "s" entry: adds its delta to its bucket if that bucket is
-//   still in the window, never below 0, and answers as "c" of one zone
-//   that fits (see window_script.hpp).
+//   still in the window, never below 0, and answers the count and oldest
+//   bucket after it and the units it applied (see window_script.hpp).
 // - decide(): one request, its keys KEYS[k] on, its reply into `reply` from
 //   index r; returns its shape().  A request of one zone (a peek, a slide,
 //   a clock stepped back, a key started afresh, a request run() raised on)
@@ -204,7 +208,11 @@ local keys = KEYS
 
 local function read_zone(key, d, read)
     if gcra[d] then
-        local tat = tonumber(call('HGET', key, 'g')) or 0
+        local tat = redis.pcall('GET', key)
+        if type(tat) == 'table' then
+            call('DEL', key)
+        end
+        tat = tonumber(tat) or 0
         return math.max(tat - now_us, 0), 0, 0, 0, false, 0, ''
     end
     local current, field = bucket[d], bucket_field[d]
@@ -248,8 +256,9 @@ local function write_zone(key, d, add, count, oldest, newest, here, gone,
     if gcra[d] then
         count = count + add * gcra[d]
         if add > 0 then
-            call('HSET', key, 'g', fmt('%d', math.floor(now_us + count + 0.5)))
-            call('PEXPIREAT', key, fmt('%d', math.ceil((now_us + count) / 1000)))
+            local tat = now_us + count
+            call('SET', key, fmt('%d', math.floor(tat + 0.5)),
+                 'PXAT', fmt('%d', math.ceil(tat / 1000)))
         end
         return math.floor(count + 0.5), 0
     end
@@ -400,7 +409,7 @@ local function settle(k, entry, reply, r)
     if newest < at then
         call('PEXPIREAT', key, fmt('%d', (at + span[d]) * width[d]))
     end
-    reply[r + 1], reply[r + 2] = count, oldest
+    reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest, now_at - was
     return 1, 4
 end
 
@@ -647,6 +656,31 @@ BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements)
         && read_count(reply->element[0], &out.now_ms))
     {
         out.kind = BatchReply::Kind::kReplies;
+    }
+
+    return out;
+}
+
+ScriptReply decode_settle_reply(const redisReply *const *reply,
+                                std::int64_t *applied)
+{
+    ScriptReply out{ScriptReply::Kind::kMalformed, false, {}};
+    const redisReply *units = reply[3];
+
+    if (reply[0] != nullptr && reply[0]->type == REDIS_REPLY_ERROR) {
+        out.error = std::string_view(reply[0]->str, reply[0]->len);
+        out.kind = ScriptReply::Kind::kError;
+        return out;
+    }
+
+    std::uint64_t rejected, count, oldest;
+
+    if (read_count(reply[0], &rejected) && rejected == 0
+        && read_count(reply[1], &count) && read_count(reply[2], &oldest)
+        && units != nullptr && units->type == REDIS_REPLY_INTEGER)
+    {
+        *applied = units->integer;
+        out.kind = ScriptReply::Kind::kVerdict;
     }
 
     return out;

@@ -132,6 +132,27 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
                        "{\"state\":\"down\",\"requests_waiting\":0}]"));
 }
 
+// A GCRA zone's delays, and only a GCRA zone's.
+TEST(MetricsText, DelaysOfGcraZones)
+{
+    Fixture f;
+    f.zones[1].gcra = true;
+    f.zones[1].sum.delayed = 3;
+    f.zones[1].sum.delay_us.buckets[1] = 3;
+    f.zones[1].sum.delay_us.sum = 12000;
+    std::string t = render_metrics(f.report, MetricsFormat::kPrometheus);
+
+    expect_all(t, {"nginx_ratelimit_delayed_total{zone=\"login.v2\"} 3\n",
+                   "nginx_ratelimit_delay_seconds_bucket{zone=\"login.v2\","
+                   "le=\"0.005\"} 3\n",
+                   "nginx_ratelimit_delay_seconds_sum{zone=\"login.v2\"} "
+                   "0.012000\n"});
+    EXPECT_FALSE(has(t, "nginx_ratelimit_delayed_total{zone=\"api\"}"));
+
+    std::string j = render_metrics(f.report, MetricsFormat::kJson);
+    EXPECT_TRUE(has(j, "\"delayed\":3,\"delay\":{\"count\":3,"));
+}
+
 TEST(MetricsText, FormatFromArgumentThenAccept)
 {
     EXPECT_EQ(choose_metrics_format("json", ""), MetricsFormat::kJson);

@@ -136,6 +136,26 @@ TEST(StatusJson, OneObjectPerZoneInOrder)
               "\"retry_after\":17}]");
 }
 
+// A GCRA zone at 10r/s with burst=5, 580 ms of backlog: 6 turns used of
+// 6, a request fits in 80 ms.
+TEST(StatusJson, GcraZoneReportsTurns)
+{
+    Policy policy{10, 1000, 1000, Algorithm::kGcra, 5};
+    ZoneCount count{580000, 0, true};
+    ZoneReport report = report_zone("g", "k", policy, count, 1700000000000);
+
+    EXPECT_EQ(status_json(&report, 1),
+              "[{\"zone\":\"g\",\"key\":\"k\",\"type\":\"gcra\","
+              "\"limit\":6,\"used\":6,\"remaining\":0,\"window\":1,"
+              "\"reset\":1700000001,\"retry_after\":1,\"next_in\":0.080}]");
+
+    count = {100000, 0, false};
+    report = report_zone("g", "k", policy, count, 1700000000000);
+    EXPECT_EQ(report.used, 1u);
+    EXPECT_EQ(report.remaining, 5u);
+    EXPECT_EQ(report.next_ms, 0u);
+}
+
 TEST(StatusJson, IntervalFieldsAfterRetryAfter)
 {
     Policy ten{100, 10000, 1000};
