@@ -20,8 +20,9 @@
 # - a subject within its burst is never rejected: 7 at once (6 admitted,
 #   1 rejected), then one every 110 ms, all admitted, reaching the backend
 #   100 ms apart;
-# - Redis memory per subject: MEMORY USAGE of the key (subject of 16 bytes)
-#   at most 100 bytes, printed; the key's PTTL is its backlog (TAT - now,
+# - Redis memory per subject: one key, a string (the TAT in microseconds of
+#   Redis time), MEMORY USAGE (subject of 16 bytes) at most 100 bytes,
+#   printed; the key's PTTL is its backlog (TAT - now,
 #   within 2 ms) and it is gone once the subject has been idle that long.
 
 use strict;
@@ -196,16 +197,18 @@ my $SUBJ = 'k-5f3a9c1e2b7d40';    # 16 bytes, as an API key might be
     my $key = "rl:fleet:$SUBJ";
     my $s = script(q{
         local t = redis.call('TIME')
-        return {redis.call('PTTL', KEYS[1]), redis.call('HGET', KEYS[1], 'g') or '',
+        return {redis.call('PTTL', KEYS[1]), redis.call('TYPE', KEYS[1]).ok,
                 t[1] * 1000000 + t[2], redis.call('MEMORY', 'USAGE', KEYS[1]) or -1,
-                redis.call('OBJECT', 'ENCODING', KEYS[1]) or '', redis.call('HLEN', KEYS[1])}
+                redis.call('OBJECT', 'ENCODING', KEYS[1]) or '',
+                redis.pcall('GET', KEYS[1])}
     }, $key);
     my $t_read = time;
-    my ($pttl, $g, $now_us, $mem, $enc, $hlen) = ref $s ? @$s : (-3, '', 0, -1, '', 0);
+    my ($pttl, $type, $now_us, $mem, $enc, $g) = ref $s ? @$s : (-3, '', 0, -1, '', '');
+    $g = '' unless defined $g && !ref $g;
     my $backlog = $g =~ /^\d+$/ ? ($g - $now_us) / 1000 : -1;
-    note(sprintf 'key %s: %s bytes (MEMORY USAGE), encoding %s, %d field(s); PTTL %d ms, TAT - now %.1f ms, %.0f ms after the hammer',
-        $key, $mem, $enc, $hlen, $pttl, $backlog, (time - $t_end) * 1000);
-    is($hlen, 1, 'the subject\'s key is a hash of one field (g)');
+    note(sprintf 'key %s: %s bytes (MEMORY USAGE), type %s, encoding %s, value %s; PTTL %d ms, TAT - now %.1f ms, %.0f ms after the hammer',
+        $key, $mem, $type, $enc, $g, $pttl, $backlog, (time - $t_end) * 1000);
+    ok($type eq 'string' && $g =~ /^\d{16}$/, "the subject's key is a string, its TAT in microseconds ($type, $g)");
     ok($mem > 0 && $mem <= 100, "Redis memory per subject: $mem bytes (<= 100)");
     ok($pttl > 0 && $pttl <= ($BURST + 1) * 100, "PTTL $pttl ms after the hammer: at most the backlog of 1 + burst turns");
     ok($backlog > 0 && abs($pttl - $backlog) <= 2, sprintf 'PTTL %d ms is the backlog TAT - now %.1f ms (within 2 ms)', $pttl, $backlog);
