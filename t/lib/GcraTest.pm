@@ -23,6 +23,7 @@ package GcraTest;
 #   my $d = model_decide($m, $t);   # $t in seconds, increasing
 #     { outcome => 'once' | 'delayed' | 'rejected', delay => s,
 #       margin => s to the nearest decision boundary (rejected / delayed) }
+#   my $d = model_decide_all([$m1, $m2], $t);   # several zones, all or nothing
 #     The state is the theoretical arrival time (TAT): limit_req's excess
 #     e after a request is (TAT - now) / T - 1, so the two agree exactly
 #     but for their clocks' granularity.
@@ -36,7 +37,7 @@ use Socket qw(IPPROTO_TCP TCP_NODELAY);
 use Time::HiRes qw(time sleep);
 use Exporter 'import';
 
-our @EXPORT_OK = qw(play model_new model_decide);
+our @EXPORT_OK = qw(play model_new model_decide model_decide_all);
 
 sub _request {
     my ($e) = @_;
@@ -153,6 +154,23 @@ sub model_new {
     my $nodelay = ($o{delay} // 0) eq 'nodelay';
     return { T => $T, burst => $o{burst} // 0, nodelay => $nodelay,
              delay => $nodelay ? 0 : ($o{delay} // 0), tat => 0 };
+}
+
+# Several zones on one request (limit_req's several limit_req directives,
+# the module's several ratelimit): rejected if any zone rejects it, then
+# counted in none; else counted in all, waiting the longest of their waits.
+# The margin is the nearest boundary of any zone.
+sub model_decide_all {
+    my ($models, $t) = @_;
+    my @try = map { +{ %$_ } } @$models;
+    my @d = map { model_decide($_, $t) } @try;
+    my ($margin) = sort { $a <=> $b } map { $_->{margin} } @d;
+    if (grep { $_->{outcome} eq 'rejected' } @d) {
+        return { outcome => 'rejected', delay => 0, margin => $margin };
+    }
+    %{ $models->[$_] } = %{ $try[$_] } for 0 .. $#try;
+    my ($delay) = sort { $b <=> $a } map { $_->{delay} } @d;
+    return { outcome => $delay > 0 ? 'delayed' : 'once', delay => $delay, margin => $margin };
 }
 
 sub model_decide {
