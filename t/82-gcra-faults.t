@@ -26,7 +26,11 @@
 #   (one log line), the connection is closed (the worker's descriptors come
 #   back), nothing crashes; a client that leaves while its request waits
 #   for a stalled Redis costs nothing either;
-# - after Redis comes back, verdicts are Redis's again.
+# - Redis refusing writes (maxmemory reached): the fail policy at once, no
+#   wait for a turn;
+# - after Redis comes back, verdicts are Redis's again;
+# - $ratelimit_delay ("milliseconds a request ... waited for its turn")
+#   of a request whose client left is no more than the request lasted.
 #
 # MARGIN: 150 ms (a shared 2-core machine; timers and the scheduler).
 
@@ -248,6 +252,27 @@ sub common_checks {
         "Redis restarted: a fresh subject's turns again: 0, then 500 ms less the time between (@vd)");
 }
 
+# --- Redis refusing writes (maxmemory reached, noeviction) ---------------------------
+
+{
+    is($t->redis('CONFIG', 'SET', 'maxmemory-policy', 'noeviction'), 'OK', 'oom: noeviction');
+    is($t->redis('CONFIG', 'SET', 'maxmemory', '1'), 'OK', 'oom: maxmemory 1 byte (every write refused)');
+    my $start = time + 0.3;
+    my @plan = map { (req(0.01 * $_, 'open', 'oom-open', kind => 'oom'), req(0.01 * $_ + 0.005, 'closed', 'oom-closed', kind => 'oom')) } 0 .. 4;
+    push @plan, free_load(0, 0.6);
+    my @r = play(\@plan, start => $start, timeout => 5);
+    $t->redis('CONFIG', 'SET', 'maxmemory', '0');
+    common_checks('oom', @r);
+    my @o = grep { $_->{kind} eq 'oom' } @r;
+    is(join(' ', sort keys %{{ map { ($_->{loc} . ' ' . $_->{status} . '/' . rs($_) . '/' . ($_->{rheaders}{'x-rl-delay'} // '-')) => 1 } @o }}),
+        'closed 503/ERROR/- open 200/ERROR/-', 'oom: 5 at once: fail open 200 ERROR and fail closed 503 ERROR, none waits for a turn');
+    my ($omax) = sort { $b <=> $a } map { el($_) } @o;
+    cmp_ok($omax, '<', $TIMEOUT + $MARGIN, sprintf 'oom: answered at once (slowest %.0f ms)', $omax * 1000);
+    my @v = map { $t->req('open', 'after-oom') } 1 .. 2;
+    is(join(' ', map { sr($_) . '/' . (rhdr($_, 'X-RL-Delay') // '-') } @v) =~ s{/(49\d|500)$}{/500}r, '200/PASSED/0 200/PASSED/500',
+        'oom: writes allowed again: turns again');
+}
+
 # --- a client that leaves while its request waits for its turn -------------------------
 
 {
@@ -275,6 +300,10 @@ sub common_checks {
         my ($e) = @{ $log->{"leave-$n"} // [{}] };
         ok(($e->{status} // '') eq '499' && ($e->{rt} // 9) < 0.3 + $MARGIN,
             sprintf 'leave: the %.1f s turn: 499 after %s s (the time its client stayed)', $n * $T, $e->{rt} // '-');
+        # "$ratelimit_delay: milliseconds a request ... waited for its turn"
+        ok(defined $e->{rd} && $e->{rd} =~ /^\d+$/ && $e->{rd} <= ($e->{rt} // 0) * 1000 + 1,
+            sprintf 'leave: the %.1f s turn: $ratelimit_delay (%s) is no more than the request lasted (%s s)',
+            $n * $T, $e->{rd} // '-', $e->{rt} // '-');
     }
     # past their turns: their timers never fire
     sleep 2.3 - (time - $start) if time - $start < 2.3;
