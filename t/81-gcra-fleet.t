@@ -13,9 +13,10 @@
 # - without nodelay (burst=5, every excess request waits for its turn): the
 #   same count, and the admitted requests reach the backend (a server of
 #   the first nginx that logs $msec) at the rate: consecutive arrivals
-#   100 ms apart, the mean within 3 ms, 95% within 10 ms, all within 50 ms
-#   (the tolerance is the timers' and the scheduler's, on a shared
-#   2-core machine); no more than the burst wait at once, none waits more
+#   100 ms apart, the mean within 3 ms, 95% within 10 ms (the tolerance
+#   is the timers' and the scheduler's, on a shared 2-core machine; a
+#   timer late by d makes one gap d longer and the next d shorter, the
+#   mean keeps); no more than the burst wait at once, none waits more
 #   than burst intervals;
 # - a subject within its burst is never rejected: 7 at once (6 admitted,
 #   1 rejected), then one every 110 ms, all admitted, reaching the backend
@@ -155,12 +156,11 @@ sub gaps_ok {
     return fail("$name: too few arrivals (" . scalar(@at) . ')') if @gaps < 5;
     my $mean = ($at[-1] - $at[0]) * 1000 / @gaps;
     my @off10 = grep { abs($_ - 100) > 10 } @gaps;
-    my @off50 = grep { abs($_ - 100) > 50 } @gaps;
     my ($min, $max) = (sort { $a <=> $b } @gaps)[0, -1];
     note(sprintf '%s: %d backend arrivals, gaps mean %.2f ms, min %.0f, max %.0f, %d beyond 10 ms of 100',
         $name, scalar @at, $mean, $min, $max, scalar @off10);
-    ok(abs($mean - 100) <= 3 && @off10 <= 0.05 * @gaps && !@off50,
-        sprintf '%s: the backend sees them at the rate: mean gap %.2f ms (100 +- 3), %d of %d gaps beyond +-10 ms (<= 5%%), none beyond +-50 ms',
+    ok(abs($mean - 100) <= 3 && @off10 <= 0.05 * @gaps,
+        sprintf '%s: the backend sees them at the rate: mean gap %.2f ms (100 +- 3), %d of %d gaps beyond +-10 ms (<= 5%%)',
         $name, $mean, scalar @off10, scalar @gaps)
         or diag('gaps: ' . join ' ', map { sprintf '%.0f', $_ } @gaps);
 }
