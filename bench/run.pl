@@ -6,6 +6,9 @@
 #
 # One nginx worker per case, one fresh redis-server on loopback, wrk with
 # bench/keys.lua (10,000 subjects in X-Api-Key, keep-alive, 50 connections).
+# The peer of the GCRA case, weserv's rate-limit-nginx-module and the Redis
+# module it needs, is built for the run in a temporary folder from
+# ../shared/peers/ (skipped with a note when absent or not building).
 # Cases run round-robin, several rounds, so the noise shows.  Prints a
 # Markdown report and writes it to bench/results.md.  Exits 0 whether the
 # targets pass or not; non-zero if something could not run.
@@ -23,6 +26,9 @@
 #                         change): every case of the module runs twice,
 #                         CASE and CASE_base with that build, round-robin
 #                         in the same rounds
+#   BENCH_PEERS=dir       the peers' tarballs (default ../shared/peers)
+#   NGINX_SRC=dir         the nginx tree the peer's module is built against
+#                         (default /usr/share/nginx/src, as build.sh)
 
 use strict;
 use warnings;
@@ -33,6 +39,7 @@ use RateLimitTest;
 use TestCerts;
 use ClusterTest;
 use Digest::SHA qw(sha1_hex);
+use File::Temp qw(tempdir);
 use JSON::PP ();
 use POSIX qw(strftime floor);
 use Time::HiRes qw(time sleep);
@@ -53,6 +60,10 @@ my %ONLY        = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '');
 my $SUBJECTS    = 10_000;
 my $BIG_LIMIT   = 1_000_000;
 my $FLOOD_LIMIT = 100;
+# The GCRA zone and its peer: a rate per subject far above what one subject
+# gets here (10,000 subjects share the load), so nothing waits or is rejected.
+my $GCRA_RATE   = 10_000;
+my $GCRA_BURST  = 1_000;
 
 my $LUA_MODULES = '/usr/lib/nginx/modules';
 my $T0 = time;
@@ -162,6 +173,95 @@ my $MODULE_CLUSTER = ClusterTest->new($rt_module, masters => 3, replicas => 0, n
     redis_module => { 1 => 1, 2 => 1, 3 => 1 });
 $MODULE_CLUSTER->start(30) or die "the bench's Redis Cluster with the module did not come up\n";
 my @MODULE_CLUSTER_MASTERS = map { $_->{port} } $MODULE_CLUSTER->masters;
+
+# ---------------------------------------------------------------------------
+# The GCRA case's peer: weserv's rate-limit-nginx-module, whose GCRA is
+# onsigntv's redis-rate-limiter, a Redis module (RATER.LIMIT).  Their sources
+# are not the project's: the bench builds them for this run only, in a
+# temporary folder, from the tarballs in ../shared/peers/ (SOURCES names
+# their commits): the nginx module as a dynamic module against the nginx
+# tree the project builds against (as build.sh's build_module does), the
+# Redis module with its Makefile, loaded by a redis-server of its own.
+# Tarballs absent or a build failing: the case is skipped with a note.
+
+my $PEERS = $ENV{BENCH_PEERS} // abs_path("$Bin/../..") . '/shared/peers';
+my @SKIPPED;    # report notes on cases that could not run
+
+# Runs @cmd in $cwd, its output to $log; dies with the log's last lines.
+sub run_logged {
+    my ($cwd, $log, @cmd) = @_;
+    my $pid = fork // die "fork: $!\n";
+    if (!$pid) {
+        chdir $cwd or POSIX::_exit(126);
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>', $log or POSIX::_exit(126);
+        open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
+        no warnings 'exec';
+        exec { $cmd[0] } @cmd;
+        POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+    return if $? == 0;
+    my @l = split /\n/, (eval { slurp($log) } // '');
+    @l = @l[-3 .. -1] if @l > 3;
+    die "`@cmd[0 .. ($#cmd < 2 ? $#cmd : 2)] ...` failed (status " . ($? >> 8) . "): "
+        . join(' | ', @l) . "\n";
+}
+
+sub build_weserv {
+    my %tb = map { $_ => "$PEERS/$_.tar.gz" } qw(rate-limit-nginx-module redis-rate-limiter);
+    for (sort values %tb) { die "$_ not found\n" unless -f $_ }
+    my $src = $ENV{NGINX_SRC} // '/usr/share/nginx/src';
+    die "no nginx source tree at $src (apt-get install nginx-dev)\n" unless -x "$src/configure";
+    my $dir = tempdir('rlbench-peers-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    for my $name (sort keys %tb) {
+        run_logged($dir, "$dir/tar.log", 'tar', '-xzf', $tb{$name});
+        die "$tb{$name} holds no $name/ folder\n" unless -d "$dir/$name";
+    }
+    # the flags Debian's nginx was configured with, as build.sh takes them
+    my @flags = ('--with-compat');
+    if (-f "$src/conf_flags") {
+        open my $fh, '-|', 'bash', '-c', '. "$1" && printf "%s\0" "${NGX_CONF_FLAGS[@]}"',
+            'bash', "$src/conf_flags" or die "conf_flags: $!\n";
+        local $/;
+        my @f = split /\0/, <$fh> // '';
+        close $fh;
+        @flags = @f if @f;
+        push @flags, '--with-compat' unless grep { $_ eq '--with-compat' } @flags;
+    }
+    note "building weserv's nginx module against $src in $dir";
+    run_logged($dir, "$dir/cp.log", 'cp', '-a', $src, "$dir/nginx");
+    run_logged("$dir/nginx", "$dir/configure.log", './configure', @flags,
+        '--with-cc-opt=-O2 -g', "--add-dynamic-module=$dir/rate-limit-nginx-module");
+    run_logged("$dir/nginx", "$dir/make.log", 'make', '-f', 'objs/Makefile', 'modules');
+    my $so = "$dir/nginx/objs/ngx_http_rate_limit_module.so";
+    die "no $so after make\n" unless -f $so;
+    note "building redis-rate-limiter (its Makefile)";
+    run_logged("$dir/redis-rate-limiter", "$dir/redis-make.log", 'make');
+    my $rso = "$dir/redis-rate-limiter/ratelimit.so";
+    die "no $rso after make\n" unless -f $rso;
+    my $sources = -f "$PEERS/SOURCES" ? slurp("$PEERS/SOURCES") : '';
+    my @commits = map { $sources =~ /^\Q$_\E\s+([0-9a-f]{7})/m ? "$_ $1" : "$_ (commit not in SOURCES)" }
+        sort keys %tb;
+    return { dir => $dir, so => $so, redis_so => $rso, commits => join(', ', @commits) };
+}
+
+my ($WESERV, $rt_weserv, $WESERV_RPORT);
+if (!%ONLY || $ONLY{weserv}) {
+    $WESERV = eval { build_weserv() };
+    if ($WESERV) {
+        note "starting redis-server with redis-rate-limiter";
+        $rt_weserv = RateLimitTest->new(workers => 1);
+        if (eval { $rt_weserv->start_redis(redis_module => 0, args => ['--loadmodule', $WESERV->{redis_so}]); 1 }) {
+            $WESERV_RPORT = $rt_weserv->redis_port;
+        } else {
+            push @SKIPPED, "weserv: skipped, its Redis module did not load: " . (split /\n/, $@)[-1];
+            ($WESERV, $rt_weserv) = ();
+        }
+    } else {
+        push @SKIPPED, "weserv: skipped, the peer could not be built from $PEERS: " . ($@ =~ s/\s+\z//r);
+    }
+}
 
 sub rcmd { rcmd_at($rt, @_) }
 
@@ -474,6 +574,26 @@ my @CASES = (
         loc => '            access_by_lua_block { require("openresty_peer").fixed() }',
     },
     {
+        # GCRA, limit_req's nodelay: the TAT of a subject read and written
+        # per request by the script (the Redis module's command does not
+        # know GCRA zones yet)
+        id => 'gcra', label => "8. module GCRA ${GCRA_RATE}r/s burst=$GCRA_BURST nodelay", limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone zg key=\$http_x_api_key rate=${GCRA_RATE}r/s algorithm=gcra;\n",
+        loc => "            ratelimit zone=zg burst=$GCRA_BURST nodelay;",
+    },
+    ($WESERV ? {
+        # its peer, configured as its README's synopsis: its own Redis (with
+        # redis-rate-limiter) behind an upstream with a keepalive pool, the
+        # same rate and burst (period in seconds)
+        id => 'weserv', label => '9. weserv rate-limit-nginx-module (GCRA in its Redis module)', limiter => 1,
+        no_module => 1, peer => 1, redis => $rt_weserv,
+        load => "load_module $WESERV->{so};",
+        http => "    upstream wsv_redis {\n        server 127.0.0.1:$WESERV_RPORT;\n        keepalive 1024;\n    }\n",
+        loc => "            rate_limit \$http_x_api_key requests=$GCRA_RATE period=1s burst=$GCRA_BURST;\n"
+            . "            rate_limit_pass wsv_redis;",
+    } : ()),
+    {
         id => 'flood', label => "7. flood: module, 1 subject, limit $FLOOD_LIMIT/60s", limiter => 1,
         subjects => 1, key_prefix => 'flood',
         http => $REDIS_LINE
@@ -488,7 +608,7 @@ my @CASES = (
 if (my $base = $ENV{BENCH_BASELINE_MODULE}) {
     $base = abs_path($base) // die "$ENV{BENCH_BASELINE_MODULE} not found\n";
     @CASES = map {
-        $_->{no_module} || $_->{lua} ? $_
+        $_->{no_module} || $_->{lua} || $_->{peer} ? $_
             : ($_, { %$_, id => "$_->{id}_base",
                      label => "$_->{label} (baseline build)",
                      load => "load_module $base;" })
@@ -509,17 +629,42 @@ for my $c (@CASES) {
         no_module => ($c->{no_module} || $c->{lua} || $c->{load}) ? 1 : 0,
         main => $c->{lua} ? $LUA_MAIN : $c->{load},
         error_log_level => 'notice');
-    $t->start_nginx;
+    if ($c->{peer}) {
+        # a peer's module that does not load into this nginx is skipped
+        if (!eval { $t->start_nginx; 1 }) {
+            push @SKIPPED, "$c->{id}: skipped, nginx did not start with the peer's module: "
+                . join(' | ', grep { /emerg|alert|error/ } split /\n/, $@);
+            $c->{skip} = 1;
+            next;
+        }
+    } else {
+        $t->start_nginx;
+    }
     $c->{worker} = worker_pid($t->nginx_pid) or die "no nginx worker for case $c->{id}\n";
     $c->{port} = $t->port;
 }
-note "nginx instances up: ", join(', ', map { "$_->{id}:$_->{port}" } @CASES);
 
 # sanity: each instance serves the file with a key
-for my $c (@CASES) {
+for my $c (grep { !$_->{skip} } @CASES) {
     my $r = $c->{t}->get('/index.html', { 'X-Api-Key' => 'sanity' });
-    die "case $c->{id}: GET /index.html answered $r->{status}\n" . $c->{t}->error_log
-        unless $r->{status} == 200 || ($c->{id} eq 'flood' && $r->{status} == 429);
+    next if $r->{status} == 200 || ($c->{id} eq 'flood' && $r->{status} == 429);
+    die "case $c->{id}: GET /index.html answered $r->{status}\n" . $c->{t}->error_log unless $c->{peer};
+    push @SKIPPED, "$c->{id}: skipped, GET /index.html answered $r->{status}: "
+        . join(' | ', grep { /\[(?:emerg|alert|crit|error)\]/ } split /\n/, $c->{t}->error_log);
+    $c->{t}->stop_nginx;
+    $c->{skip} = 1;
+}
+@CASES = grep { !$_->{skip} } @CASES;
+%CASE = map { $_->{id} => $_ } @CASES;
+note "nginx instances up: ", join(', ', map { "$_->{id}:$_->{port}" } @CASES);
+
+# the peer's Redis connections: its upstream's keepalive pool should keep
+# them to about the number of connections wrk holds
+my $weserv_conns0 = $CASE{weserv} ? redis_conns($rt_weserv) : undef;
+
+sub redis_conns {
+    my ($at) = @_;
+    return (rcmd_at($at, 'INFO', 'stats') =~ /^total_connections_received:(\d+)/m)[0];
 }
 
 # ---------------------------------------------------------------------------
@@ -709,7 +854,14 @@ if ($CASE{sliding} && $UNIQUE > 0) {
 # health: crashes, alerts, limiter warnings
 
 my @problems;
-my @notes;
+my @notes = @SKIPPED;
+if ($CASE{weserv}) {
+    push @notes, sprintf('weserv: built for this run from %s (%s) against %s; its Redis accepted %d connections '
+        . 'over the warm-up and the rounds (upstream keepalive 1024; wrk holds %d); it sends no rate-limit headers '
+        . 'unless it rejects (rate_limit_headers off by default), the module sends RateLimit headers (its default)',
+        $PEERS, $WESERV->{commits}, $ENV{NGINX_SRC} // '/usr/share/nginx/src',
+        redis_conns($rt_weserv) - $weserv_conns0, $CONNS);
+}
 for my $c (@CASES) {
     my $log = $c->{t}->error_log;
     my @bad = grep { /\[(?:alert|emerg)\]/ || /exited on signal/ } split /\n/, $log;
@@ -736,6 +888,7 @@ if (my $mc = $CASE{sliding_metrics}) {
 for my $c (@CASES) { $c->{t}->stop_nginx }
 $rt->stop_redis;
 $rt_module->stop_redis;
+$rt_weserv->stop_redis if $rt_weserv;
 
 # ---------------------------------------------------------------------------
 # report
@@ -780,7 +933,9 @@ push @out, "Machine: nproc=$nproc, $cpu_model; nginx $nginx_version, redis $redi
 push @out, "";
 push @out, "wrk: $THREADS thread(s), $CONNS connections, keep-alive, $SUBJECTS subjects (X-Api-Key), "
     . "$ROUNDS rounds x ${SECONDS}s per case, round-robin (order rotated each round), ${WARMUP}s warm-up per case; "
-    . "one nginx worker per case, one redis-server (--save '' --appendonly no) and, for the Redis module command's cases, another with the module, all on loopback, no CPU pinning.";
+    . "one nginx worker per case, one redis-server (--save '' --appendonly no) and, for the Redis module command's cases, another with the module"
+    . ($CASE{weserv} ? ", and for weserv's case a third with its Redis module (redis-rate-limiter)" : '')
+    . ", all on loopback, no CPU pinning.";
 push @out, "";
 push @out, "| case | req/s median [min-max] | x plain [min-max] | p50 ms | p99 ms | redis cmds/req (top-level) | redis cmd us/req | redis CPU us/req | nginx worker CPU us/req | non-2xx |";
 push @out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
@@ -940,6 +1095,26 @@ target('Redis bytes per subject <= 200', defined $z60_bytes ? $z60_bytes <= 200 
     sprintf('%s bytes (%s buckets per key)', f('%.0f', $z60_bytes), f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef)));
 target('worker RSS flat (growth <= 1024 kB)', $u ? $rss_growth <= 1024 : undef,
     $u ? sprintf('%+d kB over %d distinct subjects', $rss_growth, $u->{requests}) : '-');
+
+my $cpu_g = median(col('gcra', 'cpu_us'));
+my $cpu_f = median(col('fixed', 'cpu_us'));
+target("GCRA nodelay: Redis CPU per request <= the fixed window's (gcra vs fixed)",
+    (defined $cpu_g && defined $cpu_f) ? $cpu_g <= $cpu_f : undef,
+    sprintf('%s vs %s us/req (x%s; per round %s; commandstats usec %s vs %s; weserv\'s Redis %s us/req)',
+        f('%.2f', $cpu_g), f('%.2f', $cpu_f), f('%.2f', (defined $cpu_g && $cpu_f) ? $cpu_g / $cpu_f : undef),
+        join('/', map { sprintf '%.2f', $_ } ratios('gcra', 'fixed', 'cpu_us')) || '-',
+        f('%.2f', median(col('gcra', 'usec'))), f('%.2f', median(col('fixed', 'usec'))),
+        f('%.2f', median(col('weserv', 'cpu_us')))));
+my $r_wsv = median(ratios('gcra', 'weserv'));
+target('GCRA nodelay >= 1.25x weserv (same run, ratio of req/s)', defined $r_wsv ? $r_wsv >= 1.25 : undef,
+    ($CASE{weserv}
+        ? sprintf('%sx (per round %s; non-2xx %s vs %s)', f('%.2f', $r_wsv),
+            join('/', map { sprintf '%.2f', $_ } ratios('gcra', 'weserv')) || '-',
+            f('%.1f%%', $CASE{gcra} ? 100 * median(col('gcra', 'non2xx')) : undef),
+            f('%.1f%%', 100 * median(col('weserv', 'non2xx'))))
+        : 'weserv not run' . (@SKIPPED ? ' (see the notes)' : ''))
+    . '; the issue asks for it with the Redis module command too: that command does not know GCRA zones yet '
+    . '(batches with one go as the script), so this is the script\'s figure');
 
 push @out, "## Targets";
 push @out, "";

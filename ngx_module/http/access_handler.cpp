@@ -103,6 +103,10 @@ void end_of_turn_wait(ngx_http_request_t *r) noexcept
         return;
     }
 
+    if (RequestState *state = find_state(r)) {
+        state->turn_came = true;
+    }
+
     r->read_event_handler = ngx_http_block_reading;
     r->write_event_handler = ngx_http_core_run_phases;
     ngx_http_core_run_phases(r);
@@ -116,6 +120,7 @@ ngx_int_t wait_for_turn(RequestState *state)
     ngx_http_request_t *r = state->r;
 
     state->delayed = true;
+    state->delay_start = ngx_current_msec;
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = end_of_turn_wait;
     r->connection->write->delayed = 1;

@@ -162,7 +162,8 @@ ngx_int_t handoff_time_variable(ngx_http_request_t *r,
 }
 
 // $ratelimit_delay: milliseconds a request its GCRA zones admitted waited
-// for its turn ("0" if none); empty for one they did not admit.
+// for its turn ("0" if none; of a client that left first, until then);
+// empty for one they did not admit.
 ngx_int_t delay_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
                          uintptr_t) noexcept
 {
@@ -181,8 +182,12 @@ ngx_int_t delay_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         return NGX_ERROR;
     }
 
-    set_value(v, text, write_decimal(state->delayed ? state->delay_ms : 0,
-                                     reinterpret_cast<char *>(text)));
+    ngx_msec_t waited = !state->delayed ? 0
+                        : state->turn_came ? state->delay_ms
+                        : ngx_min(state->delay_ms,
+                                  ngx_current_msec - state->delay_start);
+
+    set_value(v, text, write_decimal(waited, reinterpret_cast<char *>(text)));
     return NGX_OK;
 }
 

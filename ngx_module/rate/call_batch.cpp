@@ -309,21 +309,20 @@ bool CallBatcher::fill_settle(Batch *batch, Settle *settle) noexcept
 void CallBatcher::take_settle_reply(Settle *settle,
                                     const redisReply *const *reply) noexcept
 {
-    ZoneCount count;
-    ScriptReply decoded = decode_script_reply(reply, 1, &count);
+    std::int64_t applied = 0;
+    ScriptReply decoded = decode_settle_reply(reply, &applied);
 
     if (decoded.kind != ScriptReply::Kind::kVerdict) {
         end_settle(settle, SettleOutcome::kFailed);
         return;
     }
 
-    metrics::record_units(settle->zone->index, settle->units < 0
-                                        ? UnitEvent::kSettleReturned
-                                        : UnitEvent::kSettleAdded,
-                          settle->units < 0 ? 0 - static_cast<std::uint64_t>(
-                                                      settle->units)
-                                            : static_cast<std::uint64_t>(
-                                                      settle->units));
+    auto magnitude = static_cast<std::uint64_t>(applied < 0 ? -applied
+                                                             : applied);
+    metrics::record_units(settle->zone->index,
+                          applied < 0 ? UnitEvent::kSettleReturned
+                                      : UnitEvent::kSettleAdded,
+                          magnitude);
     end_settle(settle, SettleOutcome::kApplied);
 }
 

@@ -94,6 +94,8 @@ struct RequestState {
     // longest of its GCRA zones' (gcra_wait_ms()); `delayed` once begun.
     ngx_msec_t delay_ms;
     bool delayed;
+    ngx_msec_t delay_start;  // when the wait began, on nginx's clock
+    bool turn_came;          // the wait ran to its end
     bool settled;   // its settles are made: it makes none again
 
     std::uint64_t now_ms;         // Redis time of the reply

@@ -15,7 +15,13 @@ namespace {
 // window; "t" saves summing them.  Fixed window: "t" the count and "n" the
 // window's number.  Either way the key expires when its newest count leaves
 // the window, so idle subjects cost nothing, and a key written under
-// another algorithm or bucket length is recognised and started afresh.
+// another algorithm or bucket length is recognised and started afresh.  A
+// GCRA zone's key is a string, the subject's theoretical arrival time in
+// microseconds of Redis time, set with its expiry (SET PXAT: Redis 6.2) a
+// window (the time `limit` requests take) after that time, when its
+// backlog is gone: a subject seen again within a window finds its key, as a
+// window zone's does, rather than making it anew; a key of another type is
+// started afresh.
 //
 // A request of cost c (1 for "c", each zone's own for "w") does not fit in
 // a zone when count + max(c, 1) > limit: a cost of 0 checks, counting
@@ -78,8 +84,8 @@ namespace {
 // - peek_interval(): an interval peek, answered as "p" and then per zone
 //   the sum of its K newest buckets (a fixed window: its count).
 // - settle(): an "s" entry: adds its delta to its bucket if that bucket is
-//   still in the window, never below 0, and answers as "c" of one zone
-//   that fits (see window_script.hpp).
+//   still in the window, never below 0, and answers the count and oldest
+//   bucket after it and the units it applied (see window_script.hpp).
 // - decide(): one request, its keys KEYS[k] on, its reply into `reply` from
 //   index r; returns its shape().  A request of one zone (a peek, a slide,
 //   a clock stepped back, a key started afresh, a request run() raised on)
@@ -89,8 +95,10 @@ namespace {
 //   takes the place of that request's `rejected`, its counts are zeros, and
 //   the other requests are still decided.
 // - run(): the requests one after another, as if each were its own call,
-//   but at one Redis time, into one flat reply.  It takes a counted request
-//   of one zone ("c") itself when its key needs nothing deleted: counted in
+//   but at one Redis time, into one flat reply.  run_gcra() takes a counted
+//   request of one GCRA zone: GET, and SET if it fits.  run_window() takes a
+//   counted request of one window zone ("c") itself when its key needs
+//   nothing deleted: counted in
 //   the bucket (or fixed window) it was last counted in, or in a new
 //   bucket, or a new key.  That is most requests; taken there, a request
 //   costs Redis a sixth (sliding) to a quarter (fixed) fewer instructions
@@ -204,7 +212,11 @@ local keys = KEYS
 
 local function read_zone(key, d, read)
     if gcra[d] then
-        local tat = tonumber(call('HGET', key, 'g')) or 0
+        local tat = redis.pcall('GET', key)
+        if type(tat) == 'table' then
+            call('DEL', key)
+        end
+        tat = tonumber(tat) or 0
         return math.max(tat - now_us, 0), 0, 0, 0, false, 0, ''
     end
     local current, field = bucket[d], bucket_field[d]
@@ -243,13 +255,18 @@ local function read_zone(key, d, read)
     return count, oldest, newest, here, gone, current, field
 end
 
+local function set_tat(key, d, ahead)
+    local tat = now_us + ahead
+    call('SET', key, fmt('%d', math.floor(tat + 0.5)),
+         'PXAT', fmt('%d', math.ceil(tat / 1000) + width[d]))
+end
+
 local function write_zone(key, d, add, count, oldest, newest, here, gone,
                           current, field)
     if gcra[d] then
         count = count + add * gcra[d]
         if add > 0 then
-            call('HSET', key, 'g', fmt('%d', math.floor(now_us + count + 0.5)))
-            call('PEXPIREAT', key, fmt('%d', math.ceil((now_us + count) / 1000)))
+            set_tat(key, d, count)
         end
         return math.floor(count + 0.5), 0
     end
@@ -400,7 +417,7 @@ local function settle(k, entry, reply, r)
     if newest < at then
         call('PEXPIREAT', key, fmt('%d', (at + span[d]) * width[d]))
     end
-    reply[r + 1], reply[r + 2] = count, oldest
+    reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest, now_at - was
     return 1, 4
 end
 
@@ -468,9 +485,7 @@ local entries = #ARGV
 
 local solo = {}
 for d = 1, zones do
-    if not gcra[d] then
-        solo['c' .. string.char(d - 1)] = d
-    end
+    solo['c' .. string.char(d - 1)] = d
 end
 
 local a, k, r = 2 + zones * 5, 1, 2
@@ -488,75 +503,101 @@ local function careful(read)
     a, k, r = a + 1, k + n, r + width
 end
 
+-- A counted request of one GCRA zone: its TAT read and, if it fits,
+-- moved.  A key of another type raises before anything is written.
+local function run_gcra(d)
+    local key, t = keys[k], gcra[d]
+    local ahead = math.max((tonumber(call('GET', key)) or 0) - now_us, 0)
+    if ahead + t > span[d] * t + 1 then
+        replies[r] = enforce[d] and 1 or 0
+        replies[r + 1], replies[r + 2], replies[r + 3] =
+            math.floor(ahead + 0.5), 0, 1
+    else
+        set_tat(key, d, ahead + t)
+        replies[r] = 0
+        replies[r + 1], replies[r + 2], replies[r + 3] =
+            math.floor(ahead + t + 0.5), 0, 0
+    end
+    a, k, r = a + 1, k + 1, r + 4
+end
+
+local function run_window(d)
+    local take = d ~= nil
+    local key, field, h, count, oldest, same, fixed_window
+    if take then
+        key, field, fixed_window = keys[k], bucket_field[d], fixed[d]
+        if fixed_window then
+            h = call('HMGET', key, 't', 'n')
+            same = h[2] == field
+            if same then
+                count, oldest = h[1] + 0, bucket[d]
+            else
+                count, oldest = 0, 0
+                take = not (h[1] or h[2])
+            end
+        else
+            h = call('HMGET', key, 't', 'o', 'n', field)
+            local newest = h[3]
+            if newest then
+                count, oldest = h[1] + 0, h[2] + 0
+                same = newest == field
+                if not same then
+                    newest = newest + 0
+                    same = newest == bucket[d]
+                    take = newest <= bucket[d] and newest >= first_bucket[d]
+                end
+                take = take and oldest >= first_bucket[d]
+            else
+                count, oldest, same = 0, 0, false
+                take = not (h[1] or h[2])
+            end
+        end
+    end
+
+    if not take then
+        careful(h)
+    elseif count + 1 > limit[d] then
+        replies[r] = enforce[d] and 1 or 0
+        replies[r + 1], replies[r + 2], replies[r + 3] = count, oldest, 1
+        a, k, r = a + 1, k + 1, r + 4
+    else
+        local total = fmt('%d', count + 1)
+        if same and fixed_window then
+            call('HSET', key, 't', total)
+        elseif same then
+            call('HSET', key, field, fmt('%d', h[4] + 1), 't', total)
+        else
+            if oldest == 0 then
+                oldest = bucket[d]
+            end
+            if fixed_window then
+                call('HSET', key, 't', total, 'n', field)
+            else
+                call('HSET', key, field, '1', 't', total,
+                     'o', fmt('%d', oldest), 'n', field)
+            end
+        end
+        replies[r] = 0
+        replies[r + 1], replies[r + 2], replies[r + 3] =
+            count + 1, oldest, 0
+        if not same then
+            local w = redis.pcall('PEXPIREAT', key, expire_at[d])
+            if type(w) == 'table' then
+                replies[r] = w
+                replies[r + 1], replies[r + 2], replies[r + 3] = 0, 0, 0
+            end
+        end
+        a, k, r = a + 1, k + 1, r + 4
+    end
+end
+
 local function run()
     while a <= entries do
         local d = solo[ARGV[a]]
-        local take = d ~= nil
-        local key, field, h, count, oldest, same, fixed_window
-        if take then
-            key, field, fixed_window = keys[k], bucket_field[d], fixed[d]
-            if fixed_window then
-                h = call('HMGET', key, 't', 'n')
-                same = h[2] == field
-                if same then
-                    count, oldest = h[1] + 0, bucket[d]
-                else
-                    count, oldest = 0, 0
-                    take = not (h[1] or h[2])
-                end
-            else
-                h = call('HMGET', key, 't', 'o', 'n', field)
-                local newest = h[3]
-                if newest then
-                    count, oldest = h[1] + 0, h[2] + 0
-                    same = newest == field
-                    if not same then
-                        newest = newest + 0
-                        same = newest == bucket[d]
-                        take = newest <= bucket[d] and newest >= first_bucket[d]
-                    end
-                    take = take and oldest >= first_bucket[d]
-                else
-                    count, oldest, same = 0, 0, false
-                    take = not (h[1] or h[2])
-                end
-            end
-        end
-
-        if not take then
-            careful(h)
-        elseif count + 1 > limit[d] then
-            replies[r] = enforce[d] and 1 or 0
-            replies[r + 1], replies[r + 2], replies[r + 3] = count, oldest, 1
-            a, k, r = a + 1, k + 1, r + 4
+        if d and gcra[d] then
+            run_gcra(d)
         else
-            local total = fmt('%d', count + 1)
-            if same and fixed_window then
-                call('HSET', key, 't', total)
-            elseif same then
-                call('HSET', key, field, fmt('%d', h[4] + 1), 't', total)
-            else
-                if oldest == 0 then
-                    oldest = bucket[d]
-                end
-                if fixed_window then
-                    call('HSET', key, 't', total, 'n', field)
-                else
-                    call('HSET', key, field, '1', 't', total,
-                         'o', fmt('%d', oldest), 'n', field)
-                end
-            end
-            replies[r] = 0
-            replies[r + 1], replies[r + 2], replies[r + 3] =
-                count + 1, oldest, 0
-            if not same then
-                local w = redis.pcall('PEXPIREAT', key, expire_at[d])
-                if type(w) == 'table' then
-                    replies[r] = w
-                    replies[r + 1], replies[r + 2], replies[r + 3] = 0, 0, 0
-                end
-            end
-            a, k, r = a + 1, k + 1, r + 4
+            run_window(d)
         end
     end
 end
@@ -647,6 +688,31 @@ BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements)
         && read_count(reply->element[0], &out.now_ms))
     {
         out.kind = BatchReply::Kind::kReplies;
+    }
+
+    return out;
+}
+
+ScriptReply decode_settle_reply(const redisReply *const *reply,
+                                std::int64_t *applied)
+{
+    ScriptReply out{ScriptReply::Kind::kMalformed, false, {}};
+    const redisReply *units = reply[3];
+
+    if (reply[0] != nullptr && reply[0]->type == REDIS_REPLY_ERROR) {
+        out.error = std::string_view(reply[0]->str, reply[0]->len);
+        out.kind = ScriptReply::Kind::kError;
+        return out;
+    }
+
+    std::uint64_t rejected, count, oldest;
+
+    if (read_count(reply[0], &rejected) && rejected == 0
+        && read_count(reply[1], &count) && read_count(reply[2], &oldest)
+        && units != nullptr && units->type == REDIS_REPLY_INTEGER)
+    {
+        *applied = units->integer;
+        out.kind = ScriptReply::Kind::kVerdict;
     }
 
     return out;

@@ -20,8 +20,9 @@
 // signed number of units, ",", the bucket number the request was counted
 // in (of a fixed window: the window's number), ":" and the zone's byte,
 // e.g. "s-3,2871:\x00": the units are added to that bucket if it is still
-// in the window, never taking it below 0; its reply is that of "c" in one
-// zone it fitted in.
+// in the window, never taking it below 0; its reply is 0, the zone's count
+// and oldest bucket after it, and the units it applied, a signed number
+// (0 if the bucket had left the window: see decode_settle_reply()).
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per
@@ -118,5 +119,12 @@ BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements);
 ScriptReply decode_script_reply(const redisReply *const *reply,
                                 std::size_t zones, ZoneCount *counts,
                                 bool interval = false);
+
+// Decodes a settle's reply, the 4 elements from `reply` on: kVerdict with
+// the units it applied in *applied (as sent, or fewer where the bucket
+// would have gone below 0, or 0 where it had left the window), kError, or
+// kMalformed.
+ScriptReply decode_settle_reply(const redisReply *const *reply,
+                                std::int64_t *applied);
 
 }  // namespace ratelimit

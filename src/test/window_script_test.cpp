@@ -137,6 +137,34 @@ TEST(DecodeScriptReply, OneZonePassed)
     expect_count(counts[0], {3, 1700000000, false}, 0);
 }
 
+// A settle's reply: 0, the count and oldest bucket after it, the units it
+// applied, which may be negative or 0.
+TEST(DecodeSettleReply, AppliedUnitsSigned)
+{
+    for (long long units : {40LL, -6LL, 0LL}) {
+        ReplyPtr r = must_parse(array_of({integer(0), integer(12),
+                                          integer(1700000000),
+                                          integer(units)}));
+        std::int64_t applied = 99;
+
+        ASSERT_EQ(decode_settle_reply(r->element, &applied).kind,
+                  Kind::kVerdict);
+        EXPECT_EQ(applied, units);
+    }
+
+    ReplyPtr error = must_parse(array_of(failed("ERR no settle in a gcra "
+                                                "zone", 1)));
+    std::int64_t applied = 0;
+    ScriptReply out = decode_settle_reply(error->element, &applied);
+    EXPECT_EQ(out.kind, Kind::kError);
+    EXPECT_EQ(out.error, "ERR no settle in a gcra zone");
+
+    ReplyPtr rejected = must_parse(array_of({integer(1), integer(1),
+                                             integer(1), integer(1)}));
+    EXPECT_EQ(decode_settle_reply(rejected->element, &applied).kind,
+              Kind::kMalformed);
+}
+
 TEST(DecodeScriptReply, TwoZonesRejected)
 {
     ReplyPtr r = must_parse(array_of({
