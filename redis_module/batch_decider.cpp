@@ -209,17 +209,18 @@ CallError BatchDecider::decide(std::size_t k, const Entry &entry,
     return decide_zones(k, entry, r, read);
 }
 
-// A settle (settle.hpp), answered as "c" of one zone it fits in: not
-// rejected, not over.
+// A settle (settle.hpp), answered with 0 (never rejected), the zone's
+// count and oldest bucket after it, and the units it applied.
 CallError BatchDecider::settle(std::size_t k, const Entry &entry,
                                std::size_t r)
 {
     const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
         entry.zones[0])];
-    double count, oldest;
+    double count, oldest, applied;
 
     if (CallError error = settler_.settle(call_.keys[k], zone, entry.delta,
-                                          entry.at, &count, &oldest))
+                                          entry.at, &count, &oldest,
+                                          &applied))
     {
         return error;
     }
@@ -227,7 +228,7 @@ CallError BatchDecider::settle(std::size_t k, const Entry &entry,
     set(r, 0);
     set(r + 1, count);
     set(r + 2, oldest);
-    set(r + 3, 0);
+    set(r + 3, applied);
     return nullptr;
 }
 

@@ -14,7 +14,7 @@ namespace ratelimit {
 // a peek would.
 CallError Settler::settle(redis::String *key, const ZoneParams &zone,
                           double delta, double at, double *count,
-                          double *oldest)
+                          double *oldest, double *applied)
 {
     if (CallError error = window_.read_zone(key, zone, nullptr, &z_)) {
         return error;
@@ -35,6 +35,7 @@ CallError Settler::settle(redis::String *key, const ZoneParams &zone,
     }
 
     double now_at = std::max(0.0, was + delta);
+    *applied = inside ? now_at - was : 0;
 
     if (!inside || now_at == was) {
         return window_.write_zone(key, zone, 0, &z_, count, oldest);

@@ -18,9 +18,12 @@ public:
         : window_(*window), redis_(*redis) {}
 
     // Adds `delta` units to bucket `at` of `zone` in `key`; the zone's
-    // count and oldest bucket after that into `count` and `oldest`.
+    // count and oldest bucket after that into `count` and `oldest`, the
+    // units it added (signed: fewer than `delta` where the bucket would have
+    // gone below 0, 0 where it is not in the window) into `applied`.
     CallError settle(redis::String *key, const ZoneParams &zone,
-                     double delta, double at, double *count, double *oldest);
+                     double delta, double at, double *count, double *oldest,
+                     double *applied);
 
 private:
     CallError bucket_count(redis::String *key, double at, double *was);

@@ -34,7 +34,8 @@
 #   becomes max(0, count + delta), "t" changes by as much, "o", "n" and the
 #   expiry follow a bucket older or newer than the key's, and a bucket given
 #   back to 0 stays, holding 0; else it changes nothing.  It never rejects:
-#   its reply is 0, the count after it, the oldest bucket, 0;
+#   its reply is 0, the count after it, the oldest bucket, and the units it
+#   applied (signed, 0 for none);
 # - an interval peek ("i", a bucket count K per zone) is a peek whose reply
 #   goes on with, per zone, the sum of its buckets numbered current - K + 1
 #   to current (a fixed window: its count, whatever K);
@@ -287,7 +288,7 @@ sub model_settle {
         $seen{ $applied == $delta ? "settle: units given back, $kind" : 'settle: given back down to 0, not below' }++
             if $delta < 0;
     }
-    return (0, model_count($key), model_oldest($key), 0);
+    return (0, model_count($key), model_oldest($key), $applied);
 }
 
 # The hash the script leaves for `key`, as "field=value ..." ('' for none),
@@ -709,7 +710,7 @@ sub run_model {
         # A settle's window is the one a request would be counted in: it
         # ends at the newest bucket.
         $r = $call->(2, 'm2:ahead', 'm2:ahead', 1, @zone, "s-2,$new:\x00", "s4,$cur:\x00");
-        is("@$r[1 .. 8]", "0 1 $old 0 0 5 $cur 0", 'clock stepped back: settles to the newest bucket and to an older one');
+        is("@$r[1 .. 8]", "0 1 $old -2 0 5 $cur 4", 'clock stepped back: settles to the newest bucket and to an older one');
         is(join(' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', 'm2:ahead') })),
            join(' ', sort map { "$_->[0]=$_->[1]" } [t => 5], [o => $cur], [n => $new], [$cur => 4], [$old => 1], [$new => 0]),
            'clock stepped back: the settles\' buckets');
@@ -721,7 +722,7 @@ sub run_model {
         is("@$r[1 .. 4]", '0 3 ' . ($window + 1) . ' 0', 'clock stepped back: a fixed window ahead counts on');
         $r = $call->(2, 'm2:ahead-f', 'm2:ahead-f', 1, 3, 60000, 1, 'f', '1',
                      's-1,' . ($window + 1) . ":\x00", "s5,$window:\x00");
-        is("@$r[1 .. 8]", join(' ', (0, 2, $window + 1, 0) x 2),
+        is("@$r[1 .. 8]", join(' ', 0, 2, $window + 1, -1, 0, 2, $window + 1, 0),
            'clock stepped back: a fixed window ahead takes its settle, the window by Redis\'s clock none');
     }
 
