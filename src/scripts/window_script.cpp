@@ -410,11 +410,12 @@ local function settle(k, entry, reply, r)
     local set = fixed[d] and {'t', fmt('%d', count)}
                 or {name, fmt('%d', now_at), 't', fmt('%d', count),
                     'o', fmt('%d', oldest)}
-    if newest < at then
+    local renew = newest == 0 or newest < at
+    if renew then
         set[#set + 1], set[#set + 2] = 'n', name
     end
     call('HSET', key, unpack(set))
-    if newest < at then
+    if renew then
         call('PEXPIREAT', key, fmt('%d', (at + span[d]) * width[d]))
     end
     reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest, now_at - was
