@@ -77,6 +77,7 @@ ratelimit_zone b    key=$http_x_user limit=5 window=60s;
 ratelimit_zone c    key=$http_x_api_key limit=4 window=60s;
 ratelimit_zone load key=$http_x_api_key limit=1000000 window=60s;
 ratelimit_zone tok  key=$http_x_api_key limit=100 window=60s;
+ratelimit_zone g    key=$http_x_api_key rate=1r/m algorithm=gcra;
 ratelimit_zone q    key=$http_x_api_key concurrency=2;
 ratelimit_zone qw   key=$http_x_api_key concurrency=1 queue=4 queue_timeout=5s;
 server {
@@ -93,6 +94,7 @@ server {
     location /two/    { ratelimit zone=a; ratelimit zone=b; alias %%TMP%%/html/; }
     location /rev/    { ratelimit zone=b; ratelimit zone=a; alias %%TMP%%/html/; }
     location /same/   { ratelimit zone=a; ratelimit zone=c; alias %%TMP%%/html/; }
+    location /g/      { ratelimit zone=g burst=2 nodelay; ratelimit zone=b; alias %%TMP%%/html/; }
     location /tok/    { ratelimit zone=tok cost=$http_x_cost; ratelimit zone=b; ratelimit_settle zone=tok $http_x_used; alias %%TMP%%/html/; }
 }
 EOF
@@ -328,6 +330,26 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
     is(join(' ', map { $_->{status} } @r), '200 200 200 200 200 429', 'tok and b on two masters: 5 admitted, the 6th rejected by b');
     is($c->hash_total(key('tok', $K)) . '/' . $c->hash_total(key('b', $U)), '97/5',
         'tok holds what the 5 used (12+55+0+25+5), the 6th given back; b holds 5');
+}
+
+# A GCRA zone in a cluster: its key (a string, the TAT) on its subject's
+# master, shared by both servers; with a window zone on another master, a
+# request the window zone rejects moves no TAT.
+{
+    my ($m1, $m2) = map { $_->{port} } @M0[0, 1];
+    my $K = $c->key_in($m1, 'gK', 'g');
+    my $U = $c->key_in($m2, 'gU', 'b');
+    my @r = map { FaultTest::raw_get($T[$_ % 2]->port('PORT'), '/g/index.html', { 'X-Api-Key' => $K, 'X-User' => $U }) } 1 .. 5;
+    is(join(' ', map { $_->{status} } @r), '200 200 200 429 429', 'GCRA 1r/m burst=2 nodelay from both servers: 3 at once, then rejected');
+    is($c->node($c->master_of(key('g', $K)), 'TYPE', key('g', $K)), 'string', "the subject's TAT is a string on its master");
+    my $U2 = $c->key_in($m2, 'gU2', 'b');
+    my $K2 = $c->key_in($m1, 'gK2', 'g');
+    FaultTest::raw_get($T[0]->port('PORT'), '/g/index.html', { 'X-Api-Key' => "fill$_", 'X-User' => $U2 }) for 1 .. 5;
+    my $before = $c->node($c->master_of(key('g', $K2)), 'EXISTS', key('g', $K2));
+    my $rej = FaultTest::raw_get($T[1]->port('PORT'), '/g/index.html', { 'X-Api-Key' => $K2, 'X-User' => $U2 });
+    sleep $SETTLE;
+    is($rej->{status} . '/' . $before . '/' . $c->node($c->master_of(key('g', $K2)), 'EXISTS', key('g', $K2)), '429/0/0',
+        'rejected by b on another master: the GCRA zone keeps no TAT for it');
 }
 
 # --- load helpers ---------------------------------------------------------------------

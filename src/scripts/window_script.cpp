@@ -85,7 +85,10 @@ namespace {
 //   the sum of its K newest buckets (a fixed window: its count).
 // - settle(): an "s" entry: adds its delta to its bucket if that bucket is
 //   still in the window, never below 0, and answers the count and oldest
-//   bucket after it and the units it applied (see window_script.hpp).
+//   bucket after it and the units it applied (see window_script.hpp).  In
+//   a GCRA zone it moves the TAT by delta turns, never before now (the
+//   bucket is not read; a TAT moved back to now is deleted): a request
+//   another part of its call rejected gives its turns back.
 // - decide(): one request, its keys KEYS[k] on, its reply into `reply` from
 //   index r; returns its shape().  A request of one zone (a peek, a slide,
 //   a clock stepped back, a key started afresh, a request run() raised on)
@@ -378,8 +381,18 @@ local function settle(k, entry, reply, r)
         error('bad settle')
     end
     local key, d = keys[k], byte(z) + 1
+    reply[r], reply[r + 3] = 0, 0
     if gcra[d] then
-        error('no settle in a gcra zone')
+        local ahead = read_zone(key, d)
+        local after = math.max(0, ahead + delta * gcra[d])
+        if after == 0 and ahead > 0 then
+            call('DEL', key)
+        elseif after ~= ahead then
+            set_tat(key, d, after)
+        end
+        reply[r + 1], reply[r + 2] = math.floor(after + 0.5), 0
+        reply[r + 3] = math.floor((after - ahead) / gcra[d] + 0.5)
+        return 1, 4
     end
     local count, oldest, newest, here, gone, current, field =
         read_zone(key, d)
@@ -392,7 +405,6 @@ local function settle(k, entry, reply, r)
               or tonumber(call('HGET', key, fmt('%d', at))) or 0
     end
     local now_at = math.max(0, was + delta)
-    reply[r], reply[r + 3] = 0, 0
     if not inside or now_at == was then
         reply[r + 1], reply[r + 2] =
             write_zone(key, d, 0, count, oldest, newest, here, gone,
