@@ -248,7 +248,7 @@ void CallBatcher::settle(std::string_view key, std::string_view zone_args,
 
     try {
         settle = new Settle{std::string(key), std::string(zone_args), units,
-                            bucket, &zone, 0, nullptr};
+                            bucket, &zone, 0, 0, nullptr};
     } catch (const std::bad_alloc &) {
         metrics::record_settle(zone.index, SettleOutcome::kDropped);
         return;
@@ -700,7 +700,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
 
         metrics::record_link_error(LinkError::kErrorReply);
         fail_all(batch, "redis answered an error: ", decoded.error,
-                 SettleFate::kFailed);
+                 SettleFate::kRefused);
         tell_link_of_script_error(link_, decoded.error);
         return;
 
@@ -758,12 +758,14 @@ void CallBatcher::fail_all(Batch *batch, const char *why,
         if (state != nullptr) {
             state->part[batch->parts[i]].batch = nullptr;
             sink_.part_failed(state, why, detail);
-        } else if (settle != nullptr && fate == SettleFate::kRequeue) {
-            wait_for_link(settle);
+        } else if (settle != nullptr && fate == SettleFate::kUnknown) {
+            end_settle(settle, SettleOutcome::kUnknown);
+        } else if (settle != nullptr && fate == SettleFate::kRefused
+                   && ++settle->refusals == kMaxRefusals)
+        {
+            end_settle(settle, SettleOutcome::kFailed);
         } else if (settle != nullptr) {
-            end_settle(settle, fate == SettleFate::kFailed
-                               ? SettleOutcome::kFailed
-                               : SettleOutcome::kUnknown);
+            wait_for_link(settle);
         }
     }
 

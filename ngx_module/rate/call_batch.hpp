@@ -31,6 +31,7 @@ struct Settle {
     std::uint64_t bucket;   // the bucket (of a fixed window: the window)
     const Zone *zone;       // for the metrics and the log
     std::uint16_t slot;     // of the key, in a cluster
+    std::uint8_t refusals;  // calls Redis refused whole (see SettleFate)
     Settle *next;           // in the queue of those waiting for the link
 };
 
@@ -181,8 +182,11 @@ private:
     bool resend_as_script(Batch *batch) noexcept;
     // What a batch's failure means for its settles: it never reached
     // Redis (they wait for the link), it did and its outcome is unknown,
-    // or Redis refused it.
-    enum class SettleFate { kRequeue, kUnknown, kFailed };
+    // or Redis refused the whole call before running it (LOADING after a
+    // restart, BUSY): they wait for the link too, up to kMaxRefusals
+    // times, and fail after that.
+    enum class SettleFate { kRequeue, kUnknown, kRefused };
+    static constexpr std::uint8_t kMaxRefusals = 10;
 
     void fail_all(Batch *batch, const char *why, std::string_view detail,
                   SettleFate fate) noexcept;
