@@ -111,9 +111,11 @@ const BadCase kBadZones[] = {
      "bucket \"300ms\" does not divide the window of 1000 ms into whole "
      "buckets", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=leaky"},
-     "invalid algorithm \"leaky\": use \"sliding\", \"fixed\" or \"gcra\"", kWhole},
+     "invalid algorithm \"leaky\": use \"sliding\", \"fixed\" or "
+     "\"gcra\"", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=Fixed"},
-     "invalid algorithm \"Fixed\": use \"sliding\", \"fixed\" or \"gcra\"", kWhole},
+     "invalid algorithm \"Fixed\": use \"sliding\", \"fixed\" or "
+     "\"gcra\"", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=fixed", "bucket=100ms"},
      "\"bucket=\" applies to sliding windows only", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=gcra", "bucket=100ms"},
@@ -124,7 +126,8 @@ const BadCase kBadZones[] = {
      "bucket \"2s\" does not divide the window of 1000 ms into whole "
      "buckets", kWhole},
     {{"api", "rate=1r/s", "algorithm=x"},
-     "invalid algorithm \"x\": use \"sliding\", \"fixed\" or \"gcra\"", kWhole},
+     "invalid algorithm \"x\": use \"sliding\", \"fixed\" or "
+     "\"gcra\"", kWhole},
     // concurrency zones' values, in the order they are checked
     {{"api", "key=$a", "concurrency=0"}, "invalid concurrency \"0\"", kWhole},
     {{"api", "key=$a", "concurrency="}, "invalid concurrency \"\"", kWhole},
