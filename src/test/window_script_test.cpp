@@ -152,12 +152,12 @@ TEST(DecodeSettleReply, AppliedUnitsSigned)
         EXPECT_EQ(applied, units);
     }
 
-    ReplyPtr error = must_parse(array_of(failed("ERR no settle in a gcra "
-                                                "zone", 1)));
+    ReplyPtr error = must_parse(array_of(failed("WRONGTYPE Operation against "
+                                                "a key", 1)));
     std::int64_t applied = 0;
     ScriptReply out = decode_settle_reply(error->element, &applied);
     EXPECT_EQ(out.kind, Kind::kError);
-    EXPECT_EQ(out.error, "ERR no settle in a gcra zone");
+    EXPECT_EQ(out.error, "WRONGTYPE Operation against a key");
 
     ReplyPtr rejected = must_parse(array_of({integer(1), integer(1),
                                              integer(1), integer(1)}));
