@@ -287,6 +287,48 @@ CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
     return nullptr;
 }
 
+CallError HashCalls::get(redis::String *key, FieldValue *out)
+{
+    redis::Key *open_key = open(key);
+    int type = redis::KeyType(open_key);
+    *out = FieldValue{};
+
+    if (type == redis::kKeyEmpty) {
+        return nullptr;
+    }
+
+    if (type != redis::kKeyString) {
+        return kWrongType;
+    }
+
+    // A copy, as GET's reply is: valid after a SET replaced the value.
+    std::size_t len;
+    const char *bytes = redis::StringDMA(open_key, &len, redis::kRead);
+    made_.push_back(redis::CreateString(ctx_, bytes, len));
+    bytes = redis::StringPtrLen(made_.back(), &len);
+    *out = FieldValue{made_.back(), {bytes, len}};
+    return nullptr;
+}
+
+// SET replaces a key of any type and its expiry; the expiry is then set
+// as PXAT does, and both go to replicas as the one command.
+CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
+                              const char *at_ms)
+{
+    if (CallError error = may_write(true)) {
+        return error;
+    }
+
+    redis::Key *open_key = open(key);
+    redis::String *str = value(value_text);
+    redis::StringSet(open_key, str);
+    redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
+    redis::Replicate(ctx_, "SET", "sscc", key, str, "PXAT", at_ms);
+    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyString, "set", key);
+    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "expire", key);
+    return nullptr;
+}
+
 void HashCalls::release() noexcept
 {
     close();

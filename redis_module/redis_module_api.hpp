@@ -31,6 +31,7 @@ constexpr int kWrite = 1 << 1;
 
 // KeyType results.
 constexpr int kKeyEmpty = 0;
+constexpr int kKeyString = 1;
 constexpr int kKeyHash = 3;
 
 // HashGet / HashSet flags: fields given as C strings.
@@ -41,6 +42,7 @@ constexpr int kCtxOutOfMemory = 1 << 10;
 
 // NotifyKeyspaceEvent classes.
 constexpr int kNotifyGeneric = 1 << 2;
+constexpr int kNotifyString = 1 << 3;
 constexpr int kNotifyHash = 1 << 6;
 
 // KeyAtPosWithFlags: the key is read and written, its data used and
@@ -66,13 +68,14 @@ inline int (*IsKeysPositionRequest)(Ctx *ctx);
 inline void (*KeyAtPos)(Ctx *ctx, int pos);
 inline void (*KeyAtPosWithFlags)(Ctx *ctx, int pos, int flags);
 inline int (*GetContextFlags)(Ctx *ctx);
-inline long long (*Milliseconds)();
 
 inline Key *(*OpenKey)(Ctx *ctx, String *name, int mode);
 inline void (*CloseKey)(Key *key);
 inline int (*KeyType)(Key *key);
 inline int (*DeleteKey)(Key *key);
 inline int (*SetAbsExpire)(Key *key, long long expire_ms);
+inline char *(*StringDMA)(Key *key, std::size_t *len, int mode);
+inline int (*StringSet)(Key *key, String *str);
 inline int (*HashGet)(Key *key, int flags, ...);
 inline int (*HashSet)(Key *key, int flags, ...);
 inline RedisModuleScanCursor *(*ScanCursorCreate)();
