@@ -123,11 +123,11 @@ my @ZONES = map {
     ['f',      'm:f', 2,     300,       1,       'f',  1],
     ['f-dry',  'm:g', 3,     250,       1,       'f',  0],
     # GCRA: limit per window, "buckets" the capacity (1 + burst).  g's
-    # interval is 50000 us, h's 33333.3 (rounded in its TATs); g-dry is g
+    # interval is 100000 us, h's 166666.7 (rounded in its TATs); g-dry is g
     # in a dry-run location.
-    ['g',      'm:q', 4,     200,       3,       'g',  1],
-    ['g-dry',  'm:q', 4,     200,       3,       'g',  0],
-    ['h',      'm:h', 3,     100,       2,       'g',  1],
+    ['g',      'm:q', 4,     400,       3,       'g',  1],
+    ['g-dry',  'm:q', 4,     400,       3,       'g',  0],
+    ['h',      'm:h', 3,     500,       2,       'g',  1],
 );
 my %PREFIXES = map { $_->{prefix} => $_ } @ZONES;
 my ($GCRA_CLOCK) = grep { $_->{name} eq 'g' } @ZONES;
@@ -631,18 +631,25 @@ sub run_model {
         # Now and then a key holds junk, overwritten by "an operator": a request
         # of this batch reads it (the model has the key empty from now on).
         if (rand() < 0.05) {
-            my $z = $ZONES[rand @ZONES];
+            my @windows = grep { !gcra($_) } @ZONES;
+            my $z = $windows[rand @windows];
             my $s = $SUBJECTS[rand @SUBJECTS];
             my $key = "$z->{prefix}:$s";
             rcmd('DEL', $key);
             rcmd('HSET', $key, rand() < 0.5 ? (t => 'abc', o => 'x', n => 'zz')
                                             : (t => 5, o => 3, n => 7, 3 => 2, 7 => 3));
-            if (gcra($z)) {
-                delete $tat{$key};
-                ($zone_of{$key}, $is_hash{$key}) = ($z, 1);
-            } else {
-                ($state{$key}, $zone_of{$key}, $junk{$key}) = ({}, $z, 1);
-            }
+            ($state{$key}, $zone_of{$key}, $junk{$key}) = ({}, $z, 1);
+            push @reqs, rand() < 0.25 ? gen_settle($z, $s) : gen_request($z, $s);
+        }
+        # Now and then a GCRA zone's key is a hash (another type).
+        if (rand() < 0.04) {
+            my @gcra = grep { gcra($_) } @ZONES;
+            my ($z, $s) = ($gcra[rand @gcra], $SUBJECTS[rand @SUBJECTS]);
+            my $key = "$z->{prefix}:$s";
+            rcmd('DEL', $key);
+            rcmd('HSET', $key, t => 1);
+            delete $tat{$key};
+            ($zone_of{$key}, $is_hash{$key}) = ($z, 1);
             push @reqs, rand() < 0.25 ? gen_settle($z, $s) : gen_request($z, $s);
         }
         push @reqs, gen_request() while @reqs < 1 + int rand 8;
