@@ -287,31 +287,37 @@ CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
     return nullptr;
 }
 
+// GET itself, as for SET below: reading the value through the key would
+// turn the integer SET stored into a string (32 bytes more a subject).
 CallError HashCalls::get(redis::String *key, FieldValue *out)
 {
-    redis::Key *open_key = open(key);
-    int type = redis::KeyType(open_key);
+    close();
     *out = FieldValue{};
+    RedisModuleCallReply *reply = redis::Call(ctx_, "GET", "s", key);
+    int type = reply != nullptr ? redis::CallReplyType(reply)
+                                : redis::kReplyNull;
 
-    if (type == redis::kKeyEmpty) {
-        return nullptr;
+    if (type == redis::kReplyString) {
+        std::size_t len;
+        const char *bytes = redis::CallReplyStringPtr(reply, &len);
+        made_.push_back(redis::CreateString(ctx_, bytes, len));
+        bytes = redis::StringPtrLen(made_.back(), &len);
+        *out = FieldValue{made_.back(), {bytes, len}};
     }
 
-    if (type != redis::kKeyString) {
-        return kWrongType;
+    if (reply != nullptr) {
+        redis::FreeCallReply(reply);
     }
 
-    // A copy, as GET's reply is: valid after a SET replaced the value.
-    std::size_t len;
-    const char *bytes = redis::StringDMA(open_key, &len, redis::kRead);
-    made_.push_back(redis::CreateString(ctx_, bytes, len));
-    bytes = redis::StringPtrLen(made_.back(), &len);
-    *out = FieldValue{made_.back(), {bytes, len}};
-    return nullptr;
+    return type == redis::kReplyString || type == redis::kReplyNull
+               ? nullptr
+               : kWrongType;
 }
 
-// SET replaces a key of any type and its expiry; the expiry is then set
-// as PXAT does, and both go to replicas as the one command.
+// SET itself, called as the script calls it, on the key closed: it stores
+// a number as an integer object, as SET does (a string set through the key
+// takes 32 bytes more), and replicates and notifies as SET.  The value
+// goes as text: a fresh object, which SET may encode.
 CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
                               const char *at_ms)
 {
@@ -319,13 +325,14 @@ CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
         return error;
     }
 
-    redis::Key *open_key = open(key);
-    redis::String *str = value(value_text);
-    redis::StringSet(open_key, str);
-    redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
-    redis::Replicate(ctx_, "SET", "sscc", key, str, "PXAT", at_ms);
-    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyString, "set", key);
-    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "expire", key);
+    close();
+    RedisModuleCallReply *reply =
+        redis::Call(ctx_, "SET", "!sccc", key, value_text, "PXAT", at_ms);
+
+    if (reply != nullptr) {
+        redis::FreeCallReply(reply);
+    }
+
     return nullptr;
 }
 

@@ -12,6 +12,7 @@ struct RedisModuleCtx;
 struct RedisModuleKey;
 struct RedisModuleString;
 struct RedisModuleScanCursor;
+struct RedisModuleCallReply;
 
 }  // extern "C"
 
@@ -31,18 +32,20 @@ constexpr int kWrite = 1 << 1;
 
 // KeyType results.
 constexpr int kKeyEmpty = 0;
-constexpr int kKeyString = 1;
 constexpr int kKeyHash = 3;
 
 // HashGet / HashSet flags: fields given as C strings.
 constexpr int kHashCFields = 1 << 2;
+
+// CallReplyType results.
+constexpr int kReplyString = 0;
+constexpr int kReplyNull = 4;
 
 // GetContextFlags: used memory is over maxmemory.
 constexpr int kCtxOutOfMemory = 1 << 10;
 
 // NotifyKeyspaceEvent classes.
 constexpr int kNotifyGeneric = 1 << 2;
-constexpr int kNotifyString = 1 << 3;
 constexpr int kNotifyHash = 1 << 6;
 
 // KeyAtPosWithFlags: the key is read and written, its data used and
@@ -74,8 +77,12 @@ inline void (*CloseKey)(Key *key);
 inline int (*KeyType)(Key *key);
 inline int (*DeleteKey)(Key *key);
 inline int (*SetAbsExpire)(Key *key, long long expire_ms);
-inline char *(*StringDMA)(Key *key, std::size_t *len, int mode);
-inline int (*StringSet)(Key *key, String *str);
+inline RedisModuleCallReply *(*Call)(Ctx *ctx, const char *command,
+                                     const char *format, ...);
+inline void (*FreeCallReply)(RedisModuleCallReply *reply);
+inline int (*CallReplyType)(RedisModuleCallReply *reply);
+inline const char *(*CallReplyStringPtr)(RedisModuleCallReply *reply,
+                                         std::size_t *len);
 inline int (*HashGet)(Key *key, int flags, ...);
 inline int (*HashSet)(Key *key, int flags, ...);
 inline RedisModuleScanCursor *(*ScanCursorCreate)();
