@@ -60,6 +60,8 @@ const char *parse_zone(redis::String *const *args, double now_ms,
     }
 
     zone->fixed = view(args[3]) == "f";
+    zone->gcra = view(args[3]) == "g" ? zone->bucket_ms * 1000 / zone->limit
+                                      : 0;
     zone->enforce = view(args[4]) == "1";
     zone->bucket = std::floor(now_ms / zone->bucket_ms);
     zone->first_bucket = window_rules::first_bucket(zone->bucket,
@@ -205,7 +207,8 @@ long long declared_keys(redis::String **argv, int argc) noexcept
     return static_cast<long long>(keys);
 }
 
-const char *BatchCall::parse(redis::String **argv, int argc, double now)
+const char *BatchCall::parse(redis::String **argv, int argc, double now,
+                             double now_in_us)
 {
     long long declared = declared_keys(argv, argc);
     std::size_t zone_count;
@@ -215,6 +218,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now)
     }
 
     now_ms = now;
+    now_us = now_in_us;
     keys = argv + 2;
     key_count = static_cast<std::size_t>(declared);
     std::size_t at = 2 + key_count;

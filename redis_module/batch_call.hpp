@@ -18,6 +18,8 @@ struct ZoneParams {
     double bucket_ms;
     double span;            // buckets per window
     bool fixed;
+    double gcra;            // a GCRA zone's emission interval (us), else 0;
+                            // its `span` is its capacity, 1 + burst
     bool enforce;
     double bucket;          // the current bucket: now / bucket_ms, floored
     double first_bucket;    // the window's oldest
@@ -51,15 +53,18 @@ struct Entry {
 
 struct BatchCall {
     double now_ms;
+    double now_us;  // the same Redis time, for GCRA zones
     redis::String **keys;
     std::size_t key_count;
     std::vector<ZoneParams> zones;
     std::vector<Entry> entries;
     std::size_t reply_size;  // of the whole call
 
-    // Reads argv (the command's name first) at Redis time `now_ms`; on
-    // malformed arguments returns the error to answer, else nullptr.
-    const char *parse(redis::String **argv, int argc, double now_ms);
+    // Reads argv (the command's name first) at Redis time `now_ms`, or
+    // `now_us` in microseconds; on malformed arguments returns the error to
+    // answer, else nullptr.
+    const char *parse(redis::String **argv, int argc, double now_ms,
+                      double now_us);
 };
 
 // The number of keys a call names, for Redis's getkeys question (the keys

@@ -12,16 +12,22 @@ bool text_is(const FieldValue &value, const char *text)
 }
 
 // Whether a request of `cost` units does not fit in a zone that holds
-// `count`: a cost of 0 checks whether one unit would.
+// `count` (a GCRA zone: whose backlog is `count` us): a cost of 0 checks
+// whether one unit would.
 bool over_limit(double count, double cost, const ZoneParams &zone)
 {
+    if (zone.gcra != 0) {
+        return gcra_over(count, cost, zone);
+    }
+
     return count + std::max(cost, 1.0) > zone.limit;
 }
 
 }  // namespace
 
 BatchDecider::BatchDecider(const BatchCall &call, HashCalls *redis)
-    : call_(call), redis_(*redis), window_(redis), settler_(&window_, redis)
+    : call_(call), redis_(*redis), window_(redis),
+      gcra_(redis, call.now_us), settler_(&window_, redis)
 {
     reply_.assign(call.reply_size, ReplyElement{0, nullptr});
     reply_[0].value = call.now_ms;
@@ -46,6 +52,10 @@ bool BatchDecider::fast(const Entry &entry)
 {
     const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
         entry.zones[0])];
+    if (zone.gcra != 0) {
+        return fast_gcra(zone);
+    }
+
     redis::String *key = call_.keys[k_];
     const char *field = zone.bucket_field;
     FieldValue h[4];
@@ -177,6 +187,54 @@ bool BatchDecider::fast(const Entry &entry)
     return true;
 }
 
+// The script's run_gcra(): a counted request of one GCRA zone, its TAT
+// read and, if it fits, moved a turn.
+bool BatchDecider::fast_gcra(const ZoneParams &zone)
+{
+    redis::String *key = call_.keys[k_];
+    double ahead;
+
+    if (gcra_.read_fast(key, &ahead) != nullptr) {
+        return false;
+    }
+
+    bool over = gcra_over(ahead, 1, zone);
+
+    if (!over && gcra_.set_tat(key, zone, ahead + zone.gcra) != nullptr) {
+        return false;
+    }
+
+    set(r_, over && zone.enforce ? 1 : 0);
+    set(r_ + 1, round_half_up(over ? ahead : ahead + zone.gcra));
+    set(r_ + 2, 0);
+    set(r_ + 3, over ? 1 : 0);
+    k_++;
+    r_ += 4;
+    return true;
+}
+
+CallError BatchDecider::read_zone(redis::String *key, const ZoneParams &zone,
+                                  const FieldValue *read, ZoneRead *z)
+{
+    if (zone.gcra != 0) {
+        return gcra_.read_zone(key, &z->count);
+    }
+
+    return window_.read_zone(key, zone, read, z);
+}
+
+CallError BatchDecider::write_zone(redis::String *key, const ZoneParams &zone,
+                                   double add, ZoneRead *z, double *count,
+                                   double *oldest)
+{
+    if (zone.gcra != 0) {
+        *oldest = 0;
+        return gcra_.write_zone(key, zone, add, z->count, count);
+    }
+
+    return window_.write_zone(key, zone, add, z, count, oldest);
+}
+
 void BatchDecider::careful(const Entry &entry, const FieldValue *read)
 {
     if (CallError error = decide(k_, entry, r_, read)) {
@@ -209,19 +267,23 @@ CallError BatchDecider::decide(std::size_t k, const Entry &entry,
     return decide_zones(k, entry, r, read);
 }
 
-// A settle (settle.hpp), answered with 0 (never rejected), the zone's
-// count and oldest bucket after it, and the units it applied.
+// A settle (settle.hpp; a GCRA zone's: zone_gcra.hpp), answered with 0
+// (never rejected), the zone's count and oldest bucket after it (a GCRA
+// zone's backlog in us, and 0), and the units (turns) it applied.
 CallError BatchDecider::settle(std::size_t k, const Entry &entry,
                                std::size_t r)
 {
     const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
         entry.zones[0])];
-    double count, oldest, applied;
+    redis::String *key = call_.keys[k];
+    double count, oldest = 0, applied;
+    CallError error =
+        zone.gcra != 0
+            ? gcra_.settle(key, zone, entry.delta, &count, &applied)
+            : settler_.settle(key, zone, entry.delta, entry.at, &count,
+                              &oldest, &applied);
 
-    if (CallError error = settler_.settle(call_.keys[k], zone, entry.delta,
-                                          entry.at, &count, &oldest,
-                                          &applied))
-    {
+    if (error != nullptr) {
         return error;
     }
 
@@ -251,8 +313,8 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
         const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
             zones[i])];
 
-        if (CallError error = window_.read_zone(call_.keys[k + i], zone,
-                                                nullptr, &reads_[i]))
+        if (CallError error = read_zone(call_.keys[k + i], zone, nullptr,
+                                        &reads_[i]))
         {
             return error;
         }
@@ -272,7 +334,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
         std::size_t q = r + 3 * i + 1;
         double count, oldest;
 
-        if (CallError error = window_.write_zone(
+        if (CallError error = write_zone(
                 call_.keys[k + i], zone,
                 counting && !rejected && !over ? cost : 0, &reads_[i],
                 &count, &oldest))
@@ -298,7 +360,7 @@ CallError BatchDecider::decide_one(std::size_t k, const Entry &entry,
         entry.zones[0])];
     ZoneRead &z = reads_[0];
 
-    if (CallError error = window_.read_zone(call_.keys[k], zone, read, &z)) {
+    if (CallError error = read_zone(call_.keys[k], zone, read, &z)) {
         return error;
     }
 
@@ -307,9 +369,9 @@ CallError BatchDecider::decide_one(std::size_t k, const Entry &entry,
     set(r, over && zone.enforce ? 1 : 0);
     double count, oldest;
 
-    if (CallError error = window_.write_zone(call_.keys[k], zone,
-                                             counting && !over ? cost : 0,
-                                             &z, &count, &oldest))
+    if (CallError error = write_zone(call_.keys[k], zone,
+                                     counting && !over ? cost : 0, &z,
+                                     &count, &oldest))
     {
         return error;
     }
@@ -334,7 +396,9 @@ CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,
             entry.zones[i])];
         double count;
 
-        if (zone.fixed) {
+        if (zone.gcra != 0) {
+            count = 0;
+        } else if (zone.fixed) {
             count = reply_[r + 3 * i + 1].value;
         } else if (CallError error = window_.count_newest(
                        call_.keys[k + i], zone, entry.wanted[i], &count))

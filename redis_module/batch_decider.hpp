@@ -4,7 +4,7 @@
 // of the same Redis commands in the same order, so that every hash, error
 // and write the script leaves, this leaves too; the comments here say only
 // where C++ must do what Lua did implicitly.  A zone's key is read and
-// written back by zone_window.hpp.
+// written back by zone_window.hpp (a GCRA zone's by zone_gcra.hpp).
 #pragma once
 
 #include <vector>
@@ -12,6 +12,7 @@
 #include "batch_call.hpp"
 #include "hash_calls.hpp"
 #include "settle.hpp"
+#include "zone_gcra.hpp"
 #include "zone_window.hpp"
 
 namespace ratelimit {
@@ -32,6 +33,7 @@ public:
 
 private:
     bool fast(const Entry &entry);
+    bool fast_gcra(const ZoneParams &zone);
     void careful(const Entry &entry, const FieldValue *read);
     CallError decide(std::size_t k, const Entry &entry, std::size_t r,
                      const FieldValue *read);
@@ -42,12 +44,18 @@ private:
     CallError peek_interval(std::size_t k, const Entry &entry,
                             std::size_t r);
     CallError settle(std::size_t k, const Entry &entry, std::size_t r);
+    CallError read_zone(redis::String *key, const ZoneParams &zone,
+                        const FieldValue *read, ZoneRead *z);
+    CallError write_zone(redis::String *key, const ZoneParams &zone,
+                         double add, ZoneRead *z, double *count,
+                         double *oldest);
     void set(std::size_t r, double value) { reply_[r] = {value, nullptr}; }
 
     const BatchCall &call_;
     HashCalls &redis_;
     std::vector<ReplyElement> reply_;
     ZoneWindow window_;
+    ZoneGcra gcra_;
     Settler settler_;
     std::vector<ZoneRead> reads_;  // of the zones of one request
     std::size_t k_ = 0;            // the next request's first key

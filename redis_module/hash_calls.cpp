@@ -287,6 +287,55 @@ CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
     return nullptr;
 }
 
+// GET itself, as for SET below: reading the value through the key would
+// turn the integer SET stored into a string (32 bytes more a subject).
+CallError HashCalls::get(redis::String *key, FieldValue *out)
+{
+    close();
+    *out = FieldValue{};
+    RedisModuleCallReply *reply = redis::Call(ctx_, "GET", "s", key);
+    int type = reply != nullptr ? redis::CallReplyType(reply)
+                                : redis::kReplyNull;
+
+    if (type == redis::kReplyString) {
+        std::size_t len;
+        const char *bytes = redis::CallReplyStringPtr(reply, &len);
+        made_.push_back(redis::CreateString(ctx_, bytes, len));
+        bytes = redis::StringPtrLen(made_.back(), &len);
+        *out = FieldValue{made_.back(), {bytes, len}};
+    }
+
+    if (reply != nullptr) {
+        redis::FreeCallReply(reply);
+    }
+
+    return type == redis::kReplyString || type == redis::kReplyNull
+               ? nullptr
+               : kWrongType;
+}
+
+// SET itself, called as the script calls it, on the key closed: it stores
+// a number as an integer object, as SET does (a string set through the key
+// takes 32 bytes more), and replicates and notifies as SET.  The value
+// goes as text: a fresh object, which SET may encode.
+CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
+                              const char *at_ms)
+{
+    if (CallError error = may_write(true)) {
+        return error;
+    }
+
+    close();
+    RedisModuleCallReply *reply =
+        redis::Call(ctx_, "SET", "!sccc", key, value_text, "PXAT", at_ms);
+
+    if (reply != nullptr) {
+        redis::FreeCallReply(reply);
+    }
+
+    return nullptr;
+}
+
 void HashCalls::release() noexcept
 {
     close();

@@ -1,4 +1,5 @@
-// The Redis commands the window script makes through redis.call(), made on
+// The Redis commands the window script makes through redis.call() (on the
+// hashes of window zones, and GET and SET on a GCRA zone's string), made on
 // keys directly with the same effects: the same hash fields, expiry times,
 // errors, replication (each write sent to replicas and the AOF as the
 // command the script would have run, all of a call in one MULTI/EXEC) and
@@ -63,6 +64,14 @@ public:
 
     // PEXPIREAT key at_ms, the time as the decimal text the script sends.
     CallError pexpireat(redis::String *key, const char *at_ms);
+
+    // GET key (a GCRA zone's string): out absent for no key, valid until
+    // release().
+    CallError get(redis::String *key, FieldValue *out);
+
+    // SET key value PXAT at_ms, both as the decimal text the script sends.
+    CallError set_pxat(redis::String *key, const char *value,
+                       const char *at_ms);
 
     // Frees the values hmget() answered and closes the key: the end of a
     // request.

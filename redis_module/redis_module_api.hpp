@@ -12,6 +12,7 @@ struct RedisModuleCtx;
 struct RedisModuleKey;
 struct RedisModuleString;
 struct RedisModuleScanCursor;
+struct RedisModuleCallReply;
 
 }  // extern "C"
 
@@ -35,6 +36,10 @@ constexpr int kKeyHash = 3;
 
 // HashGet / HashSet flags: fields given as C strings.
 constexpr int kHashCFields = 1 << 2;
+
+// CallReplyType results.
+constexpr int kReplyString = 0;
+constexpr int kReplyNull = 4;
 
 // GetContextFlags: used memory is over maxmemory.
 constexpr int kCtxOutOfMemory = 1 << 10;
@@ -66,13 +71,18 @@ inline int (*IsKeysPositionRequest)(Ctx *ctx);
 inline void (*KeyAtPos)(Ctx *ctx, int pos);
 inline void (*KeyAtPosWithFlags)(Ctx *ctx, int pos, int flags);
 inline int (*GetContextFlags)(Ctx *ctx);
-inline long long (*Milliseconds)();
 
 inline Key *(*OpenKey)(Ctx *ctx, String *name, int mode);
 inline void (*CloseKey)(Key *key);
 inline int (*KeyType)(Key *key);
 inline int (*DeleteKey)(Key *key);
 inline int (*SetAbsExpire)(Key *key, long long expire_ms);
+inline RedisModuleCallReply *(*Call)(Ctx *ctx, const char *command,
+                                     const char *format, ...);
+inline void (*FreeCallReply)(RedisModuleCallReply *reply);
+inline int (*CallReplyType)(RedisModuleCallReply *reply);
+inline const char *(*CallReplyStringPtr)(RedisModuleCallReply *reply,
+                                         std::size_t *len);
 inline int (*HashGet)(Key *key, int flags, ...);
 inline int (*HashSet)(Key *key, int flags, ...);
 inline RedisModuleScanCursor *(*ScanCursorCreate)();

@@ -1,5 +1,9 @@
 #include "window_command.hpp"
 
+#include <sys/time.h>
+
+#include <cmath>
+
 #include "batch_call.hpp"
 #include "batch_decider.hpp"
 #include "hash_calls.hpp"
@@ -25,6 +29,18 @@ void declare_keys(redis::Ctx *ctx, redis::String **argv, int argc)
             redis::KeyAtPos(ctx, pos);
         }
     }
+}
+
+// Redis time as the script reads it, from TIME (gettimeofday(), the clock
+// of Redis's mstime()): in milliseconds and in microseconds.
+void redis_time(double *ms, double *us)
+{
+    timeval tv;
+    gettimeofday(&tv, nullptr);
+    double sec = static_cast<double>(tv.tv_sec);
+    double usec = static_cast<double>(tv.tv_usec);
+    *ms = sec * 1000 + std::floor(usec / 1000);
+    *us = sec * 1000000 + usec;
 }
 
 int send_reply(redis::Ctx *ctx, const std::vector<ReplyElement> &reply)
@@ -58,10 +74,10 @@ int decide_command(redis::Ctx *ctx, redis::String **argv, int argc) noexcept
     try {
         // Reused by every call: Redis runs commands one at a time.
         static BatchCall call;
+        double now_ms, now_us;
+        redis_time(&now_ms, &now_us);
 
-        if (const char *error = call.parse(
-                argv, argc, static_cast<double>(redis::Milliseconds())))
-        {
+        if (const char *error = call.parse(argv, argc, now_ms, now_us)) {
             return redis::ReplyWithError(ctx, error);
         }
 

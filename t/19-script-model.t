@@ -50,6 +50,18 @@
 #   the other requests of the batch are decided as usual; the string is left
 #   alone.  A hash of junk fields (not numbers, or buckets long gone) is
 #   started afresh;
+# - a GCRA zone ("g": limit per window, "buckets" its capacity 1 + burst) has
+#   a string key, the TAT in integer us; with T = window * 1000 / limit us
+#   and ahead = max(TAT - now, 0), a request of cost c does not fit when
+#   ahead + max(c, 1) * T > capacity * T + 1; counted, the TAT becomes
+#   round(now + ahead + c * T), expiring at ceil((now + ahead + c * T) /
+#   1000) + window ms; c = 0 writes nothing.  Its reply: the backlog after
+#   it (us, rounded), 0, over; an interval peek's count 0.  A settle moves
+#   the TAT delta turns, never before now (one moved back to now from later
+#   is deleted), answering 0, the backlog after, 0, the turns moved.  A key
+#   of another type (a hash) is deleted and read as no TAT.  Redis's time in
+#   us, which the model needs, is read exactly from a peek of a TAT far
+#   ahead (m:clock), the first entry of every batch;
 # - every situation above occurs at least once, so the run is not vacuous.
 #
 # The seed (default 24) is printed; rerun with MODEL_SEED=<seed>.  It fixes
@@ -62,7 +74,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep);
-use POSIX qw(floor);
+use POSIX qw(ceil floor);
 use List::Util qw(any max min pairs shuffle sum);
 use RateLimitTest;
 
@@ -110,8 +122,16 @@ my @ZONES = map {
     ['fine',   'm:e', 4,     2,         500,     's',  1],
     ['f',      'm:f', 2,     300,       1,       'f',  1],
     ['f-dry',  'm:g', 3,     250,       1,       'f',  0],
+    # GCRA: limit per window, "buckets" the capacity (1 + burst).  g's
+    # interval is 100000 us, h's 166666.7 (rounded in its TATs); g-dry is g
+    # in a dry-run location.
+    ['g',      'm:q', 4,     400,       3,       'g',  1],
+    ['g-dry',  'm:q', 4,     400,       3,       'g',  0],
+    ['h',      'm:h', 3,     500,       2,       'g',  1],
 );
 my %PREFIXES = map { $_->{prefix} => $_ } @ZONES;
+my ($GCRA_CLOCK) = grep { $_->{name} eq 'g' } @ZONES;
+sub gcra { $_[0]{kind} eq 'g' }
 
 # Subjects, some much more often than others: frequent ones keep their keys
 # alive over many windows (slides), rare ones find theirs expired.
@@ -122,8 +142,12 @@ my @SUBJECTS = (('s0') x 8, ('s1') x 6, ('s2') x 4, ('s3') x 2);
 my $fresh = 0;
 sub gen_subject { rand() < 0.08 ? 'new' . $fresh++ : $SUBJECTS[rand @SUBJECTS] }
 
-# Each prefix's key of the subject "wrong" is a string.
-my %STRINGS = map { ("$_:wrong" => "not a hash ($_)") } keys %PREFIXES;
+# Each window zone's key of the subject "wrong" is a string.  m:clock is
+# a TAT far ahead: a peek of it in zone g, first in every batch, answers
+# that TAT less Redis's time in us, which the model of GCRA zones needs.
+my %STRINGS = map { ("$_->{prefix}:wrong" => "not a hash ($_->{prefix})") }
+              grep { !gcra($_) } @ZONES;
+my $CLOCK_KEY = 'm:clock';
 
 # ---------------------------------------------------------------------------
 # the model
@@ -132,6 +156,9 @@ my %state;      # key => { bucket number => count }, as the script left it
 my %zone_of;    # key => a zone it belongs to (for its bucket length, kind)
 my %junk;       # key => 1: holds junk fields until the next call reads it
 my %seen;       # situation => times
+my %tat;        # GCRA key => [TAT (us), expiry (ms)], as the script left it
+my %is_hash;    # GCRA key => 1: a hash until the next call reads it
+my $now_us;     # the batch's Redis time in us
 my $call;       # the implementation under test
 
 # Reads `key` in zone `z` at `now` as the script does: the buckets that left
@@ -182,13 +209,23 @@ sub model_request {
     my @wanted = @{ $q->{interval} // [] };
     if ($q->{wrong}) {
         $seen{ $q->{settle} ? 'settle: key of another type, an error' : 'key of another type: an error' }++;
+        # GCRA zones read before the string: a hash there was deleted.
+        for my $i (0 .. $#zones) {
+            last if $keys[$i] =~ /:wrong$/;
+            model_gcra_read($zones[$i], $keys[$i]) if gcra($zones[$i]);
+        }
         return ('WRONGTYPE', (0) x (3 * @zones + @wanted));
     }
-    return model_settle($q, $now) if $q->{settle};
+    return gcra($zones[0]) ? model_gcra_settle($q) : model_settle($q, $now) if $q->{settle};
 
     my @cost = @{ $q->{cost} // [(1) x @zones] };
-    my (@found, @cur, @over);
+    my (@found, @cur, @over, @ahead);
     for my $i (0 .. $#zones) {
+        if (gcra($zones[$i])) {
+            ($found[$i], $ahead[$i]) = model_gcra_read($zones[$i], $keys[$i]);
+            $over[$i] = gcra_over($zones[$i], $ahead[$i], $cost[$i]);
+            next;
+        }
         ($found[$i], $cur[$i]) = model_read($zones[$i], $keys[$i], $now);
         $over[$i] = model_count($keys[$i]) + max($cost[$i], 1) > $zones[$i]{limit} ? 1 : 0;
     }
@@ -197,17 +234,25 @@ sub model_request {
 
     my @reply = ($rejected);
     for my $i (0 .. $#zones) {
-        $state{ $keys[$i] }{ $cur[$i] } += $cost[$i] if $counting && !$over[$i] && $cost[$i] > 0;
+        my $add = $counting && !$over[$i] ? $cost[$i] : 0;
+        if (gcra($zones[$i])) {
+            push @reply, model_gcra_write($zones[$i], $keys[$i], $ahead[$i], $add), 0, $over[$i];
+            model_gcra_situations($q, $i, $rejected, $over[$i], $add);
+            next;
+        }
+        $state{ $keys[$i] }{ $cur[$i] } += $add if $add > 0;
         push @reply, model_count($keys[$i]), model_oldest($keys[$i]), $over[$i];
     }
     model_cost_situations($q, $rejected, \@found, \@over) if $q->{cost};
-    push @reply, map { model_interval($zones[$_], $keys[$_], $cur[$_], $wanted[$_]) } 0 .. $#wanted;
+    push @reply, map { gcra($zones[$_]) ? model_gcra_interval()
+                       : model_interval($zones[$_], $keys[$_], $cur[$_], $wanted[$_]) } 0 .. $#wanted;
 
     # The situations, named by the path the script takes.  A key found
     # expired is left out: Redis may still hold it for the script's first
     # millisecond (it expires keys at the time the script started), and then
     # decide() deletes it.
-    my $fast = !$q->{peek} && !$q->{cost} && @zones == 1 && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
+    my $fast = !$q->{peek} && !$q->{cost} && @zones == 1 && !gcra($zones[0])
+               && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
     $seen{'fast-path requests'}++ if $fast;
     if ($fast && $over[0]) {
         $seen{ $rejected ? 'fast path: rejected' : 'fast path: over in dry run, not counted' }++;
@@ -233,7 +278,7 @@ my %KIND = (s => 'sliding', f => 'fixed');
 sub model_cost_situations {
     my ($q, $rejected, $found, $over) = @_;
     my @cost = @{ $q->{cost} };
-    for my $i (0 .. $#cost) {
+    for my $i (grep { !gcra($q->{zones}[$_]) } 0 .. $#cost) {
         my $z = $q->{zones}[$i];
         if ($cost[$i] == 0 && $over->[$i]) {
             $seen{'cost 0: over, the zone is full'}++;
@@ -291,10 +336,101 @@ sub model_settle {
     return (0, model_count($key), model_oldest($key), $applied);
 }
 
+# ---------------------------------------------------------------------------
+# the model of GCRA zones: a key is a string, the TAT in integer us
+
+# Zone `z`'s emission interval T (us, a double), as the script computes it.
+sub gcra_t { $_[0]{width} * 1000 / $_[0]{limit} }
+
+# Whether a request of `cost` turns does not fit with backlog `ahead` (us):
+# ahead + max(cost, 1) * T > capacity * T + 1 (capacity in "buckets").
+sub gcra_over {
+    my ($z, $ahead, $cost) = @_;
+    my $t = gcra_t($z);
+    return $ahead + max($cost, 1) * $t > $z->{span} * $t + 1 ? 1 : 0;
+}
+
+# Reads `key` as the script's read_zone() does at $now_us: a hash is
+# deleted and read as no TAT.  Returns how it was found and the backlog,
+# TAT - now (us, never below 0).
+sub model_gcra_read {
+    my ($z, $key) = @_;
+    $zone_of{$key} = $z;
+    if (delete $is_hash{$key}) {
+        $seen{'gcra: a key of another type (a hash) deleted, read as no TAT'}++;
+        return ('hash', 0);
+    }
+    my $ahead = $tat{$key} ? max($tat{$key}[0] - $now_us, 0) : 0;
+    return ($ahead > 0 ? 'backlog' : 'none', $ahead);
+}
+
+# set_tat(): the TAT now + `ahead` rounded to the us, expiring at its ms,
+# rounded up, and a window.  Doubles as the script's.
+sub model_set_tat {
+    my ($z, $key, $ahead) = @_;
+    my $tat = $now_us + $ahead;
+    $tat{$key} = [int(floor($tat + 0.5)), int(ceil($tat / 1000)) + $z->{width}];
+}
+
+# write_zone(): the TAT moved `add` turns (0: nothing written); returns the
+# backlog after it, rounded as the reply has it.
+sub model_gcra_write {
+    my ($z, $key, $ahead, $add) = @_;
+    $ahead = $ahead + $add * gcra_t($z);
+    model_set_tat($z, $key, $ahead) if $add > 0;
+    return int(floor($ahead + 0.5));
+}
+
+sub model_gcra_interval {
+    $seen{'interval peek: gcra zone, 0'}++;
+    return 0;
+}
+
+# The situations of GCRA zone `i` of request `q`, which moved `add` turns.
+sub model_gcra_situations {
+    my ($q, $i, $rejected, $over, $add) = @_;
+    my @zones = @{ $q->{zones} };
+    my $fast = !$q->{peek} && !$q->{cost} && @zones == 1;
+    my $cost = $q->{cost} ? $q->{cost}[$i] : 1;
+    $seen{ $q->{peek} ? 'gcra: peek'
+         : $add > 1 ? 'gcra: a cost of several turns counted'
+         : $add == 1 ? ($fast ? 'gcra: fast path, counted' : 'gcra: counted with a cost or other zones')
+         : $over && !$rejected ? 'gcra: over in dry run, not counted'
+         : $over ? ($fast ? 'gcra: fast path, rejected' : 'gcra: over, rejected')
+         : $cost == 0 ? 'gcra: cost 0, nothing written'
+         : 'gcra: fits, rejected by another zone' }++;
+    $seen{'gcra and window zones in one request'}++ if $i == 0 && any { !gcra($_) } @zones;
+}
+
+# Settles GCRA request `q` (its delta in turns; its bucket unused) at
+# $now_us: the TAT moves delta * T, never before now; one moved back to now
+# from later is deleted.  Reply: 0, the backlog after, 0, the turns moved.
+sub model_gcra_settle {
+    my ($q) = @_;
+    my ($z, $key) = ($q->{zones}[0], $q->{keys}[0]);
+    my $delta = $q->{settle}[0];
+    my (undef, $ahead) = model_gcra_read($z, $key);
+    my $t = gcra_t($z);
+    my $after = max(0, $ahead + $delta * $t);
+    if ($after == 0 && $ahead > 0) {
+        delete $tat{$key};
+        $seen{'gcra settle: back to now, the key deleted'}++;
+    } elsif ($after != $ahead) {
+        model_set_tat($z, $key, $after);
+        $seen{ $delta > 0 ? 'gcra settle: turns added' : 'gcra settle: turns given back' }++;
+    } else {
+        $seen{'gcra settle: nothing moved'}++;
+    }
+    return (0, int(floor($after + 0.5)), 0, int(floor(($after - $ahead) / $t + 0.5)));
+}
+
 # The hash the script leaves for `key`, as "field=value ..." ('' for none),
-# and the time it expires at.
+# and the time it expires at; a GCRA key's TAT instead of the hash.
 sub model_hash {
     my ($key) = @_;
+    if ($zone_of{$key} && gcra($zone_of{$key})) {
+        return $tat{$key} ? @{ $tat{$key} } : ('', -2);
+    }
     my $buckets = $state{$key};
     return ('', -2) unless $buckets && %$buckets;
     my $z = $zone_of{$key};
@@ -309,8 +445,10 @@ sub model_hash {
 sub check_keys {
     my ($where, @keys) = @_;
     my @got = map {
-        my %h = @{ rcmd('HGETALL', $_) };
-        [$_, join(' ', map { "$_=$h{$_}" } sort keys %h), rcmd('PEXPIRETIME', $_)];
+        my %h = $zone_of{$_} && gcra($zone_of{$_}) ? () : @{ rcmd('HGETALL', $_) };
+        my $fields = %h ? join(' ', map { "$_=$h{$_}" } sort keys %h)
+                   : $zone_of{$_} && gcra($zone_of{$_}) ? rcmd('GET', $_) // '' : '';
+        [$_, $fields, rcmd('PEXPIRETIME', $_)];
     } @keys;
     my $after = $t->redis_time_ms;
     my @bad;
@@ -350,9 +488,11 @@ sub gen_request {
     }
     $subject //= gen_subject();
     my @keys = map { "$_->{prefix}:$subject" } @zones;
-    my $wrong = !defined $zone && rand() < 0.03;
+    # (A GCRA zone's key of another type is a hash: see the junk below.)
+    my @windows = grep { !gcra($zones[$_]) } 0 .. $#zones;
+    my $wrong = !defined $zone && @windows && rand() < 0.03;
     if ($wrong) {
-        my $i = int rand @keys;
+        my $i = $windows[rand @windows];
         $keys[$i] = "$zones[$i]{prefix}:wrong";
     }
     # Half the peeks ask for the count of their K newest buckets, K from 1
@@ -392,6 +532,12 @@ sub gen_settle {
     my ($zone, $subject) = @_;
     my $wrong = !defined $zone && rand() < 0.05;
     my $z = $zone // $ZONES[rand @ZONES];
+    $wrong = 0 if gcra($z);
+    # Half the time, a GCRA key with a backlog as the batch is made gives a
+    # turn back (a request another part of its call rejected).
+    my @backlog = grep { /^\Q$z->{prefix}:\E/ && $tat{$_}[0] > $batch_time * 1000 } sort keys %tat;
+    return { settle => [-1, 0], zones => [$z], keys => [$backlog[rand @backlog]], wrong => 0 }
+        if gcra($z) && !defined $zone && @backlog && rand() < 0.5;
     my @live = grep { /^\Q$z->{prefix}:\E/ } sort keys %live;
     my $held = 0;
     if (!defined $zone && !$wrong && @live && rand() < 0.5) {
@@ -469,9 +615,10 @@ done_testing();
 # empty database and the seed.
 sub run_model {
     rcmd('FLUSHALL');
+    $STRINGS{$CLOCK_KEY} = sprintf '%d', ($t->redis_time_ms + 1e9) * 1000;
     rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
     srand($SEED);
-    %state = %zone_of = %junk = %seen = ();
+    %state = %zone_of = %junk = %seen = %tat = %is_hash = ();
     $fresh = 0;
 
     my (@bad_replies, @bad_keys);
@@ -484,7 +631,8 @@ sub run_model {
         # Now and then a key holds junk, overwritten by "an operator": a request
         # of this batch reads it (the model has the key empty from now on).
         if (rand() < 0.05) {
-            my $z = $ZONES[rand @ZONES];
+            my @windows = grep { !gcra($_) } @ZONES;
+            my $z = $windows[rand @windows];
             my $s = $SUBJECTS[rand @SUBJECTS];
             my $key = "$z->{prefix}:$s";
             rcmd('DEL', $key);
@@ -493,10 +641,22 @@ sub run_model {
             ($state{$key}, $zone_of{$key}, $junk{$key}) = ({}, $z, 1);
             push @reqs, rand() < 0.25 ? gen_settle($z, $s) : gen_request($z, $s);
         }
+        # Now and then a GCRA zone's key is a hash (another type).
+        if (rand() < 0.04) {
+            my @gcra = grep { gcra($_) } @ZONES;
+            my ($z, $s) = ($gcra[rand @gcra], $SUBJECTS[rand @SUBJECTS]);
+            my $key = "$z->{prefix}:$s";
+            rcmd('DEL', $key);
+            rcmd('HSET', $key, t => 1);
+            delete $tat{$key};
+            ($zone_of{$key}, $is_hash{$key}) = ($z, 1);
+            push @reqs, rand() < 0.25 ? gen_settle($z, $s) : gen_request($z, $s);
+        }
         push @reqs, gen_request() while @reqs < 1 + int rand 8;
         push @reqs, gen_request(undef, undef, 1) for 1 .. int rand 3;
         push @reqs, gen_settle() for 1 .. int rand 4;
         @reqs = shuffle @reqs;
+        unshift @reqs, { peek => 1, zones => [$GCRA_CLOCK], keys => [$CLOCK_KEY] };
 
         # The batch's zones in random order, each request's by their number.
         my %number;
@@ -511,6 +671,12 @@ sub run_model {
         die "batch $batch: Redis time went back from $prev_now to $now: the model needs a steady clock\n"
             if $now < $prev_now;
         $prev_now = $now;
+        # The clock peek: Redis's time in us, within the reply's ms.
+        shift @reqs;
+        my @clock = splice @$reply, 0, 4;
+        $now_us = $STRINGS{$CLOCK_KEY} - $clock[1];
+        push @bad_replies, "batch $batch: the clock peek [@clock] is not at $now ms"
+            if "@clock[0, 2, 3]" ne '1 0 1' || floor($now_us / 1000) != $now;
         my %limits;    # a key of a and a-hi => the limits it was counted under
         for my $i (0 .. $#reqs) {
             my $q = $reqs[$i];
@@ -542,7 +708,7 @@ sub run_model {
     # At the end: every key as the model has it, no other key, the strings
     # untouched.
     my @left = grep { !$STRINGS{$_} } $t->redis_keys('m:*');
-    my @all = sort keys %{ { map { $_ => 1 } @left, keys %state } };
+    my @all = sort keys %{ { map { $_ => 1 } @left, keys %state, keys %tat } };
     my @bad_end = check_keys('at the end', @all);
     ok(!@bad_end, 'at the end, ' . @all . ' keys match the model, no other key')
         or diag(join "\n", @bad_end[0 .. min(4, $#bad_end)]);
@@ -596,7 +762,23 @@ sub run_model {
                        'settle: nothing to give back, nothing',
                        'settle: a delta of 0, nothing',
                        'settle: the window slid first',
-                       'settle: key of another type, an error') {
+                       'settle: key of another type, an error',
+                       'gcra: fast path, counted',
+                       'gcra: fast path, rejected',
+                       'gcra: counted with a cost or other zones',
+                       'gcra: a cost of several turns counted',
+                       'gcra: over, rejected',
+                       'gcra: over in dry run, not counted',
+                       'gcra: cost 0, nothing written',
+                       'gcra: fits, rejected by another zone',
+                       'gcra: peek',
+                       'gcra and window zones in one request',
+                       'gcra: a key of another type (a hash) deleted, read as no TAT',
+                       'interval peek: gcra zone, 0',
+                       'gcra settle: turns added',
+                       'gcra settle: turns given back',
+                       'gcra settle: back to now, the key deleted',
+                       'gcra settle: nothing moved') {
         cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
     }
 

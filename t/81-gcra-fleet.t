@@ -283,6 +283,15 @@ my $SUBJ = 'k-5f3a9c1e2b7d40';    # 16 bytes, as an API key might be
     gaps_ok('paced', @ba);
 }
 
+# With the Redis module loaded (./build.sh test, MODULE_TESTS), the GCRA
+# zones are decided by its command, not by the script.
+if ($ENV{RATELIMIT_REDIS_MODULE}) {
+    my $info = $t->redis('INFO', 'commandstats');
+    my %calls = map { $_ => $info =~ /^cmdstat_\Q$_\E:calls=(\d+)/m ? $1 : 0 } qw(ratelimit.decide evalsha);
+    cmp_ok($calls{'ratelimit.decide'}, '>', 0, 'the Redis module: GCRA zones decided by ratelimit.decide');
+    is($calls{evalsha}, 0, 'the Redis module: no EVALSHA');
+}
+
 $_->stop_nginx for $t2, $t;
 $t->no_alerts('server 1: no [alert] or [emerg]');
 $t2->no_alerts('server 2: no [alert] or [emerg]');

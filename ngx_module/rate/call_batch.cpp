@@ -215,7 +215,6 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
         ngx_uint_t i = part.zone[j];
         keys[j] = view(state->keys[i]);
         args[j] = request_zone_args(state, i, made[j]);
-        batch->gcra |= state->refs[i]->zone->policy.gcra();
         enforce[j] = enforced(state, i);
         buckets[j] = state->interval_buckets ? state->interval_buckets[i] : 0;
         costs[j] = state->costs[i];
@@ -476,7 +475,6 @@ Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
     batch->hold = hold_index(group);
     batch->counted = false;
     batch->settle_count = 0;
-    batch->gcra = false;
     open_[open_count_++] = batch;
     return batch;
 }
@@ -514,8 +512,7 @@ void CallBatcher::send_open(ngx_uint_t i) noexcept
     }
 
     // The module's command declares its keys: never for a cross-slot call.
-    bool command = link_->has_module_command(batch->slot) && !cross_slot_
-                   && !batch->gcra;
+    bool command = link_->has_module_command(batch->slot) && !cross_slot_;
     ScriptBatch::Form form = command ? ScriptBatch::Form::kDecideCommand
                                      : ScriptBatch::Form::kEvalSha;
 

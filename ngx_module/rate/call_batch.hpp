@@ -71,9 +71,6 @@ struct Batch {
     RequestState *states[kMaxRequests];  // nullptr: stopped waiting, or
     Settle *settles[kMaxRequests];       // a settle, else nullptr
     ngx_uint_t settle_count;             // entries that are settles
-    // It decides a GCRA zone, which the Redis module's command does not
-    // know yet: it is sent as the script.
-    bool gcra;
     std::uint8_t parts[kMaxRequests];    // which part of its request each is
     std::uint32_t group;                 // see CallBatcher::group_of()
     std::uint16_t slot;                  // in a cluster: where it is sent
