@@ -95,6 +95,8 @@ LeaseReturn LeaseLedger::granted(std::uint64_t units, std::uint64_t bucket,
 
     std::uint64_t end_ms = s_.sent_ms + left_ms;
 
+    end_ms = end_ms > params_.guard_ms ? end_ms - params_.guard_ms : 0;
+
     if (end_ms <= now_ms) {
         return LeaseReturn{units, bucket};
     }

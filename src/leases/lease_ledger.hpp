@@ -12,9 +12,10 @@
 // counted in bucket b used in b + 1 would leave the window a bucket before
 // the admissions they paid for), and the server knows that without a
 // shared clock: Redis granted after the renewal was sent, so Redis's clock
-// reaches the bucket's end no earlier than
-//     end_ms = sent_ms + left_ms,
-// left_ms being what Redis said was left of the bucket when it granted.
+// reaches the bucket's end no earlier than sent_ms + left_ms, left_ms being
+// what Redis said was left of the bucket when it granted.  Both clocks
+// read whole ms, which can put that up to 1 ms late, so the lease dies at
+//     end_ms = sent_ms + left_ms - guard_ms    (guard_ms >= 1).
 // From end_ms on the lease is dead; its units go back (a settle of
 // -units into its bucket, which does nothing once the bucket has left the
 // window).  They also go back after idle_ms without a request.

@@ -37,6 +37,12 @@ struct LeaseParams {
     std::uint64_t rate_tau_ms = 1000;
     // The round trip assumed before one is measured, ms.
     double initial_rtt_ms = 1;
+    // A lease dies this long before the end its grant gives, ms: Redis
+    // counts left_ms from its clock in whole ms, and this server's clock
+    // reads whole ms, so a lease kept to the last ms could admit up to
+    // 1 ms into the next bucket.  1 is enough for clocks read afresh; a
+    // caller whose clock may lag (nginx's cached time) adds the lag.
+    std::uint64_t guard_ms = 1;
 };
 
 // The rate estimate after `cost` units arrive `elapsed_ms` after the last
