@@ -77,7 +77,8 @@ namespace {
 //   values a zone (its number first), while its other zones are read: a
 //   zone is written only once all are known not to reject the request.
 //   Kept flat and shared by all requests, so that no request makes a table.
-// - shape(): an entry's zones and reply length.
+// - shape(): an entry's zones and reply length (an "l" entry's: its zone
+//   bytes, even where it names several and fails).
 // - costs(): a "w" entry's zone bytes (after a ':') and costs.
 // - count_newest(): the sum of the `wanted` newest buckets of sliding zone
 //   `d` in `key` (a window decide() just read), the current one included.
@@ -89,6 +90,12 @@ namespace {
 //   a GCRA zone it moves the TAT by delta turns, never before now (the
 //   bucket is not read; a TAT moved back to now is deleted): a request
 //   another part of its call rejected gives its turns back.
+// - lease(): an "l" entry (see window_script.hpp): reads its zone as a
+//   request does (the window slides, a clock stepped back counts in the
+//   newest bucket), grants g = min(asked, max(limit - count, 0)) units and
+//   counts them as "w" counts a cost of g (g = 0 writes what a peek
+//   would).  Its errors are raised before anything is read: a lease of
+//   several zones, a malformed one, one of a GCRA or dry-run zone.
 // - decide(): one request, its keys KEYS[k] on, its reply into `reply` from
 //   index r; returns its shape().  A request of one zone (a peek, a slide,
 //   a clock stepped back, a key started afresh, a request run() raised on)
@@ -320,9 +327,9 @@ local function shape(entry)
   local kind = byte(entry, 1)
   if kind == 115 then
     return 1, 4
-  elseif kind == 105 or kind == 119 then
+  elseif kind == 105 or kind == 119 or kind == 108 then
     local n = #entry - (string.find(entry, ':', 1, true) or #entry)
-    return n, (kind == 105 and 4 or 3) * n + 1
+    return n, 3 * n + 1 + (kind == 105 and n or kind == 108 and 1 or 0)
   end
   return #entry - 1, 3 * #entry - 2
 end
@@ -435,12 +442,40 @@ local function settle(k, entry, reply, r)
   return 1, 4
 end
 
+local function lease(k, entry, reply, r)
+  local list, z = string.match(entry, '^l([%d,]+):(.*)$')
+  if z and (#z > 1 or string.find(list, ',', 1, true)) then
+    error({err = 'ERR ratelimit: a lease is of one zone'})
+  end
+  local asked, d = tonumber(list), z and byte(z)
+  d = d and d + 1
+  if not (asked and asked <= 2^53 and limit[d]) then
+    error({err = 'ERR ratelimit: malformed lease'})
+  elseif gcra[d] then
+    error({err = 'ERR ratelimit: lease of a GCRA zone'})
+  elseif not enforce[d] then
+    error({err = 'ERR ratelimit: lease of a dry-run zone'})
+  end
+  local key = keys[k]
+  local count, oldest, newest, here, gone, current, field =
+      read_zone(key, d)
+  local g = math.min(asked, math.max(limit[d] - count, 0))
+  reply[r] = g == 0 and asked > 0 and 1 or 0
+  reply[r + 1], reply[r + 2] =
+      write_zone(key, d, g, count, oldest, newest, here, gone, current,
+                 field)
+  reply[r + 3], reply[r + 4] = over(d, count, asked) and 1 or 0, g
+  return 1, 5
+end
+
 function decide(k, entry, reply, r, read)
   local kind = byte(entry, 1)
   if kind == 105 then
     return peek_interval(k, entry, reply, r)
   elseif kind == 115 then
     return settle(k, entry, reply, r)
+  elseif kind == 108 then
+    return lease(k, entry, reply, r)
   end
 
   local zones, cost = entry, false
@@ -772,6 +807,21 @@ ScriptReply decode_script_reply(const redisReply *const *reply,
 
     out.rejected = rejected == 1;
     out.kind = ScriptReply::Kind::kVerdict;
+    return out;
+}
+
+ScriptReply decode_lease_reply(const redisReply *const *reply,
+                               ZoneCount *count, std::uint64_t *granted)
+{
+    ScriptReply out = decode_script_reply(reply, 1, count);
+
+    if (out.kind == ScriptReply::Kind::kVerdict
+        && (!read_count(reply[1 + kRepliesPerZone], granted)
+            || (out.rejected && *granted > 0)))
+    {
+        out.kind = ScriptReply::Kind::kMalformed;
+    }
+
     return out;
 }
 
