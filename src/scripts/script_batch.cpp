@@ -171,13 +171,31 @@ bool ScriptBatch::add_settle(std::string_view key,
     return add_entry({head, n}, 1, &key, &zone_args, &enforce, 0);
 }
 
+bool ScriptBatch::add_lease(std::string_view key,
+                            std::string_view zone_args,
+                            std::uint64_t units) noexcept
+{
+    if (units > kMaxCost) {
+        return false;
+    }
+
+    char head[1 + kMaxDigits + 1];
+    std::size_t n = 0;
+    head[n++] = 'l';
+    n += write_decimal(units, head + n);
+    head[n++] = ':';
+
+    bool enforce = true;
+    return add_entry({head, n}, 1, &key, &zone_args, &enforce, 1);
+}
+
 // Adds an entry of `head` followed by the byte of each of its `zones`
 // zones; a zone new to the batch is described as it is met.
 bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
                             const std::string_view *keys,
                             const std::string_view *zone_args,
                             const bool *enforce,
-                            std::size_t interval_zones) noexcept
+                            std::size_t extra_elements) noexcept
 {
     char entry[kMaxEntryHead + kMaxZonesPerRequest];
     std::memcpy(entry, head.data(), head.size());
@@ -231,7 +249,7 @@ bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
 
     requests_++;
     key_count_ += zones;
-    interval_zones_ += interval_zones;
+    extra_elements_ += extra_elements;
     return true;
 }
 
@@ -286,7 +304,7 @@ void ScriptBatch::clear() noexcept
     reply_offsets_.clear();
     requests_ = 0;
     key_count_ = 0;
-    interval_zones_ = 0;
+    extra_elements_ = 0;
 }
 
 }  // namespace ratelimit

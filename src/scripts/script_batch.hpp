@@ -52,6 +52,13 @@ public:
     bool add_settle(std::string_view key, std::string_view zone_args,
                     std::int64_t units, std::uint64_t bucket) noexcept;
 
+    // Adds a lease: `units` (at most kMaxCost) asked of `key`, a zone
+    // whose arguments are `zone_args`, enforced, of a sliding or fixed
+    // window (see window_script.hpp).  Its reply, 5 elements, is for
+    // decode_lease_reply().  False, with the batch as it was, as for add().
+    bool add_lease(std::string_view key, std::string_view zone_args,
+                   std::uint64_t units) noexcept;
+
     // The largest cost the script takes: a Lua number holds every whole
     // number up to it.
     static constexpr std::uint64_t kMaxCost = std::uint64_t{1} << 53;
@@ -70,7 +77,7 @@ public:
     std::size_t reply_elements() const noexcept
     {
         return 1 + requests_ + kRepliesPerZone * key_count_
-               + interval_zones_;
+               + extra_elements_;
     }
 
     std::size_t reply_offset(std::size_t entry) const noexcept
@@ -111,13 +118,15 @@ private:
     bool add_entry(std::string_view head, std::size_t zones,
                    const std::string_view *keys,
                    const std::string_view *zone_args, const bool *enforce,
-                   std::size_t interval_zones) noexcept;
+                   std::size_t extra_elements) noexcept;
 
     std::vector<Descriptor> described_;
     std::vector<std::size_t> reply_offsets_;
     std::size_t requests_ = 0;
     std::size_t key_count_ = 0;
-    std::size_t interval_zones_ = 0;  // zones of interval peeks
+    // Reply elements past a request's 1 + kRepliesPerZone per zone: the
+    // interval peeks' counts, one per zone, and the leases' grants.
+    std::size_t extra_elements_ = 0;
 };
 
 }  // namespace ratelimit

@@ -77,7 +77,8 @@ namespace {
 //   values a zone (its number first), while its other zones are read: a
 //   zone is written only once all are known not to reject the request.
 //   Kept flat and shared by all requests, so that no request makes a table.
-// - shape(): an entry's zones and reply length.
+// - shape(): an entry's zones and reply length (an "l" entry's: its zone
+//   bytes, even where it names several and fails).
 // - costs(): a "w" entry's zone bytes (after a ':') and costs.
 // - count_newest(): the sum of the `wanted` newest buckets of sliding zone
 //   `d` in `key` (a window decide() just read), the current one included.
@@ -89,6 +90,12 @@ namespace {
 //   a GCRA zone it moves the TAT by delta turns, never before now (the
 //   bucket is not read; a TAT moved back to now is deleted): a request
 //   another part of its call rejected gives its turns back.
+// - lease(): an "l" entry (see window_script.hpp): reads its zone as a
+//   request does (the window slides, a clock stepped back counts in the
+//   newest bucket), grants g = min(asked, max(limit - count, 0)) units and
+//   counts them as "w" counts a cost of g (g = 0 writes what a peek
+//   would).  Its errors are raised before anything is read: a lease of
+//   several zones, a malformed one, one of a GCRA or dry-run zone.
 // - decide(): one request, its keys KEYS[k] on, its reply into `reply` from
 //   index r; returns its shape().  A request of one zone (a peek, a slide,
 //   a clock stepped back, a key started afresh, a request run() raised on)
@@ -99,20 +106,21 @@ namespace {
 //   the other requests are still decided.
 // - run(): the requests one after another, as if each were its own call,
 //   but at one Redis time, into one flat reply.  run_gcra() takes a counted
-//   request of one GCRA zone: GET, and SET if it fits.  run_window() takes a
-//   counted request of one window zone ("c") itself when its key needs
-//   nothing deleted: counted in
-//   the bucket (or fixed window) it was last counted in, or in a new
-//   bucket, or a new key.  That is most requests; taken there, a request
-//   costs Redis a sixth (sliding) to a quarter (fixed) fewer instructions
-//   (callgrind), mostly function calls and pcalls saved, and "+ 0" converts
-//   a field once where tonumber() does it twice.  Everything else goes to
-//   careful(), with what was read.  Anything in run() that raises (a field
-//   that is not a number, a key of another type, OOM) does so before it
-//   writes, or in the one write that failed: run() is left, and careful()
-//   takes that request again from the start.
+//   request of one GCRA zone: its TAT read (GET) and, if it fits, moved
+//   (SET).  run_window() takes a counted request of one window zone ("c")
+//   itself when its key needs nothing deleted: counted in the bucket (or
+//   fixed window) it was last counted in, or in a new bucket, or a new key.
+//   That is most requests; taken there, a request costs Redis a sixth
+//   (sliding) to a quarter (fixed) fewer instructions (callgrind), mostly
+//   function calls and pcalls saved, and "+ 0" converts a field once where
+//   tonumber() does it twice.  Everything else goes to careful(), with what
+//   was read.  Anything in run() that raises (a field that is not a number,
+//   a key of another type, OOM) does so before it writes, or in the one
+//   write that failed: run() is left, and careful() takes that request
+//   again from the start.
 //
-// The text stays within kMaxScriptSize (see window_script.hpp).
+// The text stays within kMaxScriptSize (see window_script.hpp): it is
+// indented 2 spaces a level, and its comments are here, not in the Lua.
 //
 // The Redis module's command (redis_module/batch_decider.cpp) is this
 // script in C++, function for function and Redis command for Redis command:
@@ -124,61 +132,61 @@ local now = time[1] * 1000 + math.floor(time[2] / 1000)
 local now_us = time[1] * 1000000 + time[2]
 
 local function drop(key, ids)
-    for i = 1, #ids, 256 do
-        call('HDEL', key, unpack(ids, i, math.min(i + 255, #ids)))
-    end
+  for i = 1, #ids, 256 do
+    call('HDEL', key, unpack(ids, i, math.min(i + 255, #ids)))
+  end
 end
 
 local steps = {2, 14, 16, 32}
 
 local function slide(key, count, oldest, newest, first)
-    local gone = {}
-    local at = oldest
-    for i = 1, 4 do
-        if at > newest then
-            break
-        end
-        local last = math.min(at + steps[i] - 1, newest)
-        local names = {}
-        for id = at, last do
-            names[#names + 1] = fmt('%d', id)
-        end
-        local counts = call('HMGET', key, unpack(names))
-        for j = 1, #names do
-            if counts[j] then
-                local id = at + j - 1
-                if id >= first then
-                    return count, id, gone
-                end
-                count = count - tonumber(counts[j])
-                gone[#gone + 1] = names[j]
-            end
-        end
-        at = last + 1
+  local gone = {}
+  local at = oldest
+  for i = 1, 4 do
+    if at > newest then
+      break
     end
+    local last = math.min(at + steps[i] - 1, newest)
+    local names = {}
+    for id = at, last do
+      names[#names + 1] = fmt('%d', id)
+    end
+    local counts = call('HMGET', key, unpack(names))
+    for j = 1, #names do
+      if counts[j] then
+        local id = at + j - 1
+        if id >= first then
+          return count, id, gone
+        end
+        count = count - tonumber(counts[j])
+        gone[#gone + 1] = names[j]
+      end
+    end
+    at = last + 1
+  end
 
-    gone, count = {}, 0
-    local all = call('HGETALL', key)
-    local next = newest
-    for j = 1, #all, 2 do
-        local id = tonumber(all[j])
-        if id and id < first then
-            gone[#gone + 1] = all[j]
-        elseif id then
-            count = count + (tonumber(all[j + 1]) or 0)
-            if id < next then
-                next = id
-            end
-        end
+  gone, count = {}, 0
+  local all = call('HGETALL', key)
+  local next = newest
+  for j = 1, #all, 2 do
+    local id = tonumber(all[j])
+    if id and id < first then
+      gone[#gone + 1] = all[j]
+    elseif id then
+      count = count + (tonumber(all[j + 1]) or 0)
+      if id < next then
+        next = id
+      end
     end
-    return count, next, gone
+  end
+  return count, next, gone
 end
 
 local function ahead(current, newest, span)
-    if newest and newest > current and newest - current <= span then
-        return newest
-    end
-    return current
+  if newest and newest > current and newest - current <= span then
+    return newest
+  end
+  return current
 end
 
 local zones = tonumber(ARGV[1])
@@ -187,310 +195,338 @@ local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
 local W = 604800000000000
 
 local function whole(x, most)
-    return x and x >= 1 and x <= most and x % 1 == 0
+  return x and x >= 1 and x <= most and x % 1 == 0
 end
 
 for d = 1, zones do
-    local z = 2 + (d - 1) * 5
-    limit[d] = tonumber(ARGV[z])
-    width[d] = tonumber(ARGV[z + 1])
-    span[d] = tonumber(ARGV[z + 2])
-    if not (whole(limit[d], 2^53) and whole(width[d], W)
-            and whole(span[d], W) and width[d] * span[d] <= W) then
-        return {err = "ERR ratelimit: a zone's limit, bucket and span must "
-                      .. 'be whole numbers from 1, the limit at most 2^53, '
-                      .. 'bucket * span at most 604800000000000 ms'}
-    end
-    fixed[d] = ARGV[z + 3] == 'f'
-    gcra[d] = ARGV[z + 3] == 'g' and width[d] * 1000 / limit[d]
-    enforce[d] = ARGV[z + 4] == '1'
-    bucket[d] = math.floor(now / width[d])
-    bucket_field[d] = fmt('%d', bucket[d])
-    first_bucket[d] = bucket[d] - span[d] + 1
-    expire_at[d] = fmt('%d', (bucket[d] + span[d]) * width[d])
+  local z = 2 + (d - 1) * 5
+  limit[d] = tonumber(ARGV[z])
+  width[d] = tonumber(ARGV[z + 1])
+  span[d] = tonumber(ARGV[z + 2])
+  if not (whole(limit[d], 2^53) and whole(width[d], W)
+          and whole(span[d], W) and width[d] * span[d] <= W) then
+    return {err = "ERR ratelimit: a zone's limit, bucket and span must "
+                  .. 'be whole numbers from 1, the limit at most 2^53, '
+                  .. 'bucket * span at most 604800000000000 ms'}
+  end
+  fixed[d] = ARGV[z + 3] == 'f'
+  gcra[d] = ARGV[z + 3] == 'g' and width[d] * 1000 / limit[d]
+  enforce[d] = ARGV[z + 4] == '1'
+  bucket[d] = math.floor(now / width[d])
+  bucket_field[d] = fmt('%d', bucket[d])
+  first_bucket[d] = bucket[d] - span[d] + 1
+  expire_at[d] = fmt('%d', (bucket[d] + span[d]) * width[d])
 end
 
 local byte = string.byte
 local keys = KEYS
 
 local function read_zone(key, d, read)
-    if gcra[d] then
-        local tat = redis.pcall('GET', key)
-        if type(tat) == 'table' then
-            call('DEL', key)
-        end
-        tat = tonumber(tat) or 0
-        return math.max(tat - now_us, 0), 0, 0, 0, false, 0, ''
+  if gcra[d] then
+    local tat = redis.pcall('GET', key)
+    if type(tat) == 'table' then
+      call('DEL', key)
     end
-    local current, field = bucket[d], bucket_field[d]
-    local count, oldest, newest, here, gone = 0, 0, 0, 0, false
+    tat = tonumber(tat) or 0
+    return math.max(tat - now_us, 0), 0, 0, 0, false, 0, ''
+  end
+  local current, field = bucket[d], bucket_field[d]
+  local count, oldest, newest, here, gone = 0, 0, 0, 0, false
 
-    if fixed[d] then
-        local h = read or call('HMGET', key, 't', 'n')
-        current = ahead(current, tonumber(h[2]), span[d])
-        if current ~= bucket[d] then
-            field = fmt('%d', current)
-        end
-        if tonumber(h[2]) == current and tonumber(h[1]) then
-            count, oldest, newest = tonumber(h[1]), current, current
-        elseif h[1] or h[2] then
-            call('DEL', key)
-        end
-    else
-        local h = read or call('HMGET', key, 't', 'o', 'n', field)
-        local c, o, m = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
-        if m and m > current and ahead(current, m, span[d]) == m then
-            current, field = m, fmt('%d', m)
-            h[4] = call('HGET', key, field)
-        end
-        local first = current - span[d] + 1
-        if c and o and m and m >= first and m <= current then
-            count, oldest, newest = c, o, m
-            here = tonumber(h[4]) or 0
-            if oldest < first then
-                count, oldest, gone = slide(key, count, oldest, newest, first)
-            end
-        elseif h[1] or h[2] or h[3] then
-            call('DEL', key)
-        end
+  if fixed[d] then
+    local h = read or call('HMGET', key, 't', 'n')
+    current = ahead(current, tonumber(h[2]), span[d])
+    if current ~= bucket[d] then
+      field = fmt('%d', current)
     end
+    if tonumber(h[2]) == current and tonumber(h[1]) then
+      count, oldest, newest = tonumber(h[1]), current, current
+    elseif h[1] or h[2] then
+      call('DEL', key)
+    end
+  else
+    local h = read or call('HMGET', key, 't', 'o', 'n', field)
+    local c, o, m = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+    if m and m > current and ahead(current, m, span[d]) == m then
+      current, field = m, fmt('%d', m)
+      h[4] = call('HGET', key, field)
+    end
+    local first = current - span[d] + 1
+    if c and o and m and m >= first and m <= current then
+      count, oldest, newest = c, o, m
+      here = tonumber(h[4]) or 0
+      if oldest < first then
+        count, oldest, gone = slide(key, count, oldest, newest, first)
+      end
+    elseif h[1] or h[2] or h[3] then
+      call('DEL', key)
+    end
+  end
 
-    return count, oldest, newest, here, gone, current, field
+  return count, oldest, newest, here, gone, current, field
 end
 
 local function set_tat(key, d, ahead)
-    local tat = now_us + ahead
-    call('SET', key, fmt('%d', math.floor(tat + 0.5)),
-         'PXAT', fmt('%d', math.ceil(tat / 1000) + width[d]))
+  local tat = now_us + ahead
+  call('SET', key, fmt('%d', math.floor(tat + 0.5)),
+       'PXAT', fmt('%d', math.ceil(tat / 1000) + width[d]))
 end
 
 local function write_zone(key, d, add, count, oldest, newest, here, gone,
                           current, field)
-    if gcra[d] then
-        count = count + add * gcra[d]
-        if add > 0 then
-            set_tat(key, d, count)
-        end
-        return math.floor(count + 0.5), 0
-    end
-    if gone then
-        drop(key, gone)
-    end
-
+  if gcra[d] then
+    count = count + add * gcra[d]
     if add > 0 then
-        local total = fmt('%d', count + add)
-        if newest == current and fixed[d] then
-            call('HSET', key, 't', total)
-        elseif newest == current and gone then
-            call('HSET', key, field, fmt('%d', here + add), 't', total,
-                 'o', fmt('%d', oldest))
-        elseif newest == current then
-            call('HSET', key, field, fmt('%d', here + add), 't', total)
-        else
-            if oldest == 0 then
-                oldest = current
-            end
-            if fixed[d] then
-                call('HSET', key, 't', total, 'n', field)
-            else
-                call('HSET', key, field, fmt('%d', add), 't', total,
-                     'o', fmt('%d', oldest), 'n', field)
-            end
-            call('PEXPIREAT', key, fmt('%d', (current + span[d]) * width[d]))
-        end
-        count = count + add
-    elseif gone then
-        call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
+      set_tat(key, d, count)
     end
-    return count, oldest
+    return math.floor(count + 0.5), 0
+  end
+  if gone then
+    drop(key, gone)
+  end
+
+  if add > 0 then
+    local total = fmt('%d', count + add)
+    if newest == current and fixed[d] then
+      call('HSET', key, 't', total)
+    elseif newest == current and gone then
+      call('HSET', key, field, fmt('%d', here + add), 't', total,
+           'o', fmt('%d', oldest))
+    elseif newest == current then
+      call('HSET', key, field, fmt('%d', here + add), 't', total)
+    else
+      if oldest == 0 then
+        oldest = current
+      end
+      if fixed[d] then
+        call('HSET', key, 't', total, 'n', field)
+      else
+        call('HSET', key, field, fmt('%d', add), 't', total,
+             'o', fmt('%d', oldest), 'n', field)
+      end
+      call('PEXPIREAT', key, fmt('%d', (current + span[d]) * width[d]))
+    end
+    count = count + add
+  elseif gone then
+    call('HSET', key, 't', fmt('%d', count), 'o', fmt('%d', oldest))
+  end
+  return count, oldest
 end
 
 local st = {}
 
 local function over(d, count, c)
-    local need = math.max(c, 1)
-    if gcra[d] then
-        return count + need * gcra[d] > span[d] * gcra[d] + 1
-    end
-    return count + need > limit[d]
+  local need = math.max(c, 1)
+  if gcra[d] then
+    return count + need * gcra[d] > span[d] * gcra[d] + 1
+  end
+  return count + need > limit[d]
 end
 
 local function shape(entry)
-    local kind = byte(entry, 1)
-    if kind == 115 then
-        return 1, 4
-    elseif kind == 105 or kind == 119 then
-        local n = #entry - (string.find(entry, ':', 1, true) or #entry)
-        return n, (kind == 105 and 4 or 3) * n + 1
-    end
-    return #entry - 1, 3 * #entry - 2
+  local kind = byte(entry, 1)
+  if kind == 115 then
+    return 1, 4
+  elseif kind == 105 or kind == 119 or kind == 108 then
+    local n = #entry - (string.find(entry, ':', 1, true) or #entry)
+    return n, 3 * n + 1 + (kind == 105 and n or kind == 108 and 1 or 0)
+  end
+  return #entry - 1, 3 * #entry - 2
 end
 
 local function costs(entry)
-    local list, at = string.match(entry, '^w([%d,]+):()')
-    local cost = {}
-    for c in string.gmatch(list, '%d+') do
-        cost[#cost + 1] = tonumber(c)
-        if cost[#cost] > 2^53 then
-            error('bad cost')
-        end
+  local list, at = string.match(entry, '^w([%d,]+):()')
+  local cost = {}
+  for c in string.gmatch(list, '%d+') do
+    cost[#cost + 1] = tonumber(c)
+    if cost[#cost] > 2^53 then
+      error('bad cost')
     end
-    local zones = string.sub(entry, at - 1)
-    if #cost ~= #zones - 1 then
-        error('bad cost')
-    end
-    return zones, cost
+  end
+  local zones = string.sub(entry, at - 1)
+  if #cost ~= #zones - 1 then
+    error('bad cost')
+  end
+  return zones, cost
 end
 
 local function count_newest(key, d, wanted)
-    local newest = tonumber(call('HGET', key, 'n'))
-    local before = ahead(bucket[d], newest, span[d]) - wanted
-    local all, count = call('HGETALL', key), 0
-    for j = 1, #all, 2 do
-        local id = tonumber(all[j])
-        if id and id > before then
-            count = count + (tonumber(all[j + 1]) or 0)
-        end
+  local newest = tonumber(call('HGET', key, 'n'))
+  local before = ahead(bucket[d], newest, span[d]) - wanted
+  local all, count = call('HGETALL', key), 0
+  for j = 1, #all, 2 do
+    local id = tonumber(all[j])
+    if id and id > before then
+      count = count + (tonumber(all[j + 1]) or 0)
     end
-    return count
+  end
+  return count
 end
 
 local decide
 
 local function peek_interval(k, entry, reply, r)
-    local wanted, at = string.match(entry, '^i([%d,]+):()')
-    local zones = string.sub(entry, at)
-    local n, ks = #zones, string.gmatch(wanted, '%d+')
-    decide(k, 'p' .. zones, reply, r)
-    for i = 1, n do
-        local d, want = byte(zones, i) + 1, tonumber(ks())
-        if not want or want < 1 or want > W then
-            error('bad interval peek')
-        end
-        reply[r + 3 * n + i] = gcra[d] and 0
-                               or fixed[d] and reply[r + 3 * i - 2]
-                               or count_newest(keys[k + i - 1], d, want)
+  local wanted, at = string.match(entry, '^i([%d,]+):()')
+  local zones = string.sub(entry, at)
+  local n, ks = #zones, string.gmatch(wanted, '%d+')
+  decide(k, 'p' .. zones, reply, r)
+  for i = 1, n do
+    local d, want = byte(zones, i) + 1, tonumber(ks())
+    if not want or want < 1 or want > W then
+      error('bad interval peek')
     end
-    return n, 1 + 4 * n
+    reply[r + 3 * n + i] = gcra[d] and 0
+                           or fixed[d] and reply[r + 3 * i - 2]
+                           or count_newest(keys[k + i - 1], d, want)
+  end
+  return n, 1 + 4 * n
 end
 
 local function settle(k, entry, reply, r)
-    local delta, at, z = string.match(entry, '^s(%-?%d+),(%d+):(.)$')
-    delta, at = tonumber(delta), tonumber(at)
-    if not (delta and at and math.abs(delta) <= 2^53 and at <= 2^53) then
-        error('bad settle')
+  local delta, at, z = string.match(entry, '^s(%-?%d+),(%d+):(.)$')
+  delta, at = tonumber(delta), tonumber(at)
+  if not (delta and at and math.abs(delta) <= 2^53 and at <= 2^53) then
+    error('bad settle')
+  end
+  local key, d = keys[k], byte(z) + 1
+  reply[r], reply[r + 3] = 0, 0
+  if gcra[d] then
+    local ahead = read_zone(key, d)
+    local after = math.max(0, ahead + delta * gcra[d])
+    if after == 0 and ahead > 0 then
+      call('DEL', key)
+    elseif after ~= ahead then
+      set_tat(key, d, after)
     end
-    local key, d = keys[k], byte(z) + 1
-    reply[r], reply[r + 3] = 0, 0
-    if gcra[d] then
-        local ahead = read_zone(key, d)
-        local after = math.max(0, ahead + delta * gcra[d])
-        if after == 0 and ahead > 0 then
-            call('DEL', key)
-        elseif after ~= ahead then
-            set_tat(key, d, after)
-        end
-        reply[r + 1], reply[r + 2] = math.floor(after + 0.5), 0
-        reply[r + 3] = math.floor((after - ahead) / gcra[d] + 0.5)
-        return 1, 4
-    end
-    local count, oldest, newest, here, gone, current, field =
-        read_zone(key, d)
-    local inside = at <= current and at > current - span[d]
-    local was = 0
-    if inside and fixed[d] then
-        was = count
-    elseif inside then
-        was = at == current and here
-              or tonumber(call('HGET', key, fmt('%d', at))) or 0
-    end
-    local now_at = math.max(0, was + delta)
-    if not inside or now_at == was then
-        reply[r + 1], reply[r + 2] =
-            write_zone(key, d, 0, count, oldest, newest, here, gone,
-                       current, field)
-        return 1, 4
-    end
-    if gone then
-        drop(key, gone)
-    end
-    local name = fmt('%d', at)
-    count = count + now_at - was
-    if oldest == 0 or at < oldest then
-        oldest = at
-    end
-    local set = fixed[d] and {'t', fmt('%d', count)}
-                or {name, fmt('%d', now_at), 't', fmt('%d', count),
-                    'o', fmt('%d', oldest)}
-    local renew = newest == 0 or newest < at
-    if renew then
-        set[#set + 1], set[#set + 2] = 'n', name
-    end
-    call('HSET', key, unpack(set))
-    if renew then
-        call('PEXPIREAT', key, fmt('%d', (at + span[d]) * width[d]))
-    end
-    reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest, now_at - was
+    reply[r + 1], reply[r + 2] = math.floor(after + 0.5), 0
+    reply[r + 3] = math.floor((after - ahead) / gcra[d] + 0.5)
     return 1, 4
+  end
+  local count, oldest, newest, here, gone, current, field =
+      read_zone(key, d)
+  local inside = at <= current and at > current - span[d]
+  local was = 0
+  if inside and fixed[d] then
+    was = count
+  elseif inside then
+    was = at == current and here
+          or tonumber(call('HGET', key, fmt('%d', at))) or 0
+  end
+  local now_at = math.max(0, was + delta)
+  if not inside or now_at == was then
+    reply[r + 1], reply[r + 2] =
+        write_zone(key, d, 0, count, oldest, newest, here, gone,
+                   current, field)
+    return 1, 4
+  end
+  if gone then
+    drop(key, gone)
+  end
+  local name = fmt('%d', at)
+  count = count + now_at - was
+  if oldest == 0 or at < oldest then
+    oldest = at
+  end
+  local set = fixed[d] and {'t', fmt('%d', count)}
+              or {name, fmt('%d', now_at), 't', fmt('%d', count),
+                  'o', fmt('%d', oldest)}
+  local renew = newest == 0 or newest < at
+  if renew then
+    set[#set + 1], set[#set + 2] = 'n', name
+  end
+  call('HSET', key, unpack(set))
+  if renew then
+    call('PEXPIREAT', key, fmt('%d', (at + span[d]) * width[d]))
+  end
+  reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest, now_at - was
+  return 1, 4
+end
+
+local function lease(k, entry, reply, r)
+  local list, z = string.match(entry, '^l([%d,]+):(.*)$')
+  if z and (#z > 1 or string.find(list, ',', 1, true)) then
+    error({err = 'ERR ratelimit: a lease is of one zone'})
+  end
+  local asked, d = tonumber(list), z and byte(z)
+  d = d and d + 1
+  if not (asked and asked <= 2^53 and limit[d]) then
+    error({err = 'ERR ratelimit: malformed lease'})
+  elseif gcra[d] then
+    error({err = 'ERR ratelimit: lease of a GCRA zone'})
+  elseif not enforce[d] then
+    error({err = 'ERR ratelimit: lease of a dry-run zone'})
+  end
+  local key = keys[k]
+  local count, oldest, newest, here, gone, current, field =
+      read_zone(key, d)
+  local g = math.min(asked, math.max(limit[d] - count, 0))
+  reply[r] = g == 0 and asked > 0 and 1 or 0
+  reply[r + 1], reply[r + 2] =
+      write_zone(key, d, g, count, oldest, newest, here, gone, current,
+                 field)
+  reply[r + 3], reply[r + 4] = over(d, count, asked) and 1 or 0, g
+  return 1, 5
 end
 
 function decide(k, entry, reply, r, read)
-    local kind = byte(entry, 1)
-    if kind == 105 then
-        return peek_interval(k, entry, reply, r)
-    elseif kind == 115 then
-        return settle(k, entry, reply, r)
+  local kind = byte(entry, 1)
+  if kind == 105 then
+    return peek_interval(k, entry, reply, r)
+  elseif kind == 115 then
+    return settle(k, entry, reply, r)
+  elseif kind == 108 then
+    return lease(k, entry, reply, r)
+  end
+
+  local zones, cost = entry, false
+  if kind == 119 then
+    zones, cost = costs(entry)
+  end
+  local n = #zones - 1
+  local counting = kind ~= 112
+
+  if n == 1 then
+    local key, d, c = keys[k], byte(zones, 2) + 1, cost and cost[1] or 1
+    local count, oldest, newest, here, gone, current, field =
+        read_zone(key, d, read)
+    local out = over(d, count, c)
+    reply[r] = out and enforce[d] and 1 or 0
+    reply[r + 1], reply[r + 2] =
+        write_zone(key, d, counting and not out and c or 0, count,
+                   oldest, newest, here, gone, current, field)
+    reply[r + 3] = out and 1 or 0
+    return 1, 4
+  end
+
+  local rejected = false
+
+  for i = 1, n do
+    local d = byte(zones, i + 1) + 1
+    local s = (i - 1) * 8
+    local count
+    st[s + 1] = d
+    count, st[s + 3], st[s + 4], st[s + 5], st[s + 6], st[s + 7],
+        st[s + 8] = read_zone(keys[k + i - 1], d)
+    st[s + 2] = count
+    if over(d, count, cost and cost[i] or 1) and enforce[d] then
+      rejected = true
     end
+  end
 
-    local zones, cost = entry, false
-    if kind == 119 then
-        zones, cost = costs(entry)
-    end
-    local n = #zones - 1
-    local counting = kind ~= 112
+  reply[r] = rejected and 1 or 0
 
-    if n == 1 then
-        local key, d, c = keys[k], byte(zones, 2) + 1, cost and cost[1] or 1
-        local count, oldest, newest, here, gone, current, field =
-            read_zone(key, d, read)
-        local out = over(d, count, c)
-        reply[r] = out and enforce[d] and 1 or 0
-        reply[r + 1], reply[r + 2] =
-            write_zone(key, d, counting and not out and c or 0, count,
-                       oldest, newest, here, gone, current, field)
-        reply[r + 3] = out and 1 or 0
-        return 1, 4
-    end
-
-    local rejected = false
-
-    for i = 1, n do
-        local d = byte(zones, i + 1) + 1
-        local s = (i - 1) * 8
-        local count
-        st[s + 1] = d
-        count, st[s + 3], st[s + 4], st[s + 5], st[s + 6], st[s + 7],
-            st[s + 8] = read_zone(keys[k + i - 1], d)
-        st[s + 2] = count
-        if over(d, count, cost and cost[i] or 1) and enforce[d] then
-            rejected = true
-        end
-    end
-
-    reply[r] = rejected and 1 or 0
-
-    for i = 1, n do
-        local s = (i - 1) * 8
-        local d, count, c = st[s + 1], st[s + 2], cost and cost[i] or 1
-        local out = over(d, count, c)
-        local q = r + 3 * i - 2
-        reply[q], reply[q + 1] =
-            write_zone(keys[k + i - 1], d, counting and not rejected
-                       and not out and c or 0, count, st[s + 3], st[s + 4],
-                       st[s + 5], st[s + 6], st[s + 7], st[s + 8])
-        reply[q + 2] = out and 1 or 0
-    end
-    return n, 1 + 3 * n
+  for i = 1, n do
+    local s = (i - 1) * 8
+    local d, count, c = st[s + 1], st[s + 2], cost and cost[i] or 1
+    local out = over(d, count, c)
+    local q = r + 3 * i - 2
+    reply[q], reply[q + 1] =
+        write_zone(keys[k + i - 1], d, counting and not rejected
+                   and not out and c or 0, count, st[s + 3], st[s + 4],
+                   st[s + 5], st[s + 6], st[s + 7], st[s + 8])
+    reply[q + 2] = out and 1 or 0
+  end
+  return n, 1 + 3 * n
 end
 
 local replies = {now}
@@ -498,125 +534,123 @@ local entries = #ARGV
 
 local solo = {}
 for d = 1, zones do
-    solo['c' .. string.char(d - 1)] = d
+  solo['c' .. string.char(d - 1)] = d
 end
 
 local a, k, r = 2 + zones * 5, 1, 2
 
 local function careful(read)
-    local entry = ARGV[a]
-    local ok, n, width = pcall(decide, k, entry, replies, r, read)
-    if not ok then
-        replies[r] = type(n) == 'table' and n or {err = tostring(n)}
-        n, width = shape(entry)
-        for j = r + 1, r + width - 1 do
-            replies[j] = 0
-        end
+  local entry = ARGV[a]
+  local ok, n, width = pcall(decide, k, entry, replies, r, read)
+  if not ok then
+    replies[r] = type(n) == 'table' and n or {err = tostring(n)}
+    n, width = shape(entry)
+    for j = r + 1, r + width - 1 do
+      replies[j] = 0
     end
-    a, k, r = a + 1, k + n, r + width
+  end
+  a, k, r = a + 1, k + n, r + width
 end
 
--- A counted request of one GCRA zone: its TAT read and, if it fits,
--- moved.  A key of another type raises before anything is written.
 local function run_gcra(d)
-    local key, t = keys[k], gcra[d]
-    local ahead = math.max((tonumber(call('GET', key)) or 0) - now_us, 0)
-    if ahead + t > span[d] * t + 1 then
-        replies[r] = enforce[d] and 1 or 0
-        replies[r + 1], replies[r + 2], replies[r + 3] =
-            math.floor(ahead + 0.5), 0, 1
-    else
-        set_tat(key, d, ahead + t)
-        replies[r] = 0
-        replies[r + 1], replies[r + 2], replies[r + 3] =
-            math.floor(ahead + t + 0.5), 0, 0
-    end
-    a, k, r = a + 1, k + 1, r + 4
+  local key, t = keys[k], gcra[d]
+  local ahead = math.max((tonumber(call('GET', key)) or 0) - now_us, 0)
+  if ahead + t > span[d] * t + 1 then
+    replies[r] = enforce[d] and 1 or 0
+    replies[r + 1], replies[r + 2], replies[r + 3] =
+        math.floor(ahead + 0.5), 0, 1
+  else
+    set_tat(key, d, ahead + t)
+    replies[r] = 0
+    replies[r + 1], replies[r + 2], replies[r + 3] =
+        math.floor(ahead + t + 0.5), 0, 0
+  end
+  a, k, r = a + 1, k + 1, r + 4
 end
 
 local function run_window(d)
-    local take = d ~= nil
-    local key, field, h, count, oldest, same, fixed_window
-    if take then
-        key, field, fixed_window = keys[k], bucket_field[d], fixed[d]
-        if fixed_window then
-            h = call('HMGET', key, 't', 'n')
-            same = h[2] == field
-            if same then
-                count, oldest = h[1] + 0, bucket[d]
-            else
-                count, oldest = 0, 0
-                take = not (h[1] or h[2])
-            end
-        else
-            h = call('HMGET', key, 't', 'o', 'n', field)
-            local newest = h[3]
-            if newest then
-                count, oldest = h[1] + 0, h[2] + 0
-                same = newest == field
-                if not same then
-                    newest = newest + 0
-                    same = newest == bucket[d]
-                    take = newest <= bucket[d] and newest >= first_bucket[d]
-                end
-                take = take and oldest >= first_bucket[d]
-            else
-                count, oldest, same = 0, 0, false
-                take = not (h[1] or h[2])
-            end
-        end
-    end
-
-    if not take then
-        careful(h)
-    elseif count + 1 > limit[d] then
-        replies[r] = enforce[d] and 1 or 0
-        replies[r + 1], replies[r + 2], replies[r + 3] = count, oldest, 1
-        a, k, r = a + 1, k + 1, r + 4
+  local take = d ~= nil
+  local key, field, h, count, oldest, same, fixed_window
+  if take then
+    key, field, fixed_window = keys[k], bucket_field[d], fixed[d]
+    if fixed_window then
+      h = call('HMGET', key, 't', 'n')
+      same = h[2] == field
+      if same then
+        count, oldest = h[1] + 0, bucket[d]
+      else
+        count, oldest = 0, 0
+        take = not (h[1] or h[2])
+      end
     else
-        local total = fmt('%d', count + 1)
-        if same and fixed_window then
-            call('HSET', key, 't', total)
-        elseif same then
-            call('HSET', key, field, fmt('%d', h[4] + 1), 't', total)
-        else
-            if oldest == 0 then
-                oldest = bucket[d]
-            end
-            if fixed_window then
-                call('HSET', key, 't', total, 'n', field)
-            else
-                call('HSET', key, field, '1', 't', total,
-                     'o', fmt('%d', oldest), 'n', field)
-            end
-        end
-        replies[r] = 0
-        replies[r + 1], replies[r + 2], replies[r + 3] =
-            count + 1, oldest, 0
+      h = call('HMGET', key, 't', 'o', 'n', field)
+      local newest = h[3]
+      if newest then
+        count, oldest = h[1] + 0, h[2] + 0
+        same = newest == field
         if not same then
-            local w = redis.pcall('PEXPIREAT', key, expire_at[d])
-            if type(w) == 'table' then
-                replies[r] = w
-                replies[r + 1], replies[r + 2], replies[r + 3] = 0, 0, 0
-            end
+          newest = newest + 0
+          same = newest == bucket[d]
+          take = newest <= bucket[d] and newest >= first_bucket[d]
         end
-        a, k, r = a + 1, k + 1, r + 4
+        take = take and oldest >= first_bucket[d]
+      else
+        count, oldest, same = 0, 0, false
+        take = not (h[1] or h[2])
+      end
     end
+  end
+
+  if not take then
+    careful(h)
+  elseif count + 1 > limit[d] then
+    replies[r] = enforce[d] and 1 or 0
+    replies[r + 1], replies[r + 2], replies[r + 3] = count, oldest, 1
+    a, k, r = a + 1, k + 1, r + 4
+  else
+    local total = fmt('%d', count + 1)
+    if same and fixed_window then
+      call('HSET', key, 't', total)
+    elseif same then
+      call('HSET', key, field, fmt('%d', h[4] + 1), 't', total)
+    else
+      if oldest == 0 then
+        oldest = bucket[d]
+      end
+      if fixed_window then
+        call('HSET', key, 't', total, 'n', field)
+      else
+        call('HSET', key, field, '1', 't', total,
+             'o', fmt('%d', oldest), 'n', field)
+      end
+    end
+    replies[r] = 0
+    replies[r + 1], replies[r + 2], replies[r + 3] =
+        count + 1, oldest, 0
+    if not same then
+      local w = redis.pcall('PEXPIREAT', key, expire_at[d])
+      if type(w) == 'table' then
+        replies[r] = w
+        replies[r + 1], replies[r + 2], replies[r + 3] = 0, 0, 0
+      end
+    end
+    a, k, r = a + 1, k + 1, r + 4
+  end
 end
 
 local function run()
-    while a <= entries do
-        local d = solo[ARGV[a]]
-        if d and gcra[d] then
-            run_gcra(d)
-        else
-            run_window(d)
-        end
+  while a <= entries do
+    local d = solo[ARGV[a]]
+    if d and gcra[d] then
+      run_gcra(d)
+    else
+      run_window(d)
     end
+  end
 end
 
 while not pcall(run) do
-    careful(nil)
+  careful(nil)
 end
 
 return replies
@@ -773,6 +807,21 @@ ScriptReply decode_script_reply(const redisReply *const *reply,
 
     out.rejected = rejected == 1;
     out.kind = ScriptReply::Kind::kVerdict;
+    return out;
+}
+
+ScriptReply decode_lease_reply(const redisReply *const *reply,
+                               ZoneCount *count, std::uint64_t *granted)
+{
+    ScriptReply out = decode_script_reply(reply, 1, count);
+
+    if (out.kind == ScriptReply::Kind::kVerdict
+        && (!read_count(reply[1 + kRepliesPerZone], granted)
+            || (out.rejected && *granted > 0)))
+    {
+        out.kind = ScriptReply::Kind::kMalformed;
+    }
+
     return out;
 }
 

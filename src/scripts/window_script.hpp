@@ -22,7 +22,20 @@
 // e.g. "s-3,2871:\x00": the units are added to that bucket if it is still
 // in the window, never taking it below 0; its reply is 0, the zone's count
 // and oldest bucket after it, and the units it applied, a signed number
-// (0 if the bucket had left the window: see decode_settle_reply()).
+// (0 if the bucket had left the window: see decode_settle_reply()).  Or a
+// lease (src/leases/): "l", the units asked, 0 to 2^53, written as a "w"
+// entry's cost, ":" and the zone's byte, e.g. "l40:\x00", of one enforced
+// window zone: a lease of several zones, of a GCRA zone or of a dry-run
+// zone fails that entry.  With `count` the zone's count in the window now,
+// as "c" and "w" read it, it grants g = min(asked, max(limit - count, 0))
+// units and counts them as "w" counts a cost of g, in the current bucket
+// (of a fixed window: the window), the bucket floor(now / bucket length)
+// of the reply's time unless Redis's clock stepped back (then the key's
+// newest).  Its reply, 5 elements: 1 if it was refused (g = 0 < asked),
+// the zone's count and oldest bucket after it, 1 if the units asked did not
+// all fit (count + max(asked, 1) > limit, as "w"'s), and g (see
+// decode_lease_reply()).  Units granted and not used go back with a settle
+// of -unused to the lease's bucket.
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per
@@ -126,5 +139,13 @@ ScriptReply decode_script_reply(const redisReply *const *reply,
 // kMalformed.
 ScriptReply decode_settle_reply(const redisReply *const *reply,
                                 std::int64_t *applied);
+
+// Decodes a lease's reply, the 5 elements from `reply` on: kVerdict with
+// `rejected` (nothing granted of units asked), the zone's count, oldest
+// bucket and over in *count and the units granted in *granted; kError; or
+// kMalformed, as decode_script_reply(), and where it was rejected and
+// granted units.
+ScriptReply decode_lease_reply(const redisReply *const *reply,
+                               ZoneCount *count, std::uint64_t *granted);
 
 }  // namespace ratelimit

@@ -185,6 +185,55 @@ TEST(ScriptBatch, CostsAndSettles)
     EXPECT_EQ(arguments(batch), want);
 }
 
+// A lease is an "l" entry of one zone, its units asked then ":" and the
+// zone byte, sharing the zones of the batch's requests; its reply is a
+// request's in one zone and one more element, the units granted.
+TEST(ScriptBatch, Leases)
+{
+    std::string minute = zone_args({100, 60000, 1000}, false);
+    std::string hour = zone_args({5000, 3600000, 3600000}, true);
+    std::string_view keys[] = {"rl:a:1"};
+    std::string_view args[] = {minute};
+    bool enforce[] = {true};
+
+    ScriptBatch batch;
+    ASSERT_TRUE(batch.add_lease("rl:b:1", hour, 40));
+    ASSERT_TRUE(batch.add(false, 1, keys, args, enforce));
+    ASSERT_TRUE(batch.add_lease("rl:a:1", minute, ScriptBatch::kMaxCost));
+    ASSERT_TRUE(batch.add_lease("rl:a:1", minute, 0));
+    ASSERT_TRUE(batch.add_settle("rl:a:1", minute, -3, 28333333));
+    EXPECT_EQ(batch.entries(), 5u);
+    EXPECT_EQ(batch.reply_offset(0), 1u);
+    EXPECT_EQ(batch.reply_offset(1), 6u);
+    EXPECT_EQ(batch.reply_offset(2), 10u);
+    EXPECT_EQ(batch.reply_offset(3), 15u);
+    EXPECT_EQ(batch.reply_offset(4), 20u);
+    EXPECT_EQ(batch.reply_elements(), 24u);
+
+    std::vector<std::string> want = {
+        "EVALSHA", std::string(window_script_sha1()), "5",
+        "rl:b:1", "rl:a:1", "rl:a:1", "rl:a:1", "rl:a:1",
+        "2",
+        "5000", "3600000", "1", "f", "1",
+        "100", "1000", "60", "s", "1",
+        std::string("l40:\0", 5), std::string("c\1", 2),
+        std::string("l9007199254740992:\1", 19),
+        std::string("l0:\1", 4), std::string("s-3,28333333:\1", 14),
+    };
+    EXPECT_EQ(arguments(batch), want);
+
+    // More units than a Lua number holds exactly: nothing added.
+    EXPECT_FALSE(batch.add_lease("rl:a:1", minute,
+                                 ScriptBatch::kMaxCost + 1));
+    EXPECT_EQ(batch.entries(), 5u);
+    EXPECT_EQ(batch.reply_elements(), 24u);
+    EXPECT_EQ(arguments(batch), want);
+
+    batch.clear();
+    ASSERT_TRUE(batch.add(false, 1, keys, args, enforce));
+    EXPECT_EQ(batch.reply_elements(), 1u + 1 + 3);
+}
+
 TEST(ScriptBatch, ClearStartsAfresh)
 {
     std::string args = zone_args({1, 1000, 1000}, true);

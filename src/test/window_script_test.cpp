@@ -165,6 +165,57 @@ TEST(DecodeSettleReply, AppliedUnitsSigned)
               Kind::kMalformed);
 }
 
+// A lease's reply: a request's in one zone, then the units granted.
+TEST(DecodeLeaseReply, GrantedAfterTheZone)
+{
+    ReplyPtr r = must_parse(array_of({integer(0), integer(97),
+                                      integer(1700000000), integer(1),
+                                      integer(37)}));
+    ZoneCount count{};
+    std::uint64_t granted = 99;
+
+    ScriptReply out = decode_lease_reply(r->element, &count, &granted);
+    ASSERT_EQ(out.kind, Kind::kVerdict);
+    EXPECT_FALSE(out.rejected);
+    expect_count(count, {97, 1700000000, true}, 0);
+    EXPECT_EQ(granted, 37u);
+
+    r = must_parse(array_of({integer(1), integer(100), integer(1700000000),
+                             integer(1), integer(0)}));
+    out = decode_lease_reply(r->element, &count, &granted);
+    ASSERT_EQ(out.kind, Kind::kVerdict);
+    EXPECT_TRUE(out.rejected);
+    EXPECT_EQ(granted, 0u);
+
+    ReplyPtr error = must_parse(array_of({"-ERR ratelimit: lease of a "
+                                          "dry-run zone\r\n", integer(0),
+                                          integer(0), integer(0),
+                                          integer(0)}));
+    out = decode_lease_reply(error->element, &count, &granted);
+    EXPECT_EQ(out.kind, Kind::kError);
+    EXPECT_EQ(out.error, "ERR ratelimit: lease of a dry-run zone");
+}
+
+// Refused yet granted, or a grant that is no count: malformed.
+TEST(DecodeLeaseReply, BadGrantIsMalformed)
+{
+    ZoneCount count{};
+    std::uint64_t granted;
+    ReplyPtr both = must_parse(array_of({integer(1), integer(100),
+                                         integer(1700000000), integer(1),
+                                         integer(3)}));
+    EXPECT_EQ(decode_lease_reply(both->element, &count, &granted).kind,
+              Kind::kMalformed);
+
+    for (const char *bad : kBadElements) {
+        ReplyPtr r = must_parse(array_of({integer(0), integer(100),
+                                          integer(1700000000), integer(0),
+                                          bad}));
+        EXPECT_EQ(decode_lease_reply(r->element, &count, &granted).kind,
+                  Kind::kMalformed) << bad;
+    }
+}
+
 TEST(DecodeScriptReply, TwoZonesRejected)
 {
     ReplyPtr r = must_parse(array_of({
