@@ -15,6 +15,7 @@
 #include "redis/redis_link.hpp"
 #include "concurrency/slot_gate.hpp"
 #include "http/variables.hpp"
+#include "leases/lease_decision.hpp"
 #include "worker/worker_objects.hpp"
 
 #include <new>
@@ -163,7 +164,11 @@ ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
         return NGX_OK;
     }
 
-    return create_worker_objects(cycle, mcf);
+    if (create_worker_objects(cycle, mcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return start_lease_sweep(cycle);
 }
 
 void exit_process(ngx_cycle_t *cycle) noexcept
@@ -172,6 +177,7 @@ void exit_process(ngx_cycle_t *cycle) noexcept
         return;
     }
 
+    stop_lease_sweep();
     destroy_worker_objects();
     metrics::stop_worker();
 }

@@ -258,6 +258,30 @@ ratelimit_zone other key=\$binary_remote_addr rate=10r/s;
 EOF
     qr/ratelimit_settle zone=other/, ['ratelimit_settle', 'other'], 'needs "ratelimit zone=other"');
 
+conf_ok('lease= on rate zones', <<"EOF" . server('ratelimit zone=api; ratelimit zone=fx;'));
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s lease=1m;
+ratelimit_zone fx key=\$binary_remote_addr limit=\$arg_l window=1m algorithm=fixed lease=64k;
+EOF
+
+conf_err('lease= too small', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s lease=1k;
+EOF
+    qr/lease=1k/, ['ratelimit_zone', '1k'], 'at least 32k');
+
+conf_err('lease= on a GCRA zone', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s algorithm=gcra lease=1m;
+EOF
+    qr/lease=1m/, ['lease='], '"lease=" applies to sliding and fixed windows only');
+
+conf_err('ratelimit_settle of a leased zone', <<"EOF" . server('ratelimit zone=api; ratelimit_settle zone=api $status;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s lease=1m;
+EOF
+    qr/ratelimit_settle zone=api/, ['ratelimit_settle', 'api'], 'a zone with "lease=" takes no settle');
+
 conf_err('ratelimit_settle empty=', <<"EOF" . server('ratelimit zone=api; ratelimit_settle zone=api $status empty=zero;'),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;

@@ -10,6 +10,8 @@
 
 namespace ratelimit {
 
+struct LeaseTable;
+
 // One ADDRESS of `ratelimit_redis`: a Redis server, or a sentinel.
 struct RedisAddress {
     ngx_str_t text;         // as written, for log lines
@@ -105,6 +107,9 @@ struct Zone {
     // than what was used, or refunded): a subject's count can fall before
     // its reset, so a rejection is not remembered (the deny cache).
     bool gives_back;
+    // `lease=SIZE`: this server's quota leases of the zone's subjects
+    // (leases/lease_table.hpp); nullptr: every request asks Redis.
+    LeaseTable *leases;
 };
 
 // One `ratelimit zone=NAME [dry_run];`, resolved to its zone when the http

@@ -11,6 +11,7 @@
 #include "limits/window_rules.hpp"
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
+#include "leases/lease_table.hpp"
 #include "params/zone_params.hpp"
 #include "scripts/script_batch.hpp"
 #include "status/status_handler.hpp"
@@ -184,6 +185,15 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
     {
         return nginx_logged_error();
     }
+
+    if (parsed.params.lease_bytes > 0
+        && add_lease_table(cf, zone, parsed.params.lease_bytes) != NGX_OK)
+    {
+        return nginx_logged_error();
+    }
+
+    // Leases give units back: a subject's count may fall before its reset.
+    zone->gives_back = zone->leases != nullptr;
 
     auto **slot = static_cast<Zone **>(ngx_array_push(&mcf->zones));
 

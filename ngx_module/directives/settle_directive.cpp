@@ -128,6 +128,14 @@ char *resolve_settles(ngx_conf_t *cf, LocConf *lcf) noexcept
                                      settle.line);
         }
 
+        if (refs[r].zone->leases != nullptr) {
+            return after_block_error(cf, "ratelimit_settle zone \"%V\": a "
+                                         "zone with \"lease=\" takes no "
+                                         "settle, in %V:%ui",
+                                     &settle.name, &settle.file,
+                                     settle.line);
+        }
+
         settle.zone = refs[r].zone;
 
         if (refs[r].cost_value != nullptr || refs[r].cost > 0) {

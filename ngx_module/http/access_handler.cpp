@@ -2,6 +2,7 @@
 
 #include "http/request_metrics.hpp"
 #include "metrics/metrics.hpp"
+#include "leases/lease_decision.hpp"
 #include "rate/reservations.hpp"
 #include "rate/script_call.hpp"
 #include "rate/zone_values.hpp"
@@ -143,6 +144,7 @@ ngx_int_t act_on(RequestState *state)
 {
     state->stage = RequestState::Stage::kDone;
     record_request_decision(state);
+    note_fleet_count(state);
 
     if (state->hold != nullptr) {
         merge_slot_result(state);
@@ -244,7 +246,7 @@ ngx_int_t ask_rate_zones(RequestState *state)
         return act_on(state);
     }
 
-    if (!send_call(state)) {
+    if (decide_from_lease(state) || !send_call(state)) {
         return act_on(state);
     }
 

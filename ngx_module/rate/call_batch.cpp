@@ -247,13 +247,38 @@ void CallBatcher::settle(std::string_view key, std::string_view zone_args,
 
     try {
         settle = new Settle{std::string(key), std::string(zone_args), units,
-                            bucket, &zone, 0, 0, nullptr};
+                            bucket, &zone, 0, 0, nullptr, 0, nullptr};
     } catch (const std::bad_alloc &) {
         metrics::record_settle(zone.index, SettleOutcome::kDropped);
         return;
     }
 
-    settle->slot = link_->clustered() ? key_slot(key) : 0;
+    keep_settle(settle);
+}
+
+void CallBatcher::renew_lease(std::string_view key,
+                              std::string_view zone_args,
+                              std::uint64_t asked, const Zone &zone,
+                              LeaseRenewed renewed) noexcept
+{
+    Settle *renewal;
+
+    try {
+        renewal = new Settle{std::string(key), std::string(zone_args), 0, 0,
+                             &zone, 0, 0, nullptr, asked, renewed};
+    } catch (const std::bad_alloc &) {
+        Settle none{{}, {}, 0, 0, &zone, 0, 0, nullptr, asked, renewed};
+        renewed(none, nullptr);
+        return;
+    }
+
+    keep_settle(renewal);
+}
+
+// The batcher owns the settle or renewal from here.
+void CallBatcher::keep_settle(Settle *settle) noexcept
+{
+    settle->slot = link_->clustered() ? key_slot(settle->key) : 0;
 
     if (settles_held_++ == 0 && !drain_.timer_set) {
         ngx_add_timer(&drain_, timeout_);
@@ -293,9 +318,13 @@ bool CallBatcher::fill_settle(Batch *batch, Settle *settle) noexcept
 {
     ngx_uint_t entry = batch->call.entries();
 
-    if (!batch->call.add_settle(settle->key, settle->zone_args,
-                                settle->units, settle->bucket))
-    {
+    bool added = settle->asked > 0
+                 ? batch->call.add_lease(settle->key, settle->zone_args,
+                                         settle->asked)
+                 : batch->call.add_settle(settle->key, settle->zone_args,
+                                          settle->units, settle->bucket);
+
+    if (!added) {
         return false;
     }
 
@@ -305,9 +334,21 @@ bool CallBatcher::fill_settle(Batch *batch, Settle *settle) noexcept
     return true;
 }
 
-void CallBatcher::take_settle_reply(Settle *settle,
+void CallBatcher::take_settle_reply(Settle *settle, std::uint64_t now_ms,
                                     const redisReply *const *reply) noexcept
 {
+    if (settle->asked > 0) {
+        LeaseGrant grant{0, 0, now_ms};
+        ZoneCount count{};
+        ScriptReply decoded = decode_lease_reply(reply, &count,
+                                                 &grant.units);
+        grant.count = count.total;
+        end_settle(settle, decoded.kind == ScriptReply::Kind::kVerdict
+                           ? SettleOutcome::kApplied
+                           : SettleOutcome::kFailed, &grant);
+        return;
+    }
+
     std::int64_t applied = 0;
     ScriptReply decoded = decode_settle_reply(reply, &applied);
 
@@ -325,9 +366,14 @@ void CallBatcher::take_settle_reply(Settle *settle,
     end_settle(settle, SettleOutcome::kApplied);
 }
 
-// Keeps a settle until the link is up, if there is room.
+// Keeps a settle until the link is up, if there is room; a renewal fails.
 void CallBatcher::wait_for_link(Settle *settle) noexcept
 {
+    if (settle->asked > 0) {
+        end_settle(settle, SettleOutcome::kDropped);
+        return;
+    }
+
     if (waiting_count_ == kMaxSettlesWaiting) {
         end_settle(settle, SettleOutcome::kDropped);
         return;
@@ -363,8 +409,17 @@ void CallBatcher::send_waiting_settles() noexcept
     }
 }
 
-void CallBatcher::end_settle(Settle *settle, SettleOutcome outcome) noexcept
+void CallBatcher::end_settle(Settle *settle, SettleOutcome outcome,
+                             const LeaseGrant *grant) noexcept
 {
+    if (settle->asked > 0) {
+        settle->renewed(*settle,
+                        outcome == SettleOutcome::kApplied ? grant : nullptr);
+        delete settle;
+        settles_held_--;
+        return;
+    }
+
     static const char *const kLost[] = {
         nullptr, "never sent to redis, dropped",
         "sent to redis and not answered, not sent again",
@@ -667,7 +722,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
                 sink_.take_reply(state, batch->parts[i], decoded.now_ms,
                                  part);
             } else if (batch->settles[i] != nullptr) {
-                take_settle_reply(batch->settles[i], part);
+                take_settle_reply(batch->settles[i], decoded.now_ms, part);
             }
         }
         release(batch);

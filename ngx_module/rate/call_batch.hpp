@@ -21,9 +21,26 @@ struct RequestState;
 class CallBatcher;
 class RedisLink;
 
+struct Settle;
+
+// What Redis counted for a lease's renewal: `units` in the bucket of its
+// time `now_ms`, after which the fleet's count in the window is `count`.
+struct LeaseGrant {
+    std::uint64_t units;
+    std::uint64_t count;
+    std::uint64_t now_ms;
+};
+
+// Told the fate of a lease's renewal: its grant, or nullptr if it failed
+// or its outcome is unknown (what Redis may have counted is lost).
+using LeaseRenewed = void (*)(const Settle &renewal,
+                              const LeaseGrant *grant) noexcept;
+
 // A settle (`ratelimit_settle`, or a part's admission taken back): units
-// added to the bucket a request was counted in.  The batcher owns it from
-// CallBatcher::settle() until Redis answers it or it is given up.
+// added to the bucket a request was counted in.  Or, with `asked` > 0, a
+// lease's renewal (CallBatcher::renew_lease()): a call of no request, kept
+// as a settle is.  The batcher owns it from CallBatcher::settle() until
+// Redis answers it or it is given up.
 struct Settle {
     std::string key;
     std::string zone_args;  // write_zone_args() of the zone
@@ -33,6 +50,8 @@ struct Settle {
     std::uint16_t slot;     // of the key, in a cluster
     std::uint8_t refusals;  // calls Redis refused whole (see SettleFate)
     Settle *next;           // in the queue of those waiting for the link
+    std::uint64_t asked;    // a renewal's units asked; 0: a settle
+    LeaseRenewed renewed;   // a renewal's
 };
 
 // Where the answers of the requests' calls go: the layer above decodes
@@ -148,6 +167,15 @@ public:
                 std::int64_t units, std::uint64_t bucket,
                 const Zone &zone) noexcept;
 
+    // Asks Redis to count up to `asked` units of `key` in `zone` for a
+    // lease, in the next batch of the key's connection; `renewed` is told
+    // the outcome, at once if the link is down (a renewal never waits for
+    // the link: its lease would be stale).  Never resent once it may have
+    // reached Redis.
+    void renew_lease(std::string_view key, std::string_view zone_args,
+                     std::uint64_t asked, const Zone &zone,
+                     LeaseRenewed renewed) noexcept;
+
     // Settles kept while the link is down, at most: past it, the newest
     // are dropped.
     static constexpr ngx_uint_t kMaxSettlesWaiting = 4096;
@@ -192,11 +220,13 @@ private:
 
     bool add_settle(Settle *settle) noexcept;
     bool fill_settle(Batch *batch, Settle *settle) noexcept;
-    void take_settle_reply(Settle *settle,
+    void take_settle_reply(Settle *settle, std::uint64_t now_ms,
                            const redisReply *const *reply) noexcept;
+    void keep_settle(Settle *settle) noexcept;
     void wait_for_link(Settle *settle) noexcept;
     void send_waiting_settles() noexcept;
-    void end_settle(Settle *settle, SettleOutcome outcome) noexcept;
+    void end_settle(Settle *settle, SettleOutcome outcome,
+                    const LeaseGrant *grant = nullptr) noexcept;
     void drop_settles(Settle *list) noexcept;
     static void on_drain(ngx_event_t *ev) noexcept;
 

@@ -54,7 +54,9 @@ constexpr NamedParam kZoneParams[] = {
     {"concurrency", kConcurrencyForm, nullptr},
     {"queue", kConcurrencyForm, nullptr},
     {"queue_timeout", kConcurrencyForm, nullptr},
-    {"lease", kConcurrencyForm, nullptr},
+    // A concurrency zone's slot lease (a time); a rate zone's quota
+    // leases' shared memory (a size).
+    {"lease", kRateForm | kConcurrencyForm, nullptr},
 };
 
 static_assert(std::size(kZoneParams) == kZoneParamCount);
@@ -253,6 +255,46 @@ std::optional<std::string> read_concurrency(const ZoneValues &v,
     return std::nullopt;
 }
 
+// The smallest shared memory for a rate zone's leases: a few pages of the
+// slab allocator, room for some hundreds of subjects.
+constexpr std::uint64_t kMinLeaseBytes = 32 * 1024;
+
+// A rate zone's `lease=SIZE` (as limit_req_zone's zone=name:SIZE: N, Nk or
+// Nm): the shared memory of its quota leases; none, exact mode.
+std::optional<std::string> read_lease_size(const ZoneValues &v,
+                                           ZoneParams *out)
+{
+    if (!v[kLease]) {
+        return std::nullopt;
+    }
+
+    if (out->policy.gcra()) {
+        return "\"lease=\" applies to sliding and fixed windows only";
+    }
+
+    std::string_view text = *v[kLease];
+    std::uint64_t scale = 1;
+
+    if (!text.empty() && (text.back() == 'k' || text.back() == 'K')) {
+        scale = 1024;
+    } else if (!text.empty() && (text.back() == 'm' || text.back() == 'M')) {
+        scale = 1024 * 1024;
+    }
+
+    auto number = parse_count(scale == 1 ? text
+                                         : text.substr(0, text.size() - 1));
+
+    if (!number || *number > (std::uint64_t{1} << 40) / scale
+        || *number * scale < kMinLeaseBytes)
+    {
+        return "invalid lease " + quoted(text)
+               + ": use a size of at least 32k, such as 1m";
+    }
+
+    out->lease_bytes = *number * scale;
+    return std::nullopt;
+}
+
 // A zone with `concurrency=` is a concurrency zone, whatever else it has.
 ZoneKind zone_kind(const ParamTokens &tokens)
 {
@@ -302,6 +344,7 @@ ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
     } else {
         error = read_rate_window(zone.name, values, &zone);
         error = error ? error : read_buckets(values, &zone);
+        error = error ? error : read_lease_size(values, &zone);
     }
 
     zone.key = values[kKey].value_or("");

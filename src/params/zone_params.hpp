@@ -26,6 +26,9 @@ struct ZoneParams {
     std::string_view limit_variable;
     bool limit_is_rate = false;      // it came from rate=: a rate
     ConcurrencyPolicy concurrency{}; // a concurrency zone's
+    // A rate zone's `lease=SIZE`: bytes of shared memory for its quota
+    // leases (leases/lease_ledger.hpp); 0, none: every request asks Redis.
+    std::uint64_t lease_bytes = 0;
 };
 
 // tokens: NAME, then the parameters.  An error on token 0 is the name's.

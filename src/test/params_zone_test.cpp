@@ -160,5 +160,41 @@ TEST(ParseZoneParams, ConcurrencyZones)
     }
 }
 
+TEST(ParseZoneParams, LeaseSizeOfRateZones)
+{
+    struct Case {
+        ParamTokens tokens;
+        std::uint64_t bytes;
+    };
+    const Case cases[] = {
+        {{"z", "key=$k", "rate=10r/s"}, 0},
+        {{"z", "key=$k", "rate=10r/s", "lease=1m"}, 1024 * 1024},
+        {{"z", "key=$k", "limit=5", "window=1m", "lease=64k"}, 64 * 1024},
+        {{"z", "key=$k", "limit=5", "window=1m", "algorithm=fixed",
+          "lease=32768"}, 32768},
+    };
+
+    for (const Case &c : cases) {
+        auto result = parse_zone_params(c.tokens);
+        ASSERT_FALSE(result.error) << joined(c.tokens);
+        EXPECT_EQ(result.params.lease_bytes, c.bytes);
+    }
+
+    const ParamTokens refused[] = {
+        {"z", "key=$k", "rate=10r/s", "lease=16k"},
+        {"z", "key=$k", "rate=10r/s", "lease=1g"},
+        {"z", "key=$k", "rate=10r/s", "lease=m"},
+        {"z", "key=$k", "rate=10r/s", "lease=10s"},
+        {"z", "key=$k", "rate=10r/s", "algorithm=gcra", "lease=1m"},
+    };
+
+    for (const ParamTokens &tokens : refused) {
+        auto result = parse_zone_params(tokens);
+        ASSERT_TRUE(result.error) << joined(tokens);
+        EXPECT_NE(result.error->text.find("lease"), std::string::npos)
+            << result.error->text;
+    }
+}
+
 }  // namespace
 }  // namespace ratelimit

@@ -1,0 +1,253 @@
+#include "leases/lease_decision.hpp"
+
+#include <ctime>
+
+#include "leases/lease_table.hpp"
+#include "rate/call_batch.hpp"
+#include "worker/worker_objects.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// The leases' parameters (leases/lease_policy.hpp): nginx's defaults.
+const LeaseParams kLeaseParams{};
+
+// How often a worker gives back the units of dead or quiet leases, ms.
+constexpr ngx_msec_t kLeaseSweepMs = 200;
+
+// The leases' clock: monotonic, the same for every worker of the server,
+// read afresh (nginx's cached time may lag a loop turn), in ms.
+std::uint64_t lease_clock_ms()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000
+           + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+// The live servers the fleet counts, for the share of a lease.
+std::uint64_t fleet_servers()
+{
+    return 1;
+}
+
+// Gives units of `key` back to Redis: a settle of -units into their bucket.
+// A settle does not depend on the limit: a zone whose limit is a variable
+// is written with its policy's.
+void give_back(const Zone &zone, std::string_view key,
+               const LeaseReturn &back)
+{
+    CallBatcher *calls = worker_objects().calls;
+
+    if (calls == nullptr || back.units == 0) {
+        return;
+    }
+
+    char made[kZoneArgsMaxSize];
+    std::string_view args = view(zone.script_args);
+
+    if (args.empty()) {
+        Policy policy = zone.policy;
+        policy.limit = ngx_max(policy.limit, 1);
+        args = {made, write_zone_args(policy, made)};
+    }
+
+    calls->settle(key, args, -static_cast<std::int64_t>(back.units),
+                  back.bucket, zone);
+}
+
+void on_lease_renewed(const Settle &renewal, const LeaseGrant *grant) noexcept
+{
+    const Zone &zone = *renewal.zone;
+    LeaseReturn back{0, 0};
+    std::uint64_t bucket_ms = zone.policy.bucket_ms;
+
+    if (grant != nullptr) {
+        back = {grant->units, grant->now_ms / bucket_ms};
+    }
+
+    {
+        LeaseEntry entry(zone.leases, renewal.key);
+
+        if (entry.state() != nullptr) {
+            LeaseLedger ledger(*entry.state(), kLeaseParams);
+
+            if (grant == nullptr) {
+                ledger.renewal_failed();
+            } else {
+                back = ledger.granted(grant->units, back.bucket, grant->count,
+                                      bucket_ms - grant->now_ms % bucket_ms,
+                                      lease_clock_ms());
+            }
+        }
+    }
+
+    give_back(zone, renewal.key, back);
+}
+
+// The request's verdict from its lease: admitted, its zone's count the
+// fleet's as last heard plus what this server admitted from the lease.
+void admit_from_lease(RequestState *state, std::uint64_t fleet_used)
+{
+    Policy policy = policy_of(state, 0);
+    const Policy *policies[1] = {&policy};
+    bool enforcing[1] = {true};
+    ngx_time_t *tp = ngx_timeofday();
+    std::uint64_t now_ms = static_cast<std::uint64_t>(tp->sec) * 1000
+                           + tp->msec;
+
+    state->counts[0] = {ngx_min(fleet_used, policy.limit), 0, false};
+    state->now_ms = now_ms;
+    state->verdict = *decide_verdict(policies, enforcing, state->counts, 1,
+                                     now_ms, false);
+    state->reset_epoch_s = (now_ms + state->verdict.status.reset_ms + 999)
+                           / 1000;
+    state->result = Result::kPassed;
+    state->stage = RequestState::Stage::kDecided;
+}
+
+bool leased(const RequestState *state)
+{
+    return state->zones == 1 && state->refs[0]->zone->leases != nullptr
+           && !state->peek && enforced(state, 0);
+}
+
+void on_sweep(ngx_event_t *ev) noexcept;
+
+// This worker's sweep, armed in init_process (start_lease_sweep()) and
+// removed in exit_process: it lives as long as the worker process.
+ngx_event_t sweep_event;
+
+}  // namespace
+
+bool decide_from_lease(RequestState *state) noexcept
+{
+    if (!leased(state)) {
+        return false;
+    }
+
+    const Zone &zone = *state->refs[0]->zone;
+    LeaseGiveBack evicted;
+    LeaseTake take;
+    std::uint64_t fleet_used = 0;
+
+    {
+        LeaseEntry entry(zone.leases, view(state->keys[0]), state->r->pool,
+                         &evicted);
+
+        if (entry.state() == nullptr) {
+            return false;
+        }
+
+        LeaseLedger ledger(*entry.state(), kLeaseParams);
+        take = ledger.take(state->costs[0], lease_clock_ms(),
+                           state->limits[0], fleet_servers());
+        fleet_used = entry.state()->fleet_used;
+    }
+
+    give_back(zone, view(evicted.key), evicted.units);
+    give_back(zone, view(state->keys[0]), take.give_back);
+
+    if (take.ask > 0 && worker_objects().calls != nullptr) {
+        char made[kZoneArgsMaxSize];
+        worker_objects().calls->renew_lease(view(state->keys[0]),
+                                            request_zone_args(state, 0, made),
+                                            take.ask, zone,
+                                            on_lease_renewed);
+    }
+
+    switch (take.kind) {
+    case LeaseTake::Kind::kTaken:
+    case LeaseTake::Kind::kRenewAndTaken:
+        admit_from_lease(state, fleet_used);
+        return true;
+    default:
+        return false;
+    }
+}
+
+void note_fleet_count(const RequestState *state) noexcept
+{
+    if (!leased(state) || state->parts == 0 || state->part_failed) {
+        return;
+    }
+
+    LeaseEntry entry(state->refs[0]->zone->leases, view(state->keys[0]));
+
+    if (entry.state() != nullptr) {
+        LeaseLedger ledger(*entry.state(), kLeaseParams);
+        ledger.counted(state->counts[0].total);
+    }
+}
+
+namespace {
+
+// Gives back what the leases of every leased zone hold past their end or
+// quiet, at most a few hundred a sweep, then waits for the next.
+void on_sweep(ngx_event_t *ev) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(ev->data);
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+    constexpr ngx_uint_t kMaxGiveBacks = 256;
+    LeaseGiveBack backs[kMaxGiveBacks];
+    ngx_pool_t *pool = ngx_create_pool(4096, ev->log);
+
+    for (ngx_uint_t z = 0; pool != nullptr && z < mcf->zones.nelts; z++) {
+        const Zone &zone = *zones[z];
+
+        if (zone.leases == nullptr) {
+            continue;
+        }
+
+        ngx_uint_t n = sweep_lease_table(zone.leases, kLeaseParams,
+                                         lease_clock_ms(), pool, backs,
+                                         kMaxGiveBacks);
+
+        for (ngx_uint_t i = 0; i < n; i++) {
+            give_back(zone, view(backs[i].key), backs[i].units);
+        }
+    }
+
+    if (pool != nullptr) {
+        ngx_destroy_pool(pool);
+    }
+
+    ngx_add_timer(ev, kLeaseSweepMs);
+}
+
+}  // namespace
+
+ngx_int_t start_lease_sweep(ngx_cycle_t *cycle) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(
+        ngx_http_cycle_get_module_main_conf(cycle,
+                                            ngx_http_ratelimit_module));
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+    bool any = false;
+
+    for (ngx_uint_t z = 0; z < mcf->zones.nelts; z++) {
+        any = any || zones[z]->leases != nullptr;
+    }
+
+    if (!any || worker_objects().calls == nullptr) {
+        return NGX_OK;
+    }
+
+    ngx_memzero(&sweep_event, sizeof(ngx_event_t));
+    sweep_event.handler = on_sweep;
+    sweep_event.data = mcf;
+    sweep_event.log = cycle->log;
+    sweep_event.cancelable = 1;
+    ngx_add_timer(&sweep_event, kLeaseSweepMs);
+    return NGX_OK;
+}
+
+void stop_lease_sweep() noexcept
+{
+    if (sweep_event.timer_set) {
+        ngx_del_timer(&sweep_event);
+    }
+}
+
+}  // namespace ratelimit
