@@ -60,6 +60,9 @@ my %ONLY        = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '');
 my $SUBJECTS    = 10_000;
 my $BIG_LIMIT   = 1_000_000;
 my $FLOOD_LIMIT = 100;
+# Leases near the limit: a subject's requests in a round (10,000 subjects
+# share some 100,000 requests) pass it.
+my $NEAR_LIMIT = 5;
 # The GCRA zone and its peer: a rate per subject far above what one subject
 # gets here (10,000 subjects share the load), so nothing waits or is rejected.
 my $GCRA_RATE   = 10_000;
@@ -601,6 +604,42 @@ my @CASES = (
             . "            rate_limit_pass wsv_redis;",
     } : ()),
     {
+        # quota leases (issue 28): one hot subject (a whole service) far
+        # from its limit, leased and exact; the 10,000 subjects leased;
+        # and near the limit (NEAR_LIMIT a window: the subjects reach it
+        # within a round), leased and exact
+        id => 'lease_hot', label => '10. module sliding, lease=1m, 1 subject, limit far above the load', limiter => 1,
+        subjects => 1, key_prefix => 'hot',
+        http => $REDIS_LINE
+            . "    ratelimit_zone zh key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s lease=1m;\n",
+        loc => '            ratelimit zone=zh;',
+    },
+    {
+        id => 'exact_hot', label => '10e. module sliding, exact, 1 subject, limit far above the load', limiter => 1,
+        subjects => 1, key_prefix => 'hot',
+        http => $REDIS_LINE
+            . "    ratelimit_zone zh key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=zh;',
+    },
+    {
+        id => 'lease', label => '11. module sliding 60s/1s, lease=8m', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone zl key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s lease=8m;\n",
+        loc => '            ratelimit zone=zl;',
+    },
+    {
+        id => 'lease_near', label => "12. module sliding 60s/1s, lease=8m, limit $NEAR_LIMIT (reached)", limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone zn key=\$http_x_api_key limit=$NEAR_LIMIT window=60s bucket=1s lease=8m;\n",
+        loc => "            ratelimit zone=zn;\n            ratelimit_log_level info;",
+    },
+    {
+        id => 'exact_near', label => "12e. module sliding 60s/1s, exact, limit $NEAR_LIMIT (reached)", limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone zn key=\$http_x_api_key limit=$NEAR_LIMIT window=60s bucket=1s;\n",
+        loc => "            ratelimit zone=zn;\n            ratelimit_log_level info;",
+    },
+    {
         id => 'flood', label => "7. flood: module, 1 subject, limit $FLOOD_LIMIT/60s", limiter => 1,
         subjects => 1, key_prefix => 'flood',
         http => $REDIS_LINE
@@ -1125,6 +1164,33 @@ for my $g (['gcra', 'fixed', 'the script'], ['native_gcra', 'native_fixed', 'the
                 f('%.1f%%', $CASE{$gc} ? 100 * median(col($gc, 'non2xx')) : undef),
                 f('%.1f%%', 100 * median(col('weserv', 'non2xx'))))
             : 'weserv not run' . (@SKIPPED ? ' (see the notes)' : ''));
+}
+
+# Quota leases (issue 28).
+{
+    my $r_hot = median(ratios('lease_hot', 'plain'));
+    target('lease mode, one hot subject: >= 0.9x plain nginx (same run, req/s)',
+        defined $r_hot ? $r_hot >= 0.9 : undef,
+        sprintf('%sx (per round %s; exact mode beside it %sx)', f('%.2f', $r_hot),
+            join('/', map { sprintf '%.2f', $_ } ratios('lease_hot', 'plain')) || '-',
+            f('%.2f', median(ratios('exact_hot', 'plain')))));
+    my $calls = median(col('lease_hot', 'top_calls'));
+    target('lease mode, one hot subject: <= 0.01 Redis calls per request',
+        defined $calls ? $calls <= 0.01 : undef,
+        sprintf('%s calls/req (exact mode %s)', f('%.4f', $calls), f('%.4f', median(col('exact_hot', 'top_calls')))));
+    my $r_many = median(ratios('lease', 'sliding'));
+    target('lease mode, 10,000 subjects: >= exact mode (same run, req/s)',
+        defined $r_many ? $r_many >= 1 : undef,
+        sprintf('%sx (per round %s; calls/req %s vs %s)', f('%.2f', $r_many),
+            join('/', map { sprintf '%.2f', $_ } ratios('lease', 'sliding')) || '-',
+            f('%.3f', median(col('lease', 'top_calls'))), f('%.3f', median(col('sliding', 'top_calls')))));
+    my $r_near = median(ratios('lease_near', 'exact_near'));
+    target("lease mode near the limit ($NEAR_LIMIT a window, reached): no worse than exact mode (>= 0.95x)",
+        defined $r_near ? $r_near >= 0.95 : undef,
+        sprintf('%sx (per round %s; non-2xx %s vs %s)', f('%.2f', $r_near),
+            join('/', map { sprintf '%.2f', $_ } ratios('lease_near', 'exact_near')) || '-',
+            f('%.1f%%', $CASE{lease_near} ? 100 * median(col('lease_near', 'non2xx')) : undef),
+            f('%.1f%%', $CASE{exact_near} ? 100 * median(col('exact_near', 'non2xx')) : undef)));
 }
 
 push @out, "## Targets";

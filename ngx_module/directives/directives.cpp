@@ -192,9 +192,6 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
         return nginx_logged_error();
     }
 
-    // Leases give units back: a subject's count may fall before its reset.
-    zone->gives_back = zone->leases != nullptr;
-
     auto **slot = static_cast<Zone **>(ngx_array_push(&mcf->zones));
 
     if (slot == nullptr) {

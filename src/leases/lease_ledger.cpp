@@ -54,7 +54,7 @@ std::uint64_t LeaseLedger::ask_for(std::uint64_t held, bool at_low_water,
                                   params_.share_k);
     std::uint64_t size = lease_size(s_.rate,
                                     lease_horizon_ms(params_, rtt_ms()),
-                                    cap);
+                                    cap, params_.min_demand);
 
     if (size <= held) {
         return 0;

@@ -63,9 +63,10 @@ double lease_horizon_ms(const LeaseParams &params, double rtt_ms)
            + static_cast<double>(params.renew_rtts) * rtt_ms;
 }
 
-std::uint64_t lease_size(double rate, double horizon_ms, std::uint64_t cap)
+std::uint64_t lease_size(double rate, double horizon_ms, std::uint64_t cap,
+                         double min_demand)
 {
-    if (cap == 0) {
+    if (cap == 0 || rate * horizon_ms < min_demand) {
         return 0;
     }
 

@@ -35,6 +35,11 @@ struct LeaseParams {
     std::uint64_t idle_ms = 1000;
     // The rate estimate's time constant, ms (rate_observe()).
     std::uint64_t rate_tau_ms = 1000;
+    // The least a lease must be expected to use (rate * horizon, units)
+    // for the server to lease at all: a lease of a subject that makes a
+    // request or so in a lease's life costs Redis a grant and a give-back
+    // where exact mode costs one call.  Below it: exact mode.
+    double min_demand = 2;
     // The round trip assumed before one is measured, ms.
     double initial_rtt_ms = 1;
     // A lease dies this long before the end its grant gives, ms: Redis
@@ -69,8 +74,10 @@ std::uint64_t lease_cap(std::uint64_t limit, std::uint64_t fleet_used,
 // horizon = lifetime_ms + renew_rtts * rtt_ms.
 double lease_horizon_ms(const LeaseParams &params, double rtt_ms);
 
-// clamp(ceil(rate * horizon), 1, cap); 0 when cap is 0.
-std::uint64_t lease_size(double rate, double horizon_ms, std::uint64_t cap);
+// clamp(ceil(rate * horizon), 1, cap); 0 when cap is 0 or the rate
+// expects fewer than min_demand units in the horizon.
+std::uint64_t lease_size(double rate, double horizon_ms, std::uint64_t cap,
+                         double min_demand);
 
 // The low-water mark: ceil(rate * renew_rtts * rtt), below `size` (so that
 // a renewal asked at the mark asks for at least one unit); 0 when size is 0.

@@ -25,6 +25,7 @@ LeaseParams params()
     p.idle_ms = 1000;
     p.rate_tau_ms = 1000;
     p.initial_rtt_ms = 1;
+    p.min_demand = 0;
     return p;
 }
 
@@ -56,7 +57,7 @@ TEST(LeaseLedger, StateIsPlainAndStartsEmpty)
     LeaseLedger ledger(zero, p);
 
     // The first request knows no rate: Redis decides it, and a lease of
-    // one unit rides along.
+    // one unit rides along (no least demand here: see below).
     LeaseTake t = ledger.take(1, 5000, kLimit, kServers);
     EXPECT_EQ(t.kind, Kind::kAskExact);
     EXPECT_EQ(t.ask, 1u);
@@ -91,7 +92,7 @@ TEST(LeaseLedger, TakesLocallyAndRenewsOnceAtLowWater)
             // Tops the lease up to its size, from at most the low water.
             std::uint64_t size = lease_size(
                 f.ledger.rate(), lease_horizon_ms(f.p, f.ledger.rtt_ms()),
-                f.ledger.cap());
+                f.ledger.cap(), f.p.min_demand);
             EXPECT_EQ(f.ledger.units() + t.ask, size);
             EXPECT_LE(f.ledger.units(),
                       lease_low_water(f.ledger.rate(), f.p,
@@ -296,6 +297,40 @@ TEST(LeaseLedger, RandomSequencesKeepTheInvariants)
         EXPECT_GT(back, 0u);
         (void) lost;
     }
+}
+
+}  // namespace
+}  // namespace ratelimit
+
+namespace ratelimit {
+namespace {
+
+// A subject too slow for a lease to pay is decided exactly, with no lease
+// asked; once its rate expects min_demand units in a lease's life, a lease
+// is asked.
+TEST(LeaseLedger, NoLeaseBelowTheLeastDemand)
+{
+    LeaseState state;
+    std::memset(&state, 0, sizeof state);
+    LeaseParams p = params();
+    p.min_demand = 2;
+    LeaseLedger ledger(state, p);
+    std::uint64_t now = 1000;
+
+    // 1 unit/s: 0.1 expected in a horizon of 102 ms.
+    for (int i = 0; i < 5; i++) {
+        LeaseTake t = ledger.take(1, now += 1000, kLimit, kServers);
+        EXPECT_EQ(t.kind, Kind::kAskExact);
+        EXPECT_EQ(t.ask, 0u);
+    }
+
+    // 50 units/s: 5 expected once the estimate has caught up (its time
+    // constant is 1 s): a lease is asked within the second.
+    std::uint64_t asked = 0;
+    for (int i = 0; i < 50 && asked == 0; i++) {
+        asked = ledger.take(1, now += 20, kLimit, kServers).ask;
+    }
+    EXPECT_GE(asked, 2u);
 }
 
 }  // namespace

@@ -66,12 +66,15 @@ TEST(LeasePolicy, SizeFollowsTheRateWithinOneAndTheCap)
     double horizon = lease_horizon_ms(params, 5);
     EXPECT_DOUBLE_EQ(horizon, 510);
 
-    EXPECT_EQ(lease_size(0.1, horizon, 1000), 51u);
-    EXPECT_EQ(lease_size(0.1001, horizon, 1000), 52u);  // rounded up
-    EXPECT_EQ(lease_size(0.1, horizon, 20), 20u);       // the cap
-    EXPECT_EQ(lease_size(0, horizon, 20), 1u);          // at least one
-    EXPECT_EQ(lease_size(0.1, horizon, 0), 0u);         // exact mode
-    EXPECT_EQ(lease_size(1e300, horizon, 7), 7u);
+    EXPECT_EQ(lease_size(0.1, horizon, 1000, 0), 51u);
+    EXPECT_EQ(lease_size(0.1001, horizon, 1000, 0), 52u);  // rounded up
+    EXPECT_EQ(lease_size(0.1, horizon, 20, 0), 20u);       // the cap
+    EXPECT_EQ(lease_size(0, horizon, 20, 0), 1u);          // at least one
+    EXPECT_EQ(lease_size(0.1, horizon, 0, 0), 0u);         // exact mode
+    EXPECT_EQ(lease_size(1e300, horizon, 7, 0), 7u);
+    // A subject too slow for a lease to pay: exact mode.
+    EXPECT_EQ(lease_size(0.001, horizon, 1000, 2), 0u);    // 0.51 expected
+    EXPECT_EQ(lease_size(0.004, horizon, 1000, 2), 3u);    // 2.04 expected
 }
 
 TEST(LeasePolicy, LowWaterIsTwoRoundTripsOfTheRateBelowTheSize)
