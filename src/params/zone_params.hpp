@@ -3,7 +3,9 @@
 // bounds requests in flight; any other counts their rate.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "limits/policy.hpp"
 #include "params/param_values.hpp"
@@ -26,6 +28,9 @@ struct ZoneParams {
     std::string_view limit_variable;
     bool limit_is_rate = false;      // it came from rate=: a rate
     ConcurrencyPolicy concurrency{}; // a concurrency zone's
+    // What `nginx -t` warns of in the zone (params/zone_warnings.hpp),
+    // besides its key, which names variables only nginx knows.
+    std::vector<std::string> warnings;
 };
 
 // tokens: NAME, then the parameters.  An error on token 0 is the name's.
