@@ -103,7 +103,7 @@ subtest 'bad concurrency zones fail nginx -t with file:line' => sub {
     my @cases = (
         [ 'ratelimit_zone z key=$arg_k concurrency=2 queue=x;', qr/invalid queue "x" in \S+:\d+/ ],
         [ 'ratelimit_zone z key=$arg_k concurrency=0;', qr/invalid concurrency "0" in \S+:\d+/ ],
-        [ 'ratelimit_zone z key=$arg_k concurrency=2 rate=1r/s;', qr/invalid parameter "rate=1r\/s" in \S+:\d+/ ],
+        [ 'ratelimit_zone z key=$arg_k concurrency=2 rate=1r/s;', qr/"rate=" is for rate zones; "z" is a concurrency zone \(concurrency=\) in \S+:\d+/ ],
         [ 'ratelimit_zone z key=$arg_k concurrency=2 lease=100ms;', qr/invalid lease "100ms"/ ],
         [ 'ratelimit_zone z key=$arg_k concurrency=2 queue=1 queue=2;', qr/duplicate parameter "queue=2"/ ],
         [ "ratelimit_zone z key=\$arg_k concurrency=2;\nratelimit_zone y key=\$arg_k concurrency=2;\n"

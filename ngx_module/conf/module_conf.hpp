@@ -37,6 +37,14 @@ struct ConfFile {
     ngx_uint_t line;
 };
 
+// Where a directive stands, for the checks made once the http block is
+// read (directives/conf_places.hpp).
+struct ConfPlace {
+    ngx_str_t directive;         // its name
+    ngx_str_t file;
+    ngx_uint_t line;
+};
+
 // The `ratelimit_redis_ssl*` directives, and what they make.
 struct RedisTls {
     ngx_flag_t enable;
@@ -154,6 +162,8 @@ struct MainConf {
     ngx_resolver_t *resolver;
     ngx_msec_t resolver_timeout;
     ngx_str_t prefix;      // Redis key prefix
+    ngx_array_t *places;   // of ConfPlace: directives nginx's slots read,
+                           // where they stand; nullptr: none yet
     bool used;             // some location applies a zone
     bool concurrency;      // some location applies a concurrency zone
     bool metrics;          // some location has `ratelimit_metrics`

@@ -6,18 +6,18 @@ namespace ratelimit {
 
 namespace {
 
-// Where an error is told.
+// Where an error or a warning is told.
 enum class ErrorPlace {
     kDirective,     // the directive being read: nginx adds its place
     kAfterBlock     // a directive read before: the text names its place
 };
 
-// The one place the module's directives fail.  ngx_conf_log_error() cuts
-// its text at NGX_MAX_CONF_ERRSTR bytes, ngx_log_error() a whole line at
-// NGX_MAX_ERROR_STR: the text is formatted into as many bytes, so that it
-// is cut as when it was passed to them.
-char *log_directive_error(ngx_conf_t *cf, ErrorPlace place, ngx_err_t err,
-                          const char *fmt, va_list args)
+// The one place the module's directives fail or warn.  ngx_conf_log_error()
+// cuts its text at NGX_MAX_CONF_ERRSTR bytes, ngx_log_error() a whole line
+// at NGX_MAX_ERROR_STR: the text is formatted into as many bytes, so that
+// it is cut as when it was passed to them.
+void log_directive(ngx_conf_t *cf, ngx_uint_t level, ErrorPlace place,
+                   ngx_err_t err, const char *fmt, va_list args)
 {
     u_char text[NGX_MAX_ERROR_STR];
     size_t size = place == ErrorPlace::kDirective ? NGX_MAX_CONF_ERRSTR
@@ -25,11 +25,16 @@ char *log_directive_error(ngx_conf_t *cf, ErrorPlace place, ngx_err_t err,
     u_char *end = ngx_vslprintf(text, text + size, fmt, args);
 
     if (place == ErrorPlace::kDirective) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, err, "%*s", end - text, text);
+        ngx_conf_log_error(level, cf, err, "%*s", end - text, text);
     } else {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, err, "%*s", end - text, text);
+        ngx_log_error(level, cf->log, err, "%*s", end - text, text);
     }
+}
 
+char *log_directive_error(ngx_conf_t *cf, ErrorPlace place, ngx_err_t err,
+                          const char *fmt, va_list args)
+{
+    log_directive(cf, NGX_LOG_EMERG, place, err, fmt, args);
     return static_cast<char *>(NGX_CONF_ERROR);
 }
 
@@ -63,6 +68,22 @@ char *after_block_error(ngx_conf_t *cf, const char *fmt, ...) noexcept
                                    args);
     va_end(args);
     return rv;
+}
+
+void directive_warning(ngx_conf_t *cf, const char *fmt, ...) noexcept
+{
+    va_list args;
+    va_start(args, fmt);
+    log_directive(cf, NGX_LOG_WARN, ErrorPlace::kDirective, 0, fmt, args);
+    va_end(args);
+}
+
+void after_block_warning(ngx_conf_t *cf, const char *fmt, ...) noexcept
+{
+    va_list args;
+    va_start(args, fmt);
+    log_directive(cf, NGX_LOG_WARN, ErrorPlace::kAfterBlock, 0, fmt, args);
+    va_end(args);
 }
 
 char *nginx_logged_error() noexcept

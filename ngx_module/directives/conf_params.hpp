@@ -24,6 +24,13 @@ char *directive_errno_error(ngx_conf_t *cf, ngx_err_t err, const char *fmt,
 // directive stored when it was read.
 char *after_block_error(ngx_conf_t *cf, const char *fmt, ...) noexcept;
 
+// A warning: `nginx -t` passes, and prints "[warn] TEXT in FILE:LINE".
+// Of the directive being read, as directive_error(); of one read before,
+// found once the http block is read, as after_block_error(): TEXT then
+// ends in " in %V:%ui", the place the directive stored.
+void directive_warning(ngx_conf_t *cf, const char *fmt, ...) noexcept;
+void after_block_warning(ngx_conf_t *cf, const char *fmt, ...) noexcept;
+
 // An error nginx has logged itself: no memory (ngx_palloc says so), a
 // value it could not compile, a TLS call that failed.
 char *nginx_logged_error() noexcept;

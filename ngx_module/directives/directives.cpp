@@ -5,12 +5,14 @@
 
 #include "directives/concurrency_zone.hpp"
 #include "directives/conf_params.hpp"
+#include "directives/conf_places.hpp"
 #include "status/metrics_handler.hpp"
 #include "limits/gcra.hpp"
 #include "limits/rate_headers.hpp"
 #include "limits/window_rules.hpp"
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
+#include "directives/zone_warnings.hpp"
 #include "leases/lease_table.hpp"
 #include "params/zone_params.hpp"
 #include "scripts/script_batch.hpp"
@@ -199,6 +201,7 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
     }
 
     *slot = zone;
+    warn_zone(cf, parsed.params);
     return NGX_CONF_OK;
 }
 
@@ -507,63 +510,63 @@ ngx_command_t commands[] = {
 
     {ngx_string("ratelimit_redis_ssl_verify"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
-     ngx_conf_set_flag_slot,
+     placed_slot<ngx_conf_set_flag_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.verify),
      nullptr},
 
     {ngx_string("ratelimit_redis_ssl_verify_depth"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_num_slot,
+     placed_slot<ngx_conf_set_num_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.verify_depth),
      nullptr},
 
     {ngx_string("ratelimit_redis_ssl_name"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_str_slot,
+     placed_slot<ngx_conf_set_str_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.name),
      nullptr},
 
     {ngx_string("ratelimit_redis_ssl_server_name"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
-     ngx_conf_set_flag_slot,
+     placed_slot<ngx_conf_set_flag_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.server_name),
      nullptr},
 
     {ngx_string("ratelimit_redis_ssl_trusted_certificate"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-     set_tls_file,
+     placed_slot<set_tls_file>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.trusted_certificate),
      nullptr},
 
     {ngx_string("ratelimit_redis_ssl_certificate"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-     set_tls_file,
+     placed_slot<set_tls_file>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.certificate),
      nullptr},
 
     {ngx_string("ratelimit_redis_ssl_certificate_key"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-     set_tls_file,
+     placed_slot<set_tls_file>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.certificate_key),
      nullptr},
 
     {ngx_string("ratelimit_redis_ssl_protocols"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
-     ngx_conf_set_bitmask_slot,
+     placed_slot<ngx_conf_set_bitmask_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.protocols),
      tls_protocols},
 
     {ngx_string("ratelimit_redis_ssl_ciphers"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_str_slot,
+     placed_slot<ngx_conf_set_str_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, tls.ciphers),
      nullptr},
@@ -577,7 +580,7 @@ ngx_command_t commands[] = {
 
     {ngx_string("ratelimit_prefix"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_str_slot,
+     placed_slot<ngx_conf_set_str_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(MainConf, prefix),
      nullptr},

@@ -6,6 +6,7 @@
 
 #include "base/fleet_secret.hpp"
 #include "directives/conf_params.hpp"
+#include "directives/conf_places.hpp"
 #include "params/redis_params.hpp"
 
 namespace ratelimit {
@@ -509,6 +510,57 @@ char *make_tls_context(ngx_conf_t *cf, RedisTls *)
 
 #endif
 
+// With ratelimit_redis_ssl off, the other ratelimit_redis_ssl_* directives
+// change nothing: each given says so, at its line.
+void warn_tls_ignored(ngx_conf_t *cf, const MainConf *mcf)
+{
+    static const char kTlsPrefix[] = "ratelimit_redis_ssl_";
+    constexpr size_t kTlsPrefixLen = sizeof(kTlsPrefix) - 1;
+
+    if (mcf->tls.enable != 0 || mcf->places == nullptr) {
+        return;
+    }
+
+    const auto *places = static_cast<const ConfPlace *>(mcf->places->elts);
+
+    for (ngx_uint_t i = 0; i < mcf->places->nelts; i++) {
+        const ConfPlace &p = places[i];
+
+        if (p.directive.len > kTlsPrefixLen
+            && ngx_strncmp(p.directive.data, kTlsPrefix, kTlsPrefixLen) == 0)
+        {
+            after_block_warning(cf, "\"%V\" ignored: ratelimit_redis_ssl "
+                                    "is off in %V:%ui",
+                                &p.directive, &p.file, p.line);
+        }
+    }
+}
+
+// A cluster's keys put the subject in a hash tag: the prefix cannot hold
+// one.  Told at the prefix's line.
+char *check_cluster_prefix(ngx_conf_t *cf, const MainConf *mcf)
+{
+    const ngx_str_t &prefix = mcf->prefix;
+
+    if (!mcf->redis->cluster
+        || (ngx_strlchr(prefix.data, prefix.data + prefix.len, '{')
+                == nullptr
+            && ngx_strlchr(prefix.data, prefix.data + prefix.len, '}')
+                   == nullptr))
+    {
+        return NGX_CONF_OK;
+    }
+
+    const ConfPlace *place = find_place(mcf, "ratelimit_prefix");
+
+    return after_block_error(cf, "ratelimit_prefix \"%V\" cannot hold "
+                                 "\"{\" or \"}\" with a cluster: keys "
+                                 "put the subject in a hash tag, in "
+                                 "%V:%ui", &prefix,
+                             place ? &place->file : &mcf->redis->file,
+                             place ? place->line : mcf->redis->line);
+}
+
 // nginx's `resolver` of the http block, if one is configured there (read
 // before this, with the block).
 void find_resolver(ngx_conf_t *cf, MainConf *mcf)
@@ -548,27 +600,20 @@ char *finish_redis_conf(ngx_conf_t *cf, MainConf *mcf) noexcept
         ngx_str_set(&tls.ciphers, "DEFAULT");
     }
 
+    warn_tls_ignored(cf, mcf);
+
     if (mcf->redis == nullptr) {
         return NGX_CONF_OK;
     }
 
-    if (mcf->redis->cluster
-        && (ngx_strlchr(mcf->prefix.data, mcf->prefix.data + mcf->prefix.len,
-                        '{') != nullptr
-            || ngx_strlchr(mcf->prefix.data,
-                           mcf->prefix.data + mcf->prefix.len, '}')
-               != nullptr))
-    {
-        return after_block_error(cf, "ratelimit_prefix \"%V\" cannot hold "
-                                     "\"{\" or \"}\" with a cluster: keys "
-                                     "put the subject in a hash tag, in "
-                                     "%V:%ui", &mcf->prefix,
-                                 &mcf->redis->file, mcf->redis->line);
+    char *rv = check_cluster_prefix(cf, mcf);
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     find_resolver(cf, mcf);
-
-    char *rv = resolve_addresses(cf, mcf->redis, mcf->resolver != nullptr);
+    rv = resolve_addresses(cf, mcf->redis, mcf->resolver != nullptr);
 
     if (rv != NGX_CONF_OK) {
         return rv;

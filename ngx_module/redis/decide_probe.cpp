@@ -1,9 +1,18 @@
 #include "redis/decide_probe.hpp"
 
+#include <string_view>
+
 #include "scripts/decide_command.hpp"
 #include "redis/redis_connection.hpp"
 
 namespace ratelimit {
+
+namespace {
+
+// How Redis (and Valkey) answer a command they do not have.
+constexpr std::string_view kUnknownCommand = "ERR unknown command";
+
+}  // namespace
 
 bool DecideProbe::ask(RedisConnection *conn, ngx_log_t *log) noexcept
 {
@@ -39,11 +48,20 @@ void DecideProbe::on_reply(void *data, const redisReply *reply) noexcept
         return;
     }
 
-    LoggedText why(reply->type == REDIS_REPLY_ERROR
-                   ? std::string_view(reply->str, reply->len)
-                   : std::string_view("not its answer"));
+    std::string_view error = reply->type == REDIS_REPLY_ERROR
+                             ? std::string_view(reply->str, reply->len)
+                             : std::string_view();
+    LoggedText why(error.empty() ? std::string_view("not its answer")
+                                 : error);
+    // A Redis without the module is the usual case, not a fault: told at
+    // info.  Any other refusal (an ACL, an answer not the command's) may
+    // be one.
+    ngx_uint_t level = error.substr(0, kUnknownCommand.size())
+                               == kUnknownCommand
+                       ? NGX_LOG_INFO
+                       : NGX_LOG_NOTICE;
 
-    ngx_log_error(NGX_LOG_NOTICE, probe->log_, 0,
+    ngx_log_error(level, probe->log_, 0,
                   "ratelimit: redis at \"%V\" cannot run %s (%V): this "
                   "connection uses the window script",
                   &probe->conn_->display(), kDecideCommand, why.str());

@@ -56,6 +56,31 @@ static_assert(std::size(kRedisParams) == kRedisParamCount);
 
 using RedisValues = std::optional<std::string_view>[kRedisParamCount];
 
+// The words an address may be taken for: "cluster" must come first, and
+// "sentinel" takes the master's name.  Written elsewhere, each is read as
+// an address: the error then says what was meant.
+constexpr char kMisplacedCluster[] =
+    "\"cluster\" must come first: ratelimit_redis cluster ADDRESS ...";
+constexpr char kBareSentinel[] =
+    "\"sentinel\" needs the master's name: sentinel=NAME";
+
+// The error for a "cluster" after the first token, or a "sentinel", of
+// `tokens` (both read as addresses); nullptr if there is none.
+const char *misplaced_word(const ParamTokens &tokens)
+{
+    for (std::size_t i = 0; i < tokens.size(); i++) {
+        if (i > 0 && tokens[i] == "cluster") {
+            return kMisplacedCluster;
+        }
+
+        if (tokens[i] == "sentinel") {
+            return kBareSentinel;
+        }
+    }
+
+    return nullptr;
+}
+
 // One token: `cluster` (the first only), `cross_slot`, an address (no
 // '='), or NAME=VALUE.
 std::optional<std::string> take_redis_token(const ParamTokens &tokens,
@@ -71,7 +96,9 @@ std::optional<std::string> take_redis_token(const ParamTokens &tokens,
 
     if (token == "cross_slot") {
         if (!out->cluster) {
-            return "\"cross_slot\" requires \"cluster\"";
+            return misplaced_word(tokens) == kMisplacedCluster
+                   ? kMisplacedCluster
+                   : "\"cross_slot\" requires \"cluster\"";
         }
         if (out->cross_slot) {
             return duplicate_param_text(token);
@@ -90,7 +117,8 @@ std::optional<std::string> take_redis_token(const ParamTokens &tokens,
 }
 
 // The combinations of parameters that cannot work.
-const char *check_redis_params(const RedisParams &p, bool db_given)
+const char *check_redis_params(const ParamTokens &tokens,
+                               const RedisParams &p, bool db_given)
 {
     bool sentinel = !p.sentinel_master.empty();
 
@@ -106,9 +134,13 @@ const char *check_redis_params(const RedisParams &p, bool db_given)
     }
 
     if (!sentinel && !p.cluster && p.addresses.size() > 1) {
-        return "ratelimit_redis takes one address, the addresses of "
-               "sentinels with \"sentinel=\", or seed nodes after "
-               "\"cluster\"";
+        const char *misplaced = misplaced_word(tokens);
+
+        return misplaced != nullptr
+               ? misplaced
+               : "ratelimit_redis takes one address, the addresses of "
+                 "sentinels with \"sentinel=\", or seed nodes after "
+                 "\"cluster\"";
     }
 
     if (!sentinel
@@ -187,7 +219,7 @@ ParamResult<RedisParams> parse_redis_params(const ParamTokens &tokens)
 
     store_redis_values(values, &result.params);
 
-    const char *error = check_redis_params(result.params,
+    const char *error = check_redis_params(tokens, result.params,
                                            values[kDb].has_value());
 
     if (error != nullptr) {

@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "limits/window_rules.hpp"
+#include "params/zone_warnings.hpp"
 
 namespace ratelimit {
 
@@ -288,10 +289,42 @@ std::optional<std::string> read_lease_size(const ZoneValues &v,
         || *number * scale < kMinLeaseBytes)
     {
         return "invalid lease " + quoted(text)
-               + ": use a size of at least 32k, such as 1m";
+               + ": a rate zone's lease= is the shared memory of its quota "
+                 "leases, at least 32k, such as 1m";
     }
 
     out->lease_bytes = *number * scale;
+    return std::nullopt;
+}
+
+// The error of `token`, a parameter of the other kind of zone than `form`,
+// `zone`'s: which kind takes it.  Nothing for a parameter neither takes.
+std::optional<std::string> other_kind_text(std::string_view zone,
+                                           std::string_view token,
+                                           unsigned form)
+{
+    std::size_t eq = token.find('=');
+
+    if (eq == std::string_view::npos) {
+        return std::nullopt;
+    }
+
+    std::string param = quoted(token.substr(0, eq + 1));
+
+    for (const NamedParam &known : kZoneParams) {
+        if (known.name != token.substr(0, eq) || (known.forms & form) != 0) {
+            continue;
+        }
+
+        if (form == kRateForm) {
+            return param + " is for concurrency zones (concurrency=); "
+                   + quoted(zone) + " is a rate zone";
+        }
+
+        return param + " is for rate zones; " + quoted(zone)
+               + " is a concurrency zone (concurrency=)";
+    }
+
     return std::nullopt;
 }
 
@@ -332,7 +365,9 @@ ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
         auto error = take_named_param(kZoneParams, kZoneParamCount, form,
                                       tokens[i], values);
         if (error) {
-            result.error = ParamError{std::move(*error), i};
+            auto hint = other_kind_text(zone.name, tokens[i], form);
+            result.error = ParamError{hint ? std::move(*hint)
+                                           : std::move(*error), i};
             return result;
         }
     }
@@ -356,6 +391,10 @@ ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
 
     if (error) {
         result.error = ParamError{std::move(*error), tokens.size()};
+    } else if (zone.kind == ZoneKind::kRate) {
+        zone.warnings = policy_warnings(zone.policy,
+                                        values[kWindow].value_or(""),
+                                        values[kBucket].value_or(""));
     }
 
     return result;

@@ -3,7 +3,9 @@
 // bounds requests in flight; any other counts their rate.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "limits/policy.hpp"
 #include "params/param_values.hpp"
@@ -29,6 +31,9 @@ struct ZoneParams {
     // A rate zone's `lease=SIZE`: bytes of shared memory for its quota
     // leases (leases/lease_ledger.hpp); 0, none: every request asks Redis.
     std::uint64_t lease_bytes = 0;
+    // What `nginx -t` warns of in the zone (params/zone_warnings.hpp),
+    // besides its key, which names variables only nginx knows.
+    std::vector<std::string> warnings;
 };
 
 // tokens: NAME, then the parameters.  An error on token 0 is the name's.

@@ -57,12 +57,25 @@ const BadCase kBadZones[] = {
     {{"api", "key=$a", "rate=x", "rate=1r/s"},
      "duplicate parameter \"rate=1r/s\"", 3},
     {{"api", "key=$a", "rate=1r/s", "queue=1"},
-     "invalid parameter \"queue=1\"", 3},
+     "\"queue=\" is for concurrency zones (concurrency=); \"api\" is a "
+     "rate zone", 3},
+    {{"api", "key=$a", "rate=1r/s", "lease=1m", "queue=x"},
+     "\"queue=\" is for concurrency zones (concurrency=); \"api\" is a "
+     "rate zone", 4},
+    {{"api", "key=$a", "rate=1r/s", "lease=1s"},
+     "invalid lease \"1s\": a rate zone's lease= is the shared memory of "
+     "its quota leases, at least 32k, such as 1m", kWhole},
     {{"api", "key=$a", "rate=1r/s", "dry_run"},
      "invalid parameter \"dry_run\"", 3},
     {{"api", "rate=0r/s", "KEY=$a"}, "invalid parameter \"KEY=$a\"", 2},
     {{"api", "key=$a", "concurrency=1", "rate=1r/s"},
-     "invalid parameter \"rate=1r/s\"", 3},
+     "\"rate=\" is for rate zones; \"api\" is a concurrency zone "
+     "(concurrency=)", 3},
+    {{"api", "key=$a", "window=1s", "concurrency=1"},
+     "\"window=\" is for rate zones; \"api\" is a concurrency zone "
+     "(concurrency=)", 2},
+    {{"api", "key=$a", "concurrency=1", "rate"},
+     "invalid parameter \"rate\"", 3},
     {{"api", "key=$a", "concurrency=1", "concurrency=2"},
      "duplicate parameter \"concurrency=2\"", 3},
     // rate zones' values, in the order they are checked
@@ -184,6 +197,9 @@ const BadCase kBadRedis[] = {
      "invalid parameter \"connect_timeout=-1s\"", 1},
     {{"a:1", "Timeout=1s"}, "invalid parameter \"Timeout=1s\"", 1},
     {{"a:1", "cross_slot"}, "\"cross_slot\" requires \"cluster\"", 1},
+    // "cluster" after an address, "sentinel" without its name
+    {{"a:1", "cluster", "cross_slot"},
+     "\"cluster\" must come first: ratelimit_redis cluster ADDRESS ...", 2},
     {{"cluster", "a:1", "cross_slot", "cross_slot"},
      "duplicate parameter \"cross_slot\"", 3},
     {{"cluster", "a:1", "fleet_secret_file="},
@@ -206,6 +222,16 @@ const BadCase kBadRedis[] = {
     {{"a:1", "user=u"},
      "\"user=\" requires \"password=\" or \"password_file=\"",
      kWhole},
+    {{"127.0.0.1:7000", "cluster"},
+     "\"cluster\" must come first: ratelimit_redis cluster ADDRESS ...",
+     kWhole},
+    {{"a:1", "b:2", "cluster", "timeout=1s"},
+     "\"cluster\" must come first: ratelimit_redis cluster ADDRESS ...",
+     kWhole},
+    {{"a:26379", "b:26379", "sentinel"},
+     "\"sentinel\" needs the master's name: sentinel=NAME", kWhole},
+    {{"sentinel", "a:26379"},
+     "\"sentinel\" needs the master's name: sentinel=NAME", kWhole},
 };
 
 template <typename Parse, std::size_t N>

@@ -68,6 +68,11 @@ TEST(ParseRedisParams, ClusterOnlyFirst)
     auto r = parse_redis_params({"a:1", "cluster"});
     ASSERT_TRUE(r.error.has_value());
     EXPECT_EQ(r.params.addresses.size(), 2u);
+
+    // Where several addresses are taken, it is one: a sentinel's host.
+    r = parse_redis_params({"a:26379", "cluster", "sentinel=m"});
+    EXPECT_FALSE(r.error.has_value());
+    EXPECT_EQ(r.params.addresses.size(), 2u);
 }
 
 // The first line, without its line end, up to 16384 bytes: what Redis
