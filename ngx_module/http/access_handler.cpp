@@ -1,6 +1,7 @@
 #include "http/access_handler.hpp"
 
 #include "http/request_metrics.hpp"
+#include "local/local_decision.hpp"
 #include "metrics/metrics.hpp"
 #include "rate/script_call.hpp"
 #include "rate/zone_values.hpp"
@@ -132,6 +133,9 @@ ngx_int_t wait_for_turn(RequestState *state)
 // phase (internal redirects) are let through: a request is counted once.
 ngx_int_t act_on(RequestState *state)
 {
+    // No verdict from Redis: under `fail local`, this server's.
+    decide_locally(state);
+
     state->stage = RequestState::Stage::kDone;
     record_request_decision(state);
 
