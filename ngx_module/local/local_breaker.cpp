@@ -81,38 +81,27 @@ ngx_uint_t LocalBreaker::servers(ngx_uint_t configured) noexcept
     return 1;
 }
 
-void LocalBreaker::trip() noexcept
+// Opens or closes, logging the change (each way at most once a second).
+void LocalBreaker::turn(bool open) noexcept
 {
-    if (open_) {
+    if (open_ == open) {
         return;
     }
 
-    open_ = true;
-    metrics::record_local_state(true);
+    open_ = open;
+    metrics::record_local_state(open);
 
-    if (open_log_.allow()) {
-        ngx_log_error(NGX_LOG_WARN, log_, 0,
-                      "ratelimit: redis cannot be reached, deciding "
-                      "\"ratelimit_fail local\" requests locally");
+    if ((open ? open_log_ : close_log_).allow()) {
+        ngx_log_error(NGX_LOG_WARN, log_, 0, open
+                      ? "ratelimit: redis cannot be reached, deciding "
+                        "\"ratelimit_fail local\" requests locally"
+                      : "ratelimit: redis answers again, handing "
+                        "\"ratelimit_fail local\" requests back to it");
     }
 
-    stop_timer(&tick_);
-    schedule();
-}
-
-void LocalBreaker::close() noexcept
-{
-    if (!open_) {
-        return;
-    }
-
-    open_ = false;
-    metrics::record_local_state(false);
-
-    if (close_log_.allow()) {
-        ngx_log_error(NGX_LOG_WARN, log_, 0,
-                      "ratelimit: redis answers again, handing "
-                      "\"ratelimit_fail local\" requests back to it");
+    if (open) {
+        stop_timer(&tick_);
+        schedule();
     }
 }
 
@@ -166,7 +155,7 @@ void LocalBreaker::on_reply(void *data, const redisReply *reply) noexcept
                                   static_cast<ngx_uint_t>(reply->integer));
     }
 
-    breaker->close();
+    breaker->turn(false);
 }
 
 void LocalBreaker::on_link_up(void *data) noexcept
@@ -176,7 +165,7 @@ void LocalBreaker::on_link_up(void *data) noexcept
 
 void LocalBreaker::on_link_trouble(void *data) noexcept
 {
-    static_cast<LocalBreaker *>(data)->trip();
+    static_cast<LocalBreaker *>(data)->turn(true);
 }
 
 }  // namespace ratelimit

@@ -44,8 +44,7 @@ public:
     static constexpr ngx_msec_t kCountMs = 1000;
 
 private:
-    void trip() noexcept;
-    void close() noexcept;
+    void turn(bool open) noexcept;
     void ask() noexcept;
     void schedule() noexcept;
     static void on_tick(ngx_event_t *ev) noexcept;

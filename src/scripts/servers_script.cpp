@@ -1,8 +1,6 @@
 #include "scripts/servers_script.hpp"
 
-#include <cstdlib>
-
-#include <hiredis/hiredis.h>
+#include "scripts/resp_command.hpp"
 
 namespace ratelimit {
 
@@ -46,25 +44,7 @@ std::string servers_call(std::string_view key, std::string_view id)
 {
     std::string ttl = std::to_string(kServerTtlMs);
     std::string_view argv[] = {"EVAL", kScript, "1", key, id, ttl};
-    constexpr int argc = sizeof(argv) / sizeof(argv[0]);
-    const char *data[argc];
-    size_t lens[argc];
-
-    for (int i = 0; i < argc; i++) {
-        data[i] = argv[i].data();
-        lens[i] = argv[i].size();
-    }
-
-    char *command = nullptr;
-    long long len = redisFormatCommandArgv(&command, argc, data, lens);
-
-    if (len < 0) {
-        return {};
-    }
-
-    std::string out(command, static_cast<size_t>(len));
-    std::free(command);
-    return out;
+    return format_command(argv);
 }
 
 }  // namespace ratelimit
