@@ -77,8 +77,9 @@ void decide_locally(RequestState *state) noexcept
     local::LocalAsk asks[kMaxZonesPerRequest];
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
-        // A limit with no valid value: the request fails open.
-        if (state->limits[i] == 0) {
+        // A limit or cost with no valid value (its keys are not made
+        // then): the request fails open.
+        if (state->limits[i] == 0 || state->keys[i].len == 0) {
             return;
         }
 
