@@ -180,7 +180,11 @@ struct LocConf {
 // What a request gets when Redis gives no verdict: passed, 503, or decided
 // in this server's memory against its share of the limit (rate zones; a
 // concurrency zone fails open under kFailLocal).
-enum FailPolicy : ngx_uint_t { kFailOpen = 0, kFailClosed = 1, kFailLocal = 2 };
+enum FailPolicy : ngx_uint_t {
+    kFailOpen = 0,
+    kFailClosed = 1,
+    kFailLocal = 2,
+};
 
 inline MainConf *main_conf(ngx_http_request_t *r)
 {

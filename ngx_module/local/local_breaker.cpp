@@ -27,8 +27,8 @@ std::string server_id(const ngx_cycle_t *cycle)
 
 LocalBreaker::LocalBreaker(RedisLink *link, const MainConf &mcf,
                            ngx_log_t *log) noexcept
-    : link_(link), mcf_(mcf), zone_(mcf.local_zone), timeout_(mcf.redis->timeout),
-      log_(log)
+    : link_(link), mcf_(mcf), zone_(mcf.local_zone),
+      timeout_(mcf.redis->timeout), log_(log)
 {
     init_event(&tick_, on_tick, this, log);
 }

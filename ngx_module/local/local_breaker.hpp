@@ -23,7 +23,8 @@ namespace ratelimit {
 
 class LocalBreaker {
 public:
-    LocalBreaker(RedisLink *link, const MainConf &mcf, ngx_log_t *log) noexcept;
+    LocalBreaker(RedisLink *link, const MainConf &mcf,
+                 ngx_log_t *log) noexcept;
     ~LocalBreaker();
 
     LocalBreaker(const LocalBreaker &) = delete;
