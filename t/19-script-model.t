@@ -12,8 +12,8 @@
 # limits make requests go over often.  Requests of one key under different
 # limits (a zone whose limit is a variable) share batches.
 #
-# Expected (spec: src/scripts/window_script.cpp, README "Algorithms" and "Redis data
-# layout"):
+# Expected (spec: src/scripts/window_script.cpp, docs/directives.md "Algorithms" and
+# docs/operations.md "Redis data layout"):
 # - the reply starts with Redis time `now` (ms); a zone's bucket is
 #   floor(now / bucket length), a sliding window its last `buckets` buckets,
 #   a fixed window one bucket of the window's length;

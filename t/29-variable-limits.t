@@ -2,7 +2,7 @@
 # Limits from a variable: `limit=$var` and `rate=$var`, evaluated for each
 # request, on two nginx servers of two workers each sharing one Redis.
 #
-# Expected (README, ratelimit_zone and "Plans per API key"):
+# Expected (docs/directives.md ratelimit_zone, docs/recipes.md "Plans per API key"):
 # - each tier of a `map` on the API key is limited exactly to its own limit,
 #   across both servers, and RateLimit-Policy, X-RateLimit-Limit and
 #   $ratelimit_limit show the limit that applied;

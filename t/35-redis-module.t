@@ -2,7 +2,7 @@
 # The Redis module's command (redis_module/) in use, and the fallback to the
 # window script.
 #
-# Expected (spec: README "The Redis module"):
+# Expected (spec: docs/redis-module.md):
 # - on a Redis with the module, each worker's connection says at notice that
 #   it uses ratelimit.decide, and the requests are decided by it (INFO
 #   commandstats: calls of the command, none of EVALSHA), to the limit;

@@ -189,7 +189,7 @@ subtest 'queue full: 429 at once; wait timeout: 429 after queue_timeout' => sub 
     cmp_ok($res[2][1], '<', 0.1, '... at once');
 };
 
-# Redis's own count of script calls, for the bound the README documents.
+# Redis's own count of script calls, for the bound docs/directives.md documents.
 sub script_calls {
     my $info = $t->redis('INFO', 'commandstats');
     my $n = 0;

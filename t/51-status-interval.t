@@ -2,7 +2,7 @@
 # Status API with ?interval=: per zone, the requests of the subject in the
 # last N seconds, summed from the buckets that overlap that span.
 #
-# Expected (spec: README "Status API"): interval=T, in nginx time syntax,
+# Expected (spec: docs/operations.md "Status API"): interval=T, in nginx time syntax,
 # sums the current bucket and the k - 1 before it, k = ceil(T / bucket),
 # and says so: "interval" (T) and "interval_summed" (k x bucket) in seconds
 # with milliseconds, "count_in_interval" the sum; nothing is counted.  A
@@ -11,8 +11,8 @@
 # zero or not a time answers 400 with a JSON error naming the zone if it
 # is one.  Without interval= the answer has none of these fields.
 #
-# Counts are written by the test in the documented layout (README "Redis
-# data layout"), the bucket numbers from Redis's TIME; a check that ends in
+# Counts are written by the test in the documented layout (docs/operations.md
+# "Redis data layout"), the bucket numbers from Redis's TIME; a check that ends in
 # another second than it began is done again, so the test does not race
 # the clock.
 

@@ -252,15 +252,15 @@ is($p, $passed, 'passed = the 200s of the access log');
 is(zone_value($v, 'successful_responses_total', 'big'), $passed,
    'successful responses = the 200s of the access log');
 
-# --- the PromQL of the README and the Grafana dashboard parses -----------------
+# --- the PromQL of docs/operations.md and the Grafana dashboard parses ---------
 
 {
     my $repo = RateLimitTest::repo_dir();
     my $dashboard = decode_json(RateLimitTest::_read_file("$repo/contrib/grafana-ratelimit.json"));
     my @exprs = map { $_->{expr} } map { @{ $_->{targets} } } @{ $dashboard->{panels} };
-    my ($promql) = RateLimitTest::_read_file("$repo/README.md") =~ /```promql\n(.*?)```/s;
+    my ($promql) = RateLimitTest::_read_file("$repo/docs/operations.md") =~ /```promql\n(.*?)```/s;
     push @exprs, grep { /\S/ } split /\n\n/, join "\n", grep { !/^#/ } split /\n/, $promql // '';
-    ok(@exprs >= 12, scalar(@exprs) . ' expressions in the dashboard and README');
+    ok(@exprs >= 12, scalar(@exprs) . ' expressions in the dashboard and docs/operations.md');
     my $rules = "groups:\n- name: ratelimit\n  rules:\n";
     for my $i (0 .. $#exprs) {
         (my $e = $exprs[$i]) =~ s/\$__rate_interval/5m/g;

@@ -206,7 +206,7 @@ sub wait_backend_in_flight {
     kill 'HUP', $t->nginx_pid;
     my $gone = RateLimitTest::wait_until(sub { my %w = map { $_ => 1 } $t->live_workers; !(grep { $w{$_} } @old) }, 8);
     ok($gone, 'dropped: the old workers exited with Redis down');
-    # A graceful exit waits for its settles at most twice `timeout` (README,
+    # A graceful exit waits for its settles at most twice `timeout` (docs/directives.md,
     # ratelimit_settle): the drain timer sees the exit on its next tick,
     # within one timeout, and gives the answers one more.
     ok($gone && $gone - $t0 < 2.7, sprintf('dropped: they exited within 2 x timeout=1s and 0.7 s of slack (%.2f s)', ($gone // 99) - $t0));

@@ -8,7 +8,7 @@
 # `timeout` of 100 ms plus the margin, so a wait for a turn cannot pass for
 # a wait for Redis), burst=4: 5 requests at once wait 0, 0.5, 1, 1.5 and 2 s.
 #
-# Expected (spec-27 "nginx side", README on the fail policy):
+# Expected (spec-27 "nginx side", docs/operations.md on the fail policy):
 # - a request already admitted waits on its timer, not on Redis: Redis
 #   stalled or killed meanwhile, it is answered at its delay (never before
 #   it, never past it + MARGIN);

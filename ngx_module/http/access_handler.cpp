@@ -3,6 +3,7 @@
 #include "http/request_metrics.hpp"
 #include "local/local_decision.hpp"
 #include "metrics/metrics.hpp"
+#include "rate/reservations.hpp"
 #include "rate/script_call.hpp"
 #include "rate/zone_values.hpp"
 #include "concurrency/slot_hold.hpp"
@@ -61,7 +62,6 @@ bool past_slot(RequestState *state)
         return true;
     }
 
-    state->zones = 0;
     state->stage = RequestState::Stage::kDecided;
     return false;
 }
@@ -129,6 +129,15 @@ ngx_int_t wait_for_turn(RequestState *state)
     return NGX_AGAIN;
 }
 
+ngx_int_t ask_late_slot(RequestState *state);
+
+// A request the rate zones let through goes on to the next phase, or to
+// its concurrency zone first if that is asked after them.
+ngx_int_t pass_on(RequestState *state)
+{
+    return state->late_slot != nullptr ? ask_late_slot(state) : NGX_DECLINED;
+}
+
 // The phase's answer once the result is known; later passes through the
 // phase (internal redirects) are let through: a request is counted once.
 ngx_int_t act_on(RequestState *state)
@@ -150,6 +159,8 @@ ngx_int_t act_on(RequestState *state)
 
     switch (state->result) {
     case Result::kRejected:
+        state->late_slot = nullptr;
+
         if (state->zones == 0) {
             log_slot_limited(state, false);
         } else {
@@ -159,18 +170,43 @@ ngx_int_t act_on(RequestState *state)
 
     case Result::kRejectedDryRun:
         log_limited(state, true);
-        return NGX_DECLINED;
+        return pass_on(state);
 
     case Result::kError:
-        return state->lcf->fail == kFailClosed
-               ? NGX_HTTP_SERVICE_UNAVAILABLE : NGX_DECLINED;
+        if (state->lcf->fail == kFailClosed) {
+            state->late_slot = nullptr;
+            return NGX_HTTP_SERVICE_UNAVAILABLE;
+        }
+
+        return pass_on(state);
 
     case Result::kPassed:
-        return state->delay_ms > 0 ? wait_for_turn(state) : NGX_DECLINED;
+        return state->delay_ms > 0 ? wait_for_turn(state) : pass_on(state);
 
     default:
+        return pass_on(state);
+    }
+}
+
+// The concurrency zone's answer to a request its rate zones let through:
+// refused (or failed closed), the request gives back what they counted,
+// and is answered as if the zone had been asked first.
+ngx_int_t act_on_late_slot(RequestState *state)
+{
+    if (past_slot(state)) {
+        state->stage = RequestState::Stage::kDone;
+        merge_slot_result(state);
         return NGX_DECLINED;
     }
+
+    if (state->reserved) {
+        take_back_reservations(state);
+        state->reserved = false;
+    }
+
+    record_request_left(state);
+    state->zones = 0;
+    return act_on(state);
 }
 
 void resume_phases(RequestState *state) noexcept
@@ -184,6 +220,12 @@ void slot_decided(RequestState *state) noexcept
     resume_phases(state);
 }
 
+void late_slot_decided(RequestState *state) noexcept
+{
+    state->stage = RequestState::Stage::kLateSlotDecided;
+    resume_phases(state);
+}
+
 // Once the concurrency zone, if any, let the request through: its rate
 // zones.  A request that waited for a slot is counted in them only now,
 // once.
@@ -192,6 +234,7 @@ ngx_int_t ask_rate_zones(RequestState *state)
     ngx_http_request_t *r = state->r;
 
     if (state->hold != nullptr && !past_slot(state)) {
+        state->zones = 0;
         return act_on(state);
     }
 
@@ -218,22 +261,52 @@ ngx_int_t ask_rate_zones(RequestState *state)
     return NGX_AGAIN;
 }
 
-// A concurrency zone is asked first: a request it refuses, or that waits,
-// is counted in no rate zone until it has its slot.
+// Asks the concurrency zone for a slot: `decided` resumes the request once
+// the answer is known, and `then` acts on an answer known at once.
 ngx_int_t ask_slot(RequestState *state, const ZoneRef *ref,
-                   const ngx_str_t &subject)
+                   const ngx_str_t &subject,
+                   void (*decided)(RequestState *state) noexcept,
+                   ngx_int_t (*then)(RequestState *state))
 {
     ngx_http_request_t *r = state->r;
 
-    if (!start_slot(state, ref, subject, slot_decided)) {
+    if (!start_slot(state, ref, subject, decided)) {
         return state->hold == nullptr ? NGX_HTTP_INTERNAL_SERVER_ERROR
-                                      : ask_rate_zones(state);
+                                      : then(state);
     }
 
     state->stage = RequestState::Stage::kWaiting;
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_core_run_phases;
     return NGX_AGAIN;
+}
+
+// Once the rate zones let the request through and its GCRA wait, if any,
+// is over: its concurrency zone.
+ngx_int_t ask_late_slot(RequestState *state)
+{
+    const ZoneRef *ref = state->late_slot;
+
+    state->late_slot = nullptr;
+    return ask_slot(state, ref, state->late_slot_subject, late_slot_decided,
+                    act_on_late_slot);
+}
+
+// A concurrency zone is asked first (a request it refuses, or that waits
+// for a slot, is counted in no rate zone until it has one), unless a GCRA
+// zone of the request may make it wait for its turn: a request waiting for
+// its turn holds no slot, so the slot is asked for after the wait.
+bool slot_comes_last(const RequestState *state)
+{
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        const ZoneRef *ref = state->refs[i];
+
+        if (ref->zone->policy.gcra() && ref->delay < ref->burst) {
+            return true;
+        }
+    }
+
+    return false;
 }
 
 // A peek reports on the concurrency zone first, then on the rate zones.
@@ -394,9 +467,18 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
         return ask_rate_zones(state);
     }
 
-    return state->peek
-           ? peek_slot(state, slot_ref, slot_subject, slot_position)
-           : ask_slot(state, slot_ref, slot_subject);
+    if (state->peek) {
+        return peek_slot(state, slot_ref, slot_subject, slot_position);
+    }
+
+    if (slot_comes_last(state)) {
+        state->late_slot = slot_ref;
+        state->late_slot_subject = slot_subject;
+        return ask_rate_zones(state);
+    }
+
+    return ask_slot(state, slot_ref, slot_subject, slot_decided,
+                    ask_rate_zones);
 }
 
 }  // namespace
@@ -427,8 +509,12 @@ ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
         case RequestState::Stage::kDecided:
             r->read_event_handler = ngx_http_block_reading;
             return act_on(state);
+        case RequestState::Stage::kLateSlotDecided:
+            r->read_event_handler = ngx_http_block_reading;
+            return act_on_late_slot(state);
         case RequestState::Stage::kDone:
-            return NGX_DECLINED;
+            // Back from the wait for its GCRA turn, maybe for its slot.
+            return pass_on(state);
         }
     }
 

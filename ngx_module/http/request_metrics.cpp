@@ -61,8 +61,19 @@ ngx_int_t request_log_handler(ngx_http_request_t *r) noexcept
 {
     RequestState *state = metrics::enabled() ? find_state(r) : nullptr;
 
-    if (state == nullptr || !state->in_flight) {
-        return NGX_OK;
+    if (state != nullptr) {
+        record_request_left(state);
+    }
+
+    return NGX_OK;
+}
+
+}  // namespace
+
+void record_request_left(RequestState *state) noexcept
+{
+    if (!state->in_flight) {
+        return;
     }
 
     state->in_flight = false;
@@ -74,11 +85,7 @@ ngx_int_t request_log_handler(ngx_http_request_t *r) noexcept
         metrics::record_zone_done(state->refs[i]->zone->index, success,
                                   state->check_start_us, now);
     }
-
-    return NGX_OK;
 }
-
-}  // namespace
 
 void record_request_decision(RequestState *state) noexcept
 {

@@ -31,6 +31,8 @@ struct RequestState {
         kSlotDecided,  // the concurrency zone let it through (or failed
                        // open): the rate zones are to be asked
         kDecided,  // result known; the phase handler has yet to act on it
+        kLateSlotDecided,  // the concurrency zone answered a request the
+                           // rate zones had admitted (late_slot)
         kDone,     // acted on: later passes through the phase let it be
     };
 
@@ -77,6 +79,12 @@ struct RequestState {
     void (*release_hook)(RequestState *state) noexcept;
 
     SlotHold *hold;          // its concurrency zone's, or nullptr
+    // A concurrency zone asked only once the rate zones admitted the
+    // request and its GCRA wait is over, so that a request waiting for its
+    // turn holds no slot: the zone and the subject; nullptr once asked, or
+    // when the location's zones never make a request wait.
+    const ZoneRef *late_slot;
+    ngx_str_t late_slot_subject;
     SlotReport *slot_report; // a peek's concurrency zones, or nullptr
 
     // Its rate zones (concurrency zones are in `hold`).
