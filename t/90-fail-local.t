@@ -149,6 +149,7 @@ sub hand_back {
     my @r = burst($t, 'local', 's-first', 1);
     ok($r[0][1] >= $TIMEOUT - 0.05 && $r[0][1] < $TIMEOUT + $MARGIN,
         sprintf('redis stalled: the first request waited the timeout (%.3f s)', $r[0][1]));
+    is("$r[0][0] $r[0][2]", '200 10', 'redis stalled: the waiting request got the local decision');
     check_local('redis stalled', 's');
 
     kill 'CONT', $STOPPED;
