@@ -12,7 +12,11 @@
 #   windows aligned on the zone's 10 s), X-RateLimit-Limit 10; a location
 #   with servers=3 admits 7;
 # - Redis back (started on the same port, or SIGCONT): within 1 s the
-#   requests are counted in Redis again;
+#   requests are counted in Redis again; stalled as soon as it is back,
+#   while the servers announce themselves again one by one in its empty
+#   set, the share stays a half;
+# - a server that stops announcing (paused) is counted out 3 s after its
+#   member expired, not at once; counted again at once when it is back;
 # - metrics: local decisions per zone and the time spent local.
 
 use strict;
@@ -31,7 +35,8 @@ my $FAST = 0.1;         # a request that waited for no timeout
 my $WINDOW = 10;
 
 my $STOPPED;            # pid of a SIGSTOPped redis
-END { kill 'CONT', $STOPPED if $STOPPED }
+my $PAUSED;             # pids of a SIGSTOPped nginx
+END { kill 'CONT', $STOPPED if $STOPPED; kill 'CONT', @$PAUSED if $PAUSED }
 
 my $t  = RateLimitTest->new(workers => 2);
 my $t2 = RateLimitTest->new(workers => 2);
@@ -131,21 +136,18 @@ sub hand_back {
     kill 'KILL', $t->redis_pid;
     delete $t->{redis_pid};
     $t->_redis_close;
-    my $killed = time;
     check_local('redis killed', 'k');
 
     $t->start_redis(port => $REDIS_PORT);
     hand_back('redis restarted', time, 'k');
-    my $at = RateLimitTest::wait_until(sub { ($t->redis('ZCARD', 'rl:servers') // 0) == 2 }, 3);
-    ok(defined $at, 'redis restarted: both servers announced again');
 }
 
-# --- redis stalled ---------------------------------------------------------------
+# --- redis stalled as soon as it is back: the servers announce themselves
+# again one by one in its empty set, and the count learnt before is kept ---
 
 {
     $STOPPED = $t->redis_pid;
     kill 'STOP', $STOPPED;
-    my $t0 = time;
     my @r = burst($t, 'local', 's-first', 1);
     ok($r[0][1] >= $TIMEOUT - 0.05 && $r[0][1] < $TIMEOUT + $MARGIN,
         sprintf('redis stalled: the first request waited the timeout (%.3f s)', $r[0][1]));
@@ -157,6 +159,46 @@ sub hand_back {
     hand_back('redis resumed', time, 's');
     my @e = burst($t, 'local', 's-exact', 22);
     is(admitted(@e), 20, 'redis resumed: the fleet limit applies again');
+    my $at = RateLimitTest::wait_until(sub { ($t->redis('ZCARD', 'rl:servers') // 0) == 2 }, 3);
+    ok(defined $at, 'redis resumed: both servers announced again');
+}
+
+# --- a server that stops announcing --------------------------------------------
+
+# The live members by Redis's clock, as the module counts them.
+sub live_count {
+    return $t->redis('EVAL', "local t = redis.call('TIME') "
+        . "return redis.call('ZCOUNT', KEYS[1], t[1] * 1000 + math.floor(t[2] / 1000) + 1, '+inf')",
+        1, 'rl:servers');
+}
+
+# The local share server 1 applies now: Redis stalled for one request.
+sub share_now {
+    my ($key) = @_;
+    $STOPPED = $t->redis_pid;
+    kill 'STOP', $STOPPED;
+    my ($r) = burst($t, 'local', $key, 1);
+    kill 'CONT', $STOPPED;
+    undef $STOPPED;
+    return $r->[2];
+}
+
+{
+    my @paused = ($t2->nginx_pid, $t2->worker_pids);
+    $PAUSED = \@paused;
+    kill 'STOP', @paused;
+    my $gone = RateLimitTest::wait_until(sub { live_count() == 1 }, 5);
+    ok(defined $gone, 'server 2 paused: its member expired');
+    sleep 1.2;    # every worker of server 1 has counted 1
+    is(share_now('p-recent'), 10, 'server 2 paused: still counted for 3 s after its member expired');
+    sleep 4.5;    # the first count of 1 came within 1 s of the expiry
+    is(share_now('p-gone'), 20, 'server 2 paused: counted out after 3 s more');
+    kill 'CONT', @paused;
+    undef $PAUSED;
+    my $back = RateLimitTest::wait_until(sub { live_count() == 2 }, 3);
+    ok(defined $back, 'server 2 resumed: announced again');
+    sleep 1.2;
+    is(share_now('p-back'), 10, 'server 2 resumed: counted again at once');
 }
 
 # --- metrics and log ------------------------------------------------------------

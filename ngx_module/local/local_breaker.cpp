@@ -151,8 +151,9 @@ void LocalBreaker::on_reply(void *data, const redisReply *reply) noexcept
     if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0
         && breaker->zone_ != nullptr)
     {
-        local::store_live_servers(breaker->zone_,
-                                  static_cast<ngx_uint_t>(reply->integer));
+        local::learn_live_servers(breaker->zone_,
+                                  static_cast<ngx_uint_t>(reply->integer),
+                                  local::wall_clock_ms());
     }
 
     breaker->turn(false);

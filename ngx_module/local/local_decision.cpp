@@ -10,12 +10,6 @@ namespace ratelimit {
 
 namespace {
 
-std::uint64_t wall_clock_ms()
-{
-    ngx_time_t *tp = ngx_timeofday();
-    return static_cast<std::uint64_t>(tp->sec) * 1000 + tp->msec;
-}
-
 // The zone to report: the first enforced zone that rejected, else the
 // first dry-run zone that would have, else the one with the fewest
 // remaining (the first on a tie).
@@ -89,7 +83,7 @@ void decide_locally(RequestState *state) noexcept
                    enforced(state, i), {}};
     }
 
-    std::uint64_t now_ms = wall_clock_ms();
+    std::uint64_t now_ms = local::wall_clock_ms();
     bool passed = local::count_locally(zone, asks, state->zones, now_ms);
     ngx_uint_t z = reported_zone(asks, state->zones, passed);
     const LocalStatus &status = asks[z].status;

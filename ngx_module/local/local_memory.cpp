@@ -2,6 +2,8 @@
 
 #include <cstddef>
 
+#include "scripts/servers_script.hpp"
+
 namespace ratelimit {
 
 namespace local {
@@ -13,6 +15,8 @@ struct LocalShared {
     ngx_rbtree_node_t sentinel;
     ngx_queue_t lru;             // the most recently used first
     ngx_atomic_t servers;        // live servers learnt; 0: none yet
+    std::uint64_t lower_since;   // ms: counts below `servers` since; 0:
+                                 // the last count was not below
 };
 
 // A subject's count in a zone; its key's bytes follow it.
@@ -240,9 +244,27 @@ ngx_uint_t live_servers(ngx_shm_zone_t *zone) noexcept
     return __atomic_load_n(&shared_of(zone)->servers, __ATOMIC_RELAXED);
 }
 
-void store_live_servers(ngx_shm_zone_t *zone, ngx_uint_t servers) noexcept
+void learn_live_servers(ngx_shm_zone_t *zone, ngx_uint_t counted,
+                        std::uint64_t now_ms) noexcept
 {
-    __atomic_store_n(&shared_of(zone)->servers, servers, __ATOMIC_RELAXED);
+    ngx_slab_pool_t *pool = pool_of(zone);
+    LocalShared *shared = shared_of(zone);
+
+    ngx_shmtx_lock(&pool->mutex);
+
+    if (counted >= shared->servers) {
+        shared->lower_since = 0;
+    } else if (shared->lower_since == 0) {
+        shared->lower_since = now_ms;
+        counted = shared->servers;
+    } else if (now_ms - shared->lower_since < kServerTtlMs) {
+        counted = shared->servers;
+    } else {
+        shared->lower_since = 0;
+    }
+
+    __atomic_store_n(&shared->servers, counted, __ATOMIC_RELAXED);
+    ngx_shmtx_unlock(&pool->mutex);
 }
 
 }  // namespace local

@@ -17,6 +17,14 @@ namespace ratelimit {
 
 namespace local {
 
+// Wall-clock time in ms since the epoch, as nginx last read it: the clock
+// of the local windows.
+inline std::uint64_t wall_clock_ms()
+{
+    ngx_time_t *tp = ngx_timeofday();
+    return static_cast<std::uint64_t>(tp->sec) * 1000 + tp->msec;
+}
+
 // After the http block is read: adds the zone if mcf->local.
 ngx_int_t add_shared_zone(ngx_conf_t *cf, MainConf *mcf) noexcept;
 
@@ -37,10 +45,17 @@ struct LocalAsk {
 bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
                    std::uint64_t now_ms) noexcept;
 
-// The live servers of the fleet as a worker last learnt them from Redis;
-// 0 until one has.
+// The live servers of the fleet as the workers learnt them from Redis; 0
+// until one has.
 ngx_uint_t live_servers(ngx_shm_zone_t *zone) noexcept;
-void store_live_servers(ngx_shm_zone_t *zone, ngx_uint_t servers) noexcept;
+
+// A worker counted `counted` (> 0) live servers at now_ms.  A count that
+// rises is taken at once; one that falls only once the counts have stayed
+// below the one in use for kServerTtlMs, in which every live server has
+// announced itself again: after Redis restarts empty, servers come back
+// one by one, and none is counted out meanwhile.
+void learn_live_servers(ngx_shm_zone_t *zone, ngx_uint_t counted,
+                        std::uint64_t now_ms) noexcept;
 
 }  // namespace local
 
