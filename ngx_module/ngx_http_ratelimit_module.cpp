@@ -15,6 +15,8 @@
 #include "redis/redis_link.hpp"
 #include "concurrency/slot_gate.hpp"
 #include "http/variables.hpp"
+#include "local/local_breaker.hpp"
+#include "local/local_memory.hpp"
 #include "leases/lease_decision.hpp"
 #include "worker/worker_objects.hpp"
 
@@ -63,6 +65,7 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
     if (metrics::add_shared_zone(cf, mcf) != NGX_OK
+        || local::add_shared_zone(cf, mcf) != NGX_OK
         || install_request_log_handler(cf) != NGX_OK
         || install_settle_handler(cf) != NGX_OK)
     {
@@ -119,6 +122,15 @@ ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
         }
     }
 
+    if (mcf->local) {
+        worker.breaker = new (std::nothrow) LocalBreaker(worker.link, *mcf,
+                                                         cycle->log);
+
+        if (worker.breaker == nullptr || !worker.breaker->start(cycle)) {
+            return NGX_ERROR;
+        }
+    }
+
     worker.link->connect_first();
     return NGX_OK;
 }
@@ -135,6 +147,7 @@ void destroy_worker_objects() noexcept
 
     delete worker.calls;
     delete worker.slots;
+    delete worker.breaker;
     delete worker.link;
     delete worker.denied;
     worker = {};

@@ -178,6 +178,37 @@ ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
 EOF
     qr/ratelimit_fail maybe/, ['ratelimit_fail', 'maybe']);
 
+conf_ok('ratelimit_fail local, with servers= and the memory', <<"EOF" . server('ratelimit zone=api; ratelimit_fail local servers=3;'));
+$REDIS
+ratelimit_local_memory 1m;
+ratelimit_fail local;
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+
+for my $bad ('local servers=0', 'local servers=x', 'local servers=', 'open servers=2',
+             'local sometimes', 'locally')
+{
+    my ($word) = $bad =~ /(\S+)$/;
+    conf_err("ratelimit_fail $bad", <<"EOF" . server("ratelimit zone=api; ratelimit_fail $bad;"),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+        qr/ratelimit_fail \Q$bad\E;/, [$word], "invalid parameter \"$word\"");
+}
+
+conf_err('ratelimit_fail twice', <<"EOF" . server('ratelimit zone=api; ratelimit_fail local; ratelimit_fail open;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_fail local; ratelimit_fail open/, ['ratelimit_fail'], 'is duplicate');
+
+conf_err('ratelimit_local_memory too small', <<"EOF" . server('ratelimit zone=api; ratelimit_fail local;'),
+$REDIS
+ratelimit_local_memory 16k;
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_local_memory 16k/, ['ratelimit_local_memory'], 'at least 64k');
+
 conf_err('ratelimit_log_level debug', <<"EOF" . server('ratelimit zone=api; ratelimit_log_level debug;'),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;

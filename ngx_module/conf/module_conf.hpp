@@ -169,13 +169,22 @@ struct MainConf {
     bool metrics;          // some location has `ratelimit_metrics`
     bool settles;          // some location has `ratelimit_settle`
     ngx_shm_zone_t *metrics_zone;  // its counters, when it has
+    // `ratelimit_fail local`: some location applies a zone with it, or a
+    // zone has `lease=` (whose shares need the live servers it learns);
+    // the size of the shared memory that counts locally, in bytes
+    // (`ratelimit_local_memory`), and that memory once added.
+    bool local;
+    size_t local_memory;
+    ngx_shm_zone_t *local_zone;
 };
 
 struct LocConf {
     ngx_array_t *zones;    // of ZoneRef; NGX_CONF_UNSET_PTR to inherit
     ngx_uint_t status;     // answer to a rejected request
     ngx_flag_t headers;
-    ngx_uint_t fail;       // kFailOpen or kFailClosed
+    ngx_uint_t fail;       // a FailPolicy
+    ngx_uint_t fail_servers;  // kFailLocal's `servers=N`; 0: the live
+                              // servers learnt from Redis
     ngx_flag_t dry_run;
     ngx_uint_t log_level;  // of the line logged for a rejection
     ngx_str_t peek_header; // a request carrying it is only reported on
@@ -184,7 +193,14 @@ struct LocConf {
     bool metrics;          // `ratelimit_metrics` answers here
 };
 
-enum FailPolicy : ngx_uint_t { kFailOpen = 0, kFailClosed = 1 };
+// What a request gets when Redis gives no verdict: passed, 503, or decided
+// in this server's memory against its share of the limit (rate zones; a
+// concurrency zone fails open under kFailLocal).
+enum FailPolicy : ngx_uint_t {
+    kFailOpen = 0,
+    kFailClosed = 1,
+    kFailLocal = 2,
+};
 
 inline MainConf *main_conf(ngx_http_request_t *r)
 {

@@ -6,6 +6,7 @@
 #include "directives/concurrency_zone.hpp"
 #include "directives/conf_params.hpp"
 #include "directives/conf_places.hpp"
+#include "directives/fail_directive.hpp"
 #include "status/metrics_handler.hpp"
 #include "limits/gcra.hpp"
 #include "limits/rate_headers.hpp"
@@ -43,12 +44,6 @@ char *check_status(ngx_conf_t *cf, void *post, void *data) noexcept
 }
 
 ngx_conf_post_t status_bounds = {check_status};
-
-ngx_conf_enum_t fail_policies[] = {
-    {ngx_string("open"), kFailOpen},
-    {ngx_string("closed"), kFailClosed},
-    {ngx_null_string, 0},
-};
 
 ngx_conf_enum_t log_levels[] = {
     {ngx_string("info"), NGX_LOG_INFO},
@@ -188,10 +183,14 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
         return nginx_logged_error();
     }
 
-    if (parsed.params.lease_bytes > 0
-        && add_lease_table(cf, zone, parsed.params.lease_bytes) != NGX_OK)
-    {
-        return nginx_logged_error();
+    if (parsed.params.lease_bytes > 0) {
+        if (add_lease_table(cf, zone, parsed.params.lease_bytes) != NGX_OK) {
+            return nginx_logged_error();
+        }
+
+        // A lease's share needs the live servers, which the server learns
+        // as `ratelimit_fail local` does.
+        mcf->local = true;
     }
 
     auto **slot = static_cast<Zone **>(ngx_array_push(&mcf->zones));
@@ -641,11 +640,18 @@ ngx_command_t commands[] = {
 
     {ngx_string("ratelimit_fail"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
-         | NGX_CONF_TAKE1,
-     ngx_conf_set_enum_slot,
+         | NGX_CONF_TAKE12,
+     set_fail,
      NGX_HTTP_LOC_CONF_OFFSET,
-     offsetof(LocConf, fail),
-     fail_policies},
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_local_memory"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_size_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, local_memory),
+     &local_memory_bounds},
 
     {ngx_string("ratelimit_dry_run"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
@@ -679,6 +685,7 @@ void *create_main_conf(ngx_conf_t *cf) noexcept
         return nullptr;
     }
 
+    mcf->local_memory = NGX_CONF_UNSET_SIZE;
     init_redis_defaults(mcf);
     return mcf;
 }
@@ -690,6 +697,8 @@ char *init_main_conf(ngx_conf_t *cf, void *conf) noexcept
     if (mcf->prefix.data == nullptr) {
         ngx_str_set(&mcf->prefix, "rl");
     }
+
+    ngx_conf_init_size_value(mcf->local_memory, kDefaultLocalMemory);
 
     return finish_redis_conf(cf, mcf);
 }
@@ -757,7 +766,7 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
     ngx_conf_merge_uint_value(conf->status, prev->status,
                               NGX_HTTP_TOO_MANY_REQUESTS);
     ngx_conf_merge_value(conf->headers, prev->headers, 1);
-    ngx_conf_merge_uint_value(conf->fail, prev->fail, kFailOpen);
+    merge_fail(cf, conf, prev);
     ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
     ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
     return NGX_CONF_OK;

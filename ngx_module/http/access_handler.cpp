@@ -1,6 +1,7 @@
 #include "http/access_handler.hpp"
 
 #include "http/request_metrics.hpp"
+#include "local/local_decision.hpp"
 #include "metrics/metrics.hpp"
 #include "leases/lease_decision.hpp"
 #include "rate/reservations.hpp"
@@ -142,6 +143,9 @@ ngx_int_t pass_on(RequestState *state)
 // phase (internal redirects) are let through: a request is counted once.
 ngx_int_t act_on(RequestState *state)
 {
+    // No verdict from Redis: under `fail local`, this server's.
+    decide_locally(state);
+
     state->stage = RequestState::Stage::kDone;
     record_request_decision(state);
     note_fleet_count(state);

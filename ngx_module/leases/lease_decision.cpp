@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "leases/lease_table.hpp"
+#include "local/local_memory.hpp"
 #include "rate/call_batch.hpp"
 #include "worker/worker_objects.hpp"
 
@@ -26,10 +27,14 @@ std::uint64_t lease_clock_ms()
            + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-// The live servers the fleet counts, for the share of a lease.
-std::uint64_t fleet_servers()
+// The live servers the fleet counts, for the share of a lease: as the
+// server learnt them from Redis (local/local_memory.hpp); 1 until known.
+std::uint64_t fleet_servers(ngx_http_request_t *r)
 {
-    return 1;
+    ngx_shm_zone_t *zone = main_conf(r)->local_zone;
+    ngx_uint_t servers = zone != nullptr ? local::live_servers(zone) : 0;
+
+    return servers > 0 ? servers : 1;
 }
 
 // Gives units of `key` back to Redis: a settle of -units into their bucket.
@@ -142,7 +147,7 @@ bool decide_from_lease(RequestState *state) noexcept
 
         LeaseLedger ledger(*entry.state(), kLeaseParams);
         take = ledger.take(state->costs[0], lease_clock_ms(),
-                           state->limits[0], fleet_servers());
+                           state->limits[0], fleet_servers(state->r));
         fleet_used = entry.state()->fleet_used;
     }
 

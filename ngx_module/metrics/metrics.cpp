@@ -281,6 +281,35 @@ void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
     }
 }
 
+void record_local_decision(ngx_uint_t zone, LocalDecision decision) noexcept
+{
+    if (worker != nullptr) {
+        add(&zone_slot(zone)->local[static_cast<std::size_t>(decision)], 1);
+    }
+}
+
+void record_local_state(bool open) noexcept
+{
+    if (worker == nullptr) {
+        return;
+    }
+
+    std::uint64_t *since = &worker->link->local_since_us;
+    std::uint64_t now = now_us();
+
+    if (open) {
+        __atomic_store_n(since, now, __ATOMIC_RELAXED);
+        return;
+    }
+
+    std::uint64_t start = __atomic_load_n(since, __ATOMIC_RELAXED);
+
+    if (start != 0) {
+        add(&worker->link->local_us, now - start);
+        __atomic_store_n(since, 0, __ATOMIC_RELEASE);
+    }
+}
+
 void record_slot_outcome(ngx_uint_t zone, Decision decision, SlotEvent event,
                          std::uint64_t start_us, ngx_msec_t queue_ms) noexcept
 {

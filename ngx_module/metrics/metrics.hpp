@@ -59,6 +59,12 @@ void record_zone_delay(ngx_uint_t zone, std::uint64_t wait_ms) noexcept;
 void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
                        std::uint64_t now) noexcept;
 
+// `ratelimit_fail local`: a rate zone's decision made in this server's
+// memory, and the worker's breaker opening (true) or closing (false): its
+// time open is counted.
+void record_local_decision(ngx_uint_t zone, LocalDecision decision) noexcept;
+void record_local_state(bool open) noexcept;
+
 // Concurrency zones: what a request's ask for a slot came to (`event`
 // kCount if none of the events; `queue_ms` counts if it was admitted after
 // waiting), its entering or leaving the queue, and the end of a request

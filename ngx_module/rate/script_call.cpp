@@ -3,6 +3,7 @@
 #include "rate/call_batch.hpp"
 #include "worker/worker_objects.hpp"
 #include "limits/deny_cache.hpp"
+#include "local/local_decision.hpp"
 #include "limits/gcra.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
@@ -28,7 +29,9 @@ void fail_log(RequestState *state, const char *why, std::string_view detail)
 
     const char *outcome = state->peek ? "answered 503"
                           : state->lcf->fail == kFailClosed
-                          ? "request rejected" : "request passed";
+                          ? "request rejected"
+                          : state->lcf->fail == kFailLocal
+                          ? "request decided locally" : "request passed";
 
     LoggedText text(detail);
     ngx_log_error(NGX_LOG_WARN, state->r->connection->log, 0,
@@ -305,6 +308,13 @@ bool send_call(RequestState *state) noexcept
     if (!state->peek && worker.denied != nullptr
         && reject_from_memory(state, *worker.denied))
     {
+        return false;
+    }
+
+    // Redis is known to be unreachable: decided locally, by act_on().
+    if (deciding_locally(state)) {
+        state->result = Result::kError;
+        state->stage = RequestState::Stage::kDecided;
         return false;
     }
 

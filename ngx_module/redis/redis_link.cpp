@@ -175,6 +175,7 @@ void RedisLink::connect_to(const sockaddr *sa, socklen_t len,
                      target_.connect_timeout}))
     {
         metrics::record_link_error(LinkError::kConnect);
+        tell_trouble();
         schedule_reconnect();
     }
 }
@@ -217,6 +218,7 @@ void RedisLink::on_resolved(ngx_resolver_ctx_t *ctx) noexcept
                           &address.text, ngx_resolver_strerror(ctx->state));
         }
         ngx_resolve_name_done(ctx);
+        link->tell_trouble();
         link->schedule_reconnect();
         return;
     }
@@ -262,6 +264,7 @@ void RedisLink::on_master(void *data, const sockaddr *sa, socklen_t len,
                           "master \"%V\" is",
                           &link->target_.sentinel_master);
         }
+        link->tell_trouble();
         link->schedule_reconnect();
         return;
     }
@@ -417,7 +420,15 @@ void RedisLink::on_close(RedisConnection *) noexcept
     metrics::record_link_error(up_ ? LinkError::kClosed : LinkError::kConnect);
     metrics::record_link_state(LinkState::kDown);
     up_ = false;
+    tell_trouble();
     schedule_reconnect();
+}
+
+void RedisLink::tell_trouble() noexcept
+{
+    if (trouble_.handler != nullptr && !closing_) {
+        trouble_.handler(trouble_.data);
+    }
 }
 
 void RedisLink::schedule_reconnect() noexcept

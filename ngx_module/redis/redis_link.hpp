@@ -29,6 +29,14 @@ public:
 
     static constexpr ngx_uint_t kMaxListeners = 4;
 
+    // Called at each sign that Redis cannot be reached: a connection lost,
+    // refused or timed out, no master found, a request's wait run out.
+    // One listener; another replaces it.
+    void on_trouble(UpHandler handler, void *data) noexcept
+    {
+        trouble_ = {handler, data};
+    }
+
     void connect_first() noexcept;
 
     // Closes the connection for good: waiting handlers get nullptr.
@@ -137,6 +145,8 @@ public:
     // kStallMs while calls wait is replaced.
     void on_request_timeout() noexcept
     {
+        tell_trouble();
+
         if (cluster_) {
             cluster_->check_stall(kStallMs);
         } else {
@@ -164,6 +174,7 @@ private:
     void connect_to(const sockaddr *sa, socklen_t len,
                     const ngx_str_t &display, const ngx_str_t &host) noexcept;
     void became_up() noexcept;
+    void tell_trouble() noexcept;
     void log_master() noexcept;
     void schedule_reconnect() noexcept;
     void on_open(RedisConnection *conn) noexcept override;
@@ -210,6 +221,7 @@ private:
 
     Listener listeners_[kMaxListeners];
     ngx_uint_t listener_count_ = 0;
+    Listener trouble_ = {nullptr, nullptr};
 
     // The address connected to, when found at run time (sentinels, DNS),
     // and the master last confirmed, to log a switch once.

@@ -79,12 +79,13 @@ bool read_report(ngx_pool_t *pool, const MainConf *mcf,
 
     report->zone_count = layout.zones();
     report->link = {};
+    std::uint64_t now = metrics::now_us();
 
     for (std::size_t s = 0; s < layout.slots(); s++) {
         const LinkCounters *link = layout.link(shared->block, s);
         std::uint64_t state = load_counter(&link->state);
 
-        add_link(*link, &report->link);
+        add_link(*link, now, &report->link);
         workers[s].state = state < static_cast<std::uint64_t>(
                                        LinkState::kCount)
                            ? static_cast<LinkState>(state) : LinkState::kDown;

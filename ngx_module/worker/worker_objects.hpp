@@ -12,6 +12,7 @@ namespace ratelimit {
 
 class CallBatcher;
 class DenyCache;
+class LocalBreaker;
 class RedisLink;
 class SlotGate;
 
@@ -20,6 +21,7 @@ struct WorkerObjects {
     CallBatcher *calls;    // its rate zones' calls
     DenyCache *denied;     // the subjects Redis rejected, until their reset
     SlotGate *slots;       // its concurrency zones' calls and waiters
+    LocalBreaker *breaker; // `ratelimit_fail local`: Redis unreachable
     // Lines about values the configuration gives a request (a limit from a
     // variable): the same bad value would be logged by every request.
     LogThrottle value_log;

@@ -12,7 +12,7 @@ constexpr unsigned kMaskShift = 49;
 
 // Bumped whenever ZoneCounters or LinkCounters change shape, so that a
 // reload onto a new build never reads an old block as its own.
-constexpr std::uint64_t kLayoutVersion = 3;
+constexpr std::uint64_t kLayoutVersion = 4;
 
 std::size_t round_up(std::size_t n, std::size_t to)
 {
@@ -119,6 +119,14 @@ std::string_view link_state_name(LinkState s)
 {
     static const std::string_view names[] = {"down", "connecting", "up"};
     return names[static_cast<std::size_t>(s)];
+}
+
+std::string_view local_decision_name(LocalDecision d)
+{
+    static constexpr std::string_view kNames[] = {"passed", "rejected"};
+    static_assert(std::size(kNames)
+                  == static_cast<std::size_t>(LocalDecision::kCount));
+    return kNames[static_cast<std::size_t>(d)];
 }
 
 std::size_t bucket_index(const std::uint64_t *bounds, std::size_t n,
@@ -292,10 +300,22 @@ void add_zone(const ZoneCounters &slot, ZoneCounters *sum)
 
     sum->delayed += load_counter(&slot.delayed);
     add_histogram(slot.delay_us, &sum->delay_us);
+
+    for (std::size_t i = 0;
+         i < static_cast<std::size_t>(LocalDecision::kCount); i++)
+    {
+        sum->local[i] += load_counter(&slot.local[i]);
+    }
 }
 
-void add_link(const LinkCounters &slot, LinkCounters *sum)
+void add_link(const LinkCounters &slot, std::uint64_t now_us,
+              LinkCounters *sum)
 {
+    std::uint64_t since = load_counter(&slot.local_since_us);
+
+    sum->local_us += load_counter(&slot.local_us)
+                     + (since != 0 && now_us > since ? now_us - since : 0);
+
     sum->calls += load_counter(&slot.calls);
     add_histogram(slot.requests_per_call, &sum->requests_per_call);
     add_histogram(slot.round_trip_us, &sum->round_trip_us);

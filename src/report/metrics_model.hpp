@@ -33,6 +33,10 @@ enum class LinkError : std::size_t {
 
 enum class LinkState : std::uint64_t { kDown, kConnecting, kUp, kCount };
 
+// What `ratelimit_fail local` decided for a rate zone while Redis could not
+// be reached.
+enum class LocalDecision : std::size_t { kPassed, kRejected, kCount };
+
 // What a concurrency zone did with a request, beside its decisions.
 enum class SlotEvent : std::size_t {
     kAdmitted,           // a slot at once
@@ -69,6 +73,7 @@ std::string_view settle_outcome_name(SettleOutcome o);
 std::string_view slot_event_name(SlotEvent e);
 std::string_view link_error_name(LinkError e);
 std::string_view link_state_name(LinkState s);
+std::string_view local_decision_name(LocalDecision d);
 
 // A histogram of `kBounds` upper bounds, stored per bucket (not cumulated:
 // one add per observation) with the +Inf bucket last, and the sum of the
@@ -134,6 +139,9 @@ struct ZoneCounters {
     // GCRA zones: requests that waited for their turn, and their waits.
     std::uint64_t delayed;
     QueueWaitHistogram delay_us;
+    // Rate zones under `ratelimit_fail local`: decided in this server's
+    // memory while Redis could not be reached.
+    std::uint64_t local[static_cast<std::size_t>(LocalDecision::kCount)];
 };
 
 // The Redis link's counters in one worker's slot.  `state` and `waiting`
@@ -146,6 +154,13 @@ struct LinkCounters {
     std::uint64_t reconnects;
     std::uint64_t state;    // a LinkState
     std::uint64_t waiting;  // requests waiting for a reply
+    // `ratelimit_fail local`: the worker's time with its breaker open, in
+    // us: the closed intervals, summed, and the start of the open one
+    // (now_us()), 0 while closed.  The worker adds an interval before it
+    // clears its start: a scrape between the two writes counts it twice,
+    // once.
+    std::uint64_t local_us;
+    std::uint64_t local_since_us;
 };
 
 // The whole shared block: a busy clock word per zone, then one slot per
@@ -217,7 +232,10 @@ inline std::uint64_t load_counter(const std::uint64_t *p)
 
 // Sums of every slot's counters, as a scrape reports them.
 void add_zone(const ZoneCounters &slot, ZoneCounters *sum);
-void add_link(const LinkCounters &slot, LinkCounters *sum);
+// A slot's local_us at `now_us` (now_us()) is added, its open interval
+// included; local_since_us is not summed.
+void add_link(const LinkCounters &slot, std::uint64_t now_us,
+              LinkCounters *sum);
 
 template <typename ClosedSum>
 std::uint64_t busy_clock::read(const std::uint64_t *word,

@@ -200,6 +200,10 @@ void write_units(Exposition &e, const MetricsReport &r)
     per_rate_zone(e, r, "settles",
                   "Settles of rate zones, by what became of them.",
                   "outcome", &ZoneCounters::settles, settle_outcome_name);
+    per_rate_zone(e, r, "local_decisions",
+                  "Requests of rate zones decided in this server's memory "
+                  "while Redis could not be reached (ratelimit_fail local).",
+                  "decision", &ZoneCounters::local, local_decision_name);
 }
 
 void write_zones(Exposition &e, const MetricsReport &r)
@@ -353,6 +357,9 @@ void write_link(Exposition &e, const MetricsReport &r)
     e.family("redis_reconnects", "counter",
              "Connection attempts after the first, made by the backoff.");
     e.sample("redis_reconnects_total", "", decimal_text(l.reconnects));
+    e.family("local_seconds", "counter",
+             "Time workers decided locally, Redis unreachable, summed.");
+    e.sample("local_seconds_total", "", fixed_point(l.local_us, 6));
     write_link_gauges(e, r);
 }
 
@@ -437,7 +444,9 @@ std::string json_units(const ZoneMetrics &z)
 
     return ",\"units\":" + json_counters(z.sum.units, unit_event_name)
            + ",\"settles\":"
-           + json_counters(z.sum.settles, settle_outcome_name) + delays;
+           + json_counters(z.sum.settles, settle_outcome_name)
+           + ",\"local\":" + json_counters(z.sum.local, local_decision_name)
+           + delays;
 }
 
 std::string json_zone(const ZoneMetrics &z)
@@ -488,7 +497,8 @@ std::string json_link(const MetricsReport &r)
            + ",\"call_duration\":"
            + json_histogram(l.round_trip_us, kDurationBoundsText, 6)
            + ",\"errors\":{" + errors + "},\"reconnects\":"
-           + decimal_text(l.reconnects) + ",\"workers\":[" + workers + "]}";
+           + decimal_text(l.reconnects) + ",\"local_seconds\":"
+           + fixed_point(l.local_us, 6) + ",\"workers\":[" + workers + "]}";
 }
 
 std::string json(const MetricsReport &r)

@@ -1,8 +1,7 @@
 #include "scripts/concurrency_script.hpp"
 
-#include <cstdlib>
-
 #include "base/sha1.hpp"
+#include "scripts/resp_command.hpp"
 
 namespace ratelimit {
 
@@ -169,25 +168,7 @@ std::string format_slot_call(const SlotCall &call, bool eval)
         numbers[3], call.wake_prefix, call.dry_run ? "1" : "0", numbers[4],
         call.wake_key,
     };
-    constexpr int argc = sizeof(argv) / sizeof(argv[0]);
-    const char *data[argc];
-    size_t lens[argc];
-
-    for (int i = 0; i < argc; i++) {
-        data[i] = argv[i].data();
-        lens[i] = argv[i].size();
-    }
-
-    char *command = nullptr;
-    long long len = redisFormatCommandArgv(&command, argc, data, lens);
-
-    if (len < 0) {
-        return {};
-    }
-
-    std::string out(command, static_cast<size_t>(len));
-    free(command);
-    return out;
+    return format_command(argv);
 }
 
 void wakeup_signature(std::string_view wake_key, std::string_view message,

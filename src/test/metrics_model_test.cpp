@@ -125,8 +125,11 @@ TEST(MetricsModel, SumsAddEverySlot)
     l.calls = 4;
     l.errors[static_cast<std::size_t>(LinkError::kNoScript)] = 1;
     l.requests_per_call.buckets[2] = 4;
-    add_link(l, &lsum);
-    add_link(l, &lsum);
+    l.local_us = 5;
+    add_link(l, 1000, &lsum);
+    l.local_since_us = 400;  // an open interval: 600 us at 1000
+    add_link(l, 1000, &lsum);
+    EXPECT_EQ(lsum.local_us, 610u);
     EXPECT_EQ(lsum.calls, 8u);
     EXPECT_EQ(lsum.errors[static_cast<std::size_t>(LinkError::kNoScript)], 2u);
     EXPECT_EQ(lsum.requests_per_call.buckets[2], 8u);

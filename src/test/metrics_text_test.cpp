@@ -27,6 +27,7 @@ struct Fixture {
         zones[0].sum.units[3] = 35;
         zones[0].sum.settles[0] = 9;
         zones[0].sum.settles[2] = 1;
+        zones[0].sum.local[1] = 4;
         zones[1].name = "login.v2";
         zones[1].limit = 5;
         zones[1].window_ms = 1500;
@@ -35,6 +36,7 @@ struct Fixture {
         report.link.calls = 3;
         report.link.requests_per_call.buckets[1] = 3;
         report.link.requests_per_call.sum = 6;
+        report.link.local_us = 1500000;
         report.workers = workers;
         report.worker_count = 2;
         report.server_version = "1.22.1";
@@ -74,6 +76,9 @@ TEST(MetricsText, PrometheusNamesCountersWithTotal)
                        "outcome=\"dropped\"} 0\n"));
     EXPECT_TRUE(has(t, "nginx_ratelimit_settles_total{zone=\"api\","
                        "outcome=\"unknown\"} 1\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_local_decisions_total{zone=\"api\","
+                       "decision=\"rejected\"} 4\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_local_seconds_total 1.500000\n"));
     EXPECT_FALSE(has(t, "# EOF"));
 }
 
@@ -127,7 +132,9 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
     EXPECT_TRUE(has(t, "\"units\":{\"admitted\":1200,\"rejected\":0,"
                        "\"settle_added\":0,\"settle_returned\":35},"
                        "\"settles\":{\"applied\":9,\"dropped\":0,"
-                       "\"unknown\":1,\"failed\":0}}"));
+                       "\"unknown\":1,\"failed\":0},"
+                       "\"local\":{\"passed\":0,\"rejected\":4}}"));
+    EXPECT_TRUE(has(t, "\"local_seconds\":1.500000,\"workers\":"));
     EXPECT_TRUE(has(t, "\"workers\":[{\"state\":\"up\",\"requests_waiting\":3},"
                        "{\"state\":\"down\",\"requests_waiting\":0}]"));
 }

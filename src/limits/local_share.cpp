@@ -1,0 +1,45 @@
+#include "limits/local_share.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+std::uint64_t used_now(const LocalCount &count, std::uint64_t window)
+{
+    return count.window == window ? count.used : 0;
+}
+
+}  // namespace
+
+std::uint64_t local_share(std::uint64_t limit, std::uint64_t servers)
+{
+    if (servers == 0) {
+        servers = 1;
+    }
+
+    return limit / servers + (limit % servers != 0 ? 1 : 0);
+}
+
+LocalStatus local_status(const LocalCount &count, std::uint64_t share,
+                         std::uint64_t window_ms, std::uint64_t now_ms,
+                         std::uint64_t cost)
+{
+    std::uint64_t window = now_ms / window_ms;
+    std::uint64_t used = used_now(count, window);
+    std::uint64_t left = used < share ? share - used : 0;
+    bool fits = cost <= left;
+
+    return {fits, fits ? left - cost : left,
+            (window + 1) * window_ms - now_ms};
+}
+
+void local_add(LocalCount *count, std::uint64_t window_ms,
+               std::uint64_t now_ms, std::uint64_t cost)
+{
+    std::uint64_t window = now_ms / window_ms;
+
+    count->used = used_now(*count, window) + cost;
+    count->window = window;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,59 @@
+#include "limits/local_share.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ratelimit {
+namespace {
+
+TEST(LocalShare, RoundsUp)
+{
+    EXPECT_EQ(local_share(20, 2), 10u);
+    EXPECT_EQ(local_share(20, 3), 7u);
+    EXPECT_EQ(local_share(1, 5), 1u);
+    EXPECT_EQ(local_share(20, 0), 20u);
+    EXPECT_EQ(local_share(20, 1), 20u);
+}
+
+TEST(LocalShare, FixedWindowFillsAndResets)
+{
+    LocalCount count{0, 0};
+    const std::uint64_t window_ms = 10000;
+    std::uint64_t now = 1700000003000;  // 3 s into its window
+
+    for (int i = 0; i < 10; i++) {
+        LocalStatus s = local_status(count, 10, window_ms, now, 1);
+        ASSERT_TRUE(s.fits);
+        EXPECT_EQ(s.remaining, 9u - i);
+        EXPECT_EQ(s.reset_ms, 7000u);
+        local_add(&count, window_ms, now, 1);
+    }
+
+    LocalStatus full = local_status(count, 10, window_ms, now + 6999, 1);
+    EXPECT_FALSE(full.fits);
+    EXPECT_EQ(full.remaining, 0u);
+    EXPECT_EQ(full.reset_ms, 1u);
+
+    // The next window starts from nothing.
+    LocalStatus next = local_status(count, 10, window_ms, now + 7000, 1);
+    EXPECT_TRUE(next.fits);
+    EXPECT_EQ(next.remaining, 9u);
+    local_add(&count, window_ms, now + 7000, 1);
+    EXPECT_EQ(count.used, 1u);
+}
+
+TEST(LocalShare, CostsCount)
+{
+    LocalCount count{0, 0};
+
+    EXPECT_TRUE(local_status(count, 10, 1000, 500, 10).fits);
+    EXPECT_FALSE(local_status(count, 10, 1000, 500, 11).fits);
+    local_add(&count, 1000, 500, 7);
+
+    LocalStatus s = local_status(count, 10, 1000, 600, 4);
+    EXPECT_FALSE(s.fits);
+    EXPECT_EQ(s.remaining, 3u);
+    EXPECT_TRUE(local_status(count, 10, 1000, 600, 0).fits);
+}
+
+}  // namespace
+}  // namespace ratelimit
