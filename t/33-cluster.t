@@ -76,6 +76,7 @@ ratelimit_zone a    key=$http_x_api_key limit=3 window=60s;
 ratelimit_zone b    key=$http_x_user limit=5 window=60s;
 ratelimit_zone c    key=$http_x_api_key limit=4 window=60s;
 ratelimit_zone load key=$http_x_api_key limit=1000000 window=60s;
+ratelimit_zone ls   key=$http_x_api_key limit=300 window=60s lease=1m;
 ratelimit_zone tok  key=$http_x_api_key limit=100 window=60s;
 ratelimit_zone g    key=$http_x_api_key rate=1r/m algorithm=gcra;
 ratelimit_zone q    key=$http_x_api_key concurrency=2;
@@ -88,6 +89,7 @@ server {
     location /open/   { ratelimit zone=api; ratelimit_fail open; alias %%TMP%%/html/; }
     location /closed/ { ratelimit zone=api; alias %%TMP%%/html/; }
     location /load/   { ratelimit zone=load; alias %%TMP%%/html/; }
+    location /ls/     { ratelimit zone=ls; alias %%TMP%%/html/; }
     location /plain/  { alias %%TMP%%/html/; }
     location /q/      { ratelimit zone=q; alias %%TMP%%/html/; }
     location /qw/     { ratelimit zone=qw; proxy_pass http://127.0.0.1:%%HOLD%%; }
@@ -214,6 +216,19 @@ is($c->cmd('rl:api:s0', 'EXISTS', 'rl:api:s0'), 0, 'no key without the hash tag 
 is($t1->hammer(\@T, 30, '/closed/index.html', { 'X-Api-Key' => 'hot' }), "$LIMIT/25/0",
     "one hot subject, 30 at once from both servers: exactly $LIMIT passed");
 is($c->hash_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redis");
+
+# Quota leases in a cluster: a lease's grants and give-backs go to the
+# master of its subject's key.  Hammered from both servers, never above the
+# limit; once quiet (the leases' units back), the rest of the limit, and
+# Redis's count exactly what was admitted.
+{
+    my ($p1) = split m{/}, $t1->hammer(\@T, 400, '/ls/index.html', { 'X-Api-Key' => 'leased' });
+    cmp_ok($p1, '<=', 300, "leased zone, 400 at once from both servers: $p1 passed, never above 300");
+    sleep 1.6;
+    my ($p2) = split m{/}, $t1->hammer(\@T, 100, '/ls/index.html', { 'X-Api-Key' => 'leased' });
+    is($p1 + $p2, 300, "leased zone: once the leases came back, 300 in all ($p1 + $p2)");
+    is($c->hash_total(key('ls', 'leased')), 300, 'leased zone: count 300 on its master');
+}
 
 my $long = 'L' x 300;
 my @lr = map { $t1->req('closed', $long) } 1 .. $LIMIT + 2;
