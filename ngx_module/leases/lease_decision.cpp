@@ -133,7 +133,7 @@ bool decide_from_lease(RequestState *state) noexcept
     }
 
     const Zone &zone = *state->refs[0]->zone;
-    LeaseGiveBack evicted;
+    LeaseGiveBack evicted{};
     LeaseTake take;
     std::uint64_t fleet_used = 0;
 
