@@ -1040,6 +1040,28 @@ sub run_model {
     }
 
     # -----------------------------------------------------------------------
+    # a lease, then its unused units given back
+
+    # Subject m3:leased counts 3, leases 40 of a limit of 100 and uses 15 of
+    # them; m3:used counts 3 and 15, in the same call.  The lease's 25
+    # unused units, settled to its bucket in a later call, leave m3:leased
+    # the hash and expiry of m3:used: as if only the used units had been
+    # counted.  Sliding and fixed windows.
+    for my $zone ([100, 1000, 60, 's', '1'], [100, 60000, 1, 'f', '1']) {
+        my $kind = $KIND{ $zone->[3] };
+        rcmd('DEL', 'm3:leased', 'm3:used');
+        my $r = $call->(4, 'm3:leased', 'm3:leased', 'm3:used', 'm3:used', 1, @$zone,
+                        "w3:\x00", "l40:\x00", "w3:\x00", "w15:\x00");
+        my $bucket = floor($r->[0] / $zone->[1]);
+        is("@$r[5 .. 9]", "0 43 $bucket 0 40", "a lease, $kind window: 40 granted, counted");
+        $r = $call->(1, 'm3:leased', 1, @$zone, "s-25,$bucket:\x00");
+        is("@$r[1 .. 4]", "0 18 $bucket -25", "a lease, $kind window: 25 unused given back");
+        is_deeply([map { [{ @{ rcmd('HGETALL', $_) } }, rcmd('PEXPIRETIME', $_)] } 'm3:leased'],
+                  [map { [{ @{ rcmd('HGETALL', $_) } }, rcmd('PEXPIRETIME', $_)] } 'm3:used'],
+                  "a lease, $kind window: then the key of one counted only the units used");
+    }
+
+    # -----------------------------------------------------------------------
     # malformed settles, the largest cost
 
     # A settle other than "s" DELTA "," BUCKET ":" and one zone byte, DELTA
