@@ -300,8 +300,8 @@ CallError BatchDecider::settle(std::size_t k, const Entry &entry,
 
 // A lease of an enforced window zone (its errors are the entry's, found
 // as it was parsed): g = min(asked, max(limit - count, 0)) units granted
-// and counted as a cost of g, answered as decide_one() answers with 1
-// where nothing of units asked was granted, then g.
+// and counted as a cost of g.  Answered as decide_one() answers, but
+// refused (1) only where units were asked and none granted, and then g.
 CallError BatchDecider::lease(std::size_t k, const Entry &entry,
                               std::size_t r)
 {
