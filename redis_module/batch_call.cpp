@@ -143,16 +143,65 @@ bool parse_settle(std::string_view text, Entry *entry)
            && lua::to_number(at.data(), at.size(), &entry->at);
 }
 
-// One entry (see window_script.hpp) of a call of `zone_count` zones; on a
-// malformed one returns the error to answer, else nullptr.  A malformed
-// settle is the settle's error, not the call's, as in the script.
-const char *parse_entry(std::string_view text, std::size_t zone_count,
-                        Entry *entry)
+// "l" UNITS ":" and one zone byte (see window_script.hpp), in a call of
+// `zones`: the lease's error, as the script's lease() raises it, or
+// nullptr.  Its zones are the bytes after the first ':', whatever the rest.
+const char *parse_lease(std::string_view text,
+                        const std::vector<ZoneParams> &zones, Entry *entry)
 {
+    std::size_t colon = text.find(':');
+
+    if (colon == text.npos) {
+        entry->zones = {};
+        return "ERR ratelimit: malformed lease";
+    }
+
+    entry->zones = text.substr(colon + 1);
+    std::string_view list = text.substr(1, colon - 1);
+
+    if (list.empty() || list.find_first_not_of("0123456789,") != list.npos) {
+        return "ERR ratelimit: malformed lease";
+    }
+
+    if (entry->zones.size() > 1 || list.find(',') != list.npos) {
+        return "ERR ratelimit: a lease is of one zone";
+    }
+
+    if (entry->zones.size() != 1
+        || !lua::to_number(list.data(), list.size(), &entry->asked)
+        || entry->asked > static_cast<double>(window_rules::kMaxLimit)
+        || static_cast<unsigned char>(entry->zones[0]) >= zones.size())
+    {
+        return "ERR ratelimit: malformed lease";
+    }
+
+    const ZoneParams &zone = zones[static_cast<unsigned char>(
+        entry->zones[0])];
+
+    if (zone.gcra != 0) {
+        return "ERR ratelimit: lease of a GCRA zone";
+    }
+
+    return zone.enforce ? nullptr : "ERR ratelimit: lease of a dry-run zone";
+}
+
+// One entry (see window_script.hpp) of a call of `zones`; on a malformed
+// one returns the error to answer, else nullptr.  A malformed settle is the
+// settle's error, not the call's, as in the script, and so is any error of
+// a lease.
+const char *parse_entry(std::string_view text,
+                        const std::vector<ZoneParams> &zones, Entry *entry)
+{
+    std::size_t zone_count = zones.size();
     entry->mode = text.empty() ? '\0' : text[0];
     entry->zones = text.empty() ? text : text.substr(1);
     entry->error = nullptr;
     entry->solo = false;
+
+    if (entry->mode == 'l') {
+        entry->error = parse_lease(text, zones, entry);
+        return nullptr;
+    }
 
     if (entry->mode == 's' && !parse_settle(text, entry)) {
         entry->zones = {};
@@ -246,7 +295,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
     reply_size = 1;
 
     for (Entry &entry : entries) {
-        if (const char *error = parse_entry(view(argv[at++]), zones.size(),
+        if (const char *error = parse_entry(view(argv[at++]), zones,
                                             &entry))
         {
             return error;

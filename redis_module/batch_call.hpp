@@ -29,25 +29,30 @@ struct ZoneParams {
 
 struct Entry {
     char mode;                   // 'c' counts 1, 'w' its costs; 'i'
-                                 // interval peek; 's' settle; else peek
+                                 // interval peek; 's' settle; 'l' lease;
+                                 // else peek
     std::string_view zones;      // a byte per zone: its number
     std::vector<double> wanted;  // of 'i': buckets to sum, per zone
     std::vector<double> costs;   // of 'w': units to count, per zone
     double delta, at;            // of 's': units to add (signed), to the
                                  // bucket (fixed: window) of this number
-    const char *error;           // of a malformed 's': its reply's error
+    double asked;                // of 'l': units asked, 0 to 2^53
+    const char *error;           // of a malformed 's', of an 'l' that
+                                 // fails: its reply's error
     bool solo;                   // "c" and one zone: the script's fast path
 
     // The units a counted request counts in its zone `i`.
     double cost(std::size_t i) const { return mode == 'w' ? costs[i] : 1; }
 
-    // The keys it takes: a settle takes one, even a malformed one.
+    // The keys it takes: a settle takes one, even a malformed one; a lease
+    // one per byte after its first ':', even where that fails it.
     std::size_t keys() const { return mode == 's' ? 1 : zones.size(); }
 
-    // The length of the request's reply.
+    // The length of the request's reply: a lease's ends with the units it
+    // granted.
     std::size_t reply_size() const
     {
-        return 1 + (mode == 'i' ? 4 : 3) * keys();
+        return 1 + (mode == 'i' ? 4 : 3) * keys() + (mode == 'l' ? 1 : 0);
     }
 };
 

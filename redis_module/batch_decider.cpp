@@ -264,6 +264,10 @@ CallError BatchDecider::decide(std::size_t k, const Entry &entry,
         return settle(k, entry, r);
     }
 
+    if (entry.mode == 'l') {
+        return lease(k, entry, r);
+    }
+
     return decide_zones(k, entry, r, read);
 }
 
@@ -291,6 +295,43 @@ CallError BatchDecider::settle(std::size_t k, const Entry &entry,
     set(r + 1, count);
     set(r + 2, oldest);
     set(r + 3, applied);
+    return nullptr;
+}
+
+// A lease of an enforced window zone (its errors are the entry's, found
+// as it was parsed): g = min(asked, max(limit - count, 0)) units granted
+// and counted as a cost of g.  Answered as decide_one() answers, but
+// refused (1) only where units were asked and none granted, and then g.
+CallError BatchDecider::lease(std::size_t k, const Entry &entry,
+                              std::size_t r)
+{
+    const ZoneParams &zone = call_.zones[static_cast<unsigned char>(
+        entry.zones[0])];
+    reads_.resize(std::max<std::size_t>(reads_.size(), 1));
+    ZoneRead &z = reads_[0];
+
+    if (CallError error = window_.read_zone(call_.keys[k], zone, nullptr,
+                                            &z))
+    {
+        return error;
+    }
+
+    double granted = std::min(entry.asked,
+                              std::max(zone.limit - z.count, 0.0));
+    bool over = over_limit(z.count, entry.asked, zone);
+    double count, oldest;
+
+    if (CallError error = window_.write_zone(call_.keys[k], zone, granted,
+                                             &z, &count, &oldest))
+    {
+        return error;
+    }
+
+    set(r, granted == 0 && entry.asked > 0 ? 1 : 0);
+    set(r + 1, count);
+    set(r + 2, oldest);
+    set(r + 3, over ? 1 : 0);
+    set(r + 4, granted);
     return nullptr;
 }
 

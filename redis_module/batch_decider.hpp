@@ -44,6 +44,7 @@ private:
     CallError peek_interval(std::size_t k, const Entry &entry,
                             std::size_t r);
     CallError settle(std::size_t k, const Entry &entry, std::size_t r);
+    CallError lease(std::size_t k, const Entry &entry, std::size_t r);
     CallError read_zone(redis::String *key, const ZoneParams &zone,
                         const FieldValue *read, ZoneRead *z);
     CallError write_zone(redis::String *key, const ZoneParams &zone,

@@ -36,6 +36,17 @@
 #   back to 0 stays, holding 0; else it changes nothing.  It never rejects:
 #   its reply is 0, the count after it, the oldest bucket, and the units it
 #   applied (signed, 0 for none);
+# - a lease ("l", units asked from 0 to 2^53, one enforced window zone)
+#   reads its zone as a request does and grants g = min(asked, max(limit -
+#   count, 0)) units, counted in the current bucket as a cost of g is (g = 0
+#   writes nothing, as a cost of 0).  Its reply: 1 if g = 0 < asked, the
+#   count after it, the oldest bucket, whether the units asked did not all
+#   fit (count + max(asked, 1) > limit), and g.  A lease of a GCRA zone, of a
+#   dry-run zone or of several zones is an error of its own, whose text is
+#   the same from both implementations, changing no key; its reply is then 3
+#   elements per zone and 2 more.  The units a lease's holder did not use go
+#   back, in a later batch, with a settle of -unused to the lease's bucket:
+#   the count is then as if only the used units had been counted;
 # - an interval peek ("i", a bucket count K per zone) is a peek whose reply
 #   goes on with, per zone, the sum of its buckets numbered current - K + 1
 #   to current (a fixed window: its count, whatever K);
@@ -158,6 +169,9 @@ my %junk;       # key => 1: holds junk fields until the next call reads it
 my %seen;       # situation => times
 my %tat;        # GCRA key => [TAT (us), expiry (ms)], as the script left it
 my %is_hash;    # GCRA key => 1: a hash until the next call reads it
+my @leased;     # [zone, key, bucket, units, batch] of each lease granted:
+                # its unused units are settled in that batch
+my $batch_no;   # the batch being made or checked
 my $now_us;     # the batch's Redis time in us
 my $call;       # the implementation under test
 
@@ -207,6 +221,7 @@ sub model_request {
     my @zones = @{ $q->{zones} };
     my @keys = @{ $q->{keys} };
     my @wanted = @{ $q->{interval} // [] };
+    return model_lease($q, $now) if $q->{lease};
     if ($q->{wrong}) {
         $seen{ $q->{settle} ? 'settle: key of another type, an error' : 'key of another type: an error' }++;
         # GCRA zones read before the string: a hash there was deleted.
@@ -315,6 +330,10 @@ sub model_settle {
     $buckets->{$at} = $was + $applied if $applied != 0;
 
     my $kind = $KIND{ $z->{kind} };
+    $seen{ !$inside ? 'lease: unused units after its bucket left the window, nothing'
+         : $applied == $delta ? "lease, $kind: unused units given back to its bucket"
+         : 'lease: unused units given back, fewer (the bucket settled since)' }++
+        if $q->{returned};
     $seen{'settle: the window slid first'}++ if $found =~ /^slide/;
     $seen{'junk hash started afresh'}++ if $found eq 'junk';
     if (!$inside) {
@@ -334,6 +353,42 @@ sub model_settle {
             if $delta < 0;
     }
     return (0, model_count($key), model_oldest($key), $applied);
+}
+
+# Leases request `q` ("l": `asked` units) at `now` in the model; returns
+# its expected reply, the units granted last, and counts its situations.
+sub model_lease {
+    my ($q, $now) = @_;
+    my @zones = @{ $q->{zones} };
+    my $asked = $q->{asked};
+    my $fail = @zones > 1 ? 'ERR ratelimit: a lease is of one zone'
+             : gcra($zones[0]) ? 'ERR ratelimit: lease of a GCRA zone'
+             : !$zones[0]{enforce} ? 'ERR ratelimit: lease of a dry-run zone'
+             : $q->{wrong} ? 'WRONGTYPE' : undef;
+    if ($fail) {
+        $seen{"lease: an error: $fail"}++;
+        return ($fail, (0) x (3 * @zones + 1));
+    }
+    my ($z, $key) = ($zones[0], $q->{keys}[0]);
+    my ($found, $cur) = model_read($z, $key, $now);
+    my $count = model_count($key);
+    my $granted = min($asked, max($z->{limit} - $count, 0));
+    $state{$key}{$cur} += $granted if $granted > 0;
+    # Given back in one of the next 3 batches, or, now and then, after the
+    # window (1 s) has slid past it.
+    push @leased, [$z, $key, $cur, $granted, $batch_no + (rand() < 0.2 ? 16 + int rand 6 : 1 + int rand 3)]
+        if $granted > 0;
+    my $over = $count + max($asked, 1) > $z->{limit} ? 1 : 0;
+
+    $seen{ $asked == 0 ? 'lease: 0 asked, nothing counted'
+         : $granted == $asked ? "lease, $KIND{ $z->{kind} }: all asked granted"
+         : $granted > 0 ? 'lease: part granted, what was left of the limit'
+         : $count > $z->{limit} ? 'lease: a count above the limit (a lower one), refused'
+         : 'lease: nothing left, refused' }++;
+    $seen{'lease: on an empty key'}++ if $granted > 0 && $found =~ /^(?:new key|expired|junk)$/;
+    $seen{'lease: the window slid first'}++ if $found =~ /^slide/;
+    $seen{'lease: 2^53 asked'}++ if $asked == 2**53;
+    return ($granted == 0 && $asked > 0 ? 1 : 0, model_count($key), model_oldest($key), $over, $granted);
 }
 
 # ---------------------------------------------------------------------------
@@ -564,6 +619,56 @@ sub gen_settle {
     return { settle => [$delta, $at], zones => [$z], keys => [$key], wrong => $wrong };
 }
 
+# A random lease: of an enforced window zone (zone a twice as often: its
+# keys may hold more than its limit, counted under a-hi's), now and then of
+# a dry-run or GCRA zone or of two zones, or of a key of another type
+# (errors).  Its
+# units asked near what is left of the limit (left - 1 to left + 1, 0, 1)
+# or far from it (up to three limits, 2^53).
+sub gen_lease {
+    my @ok = grep { !gcra($_) && $_->{enforce} } @ZONES;
+    push @ok, grep { $_->{name} eq 'a' } @ZONES;
+    my @dry = grep { !gcra($_) && !$_->{enforce} } @ZONES;
+    my @gcra = grep { gcra($_) } @ZONES;
+    my $r = rand;
+    my @zones = $r < 0.05 ? ($dry[rand @dry]) : $r < 0.09 ? ($gcra[rand @gcra]) : ($ok[rand @ok]);
+    if ($r >= 0.09 && $r < 0.13) {
+        my @other = grep { $_->{prefix} ne $zones[0]{prefix} } @ZONES;
+        push @zones, $other[rand @other];
+    }
+    my $subject = gen_subject();
+    my @keys = map { "$_->{prefix}:$subject" } @zones;
+    my $wrong = @zones == 1 && $r >= 0.09 && rand() < 0.05;
+    $keys[0] = "$zones[0]{prefix}:wrong" if $wrong;
+    my $limit = $zones[0]{limit};
+    my $left = $limit - ($live{ $keys[0] } // 0);
+    $r = rand;
+    my $asked = $r < 0.1 ? 0 : $r < 0.2 ? 1
+              : $r < 0.55 ? max(0, $left - 1 + int rand 3)
+              : $r < 0.92 ? 1 + int rand(3 * $limit) : 2**53;
+    return { lease => 1, asked => $asked, zones => \@zones, keys => \@keys, wrong => $wrong };
+}
+
+# Settles of what earlier leases' holders did not use: each lease granted
+# is given back, the unused part of it (none: no settle), to its bucket, in
+# the batch model_lease() chose.
+sub gen_returns {
+    my @returns;
+    my @kept;
+    for my $lease (@leased) {
+        my ($z, $key, $bucket, $units, $due) = @$lease;
+        if ($due > $batch_no) {
+            push @kept, $lease;
+            next;
+        }
+        my $unused = int rand($units + 1);
+        push @returns, { settle => [-$unused, $bucket], zones => [$z], keys => [$key],
+                         wrong => 0, returned => 1 } if $unused > 0;
+    }
+    @leased = @kept;
+    return @returns;
+}
+
 # The keys the model holds counts in that are still in their window at
 # Redis time `now` (ms), each with that count.
 sub model_live {
@@ -583,6 +688,7 @@ sub entry {
     my ($q, $number) = @_;
     my $zones = join '', map { chr $number->{ $_->{name} } } @{ $q->{zones} };
     return $q->{settle} ? "s$q->{settle}[0],$q->{settle}[1]:$zones"
+         : $q->{lease} ? 'l' . join(',', (sprintf '%.0f', $q->{asked}) x @{ $q->{zones} }) . ":$zones"
          : $q->{interval} ? 'i' . join(',', @{ $q->{interval} }) . ":$zones"
          : $q->{cost} ? 'w' . join(',', @{ $q->{cost} }) . ":$zones"
          : ($q->{peek} ? 'p' : 'c') . $zones;
@@ -591,12 +697,14 @@ sub entry {
 # The length of a request's reply.
 sub reply_length {
     my ($q) = @_;
-    return $q->{settle} ? 4 : 1 + 3 * @{ $q->{zones} } + @{ $q->{interval} // [] };
+    return $q->{settle} ? 4 : $q->{lease} ? 2 + 3 * @{ $q->{zones} }
+         : 1 + 3 * @{ $q->{zones} } + @{ $q->{interval} // [] };
 }
 
 sub describe {
     my ($q) = @_;
     return ($q->{settle} ? "settle $q->{settle}[0] to bucket $q->{settle}[1]"
+            : $q->{lease} ? sprintf("lease of %.0f", $q->{asked})
             : $q->{interval} ? "interval peek [@{ $q->{interval} }]" : $q->{peek} ? 'peek'
             : $q->{cost} ? "count costs [@{ $q->{cost} }]" : 'count') . ' '
         . join(' ', map { "$q->{zones}[$_]{name}:$q->{keys}[$_]" } 0 .. $#{ $q->{keys} });
@@ -619,12 +727,14 @@ sub run_model {
     rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
     srand($SEED);
     %state = %zone_of = %junk = %seen = %tat = %is_hash = ();
+    @leased = ();
     $fresh = 0;
 
     my (@bad_replies, @bad_keys);
     my ($replies, $prev_now) = (0, 0);
 
     for my $batch (1 .. $BATCHES) {
+        $batch_no = $batch;
         my @reqs;
         $batch_time = $t->redis_time_ms;
         %live = model_live($batch_time);
@@ -655,6 +765,8 @@ sub run_model {
         push @reqs, gen_request() while @reqs < 1 + int rand 8;
         push @reqs, gen_request(undef, undef, 1) for 1 .. int rand 3;
         push @reqs, gen_settle() for 1 .. int rand 4;
+        push @reqs, gen_lease() for 1 .. int rand 3;
+        push @reqs, gen_returns();
         @reqs = shuffle @reqs;
         unshift @reqs, { peek => 1, zones => [$GCRA_CLOCK], keys => [$CLOCK_KEY] };
 
@@ -681,10 +793,13 @@ sub run_model {
         for my $i (0 .. $#reqs) {
             my $q = $reqs[$i];
             my @want = model_request($q, $now);
-            for my $z (grep { !$q->{peek} && !$q->{settle} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
+            for my $z (grep { !$q->{peek} && !$q->{settle} && !$q->{lease} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
                 $limits{ $q->{keys}[$z] }{ $q->{zones}[$z]{limit} }++;
             }
-            my @got = map { RateLimitTest::is_redis_error($_) ? (split / /, $_)[0] : $_ }
+            # Errors by their first word, but those the two implementations
+            # give the same text.
+            my @got = map { !RateLimitTest::is_redis_error($_) ? $_
+                            : /^ERR ratelimit: / ? "$_" : (split / /, $_)[0] }
                       splice(@$reply, 0, reply_length($q));
             $replies++;
             push @bad_replies, "batch $batch at $now, request $i (" . describe($q)
@@ -778,7 +893,23 @@ sub run_model {
                        'gcra settle: turns added',
                        'gcra settle: turns given back',
                        'gcra settle: back to now, the key deleted',
-                       'gcra settle: nothing moved') {
+                       'gcra settle: nothing moved',
+                       'lease, sliding: all asked granted',
+                       'lease, fixed: all asked granted',
+                       'lease: part granted, what was left of the limit',
+                       'lease: nothing left, refused',
+                       'lease: a count above the limit (a lower one), refused',
+                       'lease: 0 asked, nothing counted',
+                       'lease: 2^53 asked',
+                       'lease: on an empty key',
+                       'lease: the window slid first',
+                       'lease: an error: ERR ratelimit: a lease is of one zone',
+                       'lease: an error: ERR ratelimit: lease of a GCRA zone',
+                       'lease: an error: ERR ratelimit: lease of a dry-run zone',
+                       'lease: an error: WRONGTYPE',
+                       'lease, sliding: unused units given back to its bucket',
+                       'lease, fixed: unused units given back to its bucket',
+                       'lease: unused units after its bucket left the window, nothing') {
         cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
     }
 
@@ -906,6 +1037,28 @@ sub run_model {
                      's-1,' . ($window + 1) . ":\x00", "s5,$window:\x00");
         is("@$r[1 .. 8]", join(' ', 0, 2, $window + 1, -1, 0, 2, $window + 1, 0),
            'clock stepped back: a fixed window ahead takes its settle, the window by Redis\'s clock none');
+    }
+
+    # -----------------------------------------------------------------------
+    # a lease, then its unused units given back
+
+    # Subject m3:leased counts 3, leases 40 of a limit of 100 and uses 15 of
+    # them; m3:used counts 3 and 15, in the same call.  The lease's 25
+    # unused units, settled to its bucket in a later call, leave m3:leased
+    # the hash and expiry of m3:used: as if only the used units had been
+    # counted.  Sliding and fixed windows.
+    for my $zone ([100, 1000, 60, 's', '1'], [100, 60000, 1, 'f', '1']) {
+        my $kind = $KIND{ $zone->[3] };
+        rcmd('DEL', 'm3:leased', 'm3:used');
+        my $r = $call->(4, 'm3:leased', 'm3:leased', 'm3:used', 'm3:used', 1, @$zone,
+                        "w3:\x00", "l40:\x00", "w3:\x00", "w15:\x00");
+        my $bucket = floor($r->[0] / $zone->[1]);
+        is("@$r[5 .. 9]", "0 43 $bucket 0 40", "a lease, $kind window: 40 granted, counted");
+        $r = $call->(1, 'm3:leased', 1, @$zone, "s-25,$bucket:\x00");
+        is("@$r[1 .. 4]", "0 18 $bucket -25", "a lease, $kind window: 25 unused given back");
+        is_deeply([map { [{ @{ rcmd('HGETALL', $_) } }, rcmd('PEXPIRETIME', $_)] } 'm3:leased'],
+                  [map { [{ @{ rcmd('HGETALL', $_) } }, rcmd('PEXPIRETIME', $_)] } 'm3:used'],
+                  "a lease, $kind window: then the key of one counted only the units used");
     }
 
     # -----------------------------------------------------------------------

@@ -447,7 +447,7 @@ local function lease(k, entry, reply, r)
   if z and (#z > 1 or string.find(list, ',', 1, true)) then
     error({err = 'ERR ratelimit: a lease is of one zone'})
   end
-  local asked, d = tonumber(list), z and byte(z)
+  local asked, d = z and tonumber(list), z and byte(z)
   d = d and d + 1
   if not (asked and asked <= 2^53 and limit[d]) then
     error({err = 'ERR ratelimit: malformed lease'})
