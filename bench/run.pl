@@ -607,7 +607,8 @@ my @CASES = (
         # quota leases (issue 28): one hot subject (a whole service) far
         # from its limit, leased and exact; the 10,000 subjects leased;
         # and near the limit (NEAR_LIMIT a window: the subjects reach it
-        # within a round), leased and exact
+        # within a round), leased and exact.  Each case its own zone name,
+        # so that no two share counts in the one Redis.
         id => 'lease_hot', label => '10. module sliding, lease=1m, 1 subject, limit far above the load', limiter => 1,
         subjects => 1, key_prefix => 'hot',
         http => $REDIS_LINE
@@ -618,8 +619,8 @@ my @CASES = (
         id => 'exact_hot', label => '10e. module sliding, exact, 1 subject, limit far above the load', limiter => 1,
         subjects => 1, key_prefix => 'hot',
         http => $REDIS_LINE
-            . "    ratelimit_zone zh key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
-        loc => '            ratelimit zone=zh;',
+            . "    ratelimit_zone zhe key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=zhe;',
     },
     {
         id => 'lease', label => '11. module sliding 60s/1s, lease=8m', limiter => 1,
@@ -636,8 +637,8 @@ my @CASES = (
     {
         id => 'exact_near', label => "12e. module sliding 60s/1s, exact, limit $NEAR_LIMIT (reached)", limiter => 1,
         http => $REDIS_LINE
-            . "    ratelimit_zone zn key=\$http_x_api_key limit=$NEAR_LIMIT window=60s bucket=1s;\n",
-        loc => "            ratelimit zone=zn;\n            ratelimit_log_level info;",
+            . "    ratelimit_zone zne key=\$http_x_api_key limit=$NEAR_LIMIT window=60s bucket=1s;\n",
+        loc => "            ratelimit zone=zne;\n            ratelimit_log_level info;",
     },
     {
         id => 'flood', label => "7. flood: module, 1 subject, limit $FLOOD_LIMIT/60s", limiter => 1,
