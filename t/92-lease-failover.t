@@ -172,7 +172,7 @@ for my $l ('lz', 'ez') {
     my $over = $a > $LIMIT ? $a - $LIMIT : 0;
     $total_over += $over;
     $total_lost += $LOST{$l};
-    diag(sprintf '%s: count on A at the cut %d, on A at the kill %d, on B at its promotion %d: lost %d; B at the end %d',
+    diag(sprintf '%s: count on A as the cut began %d, on A at the kill %d, on B at its promotion %d: lost %d; B at the end %d',
         $name, $before_cut{$l} // -1, $A{$l}, $B{$l}, $LOST{$l}, $B_end{$l} // -1);
     diag(sprintf '%s: admitted %d (%s), over-admission %d, rejected %s, other %s',
         $name, $a, join(', ', map { "$_ " . ($phase{$l}{$_} // 0) } 'replicated', 'cut', 'failover', 'on B'), $over,
