@@ -196,6 +196,31 @@ EOF
         qr/ratelimit_fail \Q$bad\E;/, [$word], "invalid parameter \"$word\"");
 }
 
+conf_ok('ratelimit_fail closed status=429', <<"EOF" . server('ratelimit zone=api; ratelimit_fail closed status=429;'));
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+
+for my $bad ('closed status=399', 'closed status=600', 'closed status=x', 'closed status=')
+{
+    my ($word) = $bad =~ /(\S+)$/;
+    conf_err("ratelimit_fail $bad", <<"EOF" . server("ratelimit zone=api; ratelimit_fail $bad;"),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+        qr/ratelimit_fail \Q$bad\E;/, [$word], "\"$word\" must be between 400 and 599");
+}
+
+for my $bad ('open status=503', 'local status=503', 'closed servers=2')
+{
+    my ($word) = $bad =~ /(\S+)$/;
+    conf_err("ratelimit_fail $bad", <<"EOF" . server("ratelimit zone=api; ratelimit_fail $bad;"),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+        qr/ratelimit_fail \Q$bad\E;/, [$word], "invalid parameter \"$word\"");
+}
+
 conf_err('ratelimit_fail twice', <<"EOF" . server('ratelimit zone=api; ratelimit_fail local; ratelimit_fail open;'),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;

@@ -185,6 +185,7 @@ struct LocConf {
     ngx_uint_t fail;       // a FailPolicy
     ngx_uint_t fail_servers;  // kFailLocal's `servers=N`; 0: the live
                               // servers learnt from Redis
+    ngx_uint_t fail_status;   // kFailClosed's `status=N`, 400-599; 503
     ngx_flag_t dry_run;
     ngx_uint_t log_level;  // of the line logged for a rejection
     ngx_str_t peek_header; // a request carrying it is only reported on
