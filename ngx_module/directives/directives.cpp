@@ -399,6 +399,15 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         ngx_str_t name;
 
+        if (take_param(args[i], "delete=", &name)) {
+            if (view(name) != "on" && view(name) != "off") {
+                return invalid_param(cf, args[i]);
+            }
+
+            lcf->query_delete = view(name) == "on";
+            continue;
+        }
+
         if (!take_param(args[i], "zone=", &name) || name.len == 0) {
             return invalid_param(cf, args[i]);
         }
@@ -408,6 +417,16 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         if (rv != NGX_CONF_OK) {
             return rv;
         }
+    }
+
+    if (lcf->query == nullptr) {
+        return directive_error(cf, "\"%V\" needs a zone=NAME",
+                               &cmd->name);
+    }
+
+    if (lcf->query_delete) {
+        static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(
+            cf, ngx_http_ratelimit_module))->forgive = true;
     }
 
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
