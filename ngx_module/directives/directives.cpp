@@ -13,6 +13,7 @@
 #include "limits/window_rules.hpp"
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
+#include "directives/zone_changes.hpp"
 #include "directives/zone_warnings.hpp"
 #include "leases/lease_table.hpp"
 #include "params/zone_params.hpp"
@@ -201,6 +202,7 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
 
     *slot = zone;
     warn_zone(cf, parsed.params);
+    warn_zone_change(cf, *zone);
     return NGX_CONF_OK;
 }
 
