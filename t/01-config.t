@@ -201,24 +201,24 @@ $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
 EOF
 
-for my $bad ('closed status=399', 'closed status=600', 'closed status=x', 'closed status=')
-{
+my %fail_error = (
+    'closed status=399' => 'must be between 400 and 599',
+    'closed status=600' => 'must be between 400 and 599',
+    'closed status=x'   => 'must be between 400 and 599',
+    'closed status='    => 'must be between 400 and 599',
+    'open status=503'   => 'invalid parameter',
+    'local status=503'  => 'invalid parameter',
+    'closed servers=2'  => 'invalid parameter',
+);
+for my $bad (sort keys %fail_error) {
     my ($word) = $bad =~ /(\S+)$/;
+    my $text = $fail_error{$bad} eq 'invalid parameter'
+             ? "invalid parameter \"$word\"" : "\"$word\" $fail_error{$bad}";
     conf_err("ratelimit_fail $bad", <<"EOF" . server("ratelimit zone=api; ratelimit_fail $bad;"),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
 EOF
-        qr/ratelimit_fail \Q$bad\E;/, [$word], "\"$word\" must be between 400 and 599");
-}
-
-for my $bad ('open status=503', 'local status=503', 'closed servers=2')
-{
-    my ($word) = $bad =~ /(\S+)$/;
-    conf_err("ratelimit_fail $bad", <<"EOF" . server("ratelimit zone=api; ratelimit_fail $bad;"),
-$REDIS
-ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
-EOF
-        qr/ratelimit_fail \Q$bad\E;/, [$word], "invalid parameter \"$word\"");
+        qr/ratelimit_fail \Q$bad\E;/, [$word], $text);
 }
 
 conf_err('ratelimit_fail twice', <<"EOF" . server('ratelimit zone=api; ratelimit_fail local; ratelimit_fail open;'),

@@ -18,6 +18,7 @@
 #include "leases/lease_table.hpp"
 #include "params/zone_params.hpp"
 #include "scripts/script_batch.hpp"
+#include "status/forgive_handler.hpp"
 #include "status/status_handler.hpp"
 
 namespace ratelimit {
@@ -433,7 +434,8 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
 
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-    clcf->handler = query_handler;
+    clcf->handler = lcf->query_delete ? query_or_forgive_handler
+                                      : query_handler;
     return NGX_CONF_OK;
 }
 

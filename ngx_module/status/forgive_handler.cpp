@@ -100,9 +100,7 @@ const Zone *read_zone(ngx_http_request_t *r, const char **error)
     return nullptr;
 }
 
-}  // namespace
-
-ngx_int_t forgive_handler(ngx_http_request_t *r) noexcept
+ngx_int_t forgive(ngx_http_request_t *r)
 {
     ngx_int_t rc = ngx_http_discard_request_body(r);
 
@@ -144,6 +142,13 @@ ngx_int_t forgive_handler(ngx_http_request_t *r) noexcept
     worker.denied->forget(view(key));
     r->main->count++;
     return NGX_DONE;
+}
+
+}  // namespace
+
+ngx_int_t query_or_forgive_handler(ngx_http_request_t *r) noexcept
+{
+    return r->method == NGX_HTTP_DELETE ? forgive(r) : query_handler(r);
 }
 
 }  // namespace ratelimit

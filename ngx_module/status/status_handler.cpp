@@ -5,7 +5,6 @@
 #include "limits/sliding_window.hpp"
 #include "concurrency/slot_report.hpp"
 #include "report/status_json.hpp"
-#include "status/forgive_handler.hpp"
 
 namespace ratelimit {
 
@@ -301,10 +300,6 @@ ngx_int_t send_status(RequestState *state) noexcept
 
 ngx_int_t query_handler(ngx_http_request_t *r) noexcept
 {
-    if (r->method == NGX_HTTP_DELETE && loc_conf(r)->query_delete) {
-        return forgive_handler(r);
-    }
-
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
         return NGX_HTTP_NOT_ALLOWED;
     }
