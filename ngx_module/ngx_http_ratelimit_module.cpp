@@ -6,6 +6,7 @@
 #include "rate/call_batch.hpp"
 #include "rate/script_call.hpp"
 #include "limits/deny_cache.hpp"
+#include "rate/forgive_listener.hpp"
 #include "directives/directives.hpp"
 #include "http/header_filter.hpp"
 #include "http/release_filter.hpp"
@@ -122,6 +123,16 @@ ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
         }
     }
 
+    if (mcf->forgive) {
+        worker.forgive = new (std::nothrow) ForgiveListener(
+            worker.link, mcf->prefix, mcf->redis->wake_key, worker.denied,
+            cycle->log);
+
+        if (worker.forgive == nullptr || !worker.forgive->subscribe()) {
+            return NGX_ERROR;
+        }
+    }
+
     if (mcf->local) {
         worker.breaker = new (std::nothrow) LocalBreaker(worker.link, *mcf,
                                                          cycle->log);
@@ -147,6 +158,7 @@ void destroy_worker_objects() noexcept
 
     delete worker.calls;
     delete worker.slots;
+    delete worker.forgive;
     delete worker.breaker;
     delete worker.link;
     delete worker.denied;

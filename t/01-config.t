@@ -196,6 +196,31 @@ EOF
         qr/ratelimit_fail \Q$bad\E;/, [$word], "invalid parameter \"$word\"");
 }
 
+conf_ok('ratelimit_fail closed status=429', <<"EOF" . server('ratelimit zone=api; ratelimit_fail closed status=429;'));
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+
+my %fail_error = (
+    'closed status=399' => 'must be between 400 and 599',
+    'closed status=600' => 'must be between 400 and 599',
+    'closed status=x'   => 'must be between 400 and 599',
+    'closed status='    => 'must be between 400 and 599',
+    'open status=503'   => 'invalid parameter',
+    'local status=503'  => 'invalid parameter',
+    'closed servers=2'  => 'invalid parameter',
+);
+for my $bad (sort keys %fail_error) {
+    my ($word) = $bad =~ /(\S+)$/;
+    my $text = $fail_error{$bad} eq 'invalid parameter'
+             ? "invalid parameter \"$word\"" : "\"$word\" $fail_error{$bad}";
+    conf_err("ratelimit_fail $bad", <<"EOF" . server("ratelimit zone=api; ratelimit_fail $bad;"),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+        qr/ratelimit_fail \Q$bad\E;/, [$word], $text);
+}
+
 conf_err('ratelimit_fail twice', <<"EOF" . server('ratelimit zone=api; ratelimit_fail local; ratelimit_fail open;'),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;

@@ -56,6 +56,12 @@ sub run {
         'zone=.. dry_run: $ratelimit_status');
     ok(!(grep { $_->{content} ne "page a\n" } @$r), 'zone=.. dry_run: content served');
     ok(!(grep { defined hdr($_, 'Retry-After') } @$r), 'dry run: no Retry-After');
+    is(join(' ', map { hdr($_, 'X-RateLimit-Remaining') // '-' } @$r), '1 0 - - -',
+        'dry run: a request the zone would have rejected has no X-RateLimit-Remaining');
+    is(join(' ', map { defined hdr($_, 'RateLimit') ? 'y' : '-' } @$r), 'y y - - -',
+        'dry run: nor RateLimit (no r=0 told to a client it serves)');
+    ok(!(grep { defined hdr($_, 'RateLimit-Policy') || defined hdr($_, 'X-RateLimit-Limit') }
+         @{$r}[2 .. 4]), 'dry run: nor RateLimit-Policy, X-RateLimit-Limit');
     is($t->wait_log(qr/limiting requests, dry run, by zone "d1"/, 3), 3, 'dry run: 3 "dry run" log lines');
     is($t->count_log(qr/limiting requests by zone "d1"/), 0, 'dry run: no plain "limiting requests" line');
 

@@ -15,7 +15,9 @@ RateLimitTest::require_module();
 
 my $t = RateLimitTest->new(workers => 1);
 
-sub conf { $t->write_conf(fail_policy_http("ratelimit_redis $_[0];", limit => 2)) }
+sub conf {
+    $t->write_conf(fail_policy_http("ratelimit_redis $_[0];", limit => 2, closed_status => 429));
+}
 
 # poll until a request on /open/ is PASSED again (redis back)
 sub wait_passed {
@@ -48,9 +50,16 @@ ok(1, 'nginx starts with redis down');
     is($c->{status}, 503, 'fail closed: 503');
     is(hdr($c, 'X-RL-Status'), 'ERROR', 'fail closed: $ratelimit_status ERROR');
     ok($c->{elapsed} < 2, 'fail closed: answered quickly');
+    is(hdr($c, 'Retry-After'), '1', 'fail closed: Retry-After: 1 (the link tries again within 500 ms)');
+    ok(!defined hdr($r[0], 'Retry-After'), 'fail open: no Retry-After');
 
-    my @e = $t->access_entries_for(sub { $_->{uri} =~ m{^/(open|closed)/} }, 4);
-    is(join(' ', map { $_->{rs} } @e), 'ERROR ERROR ERROR ERROR', 'access log: ERROR');
+    my $n = $t->get_as('closed_n', 'd1');
+    is($n->{status}, 429, 'fail closed status=429: 429');
+    is(hdr($n, 'Retry-After'), '1', 'fail closed status=429: Retry-After: 1');
+    is(hdr($n, 'X-RL-Status'), 'ERROR', 'fail closed status=429: $ratelimit_status ERROR');
+
+    my @e = $t->access_entries_for(sub { $_->{uri} =~ m{^/(open|closed|closed_n)/} }, 5);
+    is(join(' ', map { $_->{rs} } @e), 'ERROR ERROR ERROR ERROR ERROR', 'access log: ERROR');
 }
 
 # --- redis comes up later: limiting resumes --------------------------------------

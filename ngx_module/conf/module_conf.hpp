@@ -168,6 +168,9 @@ struct MainConf {
     bool concurrency;      // some location applies a concurrency zone
     bool metrics;          // some location has `ratelimit_metrics`
     bool settles;          // some location has `ratelimit_settle`
+    // Some `ratelimit_query` has delete=on: every worker listens for
+    // forgiven subjects (rate/forgive_listener.hpp).
+    bool forgive;
     ngx_shm_zone_t *metrics_zone;  // its counters, when it has
     // `ratelimit_fail local`: some location applies a zone with it, or a
     // zone has `lease=` (whose shares need the live servers it learns);
@@ -185,10 +188,12 @@ struct LocConf {
     ngx_uint_t fail;       // a FailPolicy
     ngx_uint_t fail_servers;  // kFailLocal's `servers=N`; 0: the live
                               // servers learnt from Redis
+    ngx_uint_t fail_status;   // kFailClosed's `status=N`, 400-599; 503
     ngx_flag_t dry_run;
     ngx_uint_t log_level;  // of the line logged for a rejection
     ngx_str_t peek_header; // a request carrying it is only reported on
     ngx_array_t *query;    // of ZoneRef: `ratelimit_query` zones, or null
+    bool query_delete;     // its delete=on: DELETE forgives a subject
     ngx_array_t *settles;  // of SettleRef; NGX_CONF_UNSET_PTR to inherit
     bool metrics;          // `ratelimit_metrics` answers here
 };

@@ -13,10 +13,12 @@
 #include "limits/window_rules.hpp"
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
+#include "directives/zone_changes.hpp"
 #include "directives/zone_warnings.hpp"
 #include "leases/lease_table.hpp"
 #include "params/zone_params.hpp"
 #include "scripts/script_batch.hpp"
+#include "status/forgive_handler.hpp"
 #include "status/status_handler.hpp"
 
 namespace ratelimit {
@@ -201,6 +203,7 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
 
     *slot = zone;
     warn_zone(cf, parsed.params);
+    warn_zone_change(cf, *zone);
     return NGX_CONF_OK;
 }
 
@@ -399,6 +402,15 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         ngx_str_t name;
 
+        if (take_param(args[i], "delete=", &name)) {
+            if (view(name) != "on" && view(name) != "off") {
+                return invalid_param(cf, args[i]);
+            }
+
+            lcf->query_delete = view(name) == "on";
+            continue;
+        }
+
         if (!take_param(args[i], "zone=", &name) || name.len == 0) {
             return invalid_param(cf, args[i]);
         }
@@ -410,9 +422,20 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
         }
     }
 
+    if (lcf->query == nullptr) {
+        return directive_error(cf, "\"%V\" needs a zone=NAME",
+                               &cmd->name);
+    }
+
+    if (lcf->query_delete) {
+        static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(
+            cf, ngx_http_ratelimit_module))->forgive = true;
+    }
+
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-    clcf->handler = query_handler;
+    clcf->handler = lcf->query_delete ? query_or_forgive_handler
+                                      : query_handler;
     return NGX_CONF_OK;
 }
 

@@ -56,25 +56,36 @@ char *set_fail(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
     }
 
     ngx_uint_t servers = 0;
+    ngx_uint_t status = NGX_HTTP_SERVICE_UNAVAILABLE;
 
     for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
         ngx_str_t value;
+        bool counted = policy == kFailLocal
+                       && take_param(args[i], "servers=", &value);
+        bool coded = policy == kFailClosed
+                     && take_param(args[i], "status=", &value);
 
-        if (policy != kFailLocal || !take_param(args[i], "servers=", &value)) {
+        if (!counted && !coded) {
             return invalid_param(cf, args[i]);
         }
 
         std::optional<std::uint64_t> n = parse_count(view(value));
 
-        if (!n || *n > NGX_MAX_INT32_VALUE) {
+        if (counted && (!n || *n > NGX_MAX_INT32_VALUE)) {
             return invalid_param(cf, args[i]);
         }
 
-        servers = static_cast<ngx_uint_t>(*n);
+        if (coded && (!n || *n < 400 || *n > 599)) {
+            return directive_error(cf, "\"%V\" must be between 400 and "
+                                       "599", &args[i]);
+        }
+
+        (counted ? servers : status) = static_cast<ngx_uint_t>(*n);
     }
 
     lcf->fail = policy;
     lcf->fail_servers = servers;
+    lcf->fail_status = status;
     return NGX_CONF_OK;
 }
 
@@ -84,6 +95,9 @@ void merge_fail(ngx_conf_t *cf, LocConf *conf, const LocConf *prev) noexcept
         conf->fail = prev->fail == NGX_CONF_UNSET_UINT ? kFailOpen
                                                        : prev->fail;
         conf->fail_servers = prev->fail_servers;
+        conf->fail_status = prev->fail == NGX_CONF_UNSET_UINT
+                            ? NGX_HTTP_SERVICE_UNAVAILABLE
+                            : prev->fail_status;
     }
 
     if (conf->fail == kFailLocal && conf->zones != NGX_CONF_UNSET_PTR

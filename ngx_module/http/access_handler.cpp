@@ -177,7 +177,7 @@ ngx_int_t act_on(RequestState *state)
     case Result::kError:
         if (state->lcf->fail == kFailClosed) {
             state->late_slot = nullptr;
-            return NGX_HTTP_SERVICE_UNAVAILABLE;
+            return static_cast<ngx_int_t>(state->lcf->fail_status);
         }
 
         return pass_on(state);

@@ -116,6 +116,24 @@ bool add_ratelimit(ngx_http_request_t *r, const RequestState *state)
                              retry_after_seconds(reset_s)));
 }
 
+// A request `ratelimit_fail closed` refused: Redis gave no verdict.  The
+// link tries Redis again at most 500 ms after a failure (its backoff,
+// redis_connection.hpp), so a client that waits a second finds the next
+// try made: the smallest whole number of seconds Retry-After can say.
+bool add_fail_retry(ngx_http_request_t *r, const RequestState *state)
+{
+    constexpr std::uint64_t kFailRetryAfterS = 1;
+
+    if (state->result != Result::kError || state->peek
+        || state->lcf->fail != kFailClosed
+        || r->headers_out.status != state->lcf->fail_status)
+    {
+        return true;
+    }
+
+    return add_number(r, ngx_string("Retry-After"), kFailRetryAfterS);
+}
+
 ngx_int_t header_filter(ngx_http_request_t *r) noexcept
 {
     if (r != r->main) {
@@ -124,11 +142,17 @@ ngx_int_t header_filter(ngx_http_request_t *r) noexcept
 
     const RequestState *state = find_state(r);
 
+    if (state != nullptr && !add_fail_retry(r, state)) {
+        return NGX_ERROR;
+    }
+
     // A request limited by a concurrency zone alone has no rate to tell.
+    // One only a dry-run zone would have rejected is told nothing: its
+    // numbers are that zone's (none left), and it is served; see
+    // docs/directives.md, ratelimit_dry_run.
     if (state == nullptr || !state->lcf->headers || state->zones == 0
         || (state->result != Result::kPassed
-            && state->result != Result::kRejected
-            && state->result != Result::kRejectedDryRun))
+            && state->result != Result::kRejected))
     {
         return next_header_filter(r);
     }

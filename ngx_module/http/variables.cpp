@@ -91,6 +91,50 @@ ngx_int_t number_variable(ngx_http_request_t *r,
     return NGX_OK;
 }
 
+// The zone that decided the request: the one that rejected it (or would
+// have, in dry run), else the one whose numbers its headers tell; nullptr
+// if none did (no zone applied, Redis gave no verdict, a peek).  A rate
+// zone's verdict names it unless the request passed its rate zones and its
+// concurrency zone refused it (or would have, in dry run), or only a
+// concurrency zone applied.
+const ngx_str_t *deciding_zone(const RequestState *state)
+{
+    if (state->stage != RequestState::Stage::kDone
+        || (state->result != Result::kPassed
+            && state->result != Result::kRejected
+            && state->result != Result::kRejectedDryRun))
+    {
+        return nullptr;
+    }
+
+    bool rate_decided = state->zones > 0
+                        && (state->result == Result::kPassed
+                            || state->verdict.outcome != Outcome::kPassed);
+
+    if (rate_decided) {
+        return &state->refs[state->verdict.zone]->zone->name;
+    }
+
+    return state->hold != nullptr ? &state->hold->ref->zone->name : nullptr;
+}
+
+// $ratelimit_zone: the name of the zone that decided the request.
+ngx_int_t zone_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+                        uintptr_t) noexcept
+{
+    const RequestState *state = find_state(r);
+    const ngx_str_t *name = state != nullptr ? deciding_zone(state)
+                                             : nullptr;
+
+    if (name == nullptr) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    set_value(v, name->data, name->len);
+    return NGX_OK;
+}
+
 // The request's hold if it waited in a concurrency zone's queue.
 const SlotHold *waited_hold(ngx_http_request_t *r)
 {
@@ -205,6 +249,8 @@ ngx_http_variable_t variables[] = {
     {ngx_string("ratelimit_handoff_time"), nullptr, handoff_time_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("ratelimit_delay"), nullptr, delay_variable, 0,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ratelimit_zone"), nullptr, zone_variable, 0,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
 };
 

@@ -50,8 +50,10 @@ ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
     return send_body(r, status, "application/json", body, len);
 }
 
+}  // namespace
+
 ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status,
-                     const char *message)
+                     const char *message) noexcept
 {
     u_char *body = static_cast<u_char *>(
         ngx_pnalloc(r->pool, ngx_strlen(message) + 16));
@@ -64,9 +66,7 @@ ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status,
     return send_json(r, status, body, static_cast<size_t>(end - body));
 }
 
-// ?key= percent-decoded, or ?key_hex= hex-decoded, into `subject`.
-// Returns nullptr on success, else the error to answer 400 with.
-const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject)
+const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject) noexcept
 {
     ngx_str_t raw;
 
@@ -112,6 +112,8 @@ const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject)
     return subject->len > 0 ? nullptr
                             : "missing key: use ?key=... or ?key_hex=...";
 }
+
+namespace {
 
 // ?interval= in nginx's time syntax (20s, 500ms, 1m; a bare number is
 // seconds) into `ms`, 0 if absent.  Returns nullptr on success, else the

@@ -15,6 +15,15 @@ ngx_int_t send_body(ngx_http_request_t *r, ngx_uint_t status,
                     std::string_view content_type, u_char *body,
                     size_t len) noexcept;
 
+// Sends {"error":"MESSAGE"} with `status`; returns what
+// ngx_http_finalize_request() wants.
+ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status,
+                     const char *message) noexcept;
+
+// ?key= percent-decoded, or ?key_hex= hex-decoded, into `subject` (in r's
+// pool).  Returns nullptr on success, else the error to answer 400 with.
+const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject) noexcept;
+
 // Sends the JSON report of a peek (200), or the error if Redis failed (503);
 // returns what ngx_http_finalize_request() wants.
 ngx_int_t send_status(RequestState *state) noexcept;

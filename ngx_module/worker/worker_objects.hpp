@@ -12,6 +12,7 @@ namespace ratelimit {
 
 class CallBatcher;
 class DenyCache;
+class ForgiveListener;
 class LocalBreaker;
 class RedisLink;
 class SlotGate;
@@ -22,6 +23,8 @@ struct WorkerObjects {
     DenyCache *denied;     // the subjects Redis rejected, until their reset
     SlotGate *slots;       // its concurrency zones' calls and waiters
     LocalBreaker *breaker; // `ratelimit_fail local`: Redis unreachable
+    // `ratelimit_query ... delete=on` somewhere: forgivings sent and heard
+    ForgiveListener *forgive;
     // Lines about values the configuration gives a request (a limit from a
     // variable): the same bad value would be logged by every request.
     LogThrottle value_log;

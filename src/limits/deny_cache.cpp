@@ -58,4 +58,26 @@ void DenyCache::deny(std::string_view key, std::int64_t room,
     std::memcpy(slot.key, key.data(), key.size());
 }
 
+void DenyCache::forget(std::string_view key)
+{
+    if (key.size() > kMaxKey) {
+        return;
+    }
+
+    Slot &slot = slots_[slot_of(key)];
+
+    if (slot.len == key.size()
+        && std::memcmp(slot.key, key.data(), key.size()) == 0)
+    {
+        slot.until_ms = 0;
+    }
+}
+
+void DenyCache::clear()
+{
+    for (Slot &slot : slots_) {
+        slot.until_ms = 0;
+    }
+}
+
 }  // namespace ratelimit

@@ -60,6 +60,13 @@ public:
     void deny(std::string_view key, std::int64_t room,
               std::uint64_t until_ms, std::uint64_t reset_epoch_s = 0);
 
+    // The subject of `key` was forgiven (its count deleted): its
+    // rejection, if remembered, no longer holds.
+    void forget(std::string_view key);
+
+    // Every rejection forgotten: forgivings may have been missed.
+    void clear();
+
 private:
     struct Slot {
         std::uint64_t until_ms = 0;

@@ -23,6 +23,19 @@ TEST(DenyCache, UnknownKeyIsNotDenied)
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
 }
 
+TEST(DenyCache, ForgetDropsOnlyThatKey)
+{
+    auto cache = make_cache();
+    cache->deny("rl:api:a", kLimit, 5000);
+    cache->deny("rl:api:b", kLimit, 5000);
+    cache->forget("rl:api:a");
+    cache->forget("rl:api:c");
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 4000u);
+    cache->clear();
+    EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 0u);
+}
+
 TEST(DenyCache, DeniedUntilTheGivenTimeOnly)
 {
     auto cache = make_cache();

@@ -7,9 +7,11 @@ package RateLimitTest::Conf;
 #     whatever else goes before the zone), zone "api" keyed on X-Api-Key
 #     (limit N in 60 s, optionally bucketed) and one server on %%PORT%% with
 #     /open/ (the zone, failing open by default), /closed/ (the zone,
-#     ratelimit_fail closed) and, with free => 1, /free/ (no limit); every
-#     response carries X-RL-Status: $ratelimit_status.
-#   fail_policy_server(free => 1)  that server block alone.
+#     ratelimit_fail closed), with closed_status => N, /closed_n/
+#     (ratelimit_fail closed status=N) and, with free => 1, /free/ (no
+#     limit); every response carries X-RL-Status: $ratelimit_status.
+#   fail_policy_server(free => 1, closed_status => N)  that server block
+#     alone.
 
 use strict;
 use warnings;
@@ -21,6 +23,9 @@ our @EXPORT_OK = qw(fail_policy_http fail_policy_server);
 sub fail_policy_server {
     my (%o) = @_;
     my $free = $o{free} ? "    location /free/   { alias %%TMP%%/html/; }\n" : '';
+    $free .= "    location /closed_n/ { ratelimit zone=api; "
+           . "ratelimit_fail closed status=$o{closed_status}; alias %%TMP%%/html/; }\n"
+        if $o{closed_status};
     return <<'EOF' . $free . "}\n";
 server {
     listen 127.0.0.1:%%PORT%%;
@@ -37,7 +42,7 @@ sub fail_policy_http {
     my $bucket = defined $o{bucket} ? " bucket=$o{bucket}" : '';
     return $redis
         . 'ratelimit_zone api key=$http_x_api_key' . " limit=$limit window=60s$bucket;\n"
-        . fail_policy_server(free => $o{free});
+        . fail_policy_server(free => $o{free}, closed_status => $o{closed_status});
 }
 
 1;

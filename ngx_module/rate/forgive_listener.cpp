@@ -1,0 +1,80 @@
+#include "rate/forgive_listener.hpp"
+
+#include <new>
+
+#include "limits/deny_cache.hpp"
+#include "scripts/forgive_call.hpp"
+
+namespace ratelimit {
+
+ForgiveListener::ForgiveListener(RedisLink *link, const ngx_str_t &prefix,
+                                 const ngx_str_t &wake_key,
+                                 DenyCache *denied, ngx_log_t *log) noexcept
+    : link_(link), denied_(denied), log_(log)
+{
+    try {
+        channel_.assign(view(prefix));
+        channel_ += kForgiveChannelSuffix;
+        wake_key_.assign(view(wake_key));
+    } catch (...) {
+        channel_.clear();
+    }
+}
+
+ForgiveListener::~ForgiveListener()
+{
+    delete subscriber_;
+}
+
+bool ForgiveListener::subscribe() noexcept
+{
+    if (channel_.empty()) {
+        return false;
+    }
+
+    subscriber_ = new (std::nothrow) RedisSubscriber(
+        link_, channel_, on_message, on_change, this, log_);
+    return subscriber_ != nullptr;
+}
+
+bool ForgiveListener::forgive(std::string_view key,
+                              RedisConnection::ReplyHandler answered,
+                              void *data) noexcept
+{
+    std::string command;
+
+    try {
+        command = format_forgive_call(key, channel_,
+                                      forgive_message(key, wake_key_));
+    } catch (...) {
+        return false;
+    }
+
+    return !command.empty() && link_->up()
+           && link_->send_for_key(key, command, answered, data);
+}
+
+void ForgiveListener::on_message(void *data, std::string_view message) noexcept
+{
+    auto *listener = static_cast<ForgiveListener *>(data);
+    std::string_view key = forgiven_key(message, listener->wake_key_);
+
+    if (!key.empty()) {
+        listener->denied_->forget(key);
+        return;
+    }
+
+    if (listener->link_->may_log()) {
+        ngx_log_error(NGX_LOG_WARN, listener->log_, 0,
+                      "ratelimit: ignored a message on \"%s\" that is not "
+                      "a forgiving signed with this fleet's secret",
+                      listener->channel_.c_str());
+    }
+}
+
+void ForgiveListener::on_change(void *data) noexcept
+{
+    static_cast<ForgiveListener *>(data)->denied_->clear();
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,52 @@
+// A worker's side of forgiving a subject (`ratelimit_query ... delete=on`):
+// it sends the call that deletes a subject's key and publishes its
+// forgiving (scripts/forgive_call.hpp), and listens on the fleet's forgive
+// channel, each worker on its own Pub/Sub connection, to drop the
+// rejection it remembers of a forgiven key (its DenyCache).  Pub/Sub loses
+// what is published while it is not subscribed: each time it subscribes
+// again, or loses its subscription, the worker forgets every rejection it
+// remembers, which costs a call to Redis each, never a wrong answer.
+#pragma once
+
+#include <string>
+
+#include "redis/redis_subscriber.hpp"
+
+namespace ratelimit {
+
+class DenyCache;
+
+class ForgiveListener {
+public:
+    // `wake_key` signs the messages it sends and checks those it receives
+    // (empty: none are signed, and any is taken); `denied` outlives it.
+    ForgiveListener(RedisLink *link, const ngx_str_t &prefix,
+                    const ngx_str_t &wake_key, DenyCache *denied,
+                    ngx_log_t *log) noexcept;
+    ~ForgiveListener();
+
+    ForgiveListener(const ForgiveListener &) = delete;
+    ForgiveListener &operator=(const ForgiveListener &) = delete;
+
+    // Subscribes to the forgive channel; false on no memory.
+    bool subscribe() noexcept;
+
+    // Sends the call that forgives `key`; its one reply goes to `answered`
+    // (nullptr: none will come).  False if it could not be sent: the link
+    // is down, or no memory.
+    bool forgive(std::string_view key, RedisConnection::ReplyHandler answered,
+                 void *data) noexcept;
+
+private:
+    static void on_message(void *data, std::string_view message) noexcept;
+    static void on_change(void *data) noexcept;
+
+    RedisLink *link_;
+    DenyCache *denied_;
+    ngx_log_t *log_;
+    std::string channel_;     // "PREFIX:wake:forgive"
+    std::string wake_key_;    // may be empty
+    RedisSubscriber *subscriber_ = nullptr;
+};
+
+}  // namespace ratelimit

@@ -1,0 +1,17 @@
+// The status API's DELETE ?zone=NAME&key=... (or &key_hex=...), where
+// `ratelimit_query ... delete=on` allows it: forgives the subject in that
+// rate zone.  Its key is deleted in Redis, and every worker of the fleet
+// listening on the forgive channel drops the rejection it remembers of it
+// (rate/forgive_listener.hpp); answered 204 once Redis has done both,
+// logged at notice.
+#pragma once
+
+#include "conf/module_conf.hpp"
+
+namespace ratelimit {
+
+// The content handler of a status API with delete=on: DELETE forgives,
+// anything else goes to query_handler().
+ngx_int_t query_or_forgive_handler(ngx_http_request_t *r) noexcept;
+
+}  // namespace ratelimit

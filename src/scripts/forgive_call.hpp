@@ -1,0 +1,43 @@
+// Forgiving a subject (`ratelimit_query ... delete=on`, DELETE): the call
+// that deletes its key in Redis and tells every worker of the fleet, on
+// the forgive channel, to drop the rejection it remembers of that key
+// (limits/deny_cache.hpp); and that message read back.
+//
+// The message is "forgive SIG KEY": SIG is the 40 hex digits of
+// wakeup_signature() of "forgive KEY" under the fleet's wake key (as the
+// concurrency zones' wake-ups are signed), or "-" when the fleet has no
+// secret.  KEY is the subject's key, bytes as they are.  A server with a
+// wake key takes only messages it signed: anyone who may PUBLISH could
+// otherwise empty every worker's memory of rejections at will, sending
+// each rejected request to Redis again.  A server without one takes any:
+// whoever may PUBLISH may also DEL.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ratelimit {
+
+// The channel, after the key prefix: "PREFIX:wake:forgive".  Worker
+// channels are "PREFIX:wake:" and 16 hex digits, so none is this one.
+constexpr std::string_view kForgiveChannelSuffix = ":wake:forgive";
+
+// The message forgiving `key`, signed with `wake_key` if not empty.
+// Throws std::bad_alloc.
+std::string forgive_message(std::string_view key, std::string_view wake_key);
+
+// The key a message forgives, if it is one a server with `wake_key` takes;
+// empty if not (malformed, or unsigned or wrongly signed where a wake key
+// is set).  A view into `message`.
+std::string_view forgiven_key(std::string_view message,
+                              std::string_view wake_key);
+
+// EVAL of a script that deletes `key` and publishes `message` on `channel`
+// at once: one reply, the number of subscribers that got the message.
+// In a cluster the call goes to the node of `key`; Redis forwards the
+// message to every node's subscribers.  Throws std::bad_alloc.
+std::string format_forgive_call(std::string_view key,
+                                std::string_view channel,
+                                std::string_view message);
+
+}  // namespace ratelimit
