@@ -1,72 +1,22 @@
 #include "leases/lease_table.hpp"
 
-#include <cstring>
+#include "common/keyed_table.hpp"
 
 namespace ratelimit {
 
-// In shared memory: the subjects by the hash of their key, and the same
-// nodes from least to most recently used.
-struct LeaseShared {
-    ngx_rbtree_t tree;
-    ngx_rbtree_node_t sentinel;
-    ngx_queue_t lru;
-};
-
-struct LeaseNode {
-    ngx_rbtree_node_t node;   // node.key: ngx_crc32_short() of the key
-    ngx_queue_t lru;
-    LeaseState state;
-    std::uint16_t len;
-    u_char key[1];
-};
-
-// In the configuration's pool; `shared` and `pool` once the shared memory
-// is mapped.
+// In the configuration's pool; `pool` and `subjects` once the shared
+// memory is mapped (the subjects' LeaseState payloads in it).
 struct LeaseTable {
     ngx_shm_zone_t *shm;
     ngx_slab_pool_t *pool;
-    LeaseShared *shared;
+    KeyedTable *subjects;
 };
 
 namespace {
 
-LeaseNode *node_of(ngx_rbtree_node_t *node)
+LeaseState &lease_of(KeyedEntry *entry)
 {
-    return reinterpret_cast<LeaseNode *>(node);
-}
-
-LeaseNode *node_of_lru(ngx_queue_t *q)
-{
-    return ngx_queue_data(q, LeaseNode, lru);
-}
-
-void insert_lease_node(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
-                       ngx_rbtree_node_t *sentinel) noexcept
-{
-    for (;;) {
-        ngx_rbtree_node_t **p;
-
-        if (node->key != temp->key) {
-            p = node->key < temp->key ? &temp->left : &temp->right;
-        } else {
-            LeaseNode *a = node_of(node);
-            LeaseNode *b = node_of(temp);
-            p = ngx_memn2cmp(a->key, b->key, a->len, b->len) < 0
-                ? &temp->left : &temp->right;
-        }
-
-        if (*p == sentinel) {
-            *p = node;
-            break;
-        }
-
-        temp = *p;
-    }
-
-    node->parent = temp;
-    node->left = sentinel;
-    node->right = sentinel;
-    ngx_rbt_red(node);
+    return *static_cast<LeaseState *>(keyed_payload(entry));
 }
 
 ngx_int_t init_lease_shm(ngx_shm_zone_t *shm, void *data) noexcept
@@ -77,131 +27,67 @@ ngx_int_t init_lease_shm(ngx_shm_zone_t *shm, void *data) noexcept
         // A reload with the same zone: the leases go on.
         auto *old = static_cast<LeaseTable *>(data);
         table->pool = old->pool;
-        table->shared = old->shared;
+        table->subjects = old->subjects;
         return NGX_OK;
     }
 
     table->pool = reinterpret_cast<ngx_slab_pool_t *>(shm->shm.addr);
 
     if (shm->shm.exists) {
-        table->shared = static_cast<LeaseShared *>(table->pool->data);
+        table->subjects = static_cast<KeyedTable *>(table->pool->data);
         return NGX_OK;
     }
 
-    table->shared = static_cast<LeaseShared *>(
-        ngx_slab_alloc(table->pool, sizeof(LeaseShared)));
+    table->subjects = static_cast<KeyedTable *>(
+        ngx_slab_alloc(table->pool, sizeof(KeyedTable)));
 
-    if (table->shared == nullptr) {
+    if (table->subjects == nullptr) {
         return NGX_ERROR;
     }
 
-    table->pool->data = table->shared;
-    ngx_rbtree_init(&table->shared->tree, &table->shared->sentinel,
-                    insert_lease_node);
-    ngx_queue_init(&table->shared->lru);
+    init_keyed_table(table->subjects);
+    table->pool->data = table->subjects;
+    // Full is the normal state: the oldest subjects make room, quietly.
+    table->pool->log_nomem = 0;
     return NGX_OK;
 }
 
-LeaseNode *find_node(LeaseTable *table, std::string_view key,
-                     std::uint32_t hash)
+// Copies a subject's key into `pool`, for a give-back sent after the unlock.
+bool copy_key(ngx_pool_t *pool, const KeyedEntry *entry, ngx_str_t *out)
 {
-    ngx_rbtree_node_t *node = table->shared->tree.root;
-    ngx_rbtree_node_t *sentinel = table->shared->tree.sentinel;
+    std::string_view key = keyed_key(entry);
 
-    while (node != sentinel) {
-        if (hash != node->key) {
-            node = hash < node->key ? node->left : node->right;
-            continue;
-        }
-
-        LeaseNode *n = node_of(node);
-        ngx_int_t rc = ngx_memn2cmp(
-            reinterpret_cast<u_char *>(const_cast<char *>(key.data())),
-            n->key, key.size(), n->len);
-
-        if (rc == 0) {
-            return n;
-        }
-
-        node = rc < 0 ? node->left : node->right;
-    }
-
-    return nullptr;
-}
-
-void remove_node(LeaseTable *table, LeaseNode *n)
-{
-    ngx_queue_remove(&n->lru);
-    ngx_rbtree_delete(&table->shared->tree, &n->node);
-    ngx_slab_free_locked(table->pool, n);
-}
-
-// Copies a node's key into `pool` for a give-back sent after the unlock.
-bool copy_key(ngx_pool_t *pool, const LeaseNode *n, ngx_str_t *out)
-{
-    out->data = static_cast<u_char *>(ngx_pnalloc(pool, n->len));
+    out->data = static_cast<u_char *>(ngx_pnalloc(pool, key.size()));
 
     if (out->data == nullptr) {
         return false;
     }
 
-    ngx_memcpy(out->data, n->key, n->len);
-    out->len = n->len;
+    ngx_memcpy(out->data, key.data(), key.size());
+    out->len = key.size();
     return true;
 }
 
-// The least recently used subject makes room: what it held goes back.
-bool evict_oldest(LeaseTable *table, ngx_pool_t *pool, LeaseGiveBack *out)
-{
-    if (ngx_queue_empty(&table->shared->lru)) {
-        return false;
-    }
+struct Eviction {
+    ngx_pool_t *pool;
+    LeaseGiveBack *back;
+};
 
-    LeaseNode *n = node_of_lru(ngx_queue_head(&table->shared->lru));
+// A subject evicted to make room gives back what its lease held; past the
+// first of one request's evictions (keys of other lengths), the units are
+// lost until their bucket leaves the window, as a crashed server's.
+void on_evicted(KeyedEntry *entry, void *data) noexcept
+{
+    auto *eviction = static_cast<Eviction *>(data);
     LeaseParams unused;
-    LeaseLedger ledger(n->state, unused);
+    LeaseLedger ledger(lease_of(entry), unused);
+    LeaseReturn units = ledger.release();
 
-    out->units = ledger.release();
-
-    if (out->units.units > 0 && !copy_key(pool, n, &out->key)) {
-        out->units.units = 0;
+    if (eviction->back->units.units == 0 && units.units > 0
+        && copy_key(eviction->pool, entry, &eviction->back->key))
+    {
+        eviction->back->units = units;
     }
-
-    remove_node(table, n);
-    return true;
-}
-
-LeaseNode *add_node(LeaseTable *table, std::string_view key,
-                    std::uint32_t hash, ngx_pool_t *pool,
-                    LeaseGiveBack *evicted)
-{
-    size_t size = offsetof(LeaseNode, key) + key.size();
-    auto *n = static_cast<LeaseNode *>(ngx_slab_alloc_locked(table->pool,
-                                                             size));
-
-    if (n == nullptr && evict_oldest(table, pool, evicted)) {
-        n = static_cast<LeaseNode *>(ngx_slab_alloc_locked(table->pool,
-                                                           size));
-    }
-
-    if (n == nullptr) {
-        return nullptr;
-    }
-
-    ngx_memzero(&n->state, sizeof(LeaseState));
-    n->node.key = hash;
-    n->len = static_cast<std::uint16_t>(key.size());
-    ngx_memcpy(n->key, key.data(), key.size());
-    ngx_rbtree_insert(&table->shared->tree, &n->node);
-    ngx_queue_insert_tail(&table->shared->lru, &n->lru);
-    return n;
-}
-
-std::uint32_t key_hash(std::string_view key)
-{
-    return ngx_crc32_short(
-        reinterpret_cast<u_char *>(const_cast<char *>(key.data())),
-        key.size());
 }
 
 }  // namespace
@@ -241,41 +127,29 @@ LeaseEntry::LeaseEntry(LeaseTable *table, std::string_view key,
                        ngx_pool_t *pool, LeaseGiveBack *evicted) noexcept
     : table_(table)
 {
-    std::uint32_t hash = key_hash(key);
+    Eviction eviction{pool, evicted};
 
     evicted->units.units = 0;
-
-    if (key.size() > 0xffff) {
-        table_ = nullptr;
-        return;
-    }
-
     ngx_shmtx_lock(&table_->pool->mutex);
-    LeaseNode *n = find_node(table_, key, hash);
 
-    if (n == nullptr) {
-        n = add_node(table_, key, hash, pool, evicted);
-    } else {
-        ngx_queue_remove(&n->lru);
-        ngx_queue_insert_tail(&table_->shared->lru, &n->lru);
-    }
-
-    state_ = n != nullptr ? &n->state : nullptr;
+    KeyedEntry *entry = take_keyed(table_->pool, table_->subjects, key,
+                                   sizeof(LeaseState), on_evicted,
+                                   &eviction);
+    state_ = entry != nullptr ? &lease_of(entry) : nullptr;
 }
 
 LeaseEntry::LeaseEntry(LeaseTable *table, std::string_view key) noexcept
     : table_(table)
 {
     ngx_shmtx_lock(&table_->pool->mutex);
-    LeaseNode *n = find_node(table_, key, key_hash(key));
-    state_ = n != nullptr ? &n->state : nullptr;
+
+    KeyedEntry *entry = find_keyed(table_->subjects, key);
+    state_ = entry != nullptr ? &lease_of(entry) : nullptr;
 }
 
 LeaseEntry::~LeaseEntry()
 {
-    if (table_ != nullptr) {
-        ngx_shmtx_unlock(&table_->pool->mutex);
-    }
+    ngx_shmtx_unlock(&table_->pool->mutex);
 }
 
 ngx_uint_t sweep_lease_table(LeaseTable *table, const LeaseParams &params,
@@ -286,27 +160,30 @@ ngx_uint_t sweep_lease_table(LeaseTable *table, const LeaseParams &params,
 
     ngx_shmtx_lock(&table->pool->mutex);
 
-    ngx_queue_t *q = ngx_queue_head(&table->shared->lru);
+    KeyedEntry *entry = oldest_keyed(table->subjects);
 
-    while (q != ngx_queue_sentinel(&table->shared->lru) && n < max) {
-        LeaseNode *node = node_of_lru(q);
-        q = ngx_queue_next(q);
-
-        LeaseLedger ledger(node->state, params);
+    while (entry != nullptr && n < max) {
+        KeyedEntry *next = newer_keyed(table->subjects, entry);
+        LeaseState &state = lease_of(entry);
+        LeaseLedger ledger(state, params);
         LeaseReturn back = ledger.expire(now_ms);
 
-        if (back.units > 0 && copy_key(pool, node, &out[n].key)) {
+        if (back.units > 0 && copy_key(pool, entry, &out[n].key)) {
             out[n++].units = back;
         }
 
-        bool quiet = node->state.last_ms + params.idle_ms <= now_ms;
+        bool quiet = state.last_ms + params.idle_ms <= now_ms;
 
-        if (quiet && ledger.units() == 0 && ledger.asked() == 0) {
-            remove_node(table, node);
-        } else if (!quiet) {
+        if (!quiet) {
             // The rest were used more recently still.
             break;
         }
+
+        if (ledger.units() == 0 && ledger.asked() == 0) {
+            remove_keyed(table->pool, table->subjects, entry);
+        }
+
+        entry = next;
     }
 
     ngx_shmtx_unlock(&table->pool->mutex);

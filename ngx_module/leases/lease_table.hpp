@@ -28,8 +28,8 @@ struct LeaseGiveBack {
 class LeaseEntry {
 public:
     // Finds the subject's entry, or makes one (evicting the least recently
-    // used subject if there is no room: *evicted says what it held; its
-    // key in `pool`).  Not found and not made: state() is nullptr.
+    // used subjects if there is no room: *evicted says what the first held;
+    // its key in `pool`).  Not found and not made: state() is nullptr.
     LeaseEntry(LeaseTable *table, std::string_view key, ngx_pool_t *pool,
                LeaseGiveBack *evicted) noexcept;
     // Finds it only.
@@ -42,7 +42,7 @@ public:
     LeaseState *state() const { return state_; }
 
 private:
-    LeaseTable *table_;
+    LeaseTable *table_;      // locked from construction to destruction
     LeaseState *state_ = nullptr;
 };
 

@@ -1,7 +1,6 @@
 #include "local/local_memory.hpp"
 
-#include <cstddef>
-
+#include "common/keyed_table.hpp"
 #include "scripts/servers_script.hpp"
 
 namespace ratelimit {
@@ -11,34 +10,11 @@ namespace local {
 namespace {
 
 struct LocalShared {
-    ngx_rbtree_t tree;
-    ngx_rbtree_node_t sentinel;
-    ngx_queue_t lru;             // the most recently used first
+    KeyedTable subjects;         // a LocalCount per subject of a zone
     ngx_atomic_t servers;        // live servers learnt; 0: none yet
     std::uint64_t lower_since;   // ms: counts below `servers` since; 0:
                                  // the last count was not below
 };
-
-// A subject's count in a zone; its key's bytes follow it.
-struct LocalEntry {
-    ngx_rbtree_node_t node;      // key: ngx_crc32_short() of the key
-    ngx_queue_t lru;
-    LocalCount count;
-    std::size_t len;
-    u_char key[1];
-};
-
-LocalEntry *entry_of(ngx_rbtree_node_t *node)
-{
-    return reinterpret_cast<LocalEntry *>(
-        reinterpret_cast<u_char *>(node) - offsetof(LocalEntry, node));
-}
-
-// nginx's functions take keys as non-const bytes, and only read them.
-u_char *key_bytes(std::string_view key)
-{
-    return reinterpret_cast<u_char *>(const_cast<char *>(key.data()));
-}
 
 LocalShared *shared_of(ngx_shm_zone_t *zone)
 {
@@ -50,109 +26,17 @@ ngx_slab_pool_t *pool_of(ngx_shm_zone_t *zone)
     return reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
 }
 
-// Ordered by hash, then by the key's bytes: equal hashes are told apart.
-void insert_entry(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
-                  ngx_rbtree_node_t *sentinel) noexcept
-{
-    ngx_rbtree_node_t **p;
-
-    for (;;) {
-        if (node->key != temp->key) {
-            p = node->key < temp->key ? &temp->left : &temp->right;
-        } else {
-            LocalEntry *a = entry_of(node);
-            LocalEntry *b = entry_of(temp);
-            p = ngx_memn2cmp(a->key, b->key, a->len, b->len) < 0
-                ? &temp->left : &temp->right;
-        }
-
-        if (*p == sentinel) {
-            break;
-        }
-
-        temp = *p;
-    }
-
-    *p = node;
-    node->parent = temp;
-    node->left = sentinel;
-    node->right = sentinel;
-    ngx_rbt_red(node);
-}
-
-LocalEntry *find_entry(LocalShared *shared, uint32_t hash,
+// The subject's count, made if new, the least recently used subjects
+// evicted until it fits; nullptr only if the key alone is larger than the
+// memory.
+LocalCount *take_count(ngx_slab_pool_t *pool, LocalShared *shared,
                        std::string_view key)
 {
-    ngx_rbtree_node_t *node = shared->tree.root;
-    ngx_rbtree_node_t *sentinel = shared->tree.sentinel;
+    KeyedEntry *entry = take_keyed(pool, &shared->subjects, key,
+                                   sizeof(LocalCount), nullptr, nullptr);
 
-    while (node != sentinel) {
-        if (hash != node->key) {
-            node = hash < node->key ? node->left : node->right;
-            continue;
-        }
-
-        LocalEntry *entry = entry_of(node);
-        ngx_int_t rc = ngx_memn2cmp(key_bytes(key), entry->key, key.size(),
-                                    entry->len);
-
-        if (rc == 0) {
-            return entry;
-        }
-
-        node = rc < 0 ? node->left : node->right;
-    }
-
-    return nullptr;
-}
-
-void evict_oldest(ngx_slab_pool_t *pool, LocalShared *shared)
-{
-    ngx_queue_t *q = ngx_queue_last(&shared->lru);
-    LocalEntry *entry = ngx_queue_data(q, LocalEntry, lru);
-
-    ngx_queue_remove(q);
-    ngx_rbtree_delete(&shared->tree, &entry->node);
-    ngx_slab_free_locked(pool, entry);
-}
-
-// The subject's entry, made if new, the least recently used evicted until
-// it fits; nullptr only if the key alone is larger than the memory.
-LocalEntry *take_entry(ngx_slab_pool_t *pool, LocalShared *shared,
-                       std::string_view key)
-{
-    uint32_t hash = ngx_crc32_short(key_bytes(key), key.size());
-    LocalEntry *entry = find_entry(shared, hash, key);
-
-    if (entry != nullptr) {
-        ngx_queue_remove(&entry->lru);
-        ngx_queue_insert_head(&shared->lru, &entry->lru);
-        return entry;
-    }
-
-    size_t size = offsetof(LocalEntry, key) + key.size();
-
-    for (;;) {
-        entry = static_cast<LocalEntry *>(ngx_slab_alloc_locked(pool, size));
-
-        if (entry != nullptr || ngx_queue_empty(&shared->lru)) {
-            break;
-        }
-
-        evict_oldest(pool, shared);
-    }
-
-    if (entry == nullptr) {
-        return nullptr;
-    }
-
-    entry->node.key = hash;
-    entry->count = {0, 0};
-    entry->len = key.size();
-    ngx_memcpy(entry->key, key.data(), key.size());
-    ngx_rbtree_insert(&shared->tree, &entry->node);
-    ngx_queue_insert_head(&shared->lru, &entry->lru);
-    return entry;
+    return entry != nullptr ? static_cast<LocalCount *>(keyed_payload(entry))
+                            : nullptr;
 }
 
 ngx_int_t init_shared_zone(ngx_shm_zone_t *zone, void *old) noexcept
@@ -176,8 +60,7 @@ ngx_int_t init_shared_zone(ngx_shm_zone_t *zone, void *old) noexcept
         return NGX_ERROR;
     }
 
-    ngx_rbtree_init(&shared->tree, &shared->sentinel, insert_entry);
-    ngx_queue_init(&shared->lru);
+    init_keyed_table(&shared->subjects);
     pool->data = shared;
     zone->data = shared;
     // Full is the normal state: the oldest subjects make room, quietly.
@@ -217,8 +100,8 @@ bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
 
     for (ngx_uint_t i = 0; i < n; i++) {
         LocalAsk &ask = asks[i];
-        LocalEntry *entry = take_entry(pool, shared, ask.key);
-        LocalCount count = entry != nullptr ? entry->count : LocalCount{0, 0};
+        LocalCount *taken = take_count(pool, shared, ask.key);
+        LocalCount count = taken != nullptr ? *taken : LocalCount{0, 0};
 
         ask.status = local_status(count, ask.share, ask.window_ms, now_ms,
                                   ask.cost);
@@ -227,11 +110,10 @@ bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
 
     // Taken again: making one ask's entry may have evicted another's.
     for (ngx_uint_t i = 0; fits && i < n; i++) {
-        LocalEntry *entry = take_entry(pool, shared, asks[i].key);
+        LocalCount *taken = take_count(pool, shared, asks[i].key);
 
-        if (entry != nullptr) {
-            local_add(&entry->count, asks[i].window_ms, now_ms,
-                      asks[i].cost);
+        if (taken != nullptr) {
+            local_add(taken, asks[i].window_ms, now_ms, asks[i].cost);
         }
     }
 
