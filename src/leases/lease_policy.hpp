@@ -36,10 +36,11 @@ struct LeaseParams {
     // The rate estimate's time constant, ms (rate_observe()).
     std::uint64_t rate_tau_ms = 1000;
     // The least a lease must be expected to use (rate * horizon, units)
-    // for the server to lease at all: a lease of a subject that makes a
-    // request or so in a lease's life costs Redis a grant and a give-back
-    // where exact mode costs one call.  Below it: exact mode.
-    double min_demand = 2;
+    // for the server to lease at all: a lease costs Redis a grant and,
+    // when its bucket ends or its subject goes quiet, a give-back, each as
+    // dear as an exact request; a subject that makes a few requests in a
+    // lease's life saves nothing by it.  Below it: exact mode.
+    double min_demand = 4;
     // The round trip assumed before one is measured, ms.
     double initial_rtt_ms = 1;
     // A lease dies this long before the end its grant gives, ms: Redis
