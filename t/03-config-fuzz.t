@@ -63,7 +63,8 @@ sub opt_directives {
     my ($level) = @_;
     my @d;
     push @d, ['ratelimit_status', pick(429, 503, 400, 599, 418)] if chance(0.3);
-    push @d, ['ratelimit_fail', pick('open', 'closed')] if chance(0.3);
+    push @d, ['ratelimit_fail', @{ pick(['open'], ['closed'], ['closed', 'status=429'], ['local'],
+        ['local', 'servers=' . (1 + int rand 4)]) }] if chance(0.3);
     push @d, ['ratelimit_log_level', pick('info', 'notice', 'warn', 'error')] if chance(0.3);
     push @d, ['ratelimit_dry_run', pick('on', 'off')] if chance(0.2);
     push @d, ['ratelimit_headers', pick('on', 'off')] if chance(0.3);
@@ -97,6 +98,7 @@ sub base_variant {
             push @z, 'bucket=' . pick('100ms', '250ms', '500ms') if !$fixed && chance(0.3);
         }
         push @z, 'algorithm=' . ($fixed ? 'fixed' : 'sliding') if $fixed || chance(0.1);
+        push @z, 'lease=' . pick('64k', '1m') if chance(0.2);
         @z = (@z[0, 1], sort { rand() <=> 0.5 } @z[2 .. $#z]);
         push @{ $v{http} }, \@z;
     }
