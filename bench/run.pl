@@ -1028,8 +1028,8 @@ sub run_open {
     my (@lat, $non2xx, $failed, $tmin, $tmax);
     for my $j (0 .. $LAT_PROCS - 1) {
         open my $fh, '<', "$dir/h2load.$j.log" or die "case $c->{id}: no h2load log: $!\n";
-        while (<$fh>) {
-            my ($start, $st, $us) = split /\t/;
+        while (my $line = <$fh>) {
+            my ($start, $st, $us) = split /\t/, $line;
             next unless defined $us;
             $failed++, next if $st == -1;
             $non2xx++ unless $st =~ /^2/;
@@ -1055,6 +1055,7 @@ sub run_open {
         worker_us => ($w1 - $w0) / $n,
         calls => $d->{calls} / $n, top_calls => $d->{top_calls} / $n,
         usec => $d->{usec} / $n, cpu_us => $d->{cpu_us} / $n,
+        redis_cpu => $d->{cpu_us}, elapsed => $elapsed,
         detail => $d->{detail},
     };
 }
@@ -1066,7 +1067,7 @@ if (@OPEN) {
         $lat_capacity, join('/', @LAT_LOADS), $LAT_OPEN_SECS, $LAT_CLIENTS, $LAT_PROCS, $LAT_PINGS);
     if ($WARMUP > 0) {
         note "latency pass: warm-up ${WARMUP}s per case at $LAT_LOADS[0] x plain";
-        run_open($_, $LAT_LOADS[0] * $lat_capacity, $WARMUP, no_ping => 1) for @OPEN;
+        for my $c (@OPEN) { run_open($c, $LAT_LOADS[0] * $lat_capacity, $WARMUP, no_ping => 1) }
     }
     my $k = 0;
     for my $load (@LAT_LOADS) {
@@ -1387,6 +1388,17 @@ if (@OPEN) {
     my @ids = map { $_->{base} } @OPEN;
     my ($half) = grep { abs($_ - 0.5) < 1e-9 } @LAT_LOADS;
     my $o = sub { my ($id, $load, $k) = @_; my $m = $open{"$id $load"}; $m ? $m->{$k} : undef };
+    # Redis CPU net of the PINGs and of an idle Redis's own work: minus what
+    # the bench's Redis used per second during plain's run at the same load
+    # (nothing but the PINGs and the bench's INFO calls reach it then)
+    for my $load (@LAT_LOADS) {
+        my $pl = $open{"plain $load"} or next;
+        my $base = $pl->{redis_cpu} / $pl->{elapsed};
+        for my $id (@ids) {
+            my $m = $open{"$id $load"} or next;
+            $m->{net_us} = ($m->{redis_cpu} - $base * $m->{elapsed}) / $m->{requests};
+        }
+    }
     push @out, "## Latency at fixed loads";
     push @out, "";
     push @out, sprintf("Open loop: h2load %s (HTTP/1.1, keep-alive), %d clients in %d processes, each client held to "
@@ -1401,18 +1413,18 @@ if (@OPEN) {
         push @out, sprintf("### %.0f%% of plain's capacity: %s req/s offered", 100 * $load,
             f('%.0f', $load * $lat_capacity));
         push @out, "";
-        push @out, "| case | req/s got | p50 ms | p99 ms | added p50 / p99 ms | PING p50 / p99 ms | nginx us/req | Redis us/req | Redis calls/req | non-2xx |";
+        push @out, "| case | req/s got | p50 ms | p99 ms | added p50 / p99 ms | PING p50 / p99 ms | nginx us/req | Redis us/req (net) | Redis calls/req | non-2xx |";
         push @out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
         for my $id (@ids) {
             my $m = $open{"$id $load"} or next;
             my $pl = $open{"plain $load"};
-            push @out, sprintf("| %s | %.0f | %.3f | %.3f | %s / %s | %s / %s | %.1f | %.2f | %.3f | %s |",
+            push @out, sprintf("| %s | %.0f | %.3f | %.3f | %s / %s | %s / %s | %.1f | %.2f (%s) | %.3f | %s |",
                 $id, $m->{rps}, $m->{p50} / 1000, $m->{p99} / 1000,
                 $id eq 'plain' || !$pl ? '-' : sprintf('%+.3f', ($m->{p50} - $pl->{p50}) / 1000),
                 $id eq 'plain' || !$pl ? '-' : sprintf('%+.3f', ($m->{p99} - $pl->{p99}) / 1000),
                 f('%.3f', defined $m->{ping_p50} ? $m->{ping_p50} / 1000 : undef),
                 f('%.3f', defined $m->{ping_p99} ? $m->{ping_p99} / 1000 : undef),
-                $m->{worker_us}, $m->{cpu_us}, $m->{top_calls},
+                $m->{worker_us}, $m->{cpu_us}, $id eq 'plain' ? '-' : f('%.2f', $m->{net_us}), $m->{top_calls},
                 $m->{failed} ? sprintf('%.1f%% (+%d failed)', 100 * $m->{non2xx}, $m->{failed}) : sprintf('%.1f%%', 100 * $m->{non2xx}));
         }
         push @out, "";
@@ -1422,8 +1434,10 @@ if (@OPEN) {
         . "to the end of the response (a request sent late is timed from when it was sent); added = minus plain's at "
         . "the same load. PING: the round trip to the case's Redis timed at the same time (plain and limit_req: "
         . "the bench's Redis, idle but for the PINGs). nginx us/req: the case's worker utime+stime over the run per "
-        . "request; Redis us/req: used_cpu_user+sys of the case's Redis per request (includes the PINGs and "
-        . "networking: plain's row is the PINGs' share); calls/req: top-level Redis commands per request.";
+        . "request; Redis us/req: used_cpu_user+sys of the case's Redis per request, networking included, and the "
+        . "PINGs and an idle Redis's own work too (plain's row is that share alone); (net): minus that share, "
+        . "plain's Redis CPU per second at the same load times the case's run; calls/req: top-level Redis "
+        . "commands per request. One run per case and load: compare within a table, not across runs.";
     push @out, "";
     my $at = sub { my ($id, $k) = @_; join('/', map { f('%.2f', $o->($id, $_, $k)) } @LAT_LOADS) };
     for my $id (grep { defined $half && $open{"$_ $half"} } qw(sliding native)) {
@@ -1450,8 +1464,8 @@ if (@OPEN) {
         target(sprintf('Redis CPU per decided request at 50%% of plain, %s: <= %d us (%s)', $id, $cap,
                 $id eq 'native' ? 'the Redis module command' : 'the script'),
             $m->{cpu_us} <= $cap,
-            sprintf('%.2f us (at %s of plain: %s; closed loop %s; commandstats usec %.2f; %.3f calls/req)',
-                $m->{cpu_us}, join('/', @LAT_LOADS), $at->($id, 'cpu_us'),
+            sprintf('%.2f us, net of the PINGs %s (at %s of plain: %s, net %s; closed loop %s; commandstats usec %.2f; %.3f calls/req)',
+                $m->{cpu_us}, f('%.2f', $m->{net_us}), join('/', @LAT_LOADS), $at->($id, 'cpu_us'), $at->($id, 'net_us'),
                 f('%.2f', median(col($id, 'cpu_us'))), $m->{usec}, $m->{top_calls}));
     }
 }
