@@ -1418,8 +1418,9 @@ if (@OPEN) {
         for my $id (@ids) {
             my $m = $open{"$id $load"} or next;
             my $pl = $open{"plain $load"};
-            push @out, sprintf("| %s | %.0f | %.3f | %.3f | %s / %s | %s / %s | %.1f | %.2f (%s) | %.3f | %s |",
-                $id, $m->{rps}, $m->{p50} / 1000, $m->{p99} / 1000,
+            push @out, sprintf("| %s | %.0f%s | %.3f | %.3f | %s / %s | %s / %s | %.1f | %.2f (%s) | %.3f | %s |",
+                $id, $m->{rps}, $m->{rps} < 0.97 * $m->{offered} ? sprintf(' (%.2fx offered)', $m->{rps} / $m->{offered}) : '',
+                $m->{p50} / 1000, $m->{p99} / 1000,
                 $id eq 'plain' || !$pl ? '-' : sprintf('%+.3f', ($m->{p50} - $pl->{p50}) / 1000),
                 $id eq 'plain' || !$pl ? '-' : sprintf('%+.3f', ($m->{p99} - $pl->{p99}) / 1000),
                 f('%.3f', defined $m->{ping_p50} ? $m->{ping_p50} / 1000 : undef),
@@ -1448,12 +1449,14 @@ if (@OPEN) {
         my $b99 = defined $m->{ping_p99} ? $m->{ping_p99} / 1000 + 0.5 : undef;
         target("latency added over plain at 50% of its capacity, $id: p50 <= PING p50 + 0.1 ms",
             defined $b50 ? $add50 <= $b50 : undef,
-            sprintf('%+.3f ms (p50 %.3f vs plain %.3f ms) against %s ms (PING p50 %s ms)', $add50, $m->{p50} / 1000,
-                $pl->{p50} / 1000, f('%.3f', $b50), f('%.3f', defined $b50 ? $b50 - 0.1 : undef)));
+            sprintf('%+.3f ms (p50 %.3f vs plain %.3f ms) against %s ms (PING p50 %s ms); it held %.0f of %.0f req/s offered',
+                $add50, $m->{p50} / 1000, $pl->{p50} / 1000, f('%.3f', $b50), f('%.3f', defined $b50 ? $b50 - 0.1 : undef),
+                $m->{rps}, $m->{offered}));
         target("latency added over plain at 50% of its capacity, $id: p99 <= PING p99 + 0.5 ms",
             defined $b99 ? $add99 <= $b99 : undef,
-            sprintf('%+.3f ms (p99 %.3f vs plain %.3f ms) against %s ms (PING p99 %s ms)', $add99, $m->{p99} / 1000,
-                $pl->{p99} / 1000, f('%.3f', $b99), f('%.3f', defined $b99 ? $b99 - 0.5 : undef)));
+            sprintf('%+.3f ms (p99 %.3f vs plain %.3f ms) against %s ms (PING p99 %s ms); it held %.0f of %.0f req/s offered',
+                $add99, $m->{p99} / 1000, $pl->{p99} / 1000, f('%.3f', $b99), f('%.3f', defined $b99 ? $b99 - 0.5 : undef),
+                $m->{rps}, $m->{offered}));
         my $lr = $open{"limit_req $half"};
         target("nginx worker CPU per limited request <= limit_req's at 50% of plain, $id",
             $lr ? $m->{worker_us} <= $lr->{worker_us} : undef,
