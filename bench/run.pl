@@ -29,6 +29,19 @@
 #   BENCH_PEERS=dir       the peers' tarballs (default ../shared/peers)
 #   NGINX_SRC=dir         the nginx tree the peer's module is built against
 #                         (default /usr/share/nginx/src, as build.sh)
+#   BENCH_LATENCY=1       also an open-loop latency pass (issue 29): plain,
+#                         limit_req, sliding, native and weserv (those of
+#                         BENCH_CASES) at fixed offered loads, a fraction of
+#                         plain's closed-loop req/s in this run, held by
+#                         h2load (nghttp2-client) with 50 clients (--rps
+#                         per client), each case's requests over the 10,000
+#                         subjects in ?key= (its own nginx, keyed by
+#                         $arg_key); PINGs timed by bench/ping.pl beside it
+#   BENCH_LATENCY_LOADS=0.25,0.5,0.75  the offered loads (x plain)
+#   BENCH_LATENCY_SECONDS=5  seconds per case and load
+#   BENCH_LATENCY_PROCS=10   h2load processes sharing the clients, each
+#                         walking the subjects from its own offset
+#   BENCH_LATENCY_PINGS=1000 PINGs per case and load
 
 use strict;
 use warnings;
@@ -68,6 +81,15 @@ my $NEAR_LIMIT = 5;
 my $GCRA_RATE   = 10_000;
 my $GCRA_BURST  = 1_000;
 
+# the open-loop latency pass (BENCH_LATENCY=1)
+my $LATENCY       = $ENV{BENCH_LATENCY} // 0;
+my @LAT_LOADS     = split /,/, ($ENV{BENCH_LATENCY_LOADS} // '0.25,0.5,0.75');
+my $LAT_OPEN_SECS = $ENV{BENCH_LATENCY_SECONDS} // 5;
+my $LAT_CLIENTS   = 50;
+my $LAT_PROCS     = $ENV{BENCH_LATENCY_PROCS} // 10;
+my $LAT_PINGS     = $ENV{BENCH_LATENCY_PINGS} // 1000;
+my @LAT_IDS       = qw(plain limit_req sliding native weserv);
+
 my $LUA_MODULES = '/usr/lib/nginx/modules';
 my $T0 = time;
 
@@ -88,6 +110,13 @@ for my $so ("$LUA_MODULES/ndk_http_module.so", "$LUA_MODULES/ngx_http_lua_module
 my ($resty_redis) = grep { -f } map { "$_/redis.lua" }
     '/usr/share/lua/5.1/resty', '/usr/share/lua/5.1/nginx', '/usr/local/share/lua/5.1/resty';
 die "lua-resty-redis not found (apt-get install lua-nginx-redis)\n" unless $resty_redis;
+my $h2load;
+if ($LATENCY) {
+    $h2load = find_bin('h2load') or die "h2load not found (apt-get install nghttp2-client)\n";
+    die "$Bin/ping.pl missing\n" unless -f "$Bin/ping.pl";
+    die "BENCH_LATENCY_PROCS must divide the $LAT_CLIENTS clients\n"
+        unless $LAT_PROCS >= 1 && $LAT_CLIENTS % $LAT_PROCS == 0;
+}
 for my $f (qw(keys.lua unique.lua openresty_peer.lua)) {
     die "$Bin/$f missing\n" unless -f "$Bin/$f";
 }
@@ -663,7 +692,19 @@ if (my $base = $ENV{BENCH_BASELINE_MODULE}) {
 }
 my %CASE = map { $_->{id} => $_ } @CASES;
 
-for my $c (@CASES) {
+# The latency pass's cases: each its own nginx, the same configuration keyed
+# by $arg_key (h2load sends one set of headers; the subjects go in the URI).
+my @OPEN;
+if ($LATENCY) {
+    die "BENCH_LATENCY=1 needs the plain case (its closed-loop req/s sets the loads)\n" unless $CASE{plain};
+    for my $id (grep { $CASE{$_} } @LAT_IDS) {
+        my $c = $CASE{$id};
+        push @OPEN, { %$c, id => "${id}_open", base => $id,
+            map { defined $c->{$_} ? ($_ => $c->{$_} =~ s/\$http_x_api_key\b/\$arg_key/gr) : () } qw(http loc) };
+    }
+}
+
+for my $c (@CASES, @OPEN) {
     my $t = RateLimitTest->new(workers => 1);
     $c->{t} = $t;
     my $http = ($c->{http} // '');
@@ -692,8 +733,8 @@ for my $c (@CASES) {
 }
 
 # sanity: each instance serves the file with a key
-for my $c (grep { !$_->{skip} } @CASES) {
-    my $r = $c->{t}->get('/index.html', { 'X-Api-Key' => 'sanity' });
+for my $c (grep { !$_->{skip} } @CASES, @OPEN) {
+    my $r = $c->{base} ? $c->{t}->get('/index.html?key=sanity') : $c->{t}->get('/index.html', { 'X-Api-Key' => 'sanity' });
     next if $r->{status} == 200 || ($c->{id} eq 'flood' && $r->{status} == 429);
     die "case $c->{id}: GET /index.html answered $r->{status}\n" . $c->{t}->error_log unless $c->{peer};
     push @SKIPPED, "$c->{id}: skipped, GET /index.html answered $r->{status}: "
@@ -702,8 +743,9 @@ for my $c (grep { !$_->{skip} } @CASES) {
     $c->{skip} = 1;
 }
 @CASES = grep { !$_->{skip} } @CASES;
+@OPEN = grep { !$_->{skip} && $CASE{ $_->{base} } && !$CASE{ $_->{base} }{skip} } @OPEN;
 %CASE = map { $_->{id} => $_ } @CASES;
-note "nginx instances up: ", join(', ', map { "$_->{id}:$_->{port}" } @CASES);
+note "nginx instances up: ", join(', ', map { "$_->{id}:$_->{port}" } @CASES, @OPEN);
 
 # the peer's Redis connections: its upstream's keepalive pool should keep
 # them to about the number of connections wrk holds
@@ -898,6 +940,153 @@ if ($CASE{sliding} && $UNIQUE > 0) {
 }
 
 # ---------------------------------------------------------------------------
+# the open-loop latency pass (BENCH_LATENCY=1, issue 29)
+#
+# Each case of @OPEN at each offered load: h2load holding a rate (--rps per
+# client, HTTP/1.1, $LAT_CLIENTS clients over $LAT_PROCS processes, each
+# process walking the 10,000 subjects from its own offset, so that the
+# requests in flight are for different subjects as in the closed loop: one
+# h2load process starts every client at its first URI), per-request times
+# from its --log-file; beside it bench/ping.pl timing PINGs to the case's
+# Redis; the worker's CPU and the Redis counters as measure() takes them.
+
+my (%open, $lat_capacity);    # "id load" => result; plain's closed-loop req/s
+
+# one URI file per h2load process of a case, written once
+sub uri_files {
+    my ($c) = @_;
+    return $c->{uri_files} if $c->{uri_files};
+    my $step = int($SUBJECTS / $LAT_PROCS);
+    my @files;
+    for my $j (0 .. $LAT_PROCS - 1) {
+        my $f = $c->{t}->tmp . "/uris.$j";
+        open my $fh, '>', $f or die "open $f: $!\n";
+        for my $i (0 .. $SUBJECTS - 1) {
+            printf {$fh} "http://127.0.0.1:%d/index.html?key=k%d\n", $c->{port}, 1 + ($i + $j * $step) % $SUBJECTS;
+        }
+        close $fh or die "close $f: $!\n";
+        push @files, $f;
+    }
+    return $c->{uri_files} = \@files;
+}
+
+sub percentile {
+    my ($p, @v) = @_;    # @v sorted
+    return undef unless @v;
+    my $i = int($p / 100 * @v + 0.999999) - 1;
+    $i = 0 if $i < 0;
+    $i = $#v if $i > $#v;
+    return $v[$i];
+}
+
+sub run_open {
+    my ($c, $total_rps, $seconds, %o) = @_;
+    my $t = $c->{t};
+    my $per_client = $total_rps / $LAT_CLIENTS;
+    my $files = uri_files($c);
+    my $dir = $t->tmp;
+    unlink glob("$dir/h2load.*"), "$dir/ping.out";
+    my $rport = $c->{redis} ? $c->{redis}->redis_port : $RPORT;
+    my $s0 = redis_snapshot($c);
+    my $w0 = proc_cpu($c->{worker});
+    my $t0 = time;
+    my %pids;
+    for my $j (0 .. $LAT_PROCS - 1) {
+        my @cmd = ($h2load, '--h1', '-t', 1, '-c', $LAT_CLIENTS / $LAT_PROCS,
+            '--rps', sprintf('%.3f', $per_client), '-D', $seconds, '-i', $files->[$j],
+            '--log-file', "$dir/h2load.$j.log");
+        $pids{ $t->_spawn("h2load $j", "$dir/h2load.$j.out", @cmd) } = "h2load $j";
+    }
+    my $ping_pid;
+    if (!$o{no_ping}) {
+        $ping_pid = $t->_spawn('ping.pl', "$dir/ping.err", $^X, "$Bin/ping.pl", $rport, $LAT_PINGS, $seconds, "$dir/ping.out");
+        $pids{$ping_pid} = 'ping.pl';
+    }
+    my $deadline = time + $seconds + 30;
+    my %status;
+    while (%pids) {
+        for my $pid (keys %pids) {
+            next unless waitpid($pid, POSIX::WNOHANG()) == $pid;
+            $status{ $pids{$pid} } = $? >> 8;
+            delete $RateLimitTest::CHILDREN{$pid};
+            delete $pids{$pid};
+        }
+        if (%pids && time > $deadline) {
+            RateLimitTest::_terminate($_, 'KILL', 1) for keys %pids;
+            die "case $c->{id}: h2load / ping.pl did not finish\n";
+        }
+        sleep 0.1;
+    }
+    my $elapsed = time - $t0;
+    my $w1 = proc_cpu($c->{worker});
+    my $s1 = redis_snapshot($c);
+    for my $what (sort keys %status) {
+        next unless $status{$what};
+        my $f = $what eq 'ping.pl' ? "$dir/ping.err" : "$dir/h2load." . (split ' ', $what)[1] . ".out";
+        die "case $c->{id}: $what failed (status $status{$what}): " . (eval { slurp($f) } // '') . "\n";
+    }
+    my (@lat, $non2xx, $failed, $tmin, $tmax);
+    for my $j (0 .. $LAT_PROCS - 1) {
+        open my $fh, '<', "$dir/h2load.$j.log" or die "case $c->{id}: no h2load log: $!\n";
+        while (my $line = <$fh>) {
+            my ($start, $st, $us) = split /\t/, $line;
+            next unless defined $us;
+            $failed++, next if $st == -1;
+            $non2xx++ unless $st =~ /^2/;
+            push @lat, $us + 0;
+            $tmin = $start if !defined $tmin || $start < $tmin;
+            $tmax = $start if !defined $tmax || $start > $tmax;
+        }
+    }
+    my $n = @lat;
+    die "case $c->{id}: h2load completed no requests\n" unless $n;
+    @lat = sort { $a <=> $b } @lat;
+    my @ping;
+    if (!$o{no_ping}) {
+        @ping = sort { $a <=> $b } map { $_ + 0 } split /\n/, slurp("$dir/ping.out");
+    }
+    my $d = redis_delta($s0, $s1);
+    return {
+        offered => $total_rps, per_client => $per_client,
+        rps => $n / $seconds, requests => $n, failed => $failed // 0, non2xx => ($non2xx // 0) / $n,
+        span => ($tmax - $tmin) / 1e6,
+        p50 => percentile(50, @lat), p99 => percentile(99, @lat), max => $lat[-1],
+        ping_n => scalar(@ping), ping_p50 => percentile(50, @ping), ping_p99 => percentile(99, @ping),
+        worker_us => ($w1 - $w0) / $n,
+        calls => $d->{calls} / $n, top_calls => $d->{top_calls} / $n,
+        usec => $d->{usec} / $n, cpu_us => $d->{cpu_us} / $n,
+        redis_cpu => $d->{cpu_us}, elapsed => $elapsed,
+        detail => $d->{detail},
+    };
+}
+
+if (@OPEN) {
+    $lat_capacity = median(col('plain', 'rps'));
+    note sprintf("latency pass: plain's closed-loop capacity %.0f req/s; loads %s; %ds per case and load; "
+        . "%d clients in %d h2load processes; %d PINGs per run",
+        $lat_capacity, join('/', @LAT_LOADS), $LAT_OPEN_SECS, $LAT_CLIENTS, $LAT_PROCS, $LAT_PINGS);
+    if ($WARMUP > 0) {
+        note "latency pass: warm-up ${WARMUP}s per case at $LAT_LOADS[0] x plain";
+        for my $c (@OPEN) { run_open($c, $LAT_LOADS[0] * $lat_capacity, $WARMUP, no_ping => 1) }
+    }
+    my $k = 0;
+    for my $load (@LAT_LOADS) {
+        # rotate the order at each load so no case always follows the same one
+        my @order = @OPEN[ map { ($_ + $k) % @OPEN } 0 .. $#OPEN ];
+        $k++;
+        for my $c (@order) {
+            my $m = run_open($c, $load * $lat_capacity, $LAT_OPEN_SECS);
+            $open{"$c->{base} $load"} = $m;
+            note sprintf("latency %4.2f %-10s offered %6.0f got %6.0f req/s p50 %6.3f p99 %6.3f ms, PING p50 %.3f p99 %.3f ms, "
+                . "nginx %.1f us/req, redis %.2f us/req %.3f calls/req [%s]",
+                $load, $c->{base}, $m->{offered}, $m->{rps}, $m->{p50} / 1000, $m->{p99} / 1000,
+                ($m->{ping_p50} // 0) / 1000, ($m->{ping_p99} // 0) / 1000, $m->{worker_us}, $m->{cpu_us},
+                $m->{top_calls}, $m->{detail});
+        }
+    }
+}
+
+# ---------------------------------------------------------------------------
 # health: crashes, alerts, limiter warnings
 
 my @problems;
@@ -909,7 +1098,7 @@ if ($CASE{weserv}) {
         $PEERS, $WESERV->{commits}, $ENV{NGINX_SRC} // '/usr/share/nginx/src',
         redis_conns($rt_weserv) - $weserv_conns0, $CONNS);
 }
-for my $c (@CASES) {
+for my $c (@CASES, @OPEN) {
     my $log = $c->{t}->error_log;
     my @bad = grep { /\[(?:alert|emerg)\]/ || /exited on signal/ } split /\n/, $log;
     push @problems, "$c->{id}: " . join("\n  ", @bad[0 .. ($#bad < 4 ? $#bad : 4)]) if @bad;
@@ -932,7 +1121,7 @@ if (my $mc = $CASE{sliding_metrics}) {
 }
 
 # stop everything now (END blocks and RateLimitTest's handlers also do it)
-for my $c (@CASES) { $c->{t}->stop_nginx }
+for my $c (@CASES, @OPEN) { $c->{t}->stop_nginx }
 $rt->stop_redis;
 $rt_module->stop_redis;
 $rt_weserv->stop_redis if $rt_weserv;
@@ -1192,6 +1381,96 @@ for my $g (['gcra', 'fixed', 'the script'], ['native_gcra', 'native_fixed', 'the
             join('/', map { sprintf '%.2f', $_ } ratios('lease_near', 'exact_near')) || '-',
             f('%.1f%%', $CASE{lease_near} ? 100 * median(col('lease_near', 'non2xx')) : undef),
             f('%.1f%%', $CASE{exact_near} ? 100 * median(col('exact_near', 'non2xx')) : undef)));
+}
+
+# the latency pass: one table per load, and its targets (issue 29)
+if (@OPEN) {
+    my @ids = map { $_->{base} } @OPEN;
+    my ($half) = grep { abs($_ - 0.5) < 1e-9 } @LAT_LOADS;
+    my $o = sub { my ($id, $load, $k) = @_; my $m = $open{"$id $load"}; $m ? $m->{$k} : undef };
+    # Redis CPU net of the PINGs and of an idle Redis's own work: minus what
+    # the bench's Redis used per second during plain's run at the same load
+    # (nothing but the PINGs and the bench's INFO calls reach it then)
+    for my $load (@LAT_LOADS) {
+        my $pl = $open{"plain $load"} or next;
+        my $base = $pl->{redis_cpu} / $pl->{elapsed};
+        for my $id (@ids) {
+            my $m = $open{"$id $load"} or next;
+            $m->{net_us} = ($m->{redis_cpu} - $base * $m->{elapsed}) / $m->{requests};
+        }
+    }
+    push @out, "## Latency at fixed loads";
+    push @out, "";
+    push @out, sprintf("Open loop: h2load %s (HTTP/1.1, keep-alive), %d clients in %d processes, each client held to "
+        . "its share of the offered rate (--rps), %ds per case and load, cases rotated at each load; offered loads are "
+        . "fractions of plain nginx's closed-loop req/s in this run (median %s req/s). The requests carry the %d "
+        . "subjects in ?key= (each case its own nginx, configured as its closed-loop twin but keyed by \$arg_key). "
+        . "PINGs: bench/ping.pl, a process of its own, %d PINGs spread over each run to the case's Redis.",
+        ((`$h2load --version 2>&1` // '') =~ m{(nghttp2/\S+)})[0] // '?', $LAT_CLIENTS, $LAT_PROCS,
+        $LAT_OPEN_SECS, f('%.0f', $lat_capacity), $SUBJECTS, $LAT_PINGS);
+    push @out, "";
+    for my $load (@LAT_LOADS) {
+        push @out, sprintf("### %.0f%% of plain's capacity: %s req/s offered", 100 * $load,
+            f('%.0f', $load * $lat_capacity));
+        push @out, "";
+        push @out, "| case | req/s got | p50 ms | p99 ms | added p50 / p99 ms | PING p50 / p99 ms | nginx us/req | Redis us/req (net) | Redis calls/req | non-2xx |";
+        push @out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+        for my $id (@ids) {
+            my $m = $open{"$id $load"} or next;
+            my $pl = $open{"plain $load"};
+            push @out, sprintf("| %s | %.0f%s | %.3f | %.3f | %s / %s | %s / %s | %.1f | %.2f (%s) | %.3f | %s |",
+                $id, $m->{rps}, $m->{rps} < 0.97 * $m->{offered} ? sprintf(' (%.2fx offered)', $m->{rps} / $m->{offered}) : '',
+                $m->{p50} / 1000, $m->{p99} / 1000,
+                $id eq 'plain' || !$pl ? '-' : sprintf('%+.3f', ($m->{p50} - $pl->{p50}) / 1000),
+                $id eq 'plain' || !$pl ? '-' : sprintf('%+.3f', ($m->{p99} - $pl->{p99}) / 1000),
+                f('%.3f', defined $m->{ping_p50} ? $m->{ping_p50} / 1000 : undef),
+                f('%.3f', defined $m->{ping_p99} ? $m->{ping_p99} / 1000 : undef),
+                $m->{worker_us}, $m->{cpu_us}, $id eq 'plain' ? '-' : f('%.2f', $m->{net_us}), $m->{top_calls},
+                $m->{failed} ? sprintf('%.1f%% (+%d failed)', 100 * $m->{non2xx}, $m->{failed}) : sprintf('%.1f%%', 100 * $m->{non2xx}));
+        }
+        push @out, "";
+    }
+    push @out, "Columns: req/s got is what completed over the run (below the offered rate: the case did not keep up, "
+        . "and its clients queued requests behind the one in flight). p50/p99: h2load's time per request, from sending "
+        . "to the end of the response (a request sent late is timed from when it was sent); added = minus plain's at "
+        . "the same load. PING: the round trip to the case's Redis timed at the same time (plain and limit_req: "
+        . "the bench's Redis, idle but for the PINGs). nginx us/req: the case's worker utime+stime over the run per "
+        . "request; Redis us/req: used_cpu_user+sys of the case's Redis per request, networking included, and the "
+        . "PINGs and an idle Redis's own work too (plain's row is that share alone); (net): minus that share, "
+        . "plain's Redis CPU per second at the same load times the case's run; calls/req: top-level Redis "
+        . "commands per request. One run per case and load: compare within a table, not across runs.";
+    push @out, "";
+    my $at = sub { my ($id, $k) = @_; join('/', map { f('%.2f', $o->($id, $_, $k)) } @LAT_LOADS) };
+    for my $id (grep { defined $half && $open{"$_ $half"} } qw(sliding native)) {
+        my ($m, $pl) = ($open{"$id $half"}, $open{"plain $half"});
+        my $add50 = ($m->{p50} - $pl->{p50}) / 1000;
+        my $add99 = ($m->{p99} - $pl->{p99}) / 1000;
+        my $b50 = defined $m->{ping_p50} ? $m->{ping_p50} / 1000 + 0.1 : undef;
+        my $b99 = defined $m->{ping_p99} ? $m->{ping_p99} / 1000 + 0.5 : undef;
+        target("latency added over plain at 50% of its capacity, $id: p50 <= PING p50 + 0.1 ms",
+            defined $b50 ? $add50 <= $b50 : undef,
+            sprintf('%+.3f ms (p50 %.3f vs plain %.3f ms) against %s ms (PING p50 %s ms); it held %.0f of %.0f req/s offered',
+                $add50, $m->{p50} / 1000, $pl->{p50} / 1000, f('%.3f', $b50), f('%.3f', defined $b50 ? $b50 - 0.1 : undef),
+                $m->{rps}, $m->{offered}));
+        target("latency added over plain at 50% of its capacity, $id: p99 <= PING p99 + 0.5 ms",
+            defined $b99 ? $add99 <= $b99 : undef,
+            sprintf('%+.3f ms (p99 %.3f vs plain %.3f ms) against %s ms (PING p99 %s ms); it held %.0f of %.0f req/s offered',
+                $add99, $m->{p99} / 1000, $pl->{p99} / 1000, f('%.3f', $b99), f('%.3f', defined $b99 ? $b99 - 0.5 : undef),
+                $m->{rps}, $m->{offered}));
+        my $lr = $open{"limit_req $half"};
+        target("nginx worker CPU per limited request <= limit_req's at 50% of plain, $id",
+            $lr ? $m->{worker_us} <= $lr->{worker_us} : undef,
+            sprintf('%.1f vs %s us/req (at %s of plain: %s vs %s; plain %s)', $m->{worker_us},
+                f('%.1f', $lr ? $lr->{worker_us} : undef), join('/', @LAT_LOADS), $at->($id, 'worker_us'),
+                $at->('limit_req', 'worker_us'), $at->('plain', 'worker_us')));
+        my $cap = $id eq 'native' ? 2 : 4;
+        target(sprintf('Redis CPU per decided request at 50%% of plain, %s: <= %d us (%s)', $id, $cap,
+                $id eq 'native' ? 'the Redis module command' : 'the script'),
+            $m->{cpu_us} <= $cap,
+            sprintf('%.2f us, net of the PINGs %s (at %s of plain: %s, net %s; closed loop %s; commandstats usec %.2f; %.3f calls/req)',
+                $m->{cpu_us}, f('%.2f', $m->{net_us}), join('/', @LAT_LOADS), $at->($id, 'cpu_us'), $at->($id, 'net_us'),
+                f('%.2f', median(col($id, 'cpu_us'))), $m->{usec}, $m->{top_calls}));
+    }
 }
 
 push @out, "## Targets";
