@@ -308,10 +308,12 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
         my $U3 = $c->key_in($m2, "mz3$loc", 'b');
         # the two parts are decided apart: until an undo lands, a zone holds a
         # request the other rejected and may reject another meanwhile, so
-        # fewer than 3 may pass (documented), never more
+        # fewer than 3 may pass (documented), never more; even none, when
+        # the masters take the requests in orders such that the 3 a admits
+        # and the 5 b admits are different requests
         my $got = $t1->hammer(\@T, 20, "/$loc/index.html", { 'X-Api-Key' => $K3, 'X-User' => $U3 });
         my ($p, $r, $o) = split m{/}, $got;
-        ok($p >= 1 && $p <= 3 && $o == 0, "/$loc/: 20 at once from both servers: 1 to 3 passed, never more ($got)");
+        ok($p <= 3 && $o == 0, "/$loc/: 20 at once from both servers: at most 3 passed ($got)");
         sleep $SETTLE;
         is($c->hash_total(key('a', $K3)) . '/' . $c->hash_total(key('b', $U3)), "$p/$p",
             "/$loc/: after 100 ms a and b hold exactly the $p passed: the rejected are counted in neither");
