@@ -219,15 +219,21 @@ is($c->hash_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redi
 
 # Quota leases in a cluster: a lease's grants and give-backs go to the
 # master of its subject's key.  Hammered from both servers, never above the
-# limit; once quiet (the leases' units back), the rest of the limit, and
-# Redis's count exactly what was admitted.
+# limit; once quiet (the leases' units back), the rest of the limit but for
+# the bound (docs/operations.md: q = floor(300 / (8 x 2)) = 18 per server,
+# and a lease whose renewal timed out under `timeout=100ms` is lost until
+# its bucket leaves the window: 2 q + q); Redis's count never below what
+# was admitted, and the whole limit.
 {
     my ($p1) = split m{/}, $t1->hammer(\@T, 400, '/ls/index.html', { 'X-Api-Key' => 'leased' });
     cmp_ok($p1, '<=', 300, "leased zone, 400 at once from both servers: $p1 passed, never above 300");
     sleep 1.6;
     my ($p2) = split m{/}, $t1->hammer(\@T, 100, '/ls/index.html', { 'X-Api-Key' => 'leased' });
-    is($p1 + $p2, 300, "leased zone: once the leases came back, 300 in all ($p1 + $p2)");
-    is($c->hash_total(key('ls', 'leased')), 300, 'leased zone: count 300 on its master');
+    my $total = $p1 + $p2;
+    ok($total <= 300 && $total >= 300 - 3 * 18,
+        "leased zone: once the leases came back, $total in all ($p1 + $p2): 300 but for the bound");
+    is($c->hash_total(key('ls', 'leased')), 300, 'leased zone: count 300 on its master (>= the admitted)');
+    diag("leased zone in a cluster: $total admitted of 300") if $total < 300;
 }
 
 my $long = 'L' x 300;
