@@ -222,8 +222,10 @@ is($c->hash_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redi
 # limit; once quiet (the leases' units back), the rest of the limit but for
 # the bound (docs/operations.md: q = floor(300 / (8 x 2)) = 18 per server,
 # and a lease whose renewal timed out under `timeout=100ms` is lost until
-# its bucket leaves the window: 2 q + q); Redis's count never below what
-# was admitted, and the whole limit.
+# its bucket leaves the window: 2 q + q); Redis's count between what was
+# admitted and the limit (a worker that remembers a rejection rejects
+# until the reset, though units came back from leases meanwhile: also
+# within the bound).
 {
     my ($p1) = split m{/}, $t1->hammer(\@T, 400, '/ls/index.html', { 'X-Api-Key' => 'leased' });
     cmp_ok($p1, '<=', 300, "leased zone, 400 at once from both servers: $p1 passed, never above 300");
@@ -232,7 +234,8 @@ is($c->hash_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redi
     my $total = $p1 + $p2;
     ok($total <= 300 && $total >= 300 - 3 * 18,
         "leased zone: once the leases came back, $total in all ($p1 + $p2): 300 but for the bound");
-    is($c->hash_total(key('ls', 'leased')), 300, 'leased zone: count 300 on its master (>= the admitted)');
+    my $count = $c->hash_total(key('ls', 'leased'));
+    ok($count >= $total && $count <= 300, "leased zone: count $count on its master, between the $total admitted and 300");
     diag("leased zone in a cluster: $total admitted of 300") if $total < 300;
 }
 
