@@ -193,7 +193,7 @@ ngx_int_t init_process(ngx_cycle_t *cycle) noexcept
         return NGX_ERROR;
     }
 
-    return start_lease_sweep(cycle);
+    return start_lease_sweep(cycle, mcf);
 }
 
 void exit_process(ngx_cycle_t *cycle) noexcept

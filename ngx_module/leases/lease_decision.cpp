@@ -1,9 +1,9 @@
 #include "leases/lease_decision.hpp"
 
-#include <ctime>
-
 #include "leases/lease_table.hpp"
+#include "limits/sliding_window.hpp"
 #include "local/local_memory.hpp"
+#include "metrics/metrics.hpp"
 #include "rate/call_batch.hpp"
 #include "worker/worker_objects.hpp"
 
@@ -21,10 +21,7 @@ constexpr ngx_msec_t kLeaseSweepMs = 200;
 // read afresh (nginx's cached time may lag a loop turn), in ms.
 std::uint64_t lease_clock_ms()
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000
-           + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+    return metrics::now_us() / 1000;
 }
 
 // The live servers the fleet counts, for the share of a lease: as the
@@ -92,22 +89,20 @@ void on_lease_renewed(const Settle &renewal, const LeaseGrant *grant) noexcept
 }
 
 // The request's verdict from its lease: admitted, its zone's count the
-// fleet's as last heard plus what this server admitted from the lease.
+// fleet's as this server last heard it from Redis.
 void admit_from_lease(RequestState *state, std::uint64_t fleet_used)
 {
     Policy policy = policy_of(state, 0);
     const Policy *policies[1] = {&policy};
     bool enforcing[1] = {true};
-    ngx_time_t *tp = ngx_timeofday();
-    std::uint64_t now_ms = static_cast<std::uint64_t>(tp->sec) * 1000
-                           + tp->msec;
+    std::uint64_t now_ms = local::wall_clock_ms();
 
     state->counts[0] = {ngx_min(fleet_used, policy.limit), 0, false};
     state->now_ms = now_ms;
     state->verdict = *decide_verdict(policies, enforcing, state->counts, 1,
                                      now_ms, false);
-    state->reset_epoch_s = (now_ms + state->verdict.status.reset_ms + 999)
-                           / 1000;
+    state->reset_epoch_s = seconds_ceil(now_ms
+                                        + state->verdict.status.reset_ms);
     state->result = Result::kPassed;
     state->stage = RequestState::Stage::kDecided;
 }
@@ -223,11 +218,8 @@ void on_sweep(ngx_event_t *ev) noexcept
 
 }  // namespace
 
-ngx_int_t start_lease_sweep(ngx_cycle_t *cycle) noexcept
+ngx_int_t start_lease_sweep(ngx_cycle_t *cycle, MainConf *mcf) noexcept
 {
-    auto *mcf = static_cast<MainConf *>(
-        ngx_http_cycle_get_module_main_conf(cycle,
-                                            ngx_http_ratelimit_module));
     auto **zones = static_cast<Zone **>(mcf->zones.elts);
     bool any = false;
 
@@ -239,20 +231,14 @@ ngx_int_t start_lease_sweep(ngx_cycle_t *cycle) noexcept
         return NGX_OK;
     }
 
-    ngx_memzero(&sweep_event, sizeof(ngx_event_t));
-    sweep_event.handler = on_sweep;
-    sweep_event.data = mcf;
-    sweep_event.log = cycle->log;
-    sweep_event.cancelable = 1;
+    init_event(&sweep_event, on_sweep, mcf, cycle->log);
     ngx_add_timer(&sweep_event, kLeaseSweepMs);
     return NGX_OK;
 }
 
 void stop_lease_sweep() noexcept
 {
-    if (sweep_event.timer_set) {
-        ngx_del_timer(&sweep_event);
-    }
+    stop_timer(&sweep_event);
 }
 
 }  // namespace ratelimit

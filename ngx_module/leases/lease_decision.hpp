@@ -24,7 +24,7 @@ void note_fleet_count(const RequestState *state) noexcept;
 
 // This worker's sweep of its server's leases: every kLeaseSweepMs, the
 // units of leases that died or went quiet go back to Redis.
-ngx_int_t start_lease_sweep(ngx_cycle_t *cycle) noexcept;
+ngx_int_t start_lease_sweep(ngx_cycle_t *cycle, MainConf *mcf) noexcept;
 void stop_lease_sweep() noexcept;
 
 }  // namespace ratelimit
