@@ -697,7 +697,7 @@ my %CASE = map { $_->{id} => $_ } @CASES;
 my @OPEN;
 if ($LATENCY) {
     die "BENCH_LATENCY=1 needs the plain case (its closed-loop req/s sets the loads)\n" unless $CASE{plain};
-    for my $id (grep { $CASE{$_} } @LAT_IDS) {
+    for my $id (grep { $CASE{$_} } map { ($_, "${_}_base") } @LAT_IDS) {
         my $c = $CASE{$id};
         push @OPEN, { %$c, id => "${id}_open", base => $id,
             map { defined $c->{$_} ? ($_ => $c->{$_} =~ s/\$http_x_api_key\b/\$arg_key/gr) : () } qw(http loc) };

@@ -529,6 +529,7 @@ Batch *CallBatcher::open_for(std::uint32_t group, std::uint16_t slot) noexcept
     batch->slot = slot;
     batch->hold = hold_index(group);
     batch->counted = false;
+    batch->due = false;
     batch->settle_count = 0;
     open_[open_count_++] = batch;
     return batch;
@@ -650,13 +651,21 @@ int CallBatcher::hold_index(std::uint32_t group) const noexcept
                                                   : -1;
 }
 
+// An open batch waits for a reply of its connection: kMaxCallsOut calls
+// are in flight on it, or some are and the batch is too small to be
+// pipelined and has not yet seen one of them answered.
 bool CallBatcher::held(const Batch *batch) const noexcept
 {
-    return batch->hold >= 0 && calls_out_[batch->hold] > 0;
+    if (batch->hold < 0 || calls_out_[batch->hold] == 0) {
+        return false;
+    }
+
+    return calls_out_[batch->hold] >= kMaxCallsOut
+           || (batch->call.entries() < kMinPipelined && !batch->due);
 }
 
-// At the end of a loop turn: the open batches whose connection has no call
-// in flight.  The others fill until its reply comes back, or they are full.
+// At the end of a loop turn: the open batches not held().  The others fill
+// until a reply of their connection comes back, or they are full.
 void CallBatcher::send_ready() noexcept
 {
     for (ngx_uint_t b = open_count_; b-- > 0; /* void */) {
@@ -831,13 +840,16 @@ void CallBatcher::release(Batch *batch) noexcept
     metrics::record_requests_waiting(in_flight_);
 
     // The batch held back behind this call goes at the end of this turn.
-    if (batch->counted && --calls_out_[batch->hold] == 0
-        && !turn_end_.posted)
-    {
+    if (batch->counted) {
+        calls_out_[batch->hold]--;
+
         for (ngx_uint_t b = 0; b < open_count_; b++) {
             if (open_[b]->hold == batch->hold) {
-                ngx_post_event(&turn_end_, &ngx_posted_events);
-                break;
+                open_[b]->due = true;
+
+                if (!turn_end_.posted) {
+                    ngx_post_event(&turn_end_, &ngx_posted_events);
+                }
             }
         }
     }

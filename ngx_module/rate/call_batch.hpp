@@ -2,11 +2,14 @@
 // of the event loop decides go to Redis together, in one call of the window
 // script per kMaxRequests of them.  Redis runs the script, reads its clock
 // and parses a command once per batch instead of once per request, and
-// nginx hands hiredis one preformatted command.  While a connection has a
-// call in flight, its next batch keeps filling over the turns that follow
-// until the reply comes back (or the batch is full): under load, calls grow
-// instead of multiplying, and a cluster's masters, each given a share of a
-// turn's requests, still get full calls.
+// nginx hands hiredis one preformatted command.  A batch goes at the end of
+// its loop turn when its connection is idle.  While calls are in flight on
+// it, the next is pipelined behind them if it is worth a call of its own
+// (CallBatcher::kMinPipelined requests), else it keeps filling until a
+// reply comes back (or it is full); at most kMaxCallsOut calls are in
+// flight.  Light load pays one round trip; heavy load fills its calls
+// instead of multiplying them; and a cluster's masters, each given a share
+// of a turn's requests, still get full calls.
 #pragma once
 
 #include <string>
@@ -97,6 +100,7 @@ struct Batch {
     std::uint64_t sent_us;               // for the round-trip metric
     int hold;                            // CallBatcher::hold_index()
     bool counted;                        // in calls_out_[hold]
+    bool due;  // open while a call of its connection was answered
     Batch *next_free;
 };
 
@@ -150,6 +154,17 @@ public:
     // Masters (by index) whose calls are held back while one is in flight,
     // with cross_slot.
     static constexpr ngx_uint_t kMaxHeld = 256;
+
+    // Calls in flight on one connection at most: past it, the next batch
+    // fills until a reply comes back.
+    static constexpr std::uint16_t kMaxCallsOut = 4;
+
+    // Requests a batch needs to be pipelined behind a call in flight.  A
+    // call costs Redis some 4 to 5 decisions' worth on its own (parsing,
+    // the script's set-up and TIME, the reply's write): from 8 requests on
+    // that is at most about half a decision each.  A smaller batch waits
+    // for a reply of its connection, at most one round trip.
+    static constexpr ngx_uint_t kMinPipelined = 8;
 
     // Answered batches kept for reuse, with their buffers; after a stall
     // the rest are freed.
@@ -238,8 +253,7 @@ private:
     Batch *free_ = nullptr;
     ngx_uint_t free_count_ = 0;
     ngx_uint_t in_flight_ = 0;  // requests queued and not yet answered
-    // Calls in flight per hold_index(): while a connection has one, its
-    // next batch fills instead of following it at once.
+    // Calls in flight per hold_index(): see held().
     std::uint16_t calls_out_[kMaxHeld] = {};
     std::string command_;       // the batch being sent, for hiredis to copy
     ngx_event_t turn_end_;      // posted while a batch is open
