@@ -23,7 +23,7 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
                                     std::uint64_t now_ms,
                                     std::uint64_t *reset_epoch_s) const
 {
-    if (key.size() > kMaxKey) {
+    if (now_ms >= live_until_ms_ || key.size() > kMaxKey) {
         return 0;
     }
 
@@ -48,6 +48,10 @@ void DenyCache::deny(std::string_view key, std::int64_t room,
 {
     if (key.size() > kMaxKey) {
         return;
+    }
+
+    if (until_ms > live_until_ms_) {
+        live_until_ms_ = until_ms;
     }
 
     Slot &slot = slots_[slot_of(key)];
@@ -75,6 +79,8 @@ void DenyCache::forget(std::string_view key)
 
 void DenyCache::clear()
 {
+    live_until_ms_ = 0;
+
     for (Slot &slot : slots_) {
         slot.until_ms = 0;
     }

@@ -78,6 +78,11 @@ private:
 
     static std::size_t slot_of(std::string_view key);
 
+    // No entry is live at or after this time (ms, the entries' clock): the
+    // latest until_ms given to deny() since clear().  Most requests come
+    // when nothing is remembered, and are answered from this one word
+    // without hashing their key or touching the half-megabyte table.
+    std::uint64_t live_until_ms_ = 0;
     std::array<Slot, kSlots> slots_;
 };
 

@@ -93,6 +93,29 @@ TEST(DenyCache, ALaterDenyReplacesTheExpiry)
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 2000u);
 }
 
+// The cache answers "nothing live" without a lookup once its latest entry
+// expired: an entry denied later for a shorter time shortens no other's,
+// and after clear() new entries are remembered again.
+TEST(DenyCache, EachEntryLivesUntilItsOwnTimeWhateverTheOrder)
+{
+    auto cache = make_cache();
+    cache->deny("rl:api:a", kLimit, 9000);
+    cache->deny("rl:api:b", kLimit, 3000);
+
+    EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 2000), 1000u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 5000), 4000u);
+    EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 5000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 9000), 0u);
+
+    cache->deny("rl:api:c", kLimit, 12000);
+    EXPECT_EQ(cache->denied_for("rl:api:c", kLimit, 10000), 2000u);
+
+    cache->clear();
+    EXPECT_EQ(cache->denied_for("rl:api:c", kLimit, 10000), 0u);
+    cache->deny("rl:api:a", kLimit, 11000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 10000), 1000u);
+}
+
 // Many more keys than slots: colliding keys evict each other, and no key is
 // ever reported denied unless it was denied itself.
 TEST(DenyCache, CollisionsNeverDenyAnotherKey)
