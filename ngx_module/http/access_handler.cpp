@@ -362,7 +362,7 @@ bool wants_peek(ngx_http_request_t *r, const ngx_str_t &name)
 
 ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
 {
-    RequestState *state = create_state(r, true);
+    RequestState *state = create_state(r, lcf->zones->nelts, true);
 
     if (state == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -23,6 +23,20 @@ void release_state(RequestState *state)
     }
 }
 
+// n objects of T, value-initialized, at *p, which then points past them.
+template <typename T>
+T *take_array(u_char **p, ngx_uint_t n)
+{
+    auto *array = reinterpret_cast<T *>(*p);
+
+    for (ngx_uint_t i = 0; i < n; i++) {
+        new (&array[i]) T();
+    }
+
+    *p += n * sizeof(T);
+    return array;
+}
+
 void cleanup_state(void *data) noexcept
 {
     release_state(static_cast<RequestState *>(data));
@@ -89,17 +103,38 @@ bool make_subject_key(ngx_http_request_t *r, const Zone &zone,
     return true;
 }
 
-RequestState *create_state(ngx_http_request_t *r, bool findable) noexcept
+RequestState *create_state(ngx_http_request_t *r, ngx_uint_t max_zones,
+                           bool findable) noexcept
 {
+    // Every per-zone array's element is a multiple of 8 bytes, 8-aligned:
+    // laid end to end in one allocation, each starts aligned.
+    static_assert(sizeof(RequestState::Part) % alignof(std::uint64_t) == 0
+                  && sizeof(ngx_str_t) % alignof(std::uint64_t) == 0
+                  && sizeof(ZoneCount) % alignof(std::uint64_t) == 0);
+    constexpr size_t kPerZone = sizeof(RequestState::Part)
+                                + sizeof(const ZoneRef *)
+                                + 2 * sizeof(ngx_str_t)
+                                + 2 * sizeof(std::uint64_t)
+                                + sizeof(ZoneCount);
+
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool,
                                                    sizeof(RequestState));
+    auto *p = static_cast<u_char *>(ngx_pcalloc(r->pool,
+                                                max_zones * kPerZone));
 
-    if (cln == nullptr) {
+    if (cln == nullptr || p == nullptr) {
         return nullptr;
     }
 
     auto *state = new (cln->data) RequestState();
     state->r = r;
+    state->part = take_array<RequestState::Part>(&p, max_zones);
+    state->refs = take_array<const ZoneRef *>(&p, max_zones);
+    state->subjects = take_array<ngx_str_t>(&p, max_zones);
+    state->keys = take_array<ngx_str_t>(&p, max_zones);
+    state->limits = take_array<std::uint64_t>(&p, max_zones);
+    state->costs = take_array<std::uint64_t>(&p, max_zones);
+    state->counts = take_array<ZoneCount>(&p, max_zones);
 
     if (!findable) {
         cln->handler = cleanup_query_state;

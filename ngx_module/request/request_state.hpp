@@ -56,7 +56,7 @@ struct RequestState {
 
     ngx_uint_t parts;
     ngx_uint_t parts_waiting;
-    Part part[kMaxZonesPerRequest];
+    Part *part;              // at most one per zone (see `refs`)
     bool part_failed;        // a part got no verdict: the request's is ERROR
     ngx_event_t wake;        // the wait's timeout, or posted on the reply
     bool peek;               // report the zones, count nothing
@@ -87,16 +87,21 @@ struct RequestState {
     ngx_str_t late_slot_subject;
     SlotReport *slot_report; // a peek's concurrency zones, or nullptr
 
-    // Its rate zones (concurrency zones are in `hold`).
+    // Its rate zones (concurrency zones are in `hold`).  This array and
+    // every other one per zone (and `part`) hold as many entries as the
+    // location has zones, the most a request can apply, not
+    // kMaxZonesPerRequest: most locations have one, and a state sized for
+    // sixteen (2.5 KB) overflowed the request pool's first block and cost
+    // zeroing it on every request.  In r's pool, zeroed.
     ngx_uint_t zones;
-    const ZoneRef *refs[kMaxZonesPerRequest];
-    ngx_str_t subjects[kMaxZonesPerRequest];
-    ngx_str_t keys[kMaxZonesPerRequest];  // the subjects' Redis keys
+    const ZoneRef **refs;
+    ngx_str_t *subjects;
+    ngx_str_t *keys;         // the subjects' Redis keys
     // The limit each zone applies to this request: its own, or its
     // variable's value (Zone::limit_value).
-    std::uint64_t limits[kMaxZonesPerRequest];
+    std::uint64_t *limits;
     // What the request costs in each zone, in units (ZoneRef::cost).
-    std::uint64_t costs[kMaxZonesPerRequest];
+    std::uint64_t *costs;
     bool reserved;  // Redis counted it: its zones may be settled
     // Admitted by a GCRA zone with its turn still to come: the wait, the
     // longest of its GCRA zones' (gcra_wait_ms()); `delayed` once begun.
@@ -107,7 +112,7 @@ struct RequestState {
     bool settled;   // its settles are made: it makes none again
 
     std::uint64_t now_ms;         // Redis time of the reply
-    ZoneCount counts[kMaxZonesPerRequest];
+    ZoneCount *counts;
     Verdict verdict;
     std::uint64_t reset_epoch_s;  // Unix time at which verdict's zone resets
 };
@@ -153,9 +158,11 @@ RequestState *find_state(ngx_http_request_t *r) noexcept;
 bool make_subject_key(ngx_http_request_t *r, const Zone &zone,
                       const ngx_str_t &subject, ngx_str_t *key) noexcept;
 
-// Creates a state in r's pool; nullptr on no memory.  The state of the
-// request's decision is `findable` by find_state(); a status API query is
-// not, so that it can coexist with the decision of its own request.
-RequestState *create_state(ngx_http_request_t *r, bool findable) noexcept;
+// Creates a state in r's pool for at most `max_zones` rate zones (at most
+// kMaxZonesPerRequest); nullptr on no memory.  The state of the request's
+// decision is `findable` by find_state(); a status API query is not, so
+// that it can coexist with the decision of its own request.
+RequestState *create_state(ngx_http_request_t *r, ngx_uint_t max_zones,
+                           bool findable) noexcept;
 
 }  // namespace ratelimit

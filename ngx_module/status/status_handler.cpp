@@ -322,7 +322,7 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
     }
 
     const LocConf *lcf = loc_conf(r);
-    RequestState *state = create_state(r, false);
+    RequestState *state = create_state(r, lcf->query->nelts, false);
 
     if (state == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
