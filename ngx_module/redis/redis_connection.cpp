@@ -122,7 +122,7 @@ bool RedisConnection::open(const Peer &peer) noexcept
     close();
     peer_ = peer;
     last_error_len_ = 0;
-    reader_ = redisReaderCreate();
+    reader_ = replies_.create_reader();
 
     if (reader_ == nullptr) {
         return false;
@@ -666,7 +666,7 @@ void RedisConnection::dispatch() noexcept
 
         if (!pushed(static_cast<const redisReply *>(reply))) {
             if (count_ == 0) {
-                freeReplyObject(reply);
+                replies_.reset();
                 fail("lost connection to", "a reply nobody asked for");
                 return;
             }
@@ -676,7 +676,7 @@ void RedisConnection::dispatch() noexcept
 
         progress_msec_ = ngx_current_msec;
         w.handler(w.data, static_cast<const redisReply *>(reply));
-        freeReplyObject(reply);
+        replies_.reset();
     }
 }
 

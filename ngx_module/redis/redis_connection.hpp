@@ -7,6 +7,7 @@
 #pragma once
 
 #include "conf/module_conf.hpp"
+#include "redis/reply_arena.hpp"
 
 #include <string>
 
@@ -160,6 +161,7 @@ private:
     Peer peer_{};
     State state_ = State::kIdle;
     ngx_connection_t *c_ = nullptr;
+    ReplyArena replies_;            // where reader_ makes its replies
     redisReader *reader_ = nullptr;
     ngx_uint_t epoch_ = 0;          // bumped by every close
     ngx_event_t timer_;             // connect timeout, until settle()
