@@ -215,7 +215,11 @@ CallError HashCalls::hset(redis::String *key,
     }
 
     set_pairs(open_key, args, pairs);
-    redis::Replicate(ctx_, "HSET", "sv", key, args, 2 * pairs);
+
+    if (propagate_) {
+        redis::Replicate(ctx_, "HSET", "sv", key, args, 2 * pairs);
+    }
+
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hset", key);
     return nullptr;
 }
@@ -248,7 +252,11 @@ CallError HashCalls::hdel(redis::String *key, const std::string *fields,
         return nullptr;
     }
 
-    redis::Replicate(ctx_, "HDEL", "sv", key, made_.data() + first, count);
+    if (propagate_) {
+        redis::Replicate(ctx_, "HDEL", "sv", key, made_.data() + first,
+                         count);
+    }
+
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hdel", key);
 
     if (redis::KeyType(open_key) == redis::kKeyEmpty) {
@@ -265,7 +273,11 @@ CallError HashCalls::del(redis::String *key)
 
     if (redis::KeyType(open_key) != redis::kKeyEmpty) {
         redis::DeleteKey(open_key);
-        redis::Replicate(ctx_, "DEL", "s", key);
+
+        if (propagate_) {
+            redis::Replicate(ctx_, "DEL", "s", key);
+        }
+
         redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "del", key);
     }
 
@@ -282,7 +294,11 @@ CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
     }
 
     redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
-    redis::Replicate(ctx_, "PEXPIREAT", "sc", key, at_ms);
+
+    if (propagate_) {
+        redis::Replicate(ctx_, "PEXPIREAT", "sc", key, at_ms);
+    }
+
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "expire", key);
     return nullptr;
 }
@@ -317,7 +333,8 @@ CallError HashCalls::get(redis::String *key, FieldValue *out)
 // SET itself, called as the script calls it, on the key closed: it stores
 // a number as an integer object, as SET does (a string set through the key
 // takes 32 bytes more), and replicates and notifies as SET.  The value
-// goes as text: a fresh object, which SET may encode.
+// goes as text: a fresh object, which SET may encode.  "!" replicates it,
+// where anything listens.
 CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
                               const char *at_ms)
 {
@@ -327,7 +344,8 @@ CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
 
     close();
     RedisModuleCallReply *reply =
-        redis::Call(ctx_, "SET", "!sccc", key, value_text, "PXAT", at_ms);
+        redis::Call(ctx_, "SET", propagate_ ? "!sccc" : "sccc", key,
+                    value_text, "PXAT", at_ms);
 
     if (reply != nullptr) {
         redis::FreeCallReply(reply);

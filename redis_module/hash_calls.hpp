@@ -2,7 +2,8 @@
 // hashes of window zones, and GET and SET on a GCRA zone's string), made on
 // keys directly with the same effects: the same hash fields, expiry times,
 // errors, replication (each write sent to replicas and the AOF as the
-// command the script would have run, all of a call in one MULTI/EXEC) and
+// command the script would have run, all of a call in one MULTI/EXEC, and
+// not built at all where Redis would drop it: propagation.hpp) and
 // keyspace notifications.  And the script's rule for out of memory: a
 // command that may grow memory (HSET) is refused with OOM when Redis was
 // over maxmemory as the call began, until the call has issued any write
@@ -37,8 +38,10 @@ struct FieldValue {
 
 class HashCalls {
 public:
-    HashCalls(redis::Ctx *ctx, bool out_of_memory) noexcept
-        : ctx_(ctx), out_of_memory_(out_of_memory) {}
+    // `propagate`: whether writes reach the AOF or a replica
+    // (writes_propagate()); if not, none is replicated.
+    HashCalls(redis::Ctx *ctx, bool out_of_memory, bool propagate) noexcept
+        : ctx_(ctx), out_of_memory_(out_of_memory), propagate_(propagate) {}
 
     ~HashCalls();
 
@@ -86,6 +89,7 @@ private:
 
     redis::Ctx *ctx_;
     bool out_of_memory_;
+    bool propagate_;
     bool wrote_ = false;  // a write command has been issued
 
     // One key is open at a time, kept from one command of a request to the

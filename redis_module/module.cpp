@@ -2,6 +2,7 @@
 // ratelimit_redis.so` (or `loadmodule` in redis.conf), it adds the command
 // RATELIMIT.DECIDE, which nginx uses in place of the window script on
 // every connection to a Redis that has it.
+#include "propagation.hpp"
 #include "redis_module_api.hpp"
 #include "window_command.hpp"
 
@@ -18,6 +19,10 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(
     }
 
     redis::SetModuleAttribs(ctx, kName, kVersion, redis::kApiVersion1);
+
+    // Where Redis would not let it watch, the command asks INFO every
+    // call (propagation.hpp): slower, never wrong.
+    watch_propagation(ctx);
 
     // "write": refused on a replica and under MISCONF or min-replicas, as a
     // whole.  Not "deny-oom": out of memory is decided as for the script,

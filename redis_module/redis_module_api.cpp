@@ -45,6 +45,15 @@ bool load_api(Ctx *ctx) noexcept
            && get("RedisModule_FreeString", &FreeString)
            && get("RedisModule_StringPtrLen", &StringPtrLen)
            && get("RedisModule_Replicate", &Replicate)
+           && get("RedisModule_GetServerInfo", &GetServerInfo)
+           && get("RedisModule_FreeServerInfo", &FreeServerInfo)
+           && get("RedisModule_ServerInfoGetFieldUnsigned",
+                  &ServerInfoGetFieldUnsigned)
+           && get("RedisModule_RegisterCommandFilter",
+                  &RegisterCommandFilter)
+           && get("RedisModule_CommandFilterArgGet", &CommandFilterArgGet)
+           && get("RedisModule_SubscribeToServerEvent",
+                  &SubscribeToServerEvent)
            && get("RedisModule_NotifyKeyspaceEvent", &NotifyKeyspaceEvent)
            && get("RedisModule_WrongArity", &WrongArity)
            && get("RedisModule_ReplyWithArray", &ReplyWithArray)

@@ -13,6 +13,15 @@ struct RedisModuleKey;
 struct RedisModuleString;
 struct RedisModuleScanCursor;
 struct RedisModuleCallReply;
+struct RedisModuleServerInfoData;
+struct RedisModuleCommandFilterCtx;
+struct RedisModuleCommandFilter;
+
+// A server event: its id and the version of its data.
+struct RedisModuleEvent {
+    unsigned long long id;
+    unsigned long long dataver;
+};
 
 }  // extern "C"
 
@@ -21,6 +30,7 @@ namespace ratelimit::redis {
 using Ctx = RedisModuleCtx;
 using Key = RedisModuleKey;
 using String = RedisModuleString;
+using Event = RedisModuleEvent;
 
 constexpr int kOk = 0;
 constexpr int kErr = 1;
@@ -41,8 +51,12 @@ constexpr int kHashCFields = 1 << 2;
 constexpr int kReplyString = 0;
 constexpr int kReplyNull = 4;
 
-// GetContextFlags: used memory is over maxmemory.
+// GetContextFlags: the AOF is on; used memory is over maxmemory.
+constexpr int kCtxAof = 1 << 6;
 constexpr int kCtxOutOfMemory = 1 << 10;
+
+// SubscribeToServerEvent: this Redis became a master or a replica.
+constexpr Event kEventRoleChanged = {0, 1};
 
 // NotifyKeyspaceEvent classes.
 constexpr int kNotifyGeneric = 1 << 2;
@@ -57,6 +71,9 @@ constexpr int kKeyUpdate = 1 << 5;
 inline String *const kHashDelete = reinterpret_cast<String *>(1);
 
 using CommandFunc = int (*)(Ctx *ctx, String **argv, int argc);
+using CommandFilterFunc = void (*)(RedisModuleCommandFilterCtx *filter);
+using EventFunc = void (*)(Ctx *ctx, Event event,
+                           unsigned long long subevent, void *data);
 using ScanKeyFunc = void (*)(Key *key, String *field, String *value,
                              void *data);
 
@@ -96,6 +113,17 @@ inline const char *(*StringPtrLen)(const String *str, std::size_t *len);
 
 inline int (*Replicate)(Ctx *ctx, const char *command, const char *format,
                         ...);
+inline RedisModuleServerInfoData *(*GetServerInfo)(Ctx *ctx,
+                                                   const char *section);
+inline void (*FreeServerInfo)(Ctx *ctx, RedisModuleServerInfoData *data);
+inline unsigned long long (*ServerInfoGetFieldUnsigned)(
+    RedisModuleServerInfoData *data, const char *field, int *out_err);
+inline RedisModuleCommandFilter *(*RegisterCommandFilter)(
+    Ctx *ctx, CommandFilterFunc func, int flags);
+inline String *(*CommandFilterArgGet)(RedisModuleCommandFilterCtx *filter,
+                                      int pos);
+inline int (*SubscribeToServerEvent)(Ctx *ctx, Event event,
+                                     EventFunc func);
 inline int (*NotifyKeyspaceEvent)(Ctx *ctx, int type, const char *event,
                                   String *key);
 

@@ -7,6 +7,7 @@
 #include "batch_call.hpp"
 #include "batch_decider.hpp"
 #include "hash_calls.hpp"
+#include "propagation.hpp"
 
 namespace ratelimit {
 
@@ -84,7 +85,7 @@ int decide_command(redis::Ctx *ctx, redis::String **argv, int argc) noexcept
         // As Redis notes for a script when it starts (see hash_calls.hpp).
         bool out_of_memory = (redis::GetContextFlags(ctx)
                               & redis::kCtxOutOfMemory) != 0;
-        HashCalls calls(ctx, out_of_memory);
+        HashCalls calls(ctx, out_of_memory, writes_propagate(ctx));
         BatchDecider decider(call, &calls);
         decider.run();
         return send_reply(ctx, decider.reply());
