@@ -186,10 +186,13 @@ note "starting redis-server (TCP, and TLS on a second port)";
 my $rt = RateLimitTest->new(workers => 1);
 my $PKI = TestCerts->new($rt->tmp . '/pki');
 my $TLS_PORT = $rt->port('TLS_PORT');
-$rt->start_redis(args => [$PKI->redis_tls_args($TLS_PORT)]);
+# The script's cases: never the Redis module, whatever
+# RATELIMIT_REDIS_MODULE says (with it, nginx would run the command there).
+$rt->start_redis(redis_module => 0, args => [$PKI->redis_tls_args($TLS_PORT)]);
 my $RPORT = $rt->redis_port;
 note "starting a Redis Cluster of 3 masters";
-my $CLUSTER = ClusterTest->new($rt, masters => 3, replicas => 0, node_timeout => 2000);
+my $CLUSTER = ClusterTest->new($rt, masters => 3, replicas => 0, node_timeout => 2000,
+    redis_module => { 1 => 0, 2 => 0, 3 => 0 });
 $CLUSTER->start(30) or die "the bench's Redis Cluster did not come up\n";
 my @CLUSTER_MASTERS = map { $_->{port} } $CLUSTER->masters;
 my $redis_version = ($rt->redis('INFO', 'server') =~ /^redis_version:(\S+)/m)[0] // '?';
