@@ -215,11 +215,7 @@ CallError HashCalls::hset(redis::String *key,
     }
 
     set_pairs(open_key, args, pairs);
-
-    if (propagate_) {
-        redis::Replicate(ctx_, "HSET", "sv", key, args, 2 * pairs);
-    }
-
+    replicate("HSET", "sv", key, args, 2 * pairs);
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hset", key);
     return nullptr;
 }
@@ -252,11 +248,7 @@ CallError HashCalls::hdel(redis::String *key, const std::string *fields,
         return nullptr;
     }
 
-    if (propagate_) {
-        redis::Replicate(ctx_, "HDEL", "sv", key, made_.data() + first,
-                         count);
-    }
-
+    replicate("HDEL", "sv", key, made_.data() + first, count);
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hdel", key);
 
     if (redis::KeyType(open_key) == redis::kKeyEmpty) {
@@ -273,11 +265,7 @@ CallError HashCalls::del(redis::String *key)
 
     if (redis::KeyType(open_key) != redis::kKeyEmpty) {
         redis::DeleteKey(open_key);
-
-        if (propagate_) {
-            redis::Replicate(ctx_, "DEL", "s", key);
-        }
-
+        replicate("DEL", "s", key);
         redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "del", key);
     }
 
@@ -294,11 +282,7 @@ CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
     }
 
     redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
-
-    if (propagate_) {
-        redis::Replicate(ctx_, "PEXPIREAT", "sc", key, at_ms);
-    }
-
+    replicate("PEXPIREAT", "sc", key, at_ms);
     redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "expire", key);
     return nullptr;
 }

@@ -87,6 +87,17 @@ private:
     redis::String *field(const char *name);
     redis::String *value(const char *text);
 
+    // Replicates a write as `command` would have made it, unless nothing
+    // listens (propagate_).
+    template <typename... Args>
+    void replicate(const char *command, const char *format,
+                   Args... args) noexcept
+    {
+        if (propagate_) {
+            redis::Replicate(ctx_, command, format, args...);
+        }
+    }
+
     redis::Ctx *ctx_;
     bool out_of_memory_;
     bool propagate_;
