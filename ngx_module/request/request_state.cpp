@@ -119,8 +119,9 @@ RequestState *create_state(ngx_http_request_t *r, ngx_uint_t max_zones,
 
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool,
                                                    sizeof(RequestState));
-    auto *p = static_cast<u_char *>(ngx_pcalloc(r->pool,
-                                                max_zones * kPerZone));
+    // Not ngx_pcalloc(): take_array() value-initializes every entry.
+    auto *p = static_cast<u_char *>(ngx_palloc(r->pool,
+                                               max_zones * kPerZone));
 
     if (cln == nullptr || p == nullptr) {
         return nullptr;
