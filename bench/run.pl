@@ -834,14 +834,20 @@ sub measure {
     return {
         rps => $w->{rps}, p50 => $w->{p50}, p99 => $w->{p99}, requests => $n,
         non2xx => $w->{status} / $n, sockerr => $w->{sockerr},
-        calls => $d->{calls} / $n, top_calls => $d->{top_calls} / $n,
-        usec => $d->{usec} / $n, cpu_us => $d->{cpu_us} / $n,
+        per_request($d, $n, $w1 - $w0),
         usec_admitted => $admitted ? $d->{usec} / $admitted : undef,
         cpu_admitted  => $admitted ? $d->{cpu_us} / $admitted : undef,
-        worker_us => ($w1 - $w0) / $n,
         wrk_us => ($cu1 + $cs1 - $cu0 - $cs0) * 1e6 / $n,
-        detail => $d->{detail},
     };
+}
+
+# What a run's Redis delta `d` and its worker's CPU time (µs) come to per
+# request, over `n` requests.
+sub per_request {
+    my ($d, $n, $worker_us) = @_;
+    return (calls => $d->{calls} / $n, top_calls => $d->{top_calls} / $n,
+        usec => $d->{usec} / $n, cpu_us => $d->{cpu_us} / $n,
+        worker_us => $worker_us / $n, detail => $d->{detail});
 }
 
 # ---------------------------------------------------------------------------
@@ -1055,11 +1061,8 @@ sub run_open {
         span => ($tmax - $tmin) / 1e6,
         p50 => percentile(50, @lat), p99 => percentile(99, @lat), max => $lat[-1],
         ping_n => scalar(@ping), ping_p50 => percentile(50, @ping), ping_p99 => percentile(99, @ping),
-        worker_us => ($w1 - $w0) / $n,
-        calls => $d->{calls} / $n, top_calls => $d->{top_calls} / $n,
-        usec => $d->{usec} / $n, cpu_us => $d->{cpu_us} / $n,
+        per_request($d, $n, $w1 - $w0),
         redis_cpu => $d->{cpu_us}, elapsed => $elapsed,
-        detail => $d->{detail},
     };
 }
 
