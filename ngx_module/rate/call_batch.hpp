@@ -191,7 +191,7 @@ private:
     // Redis (they wait for the link), it did and its outcome is unknown,
     // or Redis refused the whole call before running it (LOADING after a
     // restart, BUSY): they wait for the link too, up to kMaxRefusals
-    // times, and fail after that.
+    // times, and fail after that.  A renewal fails whatever the fate.
     enum class SettleFate { kRequeue, kUnknown, kRefused };
     static constexpr std::uint8_t kMaxRefusals = 10;
 
@@ -200,6 +200,8 @@ private:
     void release(Batch *batch) noexcept;
     static void on_turn_end(ngx_event_t *ev) noexcept;
 
+    // The calls of no request: settles and renewals
+    // (call_batch_settles.cpp).
     template <typename Call>
     bool add_call(Call *call) noexcept;
     bool fill_call(Batch *batch, Settle *settle) noexcept;
