@@ -7,6 +7,7 @@
 #include "rate/script_call.hpp"
 #include "limits/deny_cache.hpp"
 #include "rate/forgive_listener.hpp"
+#include "directives/conf_merge.hpp"
 #include "directives/directives.hpp"
 #include "http/header_filter.hpp"
 #include "http/release_filter.hpp"

@@ -1,23 +1,13 @@
 #include "directives/directives.hpp"
 
-#include <algorithm>
-#include <new>
-
-#include "directives/concurrency_zone.hpp"
 #include "directives/conf_params.hpp"
 #include "directives/conf_places.hpp"
 #include "directives/fail_directive.hpp"
 #include "status/metrics_handler.hpp"
 #include "limits/gcra.hpp"
-#include "limits/rate_headers.hpp"
-#include "limits/window_rules.hpp"
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
-#include "directives/zone_changes.hpp"
-#include "directives/zone_warnings.hpp"
-#include "leases/lease_table.hpp"
-#include "params/zone_params.hpp"
-#include "scripts/script_batch.hpp"
+#include "directives/zone_directive.hpp"
 #include "status/forgive_handler.hpp"
 #include "status/status_handler.hpp"
 
@@ -25,7 +15,6 @@ namespace ratelimit {
 
 namespace {
 
-char *set_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
@@ -54,169 +43,6 @@ ngx_conf_enum_t log_levels[] = {
     {ngx_string("error"), NGX_LOG_ERR},
     {ngx_null_string, 0},
 };
-
-// The zone called `name`, if one is defined yet.
-Zone *find_zone(MainConf *mcf, const ngx_str_t &name)
-{
-    auto **zones = static_cast<Zone **>(mcf->zones.elts);
-
-    for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
-        if (zones[i]->name.len == name.len
-            && ngx_strncmp(zones[i]->name.data, name.data, name.len) == 0)
-        {
-            return zones[i];
-        }
-    }
-
-    return nullptr;
-}
-
-// The zone's request-independent script arguments and header text.
-bool render_zone(ngx_pool_t *pool, Zone *zone)
-{
-    const Policy &p = zone->policy;
-
-    zone->script_args.data = static_cast<u_char *>(
-        ngx_pnalloc(pool, kZoneArgsMaxSize));
-
-    if (zone->script_args.data == nullptr) {
-        return false;
-    }
-
-    zone->script_args.len = write_zone_args(
-        p, reinterpret_cast<char *>(zone->script_args.data));
-
-    std::string_view name = view(zone->name);
-    auto *member = static_cast<u_char *>(
-        ngx_pnalloc(pool, policy_member_max_size(name)));
-
-    if (member == nullptr) {
-        return false;
-    }
-
-    zone->policy_member.data = member;
-    zone->policy_member.len = write_policy_member(
-        name, p.limit, p.window_seconds(), reinterpret_cast<char *>(member));
-    return true;
-}
-
-// The policy read into the zone: a rate zone's, with its script arguments
-// and header text, or a concurrency zone's.
-bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
-{
-    if (params.kind == ZoneKind::kRate) {
-        zone->policy = params.policy;
-        // A GCRA zone's burst is its location's: its arguments and header
-        // member are made per request, as a variable limit's.
-        return !params.limit_variable.empty() || params.policy.gcra()
-               || render_zone(pool, zone);
-    }
-
-    auto *policy = static_cast<ConcurrencyPolicy *>(
-        ngx_palloc(pool, sizeof(ConcurrencyPolicy)));
-
-    if (policy == nullptr) {
-        return false;
-    }
-
-    *policy = params.concurrency;
-    zone->concurrency = policy;
-    return true;
-}
-
-// `limit=$NAME` or `rate=$NAME`, evaluated per request.
-bool compile_limit(ngx_conf_t *cf, const ZoneParams &params, Zone *zone)
-{
-    if (params.limit_variable.empty()) {
-        return true;
-    }
-
-    zone->limit_value = static_cast<ngx_http_complex_value_t *>(
-        ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t)));
-
-    if (zone->limit_value == nullptr) {
-        return false;
-    }
-
-    zone->limit_is_rate = params.limit_is_rate;
-    ngx_str_t text = arg_string(params.limit_variable);
-    return compile_value(cf, &text, zone->limit_value);
-}
-
-// A zone as parse_zone_params() read it, into the configuration.  Its
-// name is checked against the zones defined before it, as the first token,
-// before the parser's errors on the later tokens.
-char *add_zone(ngx_conf_t *cf, MainConf *mcf,
-               const ParamResult<ZoneParams> &parsed)
-{
-    const ngx_str_t &name = static_cast<ngx_str_t *>(cf->args->elts)[1];
-
-    if (parsed.error && parsed.error->token == 0) {
-        return param_error(cf, *parsed.error);
-    }
-
-    if (find_zone(mcf, name) != nullptr) {
-        return directive_error(cf, "ratelimit_zone \"%V\" is duplicate",
-                               &name);
-    }
-
-    if (parsed.error) {
-        return param_error(cf, *parsed.error);
-    }
-
-    auto *zone = static_cast<Zone *>(ngx_pcalloc(cf->pool, sizeof(Zone)));
-
-    if (zone == nullptr) {
-        return nginx_logged_error();
-    }
-
-    zone->name = name;
-    zone->index = mcf->zones.nelts;
-
-    if (!set_zone_policy(cf->pool, parsed.params, zone)) {
-        return nginx_logged_error();
-    }
-
-    ngx_str_t key = arg_string(parsed.params.key);
-
-    if (!compile_value(cf, &key, &zone->key)
-        || !compile_limit(cf, parsed.params, zone))
-    {
-        return nginx_logged_error();
-    }
-
-    if (parsed.params.lease_bytes > 0) {
-        if (add_lease_table(cf, zone, parsed.params.lease_bytes) != NGX_OK) {
-            return nginx_logged_error();
-        }
-
-        // A lease's share needs the live servers, which the server learns
-        // as `ratelimit_fail local` does.
-        mcf->local = true;
-    }
-
-    auto **slot = static_cast<Zone **>(ngx_array_push(&mcf->zones));
-
-    if (slot == nullptr) {
-        return nginx_logged_error();
-    }
-
-    *slot = zone;
-    warn_zone(cf, parsed.params);
-    warn_zone_change(cf, *zone);
-    return NGX_CONF_OK;
-}
-
-// ratelimit_zone, of either kind: the kind follows from the parameters.
-char *set_zone(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
-{
-    try {
-        return add_zone(cf, static_cast<MainConf *>(conf),
-                        parse_zone_params(directive_tokens(cf)));
-    } catch (const std::bad_alloc &) {
-        return directive_error(cf, "out of memory");
-    }
-}
 
 // Adds `zone=NAME` to a location's list of zones (`ratelimit` or
 // `ratelimit_query`); the zone itself is looked up in resolve_zones().
@@ -459,60 +285,6 @@ char *set_metrics(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
     return NGX_CONF_OK;
 }
 
-// Binds each `ratelimit zone=NAME` to its zone, once the whole http block
-// (and so every ratelimit_zone) has been read.
-char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
-{
-    auto *refs = static_cast<ZoneRef *>(refs_array->elts);
-
-    for (ngx_uint_t i = 0; i < refs_array->nelts; i++) {
-        ZoneRef &ref = refs[i];
-
-        ref.zone = find_zone(mcf, ref.name);
-
-        if (ref.zone == nullptr) {
-            return after_block_error(cf, "unknown ratelimit zone \"%V\" in "
-                                         "%V:%ui",
-                                     &ref.name, &ref.file, ref.line);
-        }
-
-        if (mcf->redis == nullptr) {
-            return after_block_error(cf, "ratelimit zone \"%V\" needs "
-                                         "\"ratelimit_redis\" in the http "
-                                         "block, in %V:%ui",
-                                     &ref.name, &ref.file, ref.line);
-        }
-
-        // The script takes a window of 1 + burst emission intervals of at
-        // most kMaxWindowMs, as it takes a window of buckets.
-        const Policy &policy = ref.zone->policy;
-
-        if (policy.gcra()
-            && ref.burst >= window_rules::kMaxWindowMs / policy.window_ms)
-        {
-            return after_block_error(cf, "burst=%uL is too large for zone "
-                                         "\"%V\", in %V:%ui",
-                                     ref.burst, &ref.name, &ref.file,
-                                     ref.line);
-        }
-
-        if (ref.shaping && !policy.gcra()) {
-            return after_block_error(cf, "\"burst=\", \"delay=\" and "
-                                         "\"nodelay\" apply to zones of "
-                                         "algorithm=gcra only, not \"%V\", "
-                                         "in %V:%ui",
-                                     &ref.name, &ref.file, ref.line);
-        }
-
-        ref.zone->largest_burst = std::max(ref.zone->largest_burst,
-                                           ref.query ? 0 : ref.burst);
-        mcf->used = true;
-        mcf->concurrency |= ref.zone->concurrency != nullptr;
-    }
-
-    return NGX_CONF_OK;
-}
-
 }  // namespace
 
 ngx_command_t commands[] = {
@@ -694,105 +466,5 @@ ngx_command_t commands[] = {
 
     ngx_null_command,
 };
-
-void *create_main_conf(ngx_conf_t *cf) noexcept
-{
-    auto *mcf = static_cast<MainConf *>(
-        ngx_pcalloc(cf->pool, sizeof(MainConf)));
-
-    if (mcf == nullptr) {
-        return nullptr;
-    }
-
-    if (ngx_array_init(&mcf->zones, cf->pool, 4, sizeof(Zone *)) != NGX_OK) {
-        return nullptr;
-    }
-
-    mcf->local_memory = NGX_CONF_UNSET_SIZE;
-    init_redis_defaults(mcf);
-    return mcf;
-}
-
-char *init_main_conf(ngx_conf_t *cf, void *conf) noexcept
-{
-    auto *mcf = static_cast<MainConf *>(conf);
-
-    if (mcf->prefix.data == nullptr) {
-        ngx_str_set(&mcf->prefix, "rl");
-    }
-
-    ngx_conf_init_size_value(mcf->local_memory, kDefaultLocalMemory);
-
-    return finish_redis_conf(cf, mcf);
-}
-
-void *create_loc_conf(ngx_conf_t *cf) noexcept
-{
-    auto *lcf = static_cast<LocConf *>(
-        ngx_pcalloc(cf->pool, sizeof(LocConf)));
-
-    if (lcf == nullptr) {
-        return nullptr;
-    }
-
-    lcf->zones = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
-    lcf->settles = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
-    lcf->status = NGX_CONF_UNSET_UINT;
-    lcf->headers = NGX_CONF_UNSET;
-    lcf->fail = NGX_CONF_UNSET_UINT;
-    lcf->dry_run = NGX_CONF_UNSET;
-    lcf->log_level = NGX_CONF_UNSET_UINT;
-    return lcf;
-}
-
-char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
-{
-    auto *prev = static_cast<LocConf *>(parent);
-    auto *conf = static_cast<LocConf *>(child);
-
-    // Settles go with the zones they settle: a location that applies
-    // zones of its own inherits none.
-    if (conf->settles == NGX_CONF_UNSET_PTR
-        && conf->zones == NGX_CONF_UNSET_PTR)
-    {
-        conf->settles = prev->settles;
-    }
-
-    if (conf->zones == NGX_CONF_UNSET_PTR) {
-        conf->zones = prev->zones;
-    }
-
-    auto *mcf = static_cast<MainConf *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
-
-    char *rv = NGX_CONF_OK;
-
-    if (conf->zones != NGX_CONF_UNSET_PTR) {
-        rv = resolve_zones(cf, mcf, conf->zones);
-        rv = rv == NGX_CONF_OK ? check_concurrency_refs(cf, conf->zones) : rv;
-    }
-
-    if (rv == NGX_CONF_OK && conf->query != nullptr) {
-        rv = resolve_zones(cf, mcf, conf->query);
-    }
-
-    if (rv == NGX_CONF_OK && conf->settles != NGX_CONF_UNSET_PTR) {
-        rv = resolve_settles(cf, conf);
-    }
-
-    if (rv != NGX_CONF_OK) {
-        return rv;
-    }
-
-    ngx_conf_merge_str_value(conf->peek_header, prev->peek_header, "");
-
-    ngx_conf_merge_uint_value(conf->status, prev->status,
-                              NGX_HTTP_TOO_MANY_REQUESTS);
-    ngx_conf_merge_value(conf->headers, prev->headers, 1);
-    merge_fail(cf, conf, prev);
-    ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
-    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
-    return NGX_CONF_OK;
-}
 
 }  // namespace ratelimit

@@ -1,4 +1,4 @@
-// The module's directives and the creation and merge of its configuration.
+// The module's directives: the table nginx reads them by.
 #pragma once
 
 #include "conf/module_conf.hpp"
@@ -6,10 +6,5 @@
 namespace ratelimit {
 
 extern ngx_command_t commands[];
-
-void *create_main_conf(ngx_conf_t *cf) noexcept;
-char *init_main_conf(ngx_conf_t *cf, void *conf) noexcept;
-void *create_loc_conf(ngx_conf_t *cf) noexcept;
-char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept;
 
 }  // namespace ratelimit

@@ -59,7 +59,8 @@ void give_back(const Zone &zone, std::string_view key,
                   back.bucket, zone);
 }
 
-void on_lease_renewed(const Settle &renewal, const LeaseGrant *grant) noexcept
+void on_lease_renewed(const LeaseRenewal &renewal,
+                      const LeaseGrant *grant) noexcept
 {
     const Zone &zone = *renewal.zone;
     LeaseReturn back{0, 0};

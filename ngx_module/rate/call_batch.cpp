@@ -1,6 +1,5 @@
 #include "rate/call_batch.hpp"
 
-#include <iterator>
 #include <new>
 
 #include "cluster/cluster_slot.hpp"
@@ -37,11 +36,10 @@ void tell_link_of_script_error(RedisLink *link,
 CallBatcher::CallBatcher(RedisLink *link, bool cross_slot,
                          const BatchSink &sink, ngx_msec_t timeout,
                          ngx_log_t *log) noexcept
-    : link_(link), cross_slot_(cross_slot), sink_(sink), timeout_(timeout)
+    : link_(link), cross_slot_(cross_slot), sink_(sink),
+      settles_({send_held, this}, timeout, log)
 {
     init_event(&turn_end_, on_turn_end, this, log);
-    init_event(&drain_, on_drain, this, log);
-    drain_.cancelable = 0;
     link->on_up(on_link_up, this);
 }
 
@@ -95,11 +93,10 @@ CallBatcher::~CallBatcher()
         ngx_delete_posted_event(&turn_end_);
     }
 
-    stop_timer(&drain_);
-
     // Only when the worker exits, after every request: none can be left in
-    // them, but none may keep a pointer to them either.  The settles never
-    // sent are dropped.
+    // them, but none may keep a pointer to them either.  The settles and
+    // renewals never sent are dropped (the settles waiting for the link, by
+    // the queue).
     for (ngx_uint_t b = 0; b < open_count_; b++) {
         for (ngx_uint_t i = 0; i < open_[b]->call.entries(); i++) {
             if (RequestState *state = open_[b]->states[i]) {
@@ -107,14 +104,16 @@ CallBatcher::~CallBatcher()
             }
 
             if (Settle *settle = open_[b]->settles[i]) {
-                end_settle(settle, SettleOutcome::kDropped);
+                settles_.end(settle, SettleOutcome::kDropped);
+            }
+
+            if (LeaseRenewal *renewal = open_[b]->renewals[i]) {
+                fail_renewal(renewal);
             }
         }
 
         delete open_[b];
     }
-
-    drop_settles(waiting_);
 
     while (free_ != nullptr) {
         Batch *next = free_->next_free;
@@ -231,259 +230,13 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
 
     batch->states[entry] = state;
     batch->settles[entry] = nullptr;
+    batch->renewals[entry] = nullptr;
     batch->parts[entry] = static_cast<std::uint8_t>(p);
     part.batch = batch;
     part.entry = entry;
     in_flight_++;
     metrics::record_requests_waiting(in_flight_);
     return true;
-}
-
-void CallBatcher::settle(std::string_view key, std::string_view zone_args,
-                         std::int64_t units, std::uint64_t bucket,
-                         const Zone &zone) noexcept
-{
-    Settle *settle;
-
-    try {
-        settle = new Settle{std::string(key), std::string(zone_args), units,
-                            bucket, &zone, 0, 0, nullptr, 0, nullptr};
-    } catch (const std::bad_alloc &) {
-        metrics::record_settle(zone.index, SettleOutcome::kDropped);
-        return;
-    }
-
-    keep_settle(settle);
-}
-
-void CallBatcher::renew_lease(std::string_view key,
-                              std::string_view zone_args,
-                              std::uint64_t asked, const Zone &zone,
-                              LeaseRenewed renewed) noexcept
-{
-    Settle *renewal;
-
-    try {
-        renewal = new Settle{std::string(key), std::string(zone_args), 0, 0,
-                             &zone, 0, 0, nullptr, asked, renewed};
-    } catch (const std::bad_alloc &) {
-        Settle none{{}, {}, 0, 0, &zone, 0, 0, nullptr, asked, renewed};
-        renewed(none, nullptr);
-        return;
-    }
-
-    keep_settle(renewal);
-}
-
-// The batcher owns the settle or renewal from here.
-void CallBatcher::keep_settle(Settle *settle) noexcept
-{
-    settle->slot = link_->clustered() ? key_slot(settle->key) : 0;
-
-    if (settles_held_++ == 0 && !drain_.timer_set) {
-        ngx_add_timer(&drain_, timeout_);
-    }
-
-    if (!link_->up() || !add_settle(settle)) {
-        wait_for_link(settle);
-    }
-}
-
-// Adds a settle to the open batch of its key's connection; false, with
-// the batch as it was, on no memory.
-bool CallBatcher::add_settle(Settle *settle) noexcept
-{
-    std::uint32_t group = group_of(settle->slot);
-    Batch *batch = open_for(group, settle->slot);
-
-    if (batch != nullptr && !batch->call.has_room(1)) {
-        send_batch(batch);
-        batch = open_for(group, settle->slot);
-    }
-
-    if (batch == nullptr || !fill_settle(batch, settle)) {
-        return false;
-    }
-
-    if (batch->call.entries() == Batch::kMaxRequests || draining_) {
-        send_batch(batch);
-    } else if (!turn_end_.posted) {
-        ngx_post_event(&turn_end_, &ngx_posted_events);
-    }
-
-    return true;
-}
-
-bool CallBatcher::fill_settle(Batch *batch, Settle *settle) noexcept
-{
-    ngx_uint_t entry = batch->call.entries();
-
-    bool added = settle->asked > 0
-                 ? batch->call.add_lease(settle->key, settle->zone_args,
-                                         settle->asked)
-                 : batch->call.add_settle(settle->key, settle->zone_args,
-                                          settle->units, settle->bucket);
-
-    if (!added) {
-        return false;
-    }
-
-    batch->states[entry] = nullptr;
-    batch->settles[entry] = settle;
-    batch->settle_count++;
-    return true;
-}
-
-void CallBatcher::take_settle_reply(Settle *settle, std::uint64_t now_ms,
-                                    const redisReply *const *reply) noexcept
-{
-    if (settle->asked > 0) {
-        LeaseGrant grant{0, 0, now_ms};
-        ZoneCount count{};
-        ScriptReply decoded = decode_lease_reply(reply, &count,
-                                                 &grant.units);
-        grant.count = count.total;
-        end_settle(settle, decoded.kind == ScriptReply::Kind::kVerdict
-                           ? SettleOutcome::kApplied
-                           : SettleOutcome::kFailed, &grant);
-        return;
-    }
-
-    std::int64_t applied = 0;
-    ScriptReply decoded = decode_settle_reply(reply, &applied);
-
-    if (decoded.kind != ScriptReply::Kind::kVerdict) {
-        end_settle(settle, SettleOutcome::kFailed);
-        return;
-    }
-
-    auto magnitude = static_cast<std::uint64_t>(applied < 0 ? -applied
-                                                             : applied);
-    metrics::record_units(settle->zone->index,
-                          applied < 0 ? UnitEvent::kSettleReturned
-                                      : UnitEvent::kSettleAdded,
-                          magnitude);
-    end_settle(settle, SettleOutcome::kApplied);
-}
-
-// Keeps a settle until the link is up, if there is room; a renewal fails.
-void CallBatcher::wait_for_link(Settle *settle) noexcept
-{
-    if (settle->asked > 0) {
-        end_settle(settle, SettleOutcome::kDropped);
-        return;
-    }
-
-    if (waiting_count_ == kMaxSettlesWaiting) {
-        end_settle(settle, SettleOutcome::kDropped);
-        return;
-    }
-
-    settle->next = nullptr;
-
-    if (waiting_last_ != nullptr) {
-        waiting_last_->next = settle;
-    } else {
-        waiting_ = settle;
-    }
-
-    waiting_last_ = settle;
-    waiting_count_++;
-}
-
-void CallBatcher::send_waiting_settles() noexcept
-{
-    Settle *list = waiting_;
-
-    waiting_ = nullptr;
-    waiting_last_ = nullptr;
-    waiting_count_ = 0;
-
-    while (list != nullptr) {
-        Settle *settle = list;
-        list = list->next;
-
-        if (!add_settle(settle)) {
-            wait_for_link(settle);
-        }
-    }
-}
-
-void CallBatcher::end_settle(Settle *settle, SettleOutcome outcome,
-                             const LeaseGrant *grant) noexcept
-{
-    if (settle->asked > 0) {
-        settle->renewed(*settle,
-                        outcome == SettleOutcome::kApplied ? grant : nullptr);
-        delete settle;
-        settles_held_--;
-        return;
-    }
-
-    static const char *const kLost[] = {
-        nullptr, "never sent to redis, dropped",
-        "sent to redis and not answered, not sent again",
-        "refused by redis",
-    };
-    static_assert(std::size(kLost)
-                  == static_cast<std::size_t>(SettleOutcome::kCount));
-    const char *lost = kLost[static_cast<std::size_t>(outcome)];
-
-    metrics::record_settle(settle->zone->index, outcome);
-
-    if (lost != nullptr && settle_log_.allow()) {
-        ngx_log_error(NGX_LOG_WARN, drain_.log, 0,
-                      "ratelimit: a settle of %L units in zone \"%V\" was "
-                      "%s", settle->units, &settle->zone->name, lost);
-    }
-
-    delete settle;
-    settles_held_--;
-}
-
-void CallBatcher::drop_settles(Settle *list) noexcept
-{
-    while (list != nullptr) {
-        Settle *settle = list;
-        list = list->next;
-        end_settle(settle, SettleOutcome::kDropped);
-    }
-}
-
-// While settles are held: one that waits for a link that believes itself
-// up is sent; a worker that exits sends what it holds at once and waits
-// one more timeout for the answers, then drops what still waits.
-void CallBatcher::on_drain(ngx_event_t *ev) noexcept
-{
-    auto *batcher = static_cast<CallBatcher *>(ev->data);
-    bool exiting = ngx_exiting || ngx_quit || ngx_terminate;
-
-    if (batcher->settles_held_ == 0) {
-        return;
-    }
-
-    if (exiting && batcher->draining_) {
-        Settle *list = batcher->waiting_;
-        batcher->waiting_ = nullptr;
-        batcher->waiting_last_ = nullptr;
-        batcher->waiting_count_ = 0;
-        batcher->drop_settles(list);
-        return;
-    }
-
-    batcher->draining_ = exiting;
-
-    if (batcher->link_->up() && batcher->waiting_ != nullptr) {
-        batcher->send_waiting_settles();
-    }
-
-    if (exiting) {
-        batcher->send_all();
-    }
-
-    if (batcher->settles_held_ > 0) {
-        ngx_add_timer(ev, batcher->timeout_);
-    }
 }
 
 // Sends an open batch before the loop turn ends.
@@ -584,14 +337,18 @@ bool CallBatcher::compact(Batch *batch) noexcept
 {
     RequestState *states[Batch::kMaxRequests];
     Settle *settles[Batch::kMaxRequests];
+    LeaseRenewal *renewals[Batch::kMaxRequests];
     std::uint8_t parts[Batch::kMaxRequests];
     ngx_uint_t n = 0;
     ngx_uint_t entries = batch->call.entries();
 
     for (ngx_uint_t i = 0; i < entries; i++) {
-        if (batch->states[i] != nullptr || batch->settles[i] != nullptr) {
+        if (batch->states[i] != nullptr || batch->settles[i] != nullptr
+            || batch->renewals[i] != nullptr)
+        {
             states[n] = batch->states[i];
             settles[n] = batch->settles[i];
+            renewals[n] = batch->renewals[i];
             parts[n++] = batch->parts[i];
         }
     }
@@ -611,8 +368,12 @@ bool CallBatcher::compact(Batch *batch) noexcept
 
     for (ngx_uint_t k = 0; k < n; k++) {
         if (settles[k] != nullptr) {
-            if (!fill_settle(batch, settles[k])) {
-                end_settle(settles[k], SettleOutcome::kDropped);
+            if (!fill_call(batch, settles[k])) {
+                settles_.end(settles[k], SettleOutcome::kDropped);
+            }
+        } else if (renewals[k] != nullptr) {
+            if (!fill_call(batch, renewals[k])) {
+                fail_renewal(renewals[k]);
             }
         } else if (!fill(batch, states[k], parts[k])) {
             states[k]->part[parts[k]].batch = nullptr;
@@ -731,7 +492,10 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
                 sink_.take_reply(state, batch->parts[i], decoded.now_ms,
                                  part);
             } else if (batch->settles[i] != nullptr) {
-                take_settle_reply(batch->settles[i], decoded.now_ms, part);
+                settles_.take_reply(batch->settles[i], part);
+            } else if (batch->renewals[i] != nullptr) {
+                take_renewal_reply(batch->renewals[i], decoded.now_ms, part);
+                settles_.let_go();
             }
         }
         release(batch);
@@ -819,14 +583,16 @@ void CallBatcher::fail_all(Batch *batch, const char *why,
         if (state != nullptr) {
             state->part[batch->parts[i]].batch = nullptr;
             sink_.part_failed(state, why, detail);
+        } else if (batch->renewals[i] != nullptr) {
+            fail_renewal(batch->renewals[i]);
         } else if (settle != nullptr && fate == SettleFate::kUnknown) {
-            end_settle(settle, SettleOutcome::kUnknown);
+            settles_.end(settle, SettleOutcome::kUnknown);
         } else if (settle != nullptr && fate == SettleFate::kRefused
                    && ++settle->refusals == kMaxRefusals)
         {
-            end_settle(settle, SettleOutcome::kFailed);
+            settles_.end(settle, SettleOutcome::kFailed);
         } else if (settle != nullptr) {
-            wait_for_link(settle);
+            settles_.wait(settle);
         }
     }
 

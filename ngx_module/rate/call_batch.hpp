@@ -15,6 +15,8 @@
 #include <string>
 
 #include "conf/module_conf.hpp"
+#include "rate/lease_renewals.hpp"
+#include "rate/settle_queue.hpp"
 #include "report/metrics_model.hpp"
 #include "scripts/script_batch.hpp"
 
@@ -23,39 +25,6 @@ namespace ratelimit {
 struct RequestState;
 class CallBatcher;
 class RedisLink;
-
-struct Settle;
-
-// What Redis counted for a lease's renewal: `units` in the bucket of its
-// time `now_ms`, after which the fleet's count in the window is `count`.
-struct LeaseGrant {
-    std::uint64_t units;
-    std::uint64_t count;
-    std::uint64_t now_ms;
-};
-
-// Told the fate of a lease's renewal: its grant, or nullptr if it failed
-// or its outcome is unknown (what Redis may have counted is lost).
-using LeaseRenewed = void (*)(const Settle &renewal,
-                              const LeaseGrant *grant) noexcept;
-
-// A settle (`ratelimit_settle`, or a part's admission taken back): units
-// added to the bucket a request was counted in.  Or, with `asked` > 0, a
-// lease's renewal (CallBatcher::renew_lease()): a call of no request, kept
-// as a settle is.  The batcher owns it from CallBatcher::settle() until
-// Redis answers it or it is given up.
-struct Settle {
-    std::string key;
-    std::string zone_args;  // write_zone_args() of the zone
-    std::int64_t units;     // < 0 gives units back
-    std::uint64_t bucket;   // the bucket (of a fixed window: the window)
-    const Zone *zone;       // for the metrics and the log
-    std::uint16_t slot;     // of the key, in a cluster
-    std::uint8_t refusals;  // calls Redis refused whole (see SettleFate)
-    Settle *next;           // in the queue of those waiting for the link
-    std::uint64_t asked;    // a renewal's units asked; 0: a settle
-    LeaseRenewed renewed;   // a renewal's
-};
 
 // Where the answers of the requests' calls go: the layer above decodes
 // them into each request's verdict.  Called only while the part waits.
@@ -92,7 +61,9 @@ struct Batch {
     ScriptBatch call;
     RequestState *states[kMaxRequests];  // nullptr: stopped waiting, or
     Settle *settles[kMaxRequests];       // a settle, else nullptr
-    ngx_uint_t settle_count;             // entries that are settles
+    LeaseRenewal *renewals[kMaxRequests];  // a renewal, else nullptr
+    ngx_uint_t settle_count;             // entries of no request: settles
+                                         // and renewals
     std::uint8_t parts[kMaxRequests];    // which part of its request each is
     std::uint32_t group;                 // see CallBatcher::group_of()
     std::uint16_t slot;                  // in a cluster: where it is sent
@@ -175,25 +146,21 @@ public:
 
     // Sends `units` to bucket `bucket` of `key` in `zone`, whose script
     // arguments are `zone_args`, in the next batch of the key's connection,
-    // or once the link is up again.  Never resent once it may have reached
-    // Redis.  Whatever becomes of it is counted in the metrics, and logged
-    // unless Redis answered it; it never fails the caller.
+    // or once the link is up again (SettleQueue).  Never resent once it may
+    // have reached Redis.  Whatever becomes of it is counted in the
+    // metrics, and logged unless Redis answered it; it never fails the
+    // caller.
     void settle(std::string_view key, std::string_view zone_args,
                 std::int64_t units, std::uint64_t bucket,
                 const Zone &zone) noexcept;
 
     // Asks Redis to count up to `asked` units of `key` in `zone` for a
-    // lease, in the next batch of the key's connection; `renewed` is told
-    // the outcome, at once if the link is down (a renewal never waits for
-    // the link: its lease would be stale).  Never resent once it may have
-    // reached Redis.
+    // lease (rate/lease_renewals.hpp), in the next batch of the key's
+    // connection; `renewed` is told the outcome, at once if the link is
+    // down.
     void renew_lease(std::string_view key, std::string_view zone_args,
                      std::uint64_t asked, const Zone &zone,
                      LeaseRenewed renewed) noexcept;
-
-    // Settles kept while the link is down, at most: past it, the newest
-    // are dropped.
-    static constexpr ngx_uint_t kMaxSettlesWaiting = 4096;
 
 private:
     // The reply to a batch, or nullptr when the connection failed with it
@@ -224,7 +191,7 @@ private:
     // Redis (they wait for the link), it did and its outcome is unknown,
     // or Redis refused the whole call before running it (LOADING after a
     // restart, BUSY): they wait for the link too, up to kMaxRefusals
-    // times, and fail after that.
+    // times, and fail after that.  A renewal fails whatever the fate.
     enum class SettleFate { kRequeue, kUnknown, kRefused };
     static constexpr std::uint8_t kMaxRefusals = 10;
 
@@ -233,17 +200,15 @@ private:
     void release(Batch *batch) noexcept;
     static void on_turn_end(ngx_event_t *ev) noexcept;
 
-    bool add_settle(Settle *settle) noexcept;
-    bool fill_settle(Batch *batch, Settle *settle) noexcept;
-    void take_settle_reply(Settle *settle, std::uint64_t now_ms,
-                           const redisReply *const *reply) noexcept;
-    void keep_settle(Settle *settle) noexcept;
-    void wait_for_link(Settle *settle) noexcept;
+    // The calls of no request: settles and renewals
+    // (call_batch_settles.cpp).
+    template <typename Call>
+    bool add_call(Call *call) noexcept;
+    bool fill_call(Batch *batch, Settle *settle) noexcept;
+    bool fill_call(Batch *batch, LeaseRenewal *renewal) noexcept;
+    void fail_renewal(LeaseRenewal *renewal) noexcept;
     void send_waiting_settles() noexcept;
-    void end_settle(Settle *settle, SettleOutcome outcome,
-                    const LeaseGrant *grant = nullptr) noexcept;
-    void drop_settles(Settle *list) noexcept;
-    static void on_drain(ngx_event_t *ev) noexcept;
+    static void send_held(void *data, bool exiting) noexcept;
 
     RedisLink *link_;
     bool cross_slot_;
@@ -257,17 +222,7 @@ private:
     std::uint16_t calls_out_[kMaxHeld] = {};
     std::string command_;       // the batch being sent, for hiredis to copy
     ngx_event_t turn_end_;      // posted while a batch is open
-    Settle *waiting_ = nullptr;  // for the link, oldest first
-    Settle *waiting_last_ = nullptr;
-    ngx_uint_t waiting_count_ = 0;
-    ngx_uint_t settles_held_ = 0;  // waiting, in batches or in flight
-    // Set while settles are held: unlike the module's other events it is
-    // not cancelable, so that a gracefully exiting worker sends them first
-    // and waits for their answers, at most two Redis timeouts.
-    ngx_event_t drain_;
-    bool draining_ = false;      // the worker exits: all sent at once
-    LogThrottle settle_log_;     // settles lost
-    ngx_msec_t timeout_;         // Redis's (RedisTarget::timeout)
+    SettleQueue settles_;       // the settles and renewals held
 };
 
 }  // namespace ratelimit

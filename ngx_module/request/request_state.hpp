@@ -2,17 +2,20 @@
 // Redis for, and the verdict.  It lives in a cleanup of the request's pool,
 // found again through that cleanup's handler, because internal redirects
 // (error_page, try_files) wipe module contexts and the request must be
-// decided once, not once per location it passes through.
+// decided once, not once per location it passes through.  What one
+// feature keeps of the request is a part of it, a base in a header of its
+// own (request/*_part.hpp) that says who writes and reads it; a field has
+// one name wherever it is used (state->hold).
 #pragma once
 
 #include "conf/module_conf.hpp"
+#include "request/concurrency_part.hpp"
+#include "request/rate_part.hpp"
+#include "request/settle_part.hpp"
+#include "request/turn_part.hpp"
 #include "scripts/verdict.hpp"
 
 namespace ratelimit {
-
-struct Batch;
-struct SlotHold;
-struct SlotReport;
 
 enum class Result {
     kNone,            // no zone applied (every key was empty)
@@ -23,7 +26,7 @@ enum class Result {
     kPeeked,          // reported on, not counted: the status API or peek
 };
 
-struct RequestState {
+struct RequestState : RatePart, ConcurrencyPart, SettlePart, TurnPart {
     enum class Stage {
         kNew,      // created, nothing sent yet (the zero a new state holds)
         kWaiting,  // the script call is in flight, or the request waits
@@ -40,32 +43,8 @@ struct RequestState {
     const LocConf *lcf;      // of the location that decided the request
     Stage stage;
     Result result;
-    // The request's call, in one part per cluster slot its keys are in
-    // (per master with `cross_slot`; one part elsewhere), each decided
-    // atomically on its own.
-    struct Part {
-        Batch *batch;        // holding the part's call, while waiting
-        ngx_uint_t entry;    // its place in the batch
-        std::uint32_t group;  // its slot, or master: RedisLink::batch_group()
-        std::uint16_t slot;   // of its first key: where it is sent
-        std::uint8_t zones;  // how many of the request's zones it decides
-        std::uint8_t zone[kMaxZonesPerRequest];  // their indexes
-        std::uint64_t now_ms;                    // Redis time of its reply
-        bool rejected;
-    };
-
-    ngx_uint_t parts;
-    ngx_uint_t parts_waiting;
-    Part *part;              // at most one per zone (see `refs`)
-    bool part_failed;        // a part got no verdict: the request's is ERROR
     ngx_event_t wake;        // the wait's timeout, or posted on the reply
     bool peek;               // report the zones, count nothing
-    // The status API's ?interval=, in ms, 1 to the shortest window of its
-    // zones, and per zone the newest buckets to count for it (in r's
-    // pool); 0 and nullptr if not asked.  Only with peek.
-    std::uint64_t interval_ms;
-    const std::uint64_t *interval_buckets;
-    ngx_msec_t sent_msec;    // when the call left, on nginx's clock
     std::uint64_t check_start_us;  // metrics: when the phase first saw it
     bool in_flight;          // metrics: let through, its zones busy
     // Goes on with the request once the result is known, from an nginx
@@ -78,18 +57,9 @@ struct RequestState {
     // its call forgets it.  nullptr: nobody.
     void (*release_hook)(RequestState *state) noexcept;
 
-    SlotHold *hold;          // its concurrency zone's, or nullptr
-    // A concurrency zone asked only once the rate zones admitted the
-    // request and its GCRA wait is over, so that a request waiting for its
-    // turn holds no slot: the zone and the subject; nullptr once asked, or
-    // when the location's zones never make a request wait.
-    const ZoneRef *late_slot;
-    ngx_str_t late_slot_subject;
-    SlotReport *slot_report; // a peek's concurrency zones, or nullptr
-
     // Its rate zones (concurrency zones are in `hold`).  This array and
-    // every other one per zone (and `part`) hold as many entries as the
-    // location has zones, the most a request can apply, not
+    // every other one per zone (and RatePart's `part`) hold as many
+    // entries as the location has zones, the most a request can apply, not
     // kMaxZonesPerRequest: most locations have one, and a state sized for
     // sixteen (2.5 KB) overflowed the request pool's first block and cost
     // zeroing it on every request.  In r's pool, zeroed.
@@ -102,14 +72,6 @@ struct RequestState {
     std::uint64_t *limits;
     // What the request costs in each zone, in units (ZoneRef::cost).
     std::uint64_t *costs;
-    bool reserved;  // Redis counted it: its zones may be settled
-    // Admitted by a GCRA zone with its turn still to come: the wait, the
-    // longest of its GCRA zones' (gcra_wait_ms()); `delayed` once begun.
-    ngx_msec_t delay_ms;
-    bool delayed;
-    ngx_msec_t delay_start;  // when the wait began, on nginx's clock
-    bool turn_came;          // the wait ran to its end
-    bool settled;   // its settles are made: it makes none again
 
     std::uint64_t now_ms;         // Redis time of the reply
     ZoneCount *counts;

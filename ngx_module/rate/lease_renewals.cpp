@@ -1,0 +1,45 @@
+#include "rate/lease_renewals.hpp"
+
+#include <new>
+
+#include "scripts/window_script.hpp"
+
+namespace ratelimit {
+
+LeaseRenewal *make_renewal(std::string_view key, std::string_view zone_args,
+                           std::uint64_t asked, const Zone &zone,
+                           LeaseRenewed renewed) noexcept
+{
+    try {
+        return new LeaseRenewal{std::string(key), std::string(zone_args),
+                                asked, &zone, 0, renewed};
+    } catch (const std::bad_alloc &) {
+        LeaseRenewal none{{}, {}, asked, &zone, 0, renewed};
+        renewed(none, nullptr);
+        return nullptr;
+    }
+}
+
+bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal) noexcept
+{
+    return call->add_lease(renewal.key, renewal.zone_args, renewal.asked);
+}
+
+void take_renewal_reply(LeaseRenewal *renewal, std::uint64_t now_ms,
+                        const redisReply *const *reply) noexcept
+{
+    LeaseGrant grant{0, 0, now_ms};
+    ZoneCount count{};
+    ScriptReply decoded = decode_lease_reply(reply, &count, &grant.units);
+    grant.count = count.total;
+    end_renewal(renewal, decoded.kind == ScriptReply::Kind::kVerdict
+                         ? &grant : nullptr);
+}
+
+void end_renewal(LeaseRenewal *renewal, const LeaseGrant *grant) noexcept
+{
+    renewal->renewed(*renewal, grant);
+    delete renewal;
+}
+
+}  // namespace ratelimit
