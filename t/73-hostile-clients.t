@@ -11,6 +11,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
+use JSON::PP qw(decode_json);
 use RateLimitTest qw(hdr);
 
 RateLimitTest::require_module();
@@ -23,10 +24,12 @@ $t->write_conf(<<"EOF" . <<'EOF');
 ratelimit_redis 127.0.0.1:$REDIS_PORT timeout=300ms;
 EOF
 ratelimit_zone z key=$http_x_api_key limit=5 window=60s;
+ratelimit_zone g key=$http_x_api_key rate=10r/s algorithm=gcra;
 server {
     listen 127.0.0.1:%%PORT%%;
     location /z/ { ratelimit zone=z; alias %%TMP%%/html/; }
     location = /q { ratelimit_query zone=z delete=on; }
+    location = /qg { ratelimit_query zone=z zone=g; }
 }
 EOF
 $t->start_nginx;
@@ -48,6 +51,22 @@ sub del {
     like($r->{content}, qr/timed out/, 'DELETE with Redis stalled: says it timed out');
     cmp_ok($took, '<', 1.3, sprintf('DELETE with Redis stalled: answered within timeout (300 ms) + 1 s (%.2f s)', $took));
     is(del('/q?zone=z&key=s')->{status}, 204, 'DELETE with Redis back: 204');
+}
+
+# --- an interval longer than a GCRA zone's emission interval -----------------
+# A GCRA zone has no buckets nor interval fields: the window zone beside it
+# answers the interval.
+
+{
+    $t->get('/z/index.html', { 'X-Api-Key' => 'iv' }) for 1 .. 2;
+    my $r = $t->get('/qg?key=iv&interval=10s');
+    is($r->{status}, 200, 'interval=10s over a window zone and a GCRA zone: 200')
+        or diag($r->{content});
+    my $j = eval { decode_json($r->{content}) } || [];
+    my ($z) = grep { $_->{zone} eq 'z' } @$j;
+    my ($g) = grep { $_->{zone} eq 'g' } @$j;
+    is($z && $z->{count_in_interval}, 2, 'the window zone counts its 2 requests in the interval');
+    ok($g && !exists $g->{count_in_interval}, 'the GCRA zone has no interval fields');
 }
 
 $t->no_alerts;
