@@ -22,19 +22,42 @@ my $REDIS_PORT = $t->redis_port;
 
 $t->write_conf(<<"EOF" . <<'EOF');
 ratelimit_redis 127.0.0.1:$REDIS_PORT timeout=300ms;
+ratelimit_local_memory 64k;
 EOF
 ratelimit_zone z key=$http_x_api_key limit=5 window=60s;
 ratelimit_zone g key=$http_x_api_key rate=10r/s algorithm=gcra;
 ratelimit_zone ls key=$http_x_api_key limit=1000000 window=60s lease=32k;
+ratelimit_zone vl key=$http_x_api_key limit=3 window=60s;
+ratelimit_zone fl key=$http_x_api_key limit=1000000 window=60s;
 server {
     listen 127.0.0.1:%%PORT%%;
     location /z/ { ratelimit zone=z; alias %%TMP%%/html/; }
     location = /q { ratelimit_query zone=z delete=on; }
     location = /qg { ratelimit_query zone=z zone=g; }
     location /ls/ { ratelimit zone=ls; alias %%TMP%%/html/; }
+    location /vl/ { ratelimit zone=vl; ratelimit_fail local; alias %%TMP%%/html/; }
+    location /fl/ { ratelimit zone=fl; ratelimit_fail local; alias %%TMP%%/html/; }
 }
 EOF
 $t->start_nginx;
+
+# wrk on one connection of 4 for `seconds`, every request to `path` with
+# the X-Api-Key the Lua expression `subject` makes of n, its number.
+sub wrk {
+    my ($seconds, $path, $subject) = @_;
+    my $script = $t->tmp . '/subjects.lua';
+    open my $fh, '>', $script or die $!;
+    print $fh "local n = 0\n",
+        "local function subject(n) $subject end\n",
+        "request = function()\n",
+        "    n = n + 1\n",
+        "    wrk.headers['X-Api-Key'] = subject(n)\n",
+        "    return wrk.format('GET', '$path')\n",
+        "end\n";
+    close $fh;
+    system("/usr/bin/wrk -t1 -c4 -d${seconds}s -s $script " . $t->url('/') . ' >/dev/null') == 0
+        or die "wrk: $?";
+}
 
 sub del {
     my ($path) = @_;
@@ -78,20 +101,8 @@ sub del {
 # Once quiet, Redis's counts must be the requests admitted.
 
 {
-    my $script = $t->tmp . '/subjects.lua';
-    open my $fh, '>', $script or die $!;
-    print $fh <<'LUA';
-local n = 0
-request = function()
-    n = n + 1
-    local i = math.floor(n / 30) % 600
-    wrk.headers["X-Api-Key"] = "s" .. i .. string.rep("k", i % 97)
-    return wrk.format("GET", "/ls/index.html")
-end
-LUA
-    close $fh;
-    system("/usr/bin/wrk -t1 -c4 -d2s -s $script " . $t->url('/') . ' >/dev/null') == 0
-        or die "wrk: $?";
+    wrk(2, '/ls/index.html', 'local i = math.floor(n / 30) % 600
+        return "s" .. i .. string.rep("k", i % 97)');
     my $admitted = grep { $_->{uri} eq '/ls/index.html' && $_->{rs} eq 'PASSED' } $t->access_entries;
     my $counted;
     RateLimitTest::wait_until(sub {
@@ -101,6 +112,25 @@ LUA
     }, 5);
     cmp_ok($admitted, '>', 2000, "wrk's subjects admitted ($admitted)");
     is($counted, $admitted, 'evicted leases gave back every unit: Redis counts the requests admitted');
+}
+
+# --- fail local: a flood of subjects does not free a limited one -----------
+# 64k of local memory holds some 500 subjects.  A subject at its limit is
+# forgotten only when the oldest 16 all are: floods of new subjects, in
+# another zone or in its own, make room among themselves.
+
+{
+    $t->stop_redis;
+    my @v = map { $t->get('/vl/index.html', { 'X-Api-Key' => 'victim' })->{status} } 1 .. 4;
+    is("@v", '200 200 200 429', 'fail local: the victim reaches its limit of 3');
+    wrk(1, '/fl/index.html', 'return "f" .. n');
+    is($t->get('/vl/index.html', { 'X-Api-Key' => 'victim' })->{status}, 429,
+       'fail local: after a flood of new subjects in another zone, the victim is still limited');
+    wrk(1, '/vl/index.html', 'return "g" .. n');
+    is($t->get('/vl/index.html', { 'X-Api-Key' => 'victim' })->{status}, 429,
+       'fail local: after a flood of new subjects in its own zone, the victim is still limited');
+    my $flood = grep { $_->{uri} eq '/fl/index.html' && $_->{rs} eq 'PASSED' } $t->access_entries;
+    cmp_ok($flood, '>', 2000, "the flood passed ($flood requests), decided locally");
 }
 
 $t->no_alerts;

@@ -149,8 +149,8 @@ LeaseEntry::LeaseEntry(LeaseTable *table, std::string_view key,
     ngx_shmtx_lock(&table_->pool->mutex);
 
     KeyedEntry *entry = take_keyed(table_->pool, table_->subjects, key,
-                                   sizeof(LeaseState), on_evicted,
-                                   &eviction);
+                                   sizeof(LeaseState),
+                                   {nullptr, on_evicted, &eviction});
     state_ = entry != nullptr ? &lease_of(entry) : nullptr;
 }
 
