@@ -28,13 +28,24 @@ ratelimit_zone z key=$http_x_api_key limit=5 window=60s;
 ratelimit_zone g key=$http_x_api_key rate=10r/s algorithm=gcra;
 ratelimit_zone ls key=$http_x_api_key limit=1000000 window=60s lease=32k;
 ratelimit_zone vl key=$http_x_api_key limit=3 window=60s;
+ratelimit_zone c key=$http_x_api_key limit=10 window=60s;
+ratelimit_zone cg key=$http_x_api_key rate=1r/s algorithm=gcra;
+ratelimit_zone lv key=$http_x_api_key limit=$http_x_limit window=60s;
+ratelimit_zone rv key=$http_x_api_key rate=$http_x_limit window=60s algorithm=gcra;
 ratelimit_zone fl key=$http_x_api_key limit=1000000 window=60s;
 server {
     listen 127.0.0.1:%%PORT%%;
+    add_header X-RL-Status "$ratelimit_status" always;
     location /z/ { ratelimit zone=z; alias %%TMP%%/html/; }
     location = /q { ratelimit_query zone=z delete=on; }
     location = /qg { ratelimit_query zone=z zone=g; }
     location /ls/ { ratelimit zone=ls; alias %%TMP%%/html/; }
+    location /c/ { ratelimit zone=c cost=$http_x_cost; ratelimit_fail closed; alias %%TMP%%/html/; }
+    location /cg/ { ratelimit zone=cg burst=5 cost=$http_x_cost nodelay; alias %%TMP%%/html/; }
+    location /lv/ { ratelimit zone=lv; alias %%TMP%%/html/; }
+    location /rv/ { ratelimit zone=rv nodelay; alias %%TMP%%/html/; }
+    location = /metrics { ratelimit_metrics; }
+    location = /qc { ratelimit_query zone=c; }
     location /vl/ { ratelimit zone=vl; ratelimit_fail local; alias %%TMP%%/html/; }
     location /fl/ { ratelimit zone=fl; ratelimit_fail local; alias %%TMP%%/html/; }
 }
@@ -93,6 +104,51 @@ sub del {
     my ($g) = grep { $_->{zone} eq 'g' } @$j;
     is($z && $z->{count_in_interval}, 2, 'the window zone counts its 2 requests in the interval');
     ok($g && !exists $g->{count_in_interval}, 'the GCRA zone has no interval fields');
+}
+
+# --- a cost or a limit that is no valid value is the client's bad request --
+# Not the fail policy meant for Redis (which `open`, the default, admits):
+# 400, $ratelimit_status INVALID, the metrics' decision "invalid", nothing
+# counted.
+
+sub status_rs {
+    my ($path, $h) = @_;
+    my $r = $t->get($path, $h);
+    return "$r->{status} " . (hdr($r, 'X-RL-Status') // '-');
+}
+
+{
+    my @bad = ('-1', 'x', '+5', '0x10', '1e3', '9007199254740993', '5,6', '');
+    for my $cost (@bad) {
+        is(status_rs('/c/index.html', { 'X-Api-Key' => 'cost', 'X-Cost' => $cost }), '400 INVALID',
+           "cost \"$cost\": 400, INVALID");
+    }
+    is(status_rs('/c/index.html', { 'X-Api-Key' => 'cost' }), '400 INVALID', 'no cost header: 400, INVALID');
+    is(status_rs('/cg/index.html', { 'X-Api-Key' => 'cost', 'X-Cost' => 'x' }), '400 INVALID',
+       'an invalid cost in a GCRA zone: 400, INVALID');
+    my $r = $t->get('/c/index.html', { 'X-Api-Key' => 'cost', 'X-Cost' => '1' });
+    is(hdr($r, 'X-RateLimit-Remaining'), 9, 'a valid cost of 1 then: the invalid ones counted nothing');
+    my $m = $t->get('/metrics')->{content} // '';
+    my ($n) = $m =~ /^nginx_ratelimit_decisions_total\{zone="c",decision="invalid"\} (\d+)/m;
+    is($n, scalar(@bad) + 1, 'the metrics count them as decision="invalid"');
+    like($t->error_log, qr/invalid cost "[^"]*" for zone "c", request refused with 400/, 'logged as refused');
+}
+
+# A limit of 0, from a variable, blocks the subject: 429, nothing counted;
+# a limit that is no limit is a bad request.
+{
+    my $r = $t->get('/lv/index.html', { 'X-Api-Key' => 'zero', 'X-Limit' => '0' });
+    is("$r->{status} " . (hdr($r, 'X-RL-Status') // '-'), '429 REJECTED', 'limit 0: 429, REJECTED');
+    is(hdr($r, 'X-RateLimit-Limit'), 0, 'limit 0: X-RateLimit-Limit 0');
+    is(hdr($r, 'Retry-After'), 60, 'limit 0: Retry-After the window');
+    $r = $t->get('/rv/index.html', { 'X-Api-Key' => 'zero', 'X-Limit' => '0r/s' });
+    is("$r->{status} " . (hdr($r, 'X-RL-Status') // '-'), '429 REJECTED', 'rate 0r/s in a GCRA zone: 429, REJECTED');
+    for my $limit ('abc', '-5', '9007199254740993', '5 per minute') {
+        is(status_rs('/lv/index.html', { 'X-Api-Key' => 'zero', 'X-Limit' => $limit }), '400 INVALID',
+           "limit \"$limit\": 400, INVALID");
+    }
+    $r = $t->get('/lv/index.html', { 'X-Api-Key' => 'zero', 'X-Limit' => '5' });
+    is(hdr($r, 'X-RateLimit-Remaining'), 4, 'limit 5 then: nothing was counted before');
 }
 
 # --- evicted leases give back every unit -------------------------------------

@@ -108,6 +108,7 @@ void settle_reservations(RequestState *state) noexcept
             }
             break;
         case ValueFound::kInvalid:
+        case ValueFound::kBlocked:
         case ValueFound::kError:
             break;
         }

@@ -235,6 +235,7 @@ bool take_zones(RequestState *state, const ngx_array_t *zones,
             break;
         case ValueFound::kEmpty:
         case ValueFound::kInvalid:
+        case ValueFound::kBlocked:
             continue;
         case ValueFound::kError:
             return false;
