@@ -13,22 +13,28 @@ use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
 use JSON::PP qw(decode_json);
 use RateLimitTest qw(hdr);
+use IO::Socket::INET;
+use TokenBackend;
 
 RateLimitTest::require_module();
 
 my $t = RateLimitTest->new(workers => 2);
 $t->start_redis;
 my $REDIS_PORT = $t->redis_port;
+my $BACKEND = $t->port('BACKEND');
+TokenBackend::start($t, $BACKEND);
 
 $t->write_conf(<<"EOF" . <<'EOF');
 ratelimit_redis 127.0.0.1:$REDIS_PORT timeout=300ms;
 ratelimit_local_memory 64k;
+upstream tokens { server 127.0.0.1:$BACKEND; }
 EOF
 ratelimit_zone z key=$http_x_api_key limit=5 window=60s;
 ratelimit_zone g key=$http_x_api_key rate=10r/s algorithm=gcra;
 ratelimit_zone ls key=$http_x_api_key limit=1000000 window=60s lease=32k;
 ratelimit_zone vl key=$http_x_api_key limit=3 window=60s;
 ratelimit_zone c key=$http_x_api_key limit=10 window=60s;
+ratelimit_zone tok key=$http_x_api_key limit=100000 window=60s;
 ratelimit_zone cg key=$http_x_api_key rate=1r/s algorithm=gcra;
 ratelimit_zone lv key=$http_x_api_key limit=$http_x_limit window=60s;
 ratelimit_zone rv key=$http_x_api_key rate=$http_x_limit window=60s algorithm=gcra;
@@ -45,6 +51,11 @@ server {
     location /lv/ { ratelimit zone=lv; alias %%TMP%%/html/; }
     location /rv/ { ratelimit zone=rv nodelay; alias %%TMP%%/html/; }
     location = /metrics { ratelimit_metrics; }
+    location /tok/ {
+        ratelimit zone=tok cost=1000;
+        ratelimit_settle zone=tok $upstream_http_x_usage_tokens empty=refund;
+        proxy_pass http://tokens;
+    }
     location = /qc { ratelimit_query zone=c; }
     location /vl/ { ratelimit zone=vl; ratelimit_fail local; alias %%TMP%%/html/; }
     location /fl/ { ratelimit zone=fl; ratelimit_fail local; alias %%TMP%%/html/; }
@@ -149,6 +160,31 @@ sub status_rs {
     }
     $r = $t->get('/lv/index.html', { 'X-Api-Key' => 'zero', 'X-Limit' => '5' });
     is(hdr($r, 'X-RateLimit-Remaining'), 4, 'limit 5 then: nothing was counted before');
+}
+
+# --- a client that leaves keeps its reservation -------------------------------
+# empty=refund is for an upstream that gave no value, not for a client that
+# closed before nginx read it: 5 clients leave at 0.2 s of a 0.6 s answer.
+
+{
+    my @gone;
+    for (1 .. 5) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port('PORT'))
+            or die "connect: $!";
+        print $s "GET /tok/x?hold=600&lo=700&hi=700 HTTP/1.1\r\nHost: x\r\nX-Api-Key: leaver\r\n\r\n";
+        push @gone, $s;
+    }
+    sleep 0.2;
+    close $_ for @gone;
+    my $left = () = $t->access_entries_for(sub { $_->{uri} =~ m{^/tok/} && $_->{status} == 499 }, 5, 5);
+    is($left, 5, 'the 5 clients that left are logged 499');
+    my $r = $t->get('/tok/x?mode=fail&hold=10', { 'X-Api-Key' => 'leaver' });
+    is($r->{status}, 502, 'an upstream that fails: 502');
+    $r = $t->get('/tok/x?lo=700&hi=700', { 'X-Api-Key' => 'leaver' });
+    is($r->{status}, 200, 'an answer of 700 tokens');
+    my $used;
+    RateLimitTest::wait_until(sub { ($used = $t->redis_hash_total('rl:tok:leaver') // 0) == 5700 }, 3);
+    is($used, 5700, 'the leavers keep their 5 x 1000, the failed upstream is refunded, the answer settles at 700');
 }
 
 # --- evicted leases give back every unit -------------------------------------
