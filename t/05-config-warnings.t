@@ -119,6 +119,26 @@ EOF
     [qr/window=400d/, "window=400d keeps each subject's Redis key until a window after its last request: "
         . 'Redis holds every subject seen in that time; keep windows to 31d or less']);
 
+# --- a cost or limit the client sets (issue 39) ----------------------------
+
+my $CLIENT = ' takes a value the client sends: each client chooses its own %s; '
+           . 'give it through a map that allows only the values meant (docs/recipes.md)';
+
+conf_warns('cost=$arg_, limit=$http_, rate=$cookie_', <<"EOF",
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr limit=\$http_x_limit window=1m;
+ratelimit_zone per key=\$binary_remote_addr rate=\${cookie_plan}r/s window=1m;
+map \$arg_n \$tokens { default 1; "~^[1-9][0-9]{0,3}\$" \$arg_n; }
+server {
+    listen 127.0.0.1:%%PORT%%;
+    location / { ratelimit zone=api cost=\$arg_max_tokens; }
+    location /m/ { ratelimit zone=api cost=\$tokens; }
+}
+EOF
+    [qr/limit=\$http_x_limit/, 'limit=$http_x_limit' . sprintf($CLIENT, 'limit')],
+    [qr/rate=\$\{cookie_plan/, 'rate=${cookie_plan}r/s' . sprintf($CLIENT, 'rate')],
+    [qr/cost=\$arg_max_tokens/, 'cost=$arg_max_tokens' . sprintf($CLIENT, 'cost')]);
+
 # --- TLS settings while ratelimit_redis_ssl is off -------------------------
 
 my @TLS = (

@@ -696,10 +696,10 @@ SKIP: {
     is($r->{status}, 200, 'peek: answered');
     like($r->{content}, qr/"used":\s*9\b/, 'peek: sees 9 used');
     $r = get('/rjv/index.html?cost=abc', 'X-Api-Key' => 'r2');
-    is(st($r), '200/ERROR', 'failed open (an invalid cost): passed');
+    is(st($r), '400/INVALID', 'an invalid cost: refused with 400');
     sleep 0.5;
     is(redis_t('rl:rj:r1'), 9, 'rejected, dry-run rejected and peeked requests settled nothing');
-    is($t->redis('EXISTS', 'rl:rj:r2'), 0, 'a failed-open request settled nothing');
+    is($t->redis('EXISTS', 'rl:rj:r2'), 0, 'a refused request settled nothing');
     is(metric('nginx_ratelimit_settles_total', zone => 'rj', outcome => 'applied'), 1, 'metrics: one settle in zone rj');
 }
 

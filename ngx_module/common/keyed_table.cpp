@@ -116,8 +116,7 @@ KeyedEntry *find_keyed(KeyedTable *table, std::string_view key) noexcept
 
 KeyedEntry *take_keyed(ngx_slab_pool_t *pool, KeyedTable *table,
                        std::string_view key, std::size_t payload_size,
-                       void (*evicted)(KeyedEntry *entry, void *data),
-                       void *data) noexcept
+                       const KeyedEviction &eviction) noexcept
 {
     std::uint32_t hash = key_hash(key);
     KeyedEntry *entry = lookup(table, hash, key);
@@ -132,6 +131,7 @@ KeyedEntry *take_keyed(ngx_slab_pool_t *pool, KeyedTable *table,
     }
 
     std::size_t size = kPayloadOffset + payload_size + key.size();
+    unsigned kept = 0;
 
     for (;;) {
         entry = static_cast<KeyedEntry *>(ngx_slab_alloc_locked(pool, size));
@@ -142,8 +142,16 @@ KeyedEntry *take_keyed(ngx_slab_pool_t *pool, KeyedTable *table,
 
         KeyedEntry *oldest = oldest_keyed(table);
 
-        if (evicted != nullptr) {
-            evicted(oldest, data);
+        if (eviction.keep != nullptr && kept < KeyedEviction::kMaxKept
+            && eviction.keep(oldest, eviction.data))
+        {
+            use(table, oldest);
+            kept++;
+            continue;
+        }
+
+        if (eviction.evicted != nullptr) {
+            eviction.evicted(oldest, eviction.data);
         }
 
         remove_keyed(pool, table, oldest);

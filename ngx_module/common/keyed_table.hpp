@@ -31,15 +31,26 @@ void init_keyed_table(KeyedTable *table) noexcept;
 // The entry of `key`, made most recently used; nullptr if none.
 KeyedEntry *find_keyed(KeyedTable *table, std::string_view key) noexcept;
 
+// What take_keyed() does with the entries it removes to make room, each
+// with `data`: `keep` (if not nullptr) may spare one, which is made most
+// recently used instead, up to kMaxKept a call (past them the least
+// recently used goes, kept or not); `evicted` (if not nullptr) is shown
+// each before it is removed.
+struct KeyedEviction {
+    bool (*keep)(const KeyedEntry *entry, void *data);
+    void (*evicted)(KeyedEntry *entry, void *data);
+    void *data;
+
+    static constexpr unsigned kMaxKept = 16;
+};
+
 // The entry of `key`, found or made with a zeroed payload of
 // `payload_size` bytes, and made most recently used.  To make room, the
-// least recently used entries are removed, each first shown to `evicted`
-// (if not nullptr) with `data`.  nullptr if the key is longer than 65535
-// bytes, or cannot fit in the empty pool.
+// least recently used entries are removed as `eviction` says.  nullptr if
+// the key is longer than 65535 bytes, or cannot fit in the empty pool.
 KeyedEntry *take_keyed(ngx_slab_pool_t *pool, KeyedTable *table,
                        std::string_view key, std::size_t payload_size,
-                       void (*evicted)(KeyedEntry *entry, void *data),
-                       void *data) noexcept;
+                       const KeyedEviction &eviction) noexcept;
 
 void remove_keyed(ngx_slab_pool_t *pool, KeyedTable *table,
                   KeyedEntry *entry) noexcept;

@@ -107,6 +107,12 @@ char *set_ref_cost(ngx_conf_t *cf, ngx_str_t value, ZoneRef *ref)
         return NGX_CONF_OK;
     }
 
+    try {
+        warn_client_value(cf, "cost", view(value));
+    } catch (const std::bad_alloc &) {
+        return nginx_logged_error();
+    }
+
     ref->cost_value = static_cast<ngx_http_complex_value_t *>(
         ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t)));
 

@@ -45,11 +45,24 @@ KnownVariables known_variables(ngx_conf_t *cf)
 
 }  // namespace
 
+void warn_client_value(ngx_conf_t *cf, std::string_view param,
+                       std::string_view value)
+{
+    auto text = client_value_warning(param, value);
+
+    if (text) {
+        directive_warning(cf, "%*s", text->size(), text->data());
+    }
+}
+
 void warn_zone(ngx_conf_t *cf, const ZoneParams &params)
 {
     for (const std::string &text : params.warnings) {
         directive_warning(cf, "%*s", text.size(), text.data());
     }
+
+    warn_client_value(cf, params.limit_is_rate ? "rate" : "limit",
+                      params.limit_variable);
 
     if (params.key.find('$') != std::string_view::npos) {
         return;

@@ -11,6 +11,7 @@
 #include "concurrency/slot_report.hpp"
 #include "status/status_handler.hpp"
 #include "keys/subject_key.hpp"
+#include "limits/sliding_window.hpp"
 
 namespace ratelimit {
 
@@ -139,6 +140,23 @@ ngx_int_t pass_on(RequestState *state)
     return state->late_slot != nullptr ? ask_late_slot(state) : NGX_DECLINED;
 }
 
+// The request's zone `i` has a limit of 0: it rejects the request (in a
+// dry-run zone, would have), counting nothing, without asking Redis.  Its
+// numbers: no request left, until the window ends.
+void reject_blocked(RequestState *state, ngx_uint_t i)
+{
+    std::uint64_t window_ms = state->refs[i]->zone->policy.window_ms;
+    std::uint64_t now_ms = ngx_time() * 1000;
+
+    state->now_ms = now_ms;
+    state->verdict = {enforced(state, i) ? Outcome::kRejected
+                                         : Outcome::kRejectedDryRun,
+                      i, {0, 0, window_ms}};
+    state->reset_epoch_s = seconds_ceil(now_ms + window_ms);
+    state->result = enforced(state, i) ? Result::kRejected
+                                       : Result::kRejectedDryRun;
+}
+
 // The phase's answer once the result is known; later passes through the
 // phase (internal redirects) are let through: a request is counted once.
 ngx_int_t act_on(RequestState *state)
@@ -181,6 +199,10 @@ ngx_int_t act_on(RequestState *state)
         }
 
         return pass_on(state);
+
+    case Result::kInvalid:
+        state->late_slot = nullptr;
+        return NGX_HTTP_BAD_REQUEST;
 
     case Result::kPassed:
         return state->delay_ms > 0 ? wait_for_turn(state) : pass_on(state);
@@ -379,9 +401,9 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
     ngx_str_t slot_subject = ngx_null_string;
     ngx_uint_t slot_position = 0;  // of its object in a peek's answer
     bool invalid_value = false;
+    ngx_uint_t blocked = NGX_CONF_UNSET_UINT;  // the first zone of limit 0
     const char *outcome = state->peek ? "left out of the answer"
-                          : lcf->fail == kFailClosed ? "request rejected"
-                          : "request passed";
+                          : "request refused with 400";
 
     for (ngx_uint_t i = 0; i < lcf->zones->nelts; i++) {
         ngx_str_t subject;
@@ -419,12 +441,15 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
         case ValueFound::kEmpty:
             continue;
         case ValueFound::kInvalid:
-            // A peek reports on the other zones; a request gets the fail
-            // policy, below.
+        case ValueFound::kBlocked:
+            // A peek reports on the other zones; a request is refused,
+            // below.
             if (state->peek) {
                 continue;
             }
-            invalid_value = true;
+            invalid_value = invalid_value || found == ValueFound::kInvalid;
+            blocked = found == ValueFound::kBlocked && blocked > state->zones
+                      ? state->zones : blocked;
             break;
         case ValueFound::kError:
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -438,11 +463,17 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
     }
 
     // A zone whose limit or cost has no valid value cannot decide the
-    // request: it gets the fail policy, as when Redis does not answer, and
-    // is counted in none of its zones (nor holds a slot of its concurrency
-    // zone).
-    if (invalid_value) {
-        state->result = Result::kError;
+    // request: it is refused as a bad request (a client that steers the
+    // value must not get the fail policy meant for Redis), counted in none
+    // of its zones, nor holds a slot of its concurrency zone.  A zone of
+    // limit 0 rejects it.
+    if (invalid_value || blocked != NGX_CONF_UNSET_UINT) {
+        if (invalid_value) {
+            state->result = Result::kInvalid;
+        } else {
+            reject_blocked(state, blocked);
+        }
+
         state->stage = RequestState::Stage::kDecided;
         return act_on(state);
     }

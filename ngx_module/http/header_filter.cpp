@@ -76,9 +76,12 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
 
         if (zone.policy_member.len == 0) {
             Policy policy = policy_of(state, i);
-            p += write_policy_member(view(zone.name), policy.quota(),
-                                     policy.gcra() ? gcra_window_s(policy)
-                                                   : policy.window_seconds(),
+            bool blocked = policy.limit == 0;  // a limit of 0: no turns
+            p += write_policy_member(view(zone.name),
+                                     blocked ? 0 : policy.quota(),
+                                     policy.gcra() && !blocked
+                                     ? gcra_window_s(policy)
+                                     : policy.window_seconds(),
                                      reinterpret_cast<char *>(p));
             continue;
         }

@@ -23,6 +23,8 @@ Decision zone_decision(const RequestState *state, ngx_uint_t i)
     case Result::kError:
         return state->lcf->fail == kFailClosed ? Decision::kErrorRejected
                                                : Decision::kError;
+    case Result::kInvalid:
+        return Decision::kInvalid;
     default:
         return Decision::kCount;
     }

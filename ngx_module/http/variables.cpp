@@ -32,6 +32,8 @@ ngx_str_t status_name(Result result)
         return ngx_string("REJECTED_DRY_RUN");
     case Result::kError:
         return ngx_string("ERROR");
+    case Result::kInvalid:
+        return ngx_string("INVALID");
     case Result::kNone:
     case Result::kPeeked:
         break;

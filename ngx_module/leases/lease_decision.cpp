@@ -129,7 +129,7 @@ bool decide_from_lease(RequestState *state) noexcept
     }
 
     const Zone &zone = *state->refs[0]->zone;
-    LeaseGiveBack evicted{};
+    ngx_array_t *evicted = nullptr;
     LeaseTake take;
     std::uint64_t fleet_used = 0;
 
@@ -147,7 +147,13 @@ bool decide_from_lease(RequestState *state) noexcept
         fleet_used = entry.state()->fleet_used;
     }
 
-    give_back(zone, view(evicted.key), evicted.units);
+    auto *backs = evicted != nullptr
+                  ? static_cast<LeaseGiveBack *>(evicted->elts) : nullptr;
+
+    for (ngx_uint_t i = 0; backs != nullptr && i < evicted->nelts; i++) {
+        give_back(zone, view(backs[i].key), backs[i].units);
+    }
+
     give_back(zone, view(state->keys[0]), take.give_back);
 
     if (take.ask > 0 && worker_objects().calls != nullptr) {

@@ -70,12 +70,13 @@ bool copy_key(ngx_pool_t *pool, const KeyedEntry *entry, ngx_str_t *out)
 
 struct Eviction {
     ngx_pool_t *pool;
-    LeaseGiveBack *back;
+    ngx_array_t **backs;     // made at the first unit to give back
 };
 
-// A subject evicted to make room gives back what its lease held; past the
-// first of one request's evictions (keys of other lengths), the units are
-// lost until their bucket leaves the window, as a crashed server's.
+// A subject evicted to make room gives back what its lease held: every
+// evicted subject's units, whatever their number (a key of another length
+// may take several evictions).  Lost only on no memory for the list, as a
+// crashed server's units: until their bucket leaves the window.
 void on_evicted(KeyedEntry *entry, void *data) noexcept
 {
     auto *eviction = static_cast<Eviction *>(data);
@@ -83,10 +84,25 @@ void on_evicted(KeyedEntry *entry, void *data) noexcept
     LeaseLedger ledger(lease_of(entry), unused);
     LeaseReturn units = ledger.release();
 
-    if (eviction->back->units.units == 0 && units.units > 0
-        && copy_key(eviction->pool, entry, &eviction->back->key))
-    {
-        eviction->back->units = units;
+    if (units.units == 0) {
+        return;
+    }
+
+    if (*eviction->backs == nullptr) {
+        *eviction->backs = ngx_array_create(eviction->pool, 2,
+                                            sizeof(LeaseGiveBack));
+    }
+
+    auto *back = *eviction->backs != nullptr
+                 ? static_cast<LeaseGiveBack *>(ngx_array_push(*eviction->backs))
+                 : nullptr;
+
+    if (back != nullptr) {
+        back->units = units;
+
+        if (!copy_key(eviction->pool, entry, &back->key)) {
+            (*eviction->backs)->nelts--;
+        }
     }
 }
 
@@ -124,17 +140,17 @@ ngx_int_t add_lease_table(ngx_conf_t *cf, Zone *zone,
 }
 
 LeaseEntry::LeaseEntry(LeaseTable *table, std::string_view key,
-                       ngx_pool_t *pool, LeaseGiveBack *evicted) noexcept
+                       ngx_pool_t *pool, ngx_array_t **evicted) noexcept
     : table_(table)
 {
     Eviction eviction{pool, evicted};
 
-    evicted->units.units = 0;
+    *evicted = nullptr;
     ngx_shmtx_lock(&table_->pool->mutex);
 
     KeyedEntry *entry = take_keyed(table_->pool, table_->subjects, key,
-                                   sizeof(LeaseState), on_evicted,
-                                   &eviction);
+                                   sizeof(LeaseState),
+                                   {nullptr, on_evicted, &eviction});
     state_ = entry != nullptr ? &lease_of(entry) : nullptr;
 }
 

@@ -28,10 +28,11 @@ struct LeaseGiveBack {
 class LeaseEntry {
 public:
     // Finds the subject's entry, or makes one (evicting the least recently
-    // used subjects if there is no room: *evicted says what the first held;
-    // its key in `pool`).  Not found and not made: state() is nullptr.
+    // used subjects if there is no room: *evicted, made in `pool`, lists a
+    // LeaseGiveBack for each that held units, keys in `pool`; nullptr if
+    // none).  Not found and not made: state() is nullptr.
     LeaseEntry(LeaseTable *table, std::string_view key, ngx_pool_t *pool,
-               LeaseGiveBack *evicted) noexcept;
+               ngx_array_t **evicted) noexcept;
     // Finds it only.
     LeaseEntry(LeaseTable *table, std::string_view key) noexcept;
     ~LeaseEntry();

@@ -26,17 +26,31 @@ ngx_slab_pool_t *pool_of(ngx_shm_zone_t *zone)
     return reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
 }
 
+LocalCount *count_of(const KeyedEntry *entry)
+{
+    return static_cast<LocalCount *>(
+        keyed_payload(const_cast<KeyedEntry *>(entry)));
+}
+
+// A count whose share is used up is spared: evicting it would admit the
+// subject's share again, so that a flood of other subjects (of this zone
+// or another) could free a limited one.
+bool keep_full(const KeyedEntry *entry, void *data)
+{
+    return local_full(*count_of(entry), *static_cast<std::uint64_t *>(data));
+}
+
 // The subject's count, made if new, the least recently used subjects
-// evicted until it fits; nullptr only if the key alone is larger than the
-// memory.
+// evicted until it fits (full ones last: KeyedEviction); nullptr only if
+// the key alone is larger than the memory.
 LocalCount *take_count(ngx_slab_pool_t *pool, LocalShared *shared,
-                       std::string_view key)
+                       std::string_view key, std::uint64_t now_ms)
 {
     KeyedEntry *entry = take_keyed(pool, &shared->subjects, key,
-                                   sizeof(LocalCount), nullptr, nullptr);
+                                   sizeof(LocalCount),
+                                   {keep_full, nullptr, &now_ms});
 
-    return entry != nullptr ? static_cast<LocalCount *>(keyed_payload(entry))
-                            : nullptr;
+    return entry != nullptr ? count_of(entry) : nullptr;
 }
 
 ngx_int_t init_shared_zone(ngx_shm_zone_t *zone, void *old) noexcept
@@ -100,20 +114,25 @@ bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
 
     for (ngx_uint_t i = 0; i < n; i++) {
         LocalAsk &ask = asks[i];
-        LocalCount *taken = take_count(pool, shared, ask.key);
-        LocalCount count = taken != nullptr ? *taken : LocalCount{0, 0};
+        LocalCount *taken = take_count(pool, shared, ask.key, now_ms);
+        LocalCount count = taken != nullptr ? *taken : LocalCount{0, 0, 0};
 
         ask.status = local_status(count, ask.share, ask.window_ms, now_ms,
                                   ask.cost);
         fits &= ask.status.fits || !ask.enforced;
+
+        if (taken != nullptr && !ask.status.fits) {
+            local_note_full(taken, ask.status, now_ms);
+        }
     }
 
     // Taken again: making one ask's entry may have evicted another's.
     for (ngx_uint_t i = 0; fits && i < n; i++) {
-        LocalCount *taken = take_count(pool, shared, asks[i].key);
+        LocalCount *taken = take_count(pool, shared, asks[i].key, now_ms);
 
         if (taken != nullptr) {
             local_add(taken, asks[i].window_ms, now_ms, asks[i].cost);
+            local_note_full(taken, asks[i].status, now_ms);
         }
     }
 

@@ -3,9 +3,9 @@
 // of `ratelimit_local_memory` bytes.  A red-black tree of subjects, keyed
 // by their Redis key (which names the zone and the subject, a long one by
 // its SHA-1, so that a reload that reorders zones keeps each count), and
-// the least recently used subjects evicted when it is full: no request
-// fails for want of memory.  The live servers learnt from Redis are kept
-// beside them.
+// the least recently used subjects evicted when it is full (those whose
+// share is used up last: see take_count()): no request fails for want of
+// memory.  The live servers learnt from Redis are kept beside them.
 #pragma once
 
 #include <string_view>

@@ -55,6 +55,17 @@ bool counted_in(const RequestState *state, const Zone *zone, ngx_uint_t *i)
     return false;
 }
 
+// Whether the client closed the connection before the response was out
+// (499, or a failed send): the upstream's value is then missing because
+// nginx stopped reading it, not because the upstream gave none, and an
+// empty value refunds nothing, or a client could take every answer for
+// free by leaving before its header or trailer.
+bool client_left(const ngx_http_request_t *r)
+{
+    return r->connection->error
+           || r->headers_out.status == NGX_HTTP_CLIENT_CLOSED_REQUEST;
+}
+
 }  // namespace
 
 void take_back_reservations(RequestState *state) noexcept
@@ -103,11 +114,12 @@ void settle_reservations(RequestState *state) noexcept
             send_settle(state, i, static_cast<std::int64_t>(used) - reserved);
             break;
         case ValueFound::kEmpty:
-            if (settles[s].refund_empty) {
+            if (settles[s].refund_empty && !client_left(state->r)) {
                 send_settle(state, i, -reserved);
             }
             break;
         case ValueFound::kInvalid:
+        case ValueFound::kBlocked:
         case ValueFound::kError:
             break;
         }

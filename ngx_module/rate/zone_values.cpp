@@ -85,6 +85,11 @@ ValueFound find_limit(ngx_http_request_t *r, const Zone &zone,
         return ValueFound::kFound;
     }
 
+    if (blocks_all(view(value), zone.limit_is_rate)) {
+        *limit = 0;
+        return ValueFound::kBlocked;
+    }
+
     log_invalid(r, zone.limit_is_rate ? "rate" : "limit", value, zone.name,
                 outcome);
     return ValueFound::kInvalid;

@@ -11,11 +11,12 @@ enum class ValueFound {
     kFound,    // *out is set
     kEmpty,    // the value is empty
     kInvalid,  // the value is none: logged, at most once a second
+    kBlocked,  // a limit of 0: the zone admits none of the subject
     kError,    // nginx could not evaluate it (no memory)
 };
 
 // Evaluates the zone's limit for r, in r's pool.  kEmpty: the zone does
-// not limit the request.  An invalid value is logged with the zone's
+// not limit the request; kBlocked: it admits none of it ("0", "0r/s").  An invalid value is logged with the zone's
 // name, and `outcome` (what becomes of r) after them; at most one such
 // line a second per worker, whatever the zone or value.
 ValueFound find_limit(ngx_http_request_t *r, const Zone &zone,

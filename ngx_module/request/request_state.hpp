@@ -24,6 +24,7 @@ enum class Result {
     kRejectedDryRun,
     kError,           // Redis failed, timed out or was not connected
     kPeeked,          // reported on, not counted: the status API or peek
+    kInvalid,         // a zone's cost or limit had no valid value: 400
 };
 
 struct RequestState : RatePart, ConcurrencyPart, SettlePart, TurnPart {
@@ -88,6 +89,8 @@ inline bool enforced(const RequestState *state, ngx_uint_t i)
 
 // Zone i's policy as it applies to the request: the zone's, under the
 // request's limit and its location's burst.
+// A zone's policy under the request's limit: limit 0 where the request's
+// value blocked the zone (http/access_handler.cpp, reject_blocked()).
 inline Policy policy_of(const RequestState *state, ngx_uint_t i)
 {
     Policy policy = state->refs[i]->zone->policy;

@@ -138,9 +138,11 @@ const char *read_interval(ngx_http_request_t *r, std::uint64_t *ms)
     return nullptr;
 }
 
-// Sets state->interval_ms and the buckets each of its zones sums for it.
-// Returns nullptr on success, else the error to answer 400 with (in r's
-// pool): the interval is longer than a zone's window.
+// Sets state->interval_ms and the buckets each of its zones sums for it
+// (none for a GCRA zone: it keeps no buckets, and its answer has no
+// interval fields).  Returns nullptr on success, else the error to answer
+// 400 with (in r's pool): the interval is longer than a window zone's
+// window.
 const char *plan_interval(RequestState *state, std::uint64_t interval_ms)
 {
     ngx_pool_t *pool = state->r->pool;
@@ -153,6 +155,11 @@ const char *plan_interval(RequestState *state, std::uint64_t interval_ms)
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         const Zone *zone = state->refs[i]->zone;
+
+        if (zone->policy.gcra()) {
+            buckets[i] = 1;  // in the call's range; not read for GCRA
+            continue;
+        }
 
         if (interval_ms > zone->policy.window_ms) {
             auto *error = static_cast<u_char *>(
@@ -228,6 +235,7 @@ bool take_zones(RequestState *state, const ngx_array_t *zones,
             break;
         case ValueFound::kEmpty:
         case ValueFound::kInvalid:
+        case ValueFound::kBlocked:
             continue;
         case ValueFound::kError:
             return false;

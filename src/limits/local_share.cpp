@@ -42,4 +42,17 @@ void local_add(LocalCount *count, std::uint64_t window_ms,
     count->window = window;
 }
 
+void local_note_full(LocalCount *count, const LocalStatus &status,
+                     std::uint64_t now_ms)
+{
+    if (!status.fits || status.remaining == 0) {
+        count->full_until_ms = now_ms + status.reset_ms;
+    }
+}
+
+bool local_full(const LocalCount &count, std::uint64_t now_ms)
+{
+    return now_ms < count.full_until_ms;
+}
+
 }  // namespace ratelimit

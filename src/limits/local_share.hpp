@@ -16,6 +16,8 @@ std::uint64_t local_share(std::uint64_t limit, std::uint64_t servers);
 struct LocalCount {
     std::uint64_t window;
     std::uint64_t used;
+    std::uint64_t full_until_ms;  // the end of the window in which the
+                                  // share was used up; 0: not yet
 };
 
 // A request of `cost` units against the share, at now_ms: whether it fits,
@@ -34,5 +36,15 @@ LocalStatus local_status(const LocalCount &count, std::uint64_t share,
 // Counts `cost` units in the window of now_ms.
 void local_add(LocalCount *count, std::uint64_t window_ms,
                std::uint64_t now_ms, std::uint64_t cost);
+
+// Notes a request's status (after local_add() if it fitted): a share used
+// up keeps the count full until its window ends.
+void local_note_full(LocalCount *count, const LocalStatus &status,
+                     std::uint64_t now_ms);
+
+// Whether the count holds a used-up share at now_ms: forgetting it would
+// admit the subject's share once more, so memory that runs short forgets
+// other counts first.
+bool local_full(const LocalCount &count, std::uint64_t now_ms);
 
 }  // namespace ratelimit

@@ -94,6 +94,27 @@ std::optional<std::uint64_t> limit_from_value(std::string_view value,
     return static_cast<std::uint64_t>(limit);
 }
 
+bool blocks_all(std::string_view value, bool rate)
+{
+    std::string_view number = value;
+
+    if (rate) {
+        std::string_view unit = value.substr(value.find('r') + 1);
+
+        if (value.find('r') == std::string_view::npos || unit.size() != 2
+            || unit[0] != '/' || std::string_view("smhd").find(unit[1])
+                                 == std::string_view::npos)
+        {
+            return false;
+        }
+
+        number = value.substr(0, value.size() - 3);
+    }
+
+    auto units = parse_units(number);
+    return units && *units == 0;
+}
+
 std::uint64_t default_bucket_ms(std::uint64_t window_ms)
 {
     for (std::uint64_t n = kMaxDefaultBuckets; n > 1; n--) {

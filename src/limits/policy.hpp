@@ -69,6 +69,10 @@ std::optional<std::uint64_t> limit_from_value(std::string_view value,
                                               bool rate,
                                               std::uint64_t window_ms);
 
+// Whether a `limit=$variable` or `rate=$variable` value is zero ("0", or
+// "0r/s" and the like): the zone admits none of the request's subject.
+bool blocks_all(std::string_view value, bool rate);
+
 // The bucket length for a window when none is given: the window cut into the
 // largest number of buckets, at most kMaxDefaultBuckets, that leaves each a
 // whole number of milliseconds (60 s -> 1000 ms, 1 s -> 20 ms, 7 ms -> 1 ms).

@@ -111,4 +111,30 @@ std::optional<std::string> literal_key_warning(std::string_view key,
            "counter; did you mean " + quoted("$" + std::string(key)) + "?";
 }
 
+std::optional<std::string> client_value_warning(std::string_view param,
+                                                std::string_view value)
+{
+    for (std::string_view prefix : {"http_", "arg_", "cookie_"}) {
+        for (std::size_t at = value.find('$'); at != value.npos;
+             at = value.find('$', at + 1))
+        {
+            std::string_view name = value.substr(at + 1);
+
+            if (!name.empty() && name[0] == '{') {
+                name.remove_prefix(1);
+            }
+
+            if (name.substr(0, prefix.size()) == prefix) {
+                return std::string(param) + "=" + std::string(value)
+                       + " takes a value the client sends: each client "
+                         "chooses its own " + std::string(param)
+                       + "; give it through a map that allows only the "
+                         "values meant (docs/recipes.md)";
+            }
+        }
+    }
+
+    return std::nullopt;
+}
+
 }  // namespace ratelimit

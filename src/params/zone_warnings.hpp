@@ -47,4 +47,12 @@ struct KnownVariables {
 std::optional<std::string> literal_key_warning(std::string_view key,
                                                const KnownVariables &known);
 
+// A warning if `value`, the value of the parameter `param` (`cost`,
+// `limit` or `rate`), holds a variable the client sets as it likes
+// ($http_*, $arg_*, $cookie_*): the client would choose its own cost or
+// limit.  None for a variable of the configuration's own (a `map`'s),
+// which can allow only the values meant.
+std::optional<std::string> client_value_warning(std::string_view param,
+                                                std::string_view value);
+
 }  // namespace ratelimit

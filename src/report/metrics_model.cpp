@@ -103,6 +103,7 @@ std::string_view decision_name(Decision d)
 {
     static const std::string_view names[] = {
         "passed", "rejected", "rejected_dry_run", "error", "error_rejected",
+        "invalid",
     };
     return names[static_cast<std::size_t>(d)];
 }

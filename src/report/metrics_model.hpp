@@ -19,6 +19,7 @@ enum class Decision : std::size_t {
     kRejectedDryRun,
     kError,          // no verdict, let through (ratelimit_fail open)
     kErrorRejected,  // no verdict, answered 503 (ratelimit_fail closed)
+    kInvalid,        // the request's cost or limit was no valid value: 400
     kCount,
 };
 

@@ -1,5 +1,6 @@
 #include "report/metrics_text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace ratelimit {
@@ -515,6 +516,72 @@ std::string json(const MetricsReport &r)
            + "}\n";
 }
 
+// A media range's quality in thousandths: its `q=` parameter (RFC 9110,
+// at most three decimals), 1000 without one, 0 when it does not parse.
+int range_quality(std::string_view range)
+{
+    for (std::size_t at = range.find(';'); at != range.npos;
+         at = range.find(';', at + 1))
+    {
+        std::string_view param = range.substr(at + 1);
+        param.remove_prefix(std::min(param.find_first_not_of(" \t"),
+                                     param.size()));
+
+        if (param.size() < 2 || (param[0] != 'q' && param[0] != 'Q')
+            || param[1] != '=')
+        {
+            continue;
+        }
+
+        param.remove_prefix(2);
+        int q = 0, scale = 1000;
+        bool point = false;
+
+        for (char c : param.substr(0, param.find_first_of("; \t"))) {
+            if (c == '.' && !point) {
+                point = true;
+            } else if (c < '0' || c > '9' || (point && scale == 1)) {
+                return 0;
+            } else if (point) {
+                scale /= 10;
+                q += (c - '0') * scale;
+            } else {
+                q = q * 10 + (c - '0') * 1000;
+            }
+        }
+
+        return std::min(q, 1000);
+    }
+
+    return 1000;
+}
+
+// The highest quality the Accept header gives a range that `matches`.
+template <typename Matches>
+int best_quality(std::string_view accept, Matches matches)
+{
+    int best = 0;
+
+    while (!accept.empty()) {
+        std::size_t comma = accept.find(',');
+        std::string_view range = accept.substr(0, comma);
+        std::string_view type = range.substr(0, range.find(';'));
+
+        type.remove_prefix(std::min(type.find_first_not_of(" \t"),
+                                    type.size()));
+        type = type.substr(0, type.find_first_of(" \t"));
+
+        if (matches(type)) {
+            best = std::max(best, range_quality(range));
+        }
+
+        accept.remove_prefix(comma == accept.npos ? accept.size()
+                                                  : comma + 1);
+    }
+
+    return best;
+}
+
 }  // namespace
 
 MetricsFormat choose_metrics_format(std::string_view format_arg,
@@ -532,8 +599,15 @@ MetricsFormat choose_metrics_format(std::string_view format_arg,
         return MetricsFormat::kPrometheus;
     }
 
-    return accept.find("application/openmetrics-text") != accept.npos
-           ? MetricsFormat::kOpenMetrics : MetricsFormat::kPrometheus;
+    int open = best_quality(accept, [](std::string_view type) {
+        return type == "application/openmetrics-text";
+    });
+    int plain = best_quality(accept, [](std::string_view type) {
+        return type == "text/plain" || type == "text/*" || type == "*/*";
+    });
+
+    return open > 0 && open >= plain ? MetricsFormat::kOpenMetrics
+                                     : MetricsFormat::kPrometheus;
 }
 
 std::string_view metrics_content_type(MetricsFormat format)

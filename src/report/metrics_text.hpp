@@ -45,7 +45,8 @@ struct MetricsReport {
 enum class MetricsFormat { kPrometheus, kOpenMetrics, kJson };
 
 // `?format=` wins (json, prometheus, openmetrics); else OpenMetrics if the
-// Accept header names it, as Prometheus's scraper does; else Prometheus.
+// Accept header names it, as Prometheus's scraper does, with a quality
+// above 0 and no lower than text/plain's; else Prometheus.
 MetricsFormat choose_metrics_format(std::string_view format_arg,
                                     std::string_view accept);
 

@@ -11,36 +11,74 @@ namespace {
 constexpr std::string_view kWord = "forgive ";
 constexpr std::string_view kUnsigned = "-";
 
-// SIG of `key` under `wake_key` into `out`.
-void sign(std::string_view key, std::string_view wake_key,
+// SIG of "MS KEY" (`stamped`) under `wake_key` into `out`.
+void sign(std::string_view stamped, std::string_view wake_key,
           char out[kSha1HexLength])
 {
     std::string text(kWord);
-    text.append(key);
+    text.append(stamped);
     wakeup_signature(wake_key, text, out);
+}
+
+// MS of "MS KEY" and the KEY after it; false if malformed.
+bool read_stamp(std::string_view stamped, std::uint64_t *ms,
+                std::string_view *key)
+{
+    size_t space = stamped.find(' ');
+
+    if (space == 0 || space > 19 || space == std::string_view::npos
+        || space + 1 == stamped.size())
+    {
+        return false;
+    }
+
+    *ms = 0;
+
+    for (char c : stamped.substr(0, space)) {
+        if (c < '0' || c > '9') {
+            return false;
+        }
+
+        *ms = *ms * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+
+    *key = stamped.substr(space + 1);
+    return true;
+}
+
+bool fresh(std::uint64_t ms, std::uint64_t now_ms)
+{
+    return ms <= now_ms ? now_ms - ms <= kForgiveFreshMs
+                        : ms - now_ms <= kForgiveFreshMs;
 }
 
 }  // namespace
 
-std::string forgive_message(std::string_view key, std::string_view wake_key)
+std::string forgive_message(std::string_view key, std::string_view wake_key,
+                            std::uint64_t now_ms)
 {
+    std::string stamped = std::to_string(now_ms);
+    stamped += ' ';
+    stamped.append(key);
+
     std::string message(kWord);
 
     if (wake_key.empty()) {
         message.append(kUnsigned);
     } else {
         char sig[kSha1HexLength];
-        sign(key, wake_key, sig);
+        sign(stamped, wake_key, sig);
         message.append(sig, kSha1HexLength);
     }
 
     message += ' ';
-    message.append(key);
+    message.append(stamped);
     return message;
 }
 
 std::string_view forgiven_key(std::string_view message,
-                              std::string_view wake_key)
+                              std::string_view wake_key,
+                              std::uint64_t now_ms)
 {
     if (message.substr(0, kWord.size()) != kWord) {
         return {};
@@ -48,24 +86,27 @@ std::string_view forgiven_key(std::string_view message,
 
     message.remove_prefix(kWord.size());
     size_t space = message.find(' ');
+    std::uint64_t ms;
+    std::string_view key;
 
-    if (space == std::string_view::npos || space + 1 == message.size()) {
+    if (space == std::string_view::npos
+        || !read_stamp(message.substr(space + 1), &ms, &key))
+    {
         return {};
     }
 
     std::string_view sig = message.substr(0, space);
-    std::string_view key = message.substr(space + 1);
 
     if (wake_key.empty()) {
         return key;
     }
 
-    if (sig.size() != kSha1HexLength) {
+    if (sig.size() != kSha1HexLength || !fresh(ms, now_ms)) {
         return {};
     }
 
     char expected[kSha1HexLength];
-    sign(key, wake_key, expected);
+    sign(message.substr(space + 1), wake_key, expected);
 
     // In constant time: a mismatch's time tells nothing of the right SIG.
     unsigned char differ = 0;

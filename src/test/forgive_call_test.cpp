@@ -8,40 +8,62 @@ namespace {
 constexpr std::string_view kKey = "rl:api:{0a1b2c3d}k y";
 constexpr std::string_view kWakeKey = "0123456789abcdef0123456789abcdef01234567";
 
+constexpr std::uint64_t kNow = 1795000000123;
+
 TEST(ForgiveCall, UnsignedWithoutWakeKey)
 {
-    std::string m = forgive_message(kKey, "");
-    EXPECT_EQ(m, std::string("forgive - ") + std::string(kKey));
-    EXPECT_EQ(forgiven_key(m, ""), kKey);
+    std::string m = forgive_message(kKey, "", kNow);
+    EXPECT_EQ(m, "forgive - 1795000000123 " + std::string(kKey));
+    EXPECT_EQ(forgiven_key(m, "", kNow), kKey);
 }
 
 TEST(ForgiveCall, SignedTakenOnlyWithItsKey)
 {
-    std::string m = forgive_message(kKey, kWakeKey);
-    EXPECT_EQ(m.size(), 8 + 40 + 1 + kKey.size());
-    EXPECT_EQ(forgiven_key(m, kWakeKey), kKey);
+    std::string m = forgive_message(kKey, kWakeKey, kNow);
+    EXPECT_EQ(m.size(), 8 + 40 + 1 + 13 + 1 + kKey.size());
+    EXPECT_EQ(forgiven_key(m, kWakeKey, kNow), kKey);
     // A server without a secret takes it too.
-    EXPECT_EQ(forgiven_key(m, ""), kKey);
-    EXPECT_EQ(forgiven_key(m, "ffff"), "");
+    EXPECT_EQ(forgiven_key(m, "", kNow), kKey);
+    EXPECT_EQ(forgiven_key(m, "ffff", kNow), "");
 }
 
 TEST(ForgiveCall, UnsignedOrForgedRefusedWithWakeKey)
 {
-    EXPECT_EQ(forgiven_key(forgive_message(kKey, ""), kWakeKey), "");
+    EXPECT_EQ(forgiven_key(forgive_message(kKey, "", kNow), kWakeKey, kNow),
+              "");
 
-    std::string forged = forgive_message("rl:api:other", kWakeKey);
-    std::string tail(" ");
+    std::string forged = forgive_message("rl:api:other", kWakeKey, kNow);
+    std::string tail(" 1795000000123 ");
     tail += kKey;
     forged = forged.substr(0, 8 + 40) + tail;
-    EXPECT_EQ(forgiven_key(forged, kWakeKey), "");
+    EXPECT_EQ(forgiven_key(forged, kWakeKey, kNow), "");
+
+    // The stamp is signed: moving it forward makes it another message.
+    std::string moved = forgive_message(kKey, kWakeKey, kNow);
+    moved.replace(8 + 40 + 1, 13, "1795000060123");
+    EXPECT_EQ(forgiven_key(moved, kWakeKey, kNow + 60000), "");
+}
+
+// A captured message published again later is refused; within the
+// freshness both ways (clocks of two servers) it is taken.
+TEST(ForgiveCall, ReplayedLaterRefused)
+{
+    std::string m = forgive_message(kKey, kWakeKey, kNow);
+    EXPECT_EQ(forgiven_key(m, kWakeKey, kNow + kForgiveFreshMs), kKey);
+    EXPECT_EQ(forgiven_key(m, kWakeKey, kNow - kForgiveFreshMs), kKey);
+    EXPECT_EQ(forgiven_key(m, kWakeKey, kNow + kForgiveFreshMs + 1), "");
+    EXPECT_EQ(forgiven_key(m, kWakeKey, kNow - kForgiveFreshMs - 1), "");
 }
 
 TEST(ForgiveCall, MalformedRefused)
 {
     for (std::string_view m : {"", "forgive", "forgive -", "forgive - ",
-                               "forgave - k", "1a2b.3 1700000000"})
+                               "forgave - 1 k", "1a2b.3 1700000000",
+                               "forgive - k", "forgive - 12x k",
+                               "forgive - 1 ", "forgive -  k",
+                               "forgive - 12345678901234567890 k"})
     {
-        EXPECT_EQ(forgiven_key(m, ""), "") << m;
+        EXPECT_EQ(forgiven_key(m, "", kNow), "") << m;
     }
 }
 

@@ -16,7 +16,7 @@ TEST(LocalShare, RoundsUp)
 
 TEST(LocalShare, FixedWindowFillsAndResets)
 {
-    LocalCount count{0, 0};
+    LocalCount count{0, 0, 0};
     const std::uint64_t window_ms = 10000;
     std::uint64_t now = 1700000003000;  // 3 s into its window
 
@@ -43,7 +43,7 @@ TEST(LocalShare, FixedWindowFillsAndResets)
 
 TEST(LocalShare, CostsCount)
 {
-    LocalCount count{0, 0};
+    LocalCount count{0, 0, 0};
 
     EXPECT_TRUE(local_status(count, 10, 1000, 500, 10).fits);
     EXPECT_FALSE(local_status(count, 10, 1000, 500, 11).fits);
@@ -53,6 +53,33 @@ TEST(LocalShare, CostsCount)
     EXPECT_FALSE(s.fits);
     EXPECT_EQ(s.remaining, 3u);
     EXPECT_TRUE(local_status(count, 10, 1000, 600, 0).fits);
+}
+
+// A share used up, by the last unit or by a refusal, is full until its
+// window ends; one with units left is not.
+TEST(LocalShare, FullUntilTheWindowEnds)
+{
+    LocalCount count{0, 0, 0};
+    std::uint64_t now = 12000;
+
+    LocalStatus s = local_status(count, 3, 10000, now, 2);
+    local_add(&count, 10000, now, 2);
+    local_note_full(&count, s, now);
+    EXPECT_FALSE(local_full(count, now));
+
+    s = local_status(count, 3, 10000, now + 1, 1);
+    local_add(&count, 10000, now + 1, 1);
+    local_note_full(&count, s, now + 1);
+    EXPECT_TRUE(local_full(count, now + 1));
+    EXPECT_TRUE(local_full(count, 19999));
+    EXPECT_FALSE(local_full(count, 20000));
+
+    LocalCount refused{1, 1, 0};
+    s = local_status(refused, 3, 10000, 15000, 5);
+    local_note_full(&refused, s, 15000);
+    EXPECT_FALSE(s.fits);
+    EXPECT_TRUE(local_full(refused, 19999));
+    EXPECT_FALSE(local_full(refused, 20000));
 }
 
 }  // namespace

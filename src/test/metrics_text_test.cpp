@@ -172,5 +172,28 @@ TEST(MetricsText, FormatFromArgumentThenAccept)
     EXPECT_EQ(choose_metrics_format("", "*/*"), MetricsFormat::kPrometheus);
 }
 
+// q=0 means "not acceptable" (RFC 9110); the higher quality wins.
+TEST(MetricsText, FormatFromAcceptQuality)
+{
+    EXPECT_EQ(choose_metrics_format("", "application/openmetrics-text;q=0"),
+              MetricsFormat::kPrometheus);
+    EXPECT_EQ(choose_metrics_format("", "application/openmetrics-text; "
+                                        "version=1.0.0; q=0.000, */*"),
+              MetricsFormat::kPrometheus);
+    EXPECT_EQ(choose_metrics_format("", "text/plain;q=0.9, "
+                                        "application/openmetrics-text;q=0.5"),
+              MetricsFormat::kPrometheus);
+    EXPECT_EQ(choose_metrics_format("", "application/openmetrics-text;"
+                                        "version=1.0.0;q=0.5,application/"
+                                        "openmetrics-text;q=0.4,text/plain;"
+                                        "version=0.0.4;q=0.3,*/*;q=0.2"),
+              MetricsFormat::kOpenMetrics);
+    EXPECT_EQ(choose_metrics_format("", "application/openmetrics-text;q=x"),
+              MetricsFormat::kPrometheus);
+    EXPECT_EQ(choose_metrics_format("", "application/openmetrics-text;"
+                                        "q=1.0"),
+              MetricsFormat::kOpenMetrics);
+}
+
 }  // namespace
 }  // namespace ratelimit

@@ -93,5 +93,19 @@ TEST(ZoneWarnings, LiteralKeyThatNamesAVariable)
     EXPECT_FALSE(literal_key_warning("", known));
 }
 
+TEST(ParamsWarnings, ClientValue)
+{
+    auto w = client_value_warning("cost", "$arg_max_tokens");
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->substr(0, 41), "cost=$arg_max_tokens takes a value the cl");
+    EXPECT_TRUE(client_value_warning("limit", "$http_x_limit"));
+    EXPECT_TRUE(client_value_warning("rate", "${cookie_plan}r/s"));
+    EXPECT_TRUE(client_value_warning("cost", "1$arg_n"));
+    EXPECT_FALSE(client_value_warning("cost", "$tokens"));
+    EXPECT_FALSE(client_value_warning("limit", "$plan_limit"));
+    EXPECT_FALSE(client_value_warning("limit", ""));
+    EXPECT_FALSE(client_value_warning("cost", "$upstream_http_x_tokens"));
+}
+
 }  // namespace
 }  // namespace ratelimit

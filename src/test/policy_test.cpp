@@ -253,5 +253,23 @@ TEST(PolicyStruct, BucketsAndWindowSeconds)
     EXPECT_EQ(day.window_seconds(), 86400u);
 }
 
+// Zero, as a limit or a rate, blocks the subject; a value that is no
+// limit at all does not.
+TEST(Policy, BlocksAll)
+{
+    EXPECT_TRUE(blocks_all("0", false));
+    EXPECT_TRUE(blocks_all("000", false));
+    EXPECT_TRUE(blocks_all("0r/s", true));
+    EXPECT_TRUE(blocks_all("0r/d", true));
+    EXPECT_FALSE(blocks_all("0r/s", false));
+    EXPECT_FALSE(blocks_all("0", true));
+    EXPECT_FALSE(blocks_all("0r/x", true));
+    EXPECT_FALSE(blocks_all("1", false));
+    EXPECT_FALSE(blocks_all("-0", false));
+    EXPECT_FALSE(blocks_all("", false));
+    EXPECT_FALSE(blocks_all("r/s", true));
+    EXPECT_FALSE(blocks_all("abc", false));
+}
+
 }  // namespace
 }  // namespace ratelimit
