@@ -1,6 +1,7 @@
 #include "directives/directives.hpp"
 
 #include "directives/conf_params.hpp"
+#include "directives/zone_warnings.hpp"
 #include "directives/conf_places.hpp"
 #include "directives/fail_directive.hpp"
 #include "status/metrics_handler.hpp"
