@@ -2,6 +2,7 @@
 
 #include "rate/script_call.hpp"
 #include "rate/zone_values.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/sliding_window.hpp"
 #include "concurrency/slot_report.hpp"
 #include "report/status_json.hpp"
@@ -277,10 +278,9 @@ ngx_int_t send_status(RequestState *state) noexcept
                                  view(state->subjects[rate]), policy,
                                  state->counts[rate], state->now_ms);
 
-        if (state->interval_ms > 0 && !policy.gcra()) {
-            report_interval(&reports[k], policy,
-                            policy.algorithm == Algorithm::kFixed,
-                            state->interval_ms, state->counts[rate]);
+        if (state->interval_ms > 0) {
+            report_interval(&reports[k], policy, state->interval_ms,
+                            state->counts[rate]);
         }
 
         rate++;
