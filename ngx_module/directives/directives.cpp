@@ -8,6 +8,7 @@
 #include "directives/conf_places.hpp"
 #include "directives/fail_directive.hpp"
 #include "status/metrics_handler.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/gcra.hpp"
 #include "limits/rate_headers.hpp"
 #include "limits/window_rules.hpp"
@@ -96,7 +97,8 @@ bool render_zone(ngx_pool_t *pool, Zone *zone)
 
     zone->policy_member.data = member;
     zone->policy_member.len = write_policy_member(
-        name, p.limit, p.window_seconds(), reinterpret_cast<char *>(member));
+        name, row_of(p).quota(p), row_of(p).window_s(p),
+        reinterpret_cast<char *>(member));
     return true;
 }
 
@@ -106,9 +108,11 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
 {
     if (params.kind == ZoneKind::kRate) {
         zone->policy = params.policy;
-        // A GCRA zone's burst is its location's: its arguments and header
-        // member are made per request, as a variable limit's.
-        return !params.limit_variable.empty() || params.policy.gcra()
+        // A zone that takes burst= has it from its location (GCRA's): its
+        // arguments and header member are made per request, as a variable
+        // limit's.
+        return !params.limit_variable.empty()
+               || row_of(params.policy).accepts_burst
                || render_zone(pool, zone);
     }
 
@@ -486,8 +490,9 @@ char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
         // The script takes a window of 1 + burst emission intervals of at
         // most kMaxWindowMs, as it takes a window of buckets.
         const Policy &policy = ref.zone->policy;
+        const AlgorithmRow &row = row_of(policy);
 
-        if (policy.gcra()
+        if (row.accepts_burst
             && ref.burst >= window_rules::kMaxWindowMs / policy.window_ms)
         {
             return after_block_error(cf, "burst=%uL is too large for zone "
@@ -496,7 +501,7 @@ char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
                                      ref.line);
         }
 
-        if (ref.shaping && !policy.gcra()) {
+        if (ref.shaping && !row.accepts_burst) {
             return after_block_error(cf, "\"burst=\", \"delay=\" and "
                                          "\"nodelay\" apply to zones of "
                                          "algorithm=gcra only, not \"%V\", "

@@ -1,6 +1,6 @@
 #include "http/header_filter.hpp"
 
-#include "limits/gcra.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/rate_headers.hpp"
 #include "request/request_state.hpp"
 #include "limits/sliding_window.hpp"
@@ -76,9 +76,9 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
 
         if (zone.policy_member.len == 0) {
             Policy policy = policy_of(state, i);
-            p += write_policy_member(view(zone.name), policy.quota(),
-                                     policy.gcra() ? gcra_window_s(policy)
-                                                   : policy.window_seconds(),
+            const AlgorithmRow &row = row_of(policy);
+            p += write_policy_member(view(zone.name), row.quota(policy),
+                                     row.window_s(policy),
                                      reinterpret_cast<char *>(p));
             continue;
         }

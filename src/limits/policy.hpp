@@ -33,10 +33,6 @@ struct Policy {
     // burst=), from the location that applies the zone.
     std::uint64_t burst = 0;
 
-    bool gcra() const { return algorithm == Algorithm::kGcra; }
-    // What the headers call the limit: a window's limit; a GCRA zone's
-    // capacity, 1 + burst requests at once.
-    std::uint64_t quota() const { return gcra() ? 1 + burst : limit; }
     // GCRA: the time one request of the rate takes, in microseconds.
     double emission_us() const
     {
