@@ -8,6 +8,7 @@
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
 #include "directives/zone_directive.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/window_rules.hpp"
 
 namespace ratelimit {
@@ -41,8 +42,9 @@ char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
         // The script takes a window of 1 + burst emission intervals of at
         // most kMaxWindowMs, as it takes a window of buckets.
         const Policy &policy = ref.zone->policy;
+        const AlgorithmRow &row = row_of(policy);
 
-        if (policy.gcra()
+        if (row.accepts_burst
             && ref.burst >= window_rules::kMaxWindowMs / policy.window_ms)
         {
             return after_block_error(cf, "burst=%uL is too large for zone "
@@ -51,7 +53,7 @@ char *resolve_zones(ngx_conf_t *cf, MainConf *mcf, ngx_array_t *refs_array)
                                      ref.line);
         }
 
-        if (ref.shaping && !policy.gcra()) {
+        if (ref.shaping && !row.accepts_burst) {
             return after_block_error(cf, "\"burst=\", \"delay=\" and "
                                          "\"nodelay\" apply to zones of "
                                          "algorithm=gcra only, not \"%V\", "

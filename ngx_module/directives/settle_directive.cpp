@@ -1,6 +1,7 @@
 #include "directives/settle_directive.hpp"
 
 #include "directives/conf_params.hpp"
+#include "limits/algorithms.hpp"
 
 namespace ratelimit {
 
@@ -118,7 +119,7 @@ char *resolve_settles(ngx_conf_t *cf, LocConf *lcf) noexcept
 
         if (!has_zones || r == lcf->zones->nelts
             || refs[r].zone->concurrency != nullptr
-            || refs[r].zone->policy.gcra())
+            || !row_of(refs[r].zone->policy).accepts_settles)
         {
             return after_block_error(cf, "ratelimit_settle zone \"%V\" "
                                          "needs \"ratelimit zone=%V\" of a "

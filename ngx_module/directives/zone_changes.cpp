@@ -1,6 +1,7 @@
 #include "directives/zone_changes.hpp"
 
 #include "directives/conf_params.hpp"
+#include "limits/algorithms.hpp"
 
 namespace ratelimit {
 
@@ -44,18 +45,6 @@ const Zone *running_zone(const MainConf *mcf, const ngx_str_t &name)
     return nullptr;
 }
 
-const char *algorithm_name(Algorithm algorithm)
-{
-    switch (algorithm) {
-    case Algorithm::kFixed:
-        return "fixed";
-    case Algorithm::kGcra:
-        return "gcra";
-    default:
-        return "sliding";
-    }
-}
-
 }  // namespace
 
 void warn_zone_change(ngx_conf_t *cf, const Zone &zone) noexcept
@@ -77,11 +66,14 @@ void warn_zone_change(ngx_conf_t *cf, const Zone &zone) noexcept
                                 "and switch once its window has passed";
 
     if (now.algorithm != then.algorithm) {
-        directive_warning(cf, "zone \"%V\" changed its algorithm from %s to "
-                              "%s%s", &zone.name,
-                          algorithm_name(then.algorithm),
-                          algorithm_name(now.algorithm), kWhat);
-    } else if (!now.gcra() && now.bucket_ms != then.bucket_ms) {
+        std::string_view from = row_of(then).name;
+        std::string_view to = row_of(now).name;
+        directive_warning(cf, "zone \"%V\" changed its algorithm from %*s "
+                              "to %*s%s", &zone.name, from.size(),
+                          from.data(), to.size(), to.data(), kWhat);
+    } else if (row_of(now).counts_per_bucket
+               && now.bucket_ms != then.bucket_ms)
+    {
         directive_warning(cf, "zone \"%V\" changed its bucket from %uL ms "
                               "to %uL ms%s", &zone.name, then.bucket_ms,
                           now.bucket_ms, kWhat);

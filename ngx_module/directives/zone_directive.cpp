@@ -6,6 +6,7 @@
 #include "directives/zone_changes.hpp"
 #include "directives/zone_warnings.hpp"
 #include "leases/lease_table.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/rate_headers.hpp"
 #include "params/zone_params.hpp"
 #include "scripts/script_batch.hpp"
@@ -55,7 +56,8 @@ bool render_zone(ngx_pool_t *pool, Zone *zone)
 
     zone->policy_member.data = member;
     zone->policy_member.len = write_policy_member(
-        name, p.limit, p.window_seconds(), reinterpret_cast<char *>(member));
+        name, row_of(p).quota(p), row_of(p).window_s(p),
+        reinterpret_cast<char *>(member));
     return true;
 }
 
@@ -65,9 +67,11 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
 {
     if (params.kind == ZoneKind::kRate) {
         zone->policy = params.policy;
-        // A GCRA zone's burst is its location's: its arguments and header
-        // member are made per request, as a variable limit's.
-        return !params.limit_variable.empty() || params.policy.gcra()
+        // A zone that takes burst= has it from its location (GCRA's): its
+        // arguments and header member are made per request, as a variable
+        // limit's.
+        return !params.limit_variable.empty()
+               || row_of(params.policy).accepts_burst
                || render_zone(pool, zone);
     }
 

@@ -4,6 +4,7 @@
 #include "local/local_decision.hpp"
 #include "metrics/metrics.hpp"
 #include "leases/lease_decision.hpp"
+#include "limits/algorithms.hpp"
 #include "rate/reservations.hpp"
 #include "rate/script_call.hpp"
 #include "rate/zone_values.hpp"
@@ -325,7 +326,9 @@ bool slot_comes_last(const RequestState *state)
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         const ZoneRef *ref = state->refs[i];
 
-        if (ref->zone->policy.gcra() && ref->delay < ref->burst) {
+        if (row_of(ref->zone->policy).takes_turns
+            && ref->delay < ref->burst)
+        {
             return true;
         }
     }

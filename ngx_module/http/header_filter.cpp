@@ -1,6 +1,6 @@
 #include "http/header_filter.hpp"
 
-#include "limits/gcra.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/rate_headers.hpp"
 #include "request/request_state.hpp"
 #include "limits/sliding_window.hpp"
@@ -76,12 +76,12 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
 
         if (zone.policy_member.len == 0) {
             Policy policy = policy_of(state, i);
+            const AlgorithmRow &row = row_of(policy);
             bool blocked = policy.limit == 0;  // a limit of 0: no turns
             p += write_policy_member(view(zone.name),
-                                     blocked ? 0 : policy.quota(),
-                                     policy.gcra() && !blocked
-                                     ? gcra_window_s(policy)
-                                     : policy.window_seconds(),
+                                     blocked ? 0 : row.quota(policy),
+                                     blocked ? policy.window_seconds()
+                                             : row.window_s(policy),
                                      reinterpret_cast<char *>(p));
             continue;
         }

@@ -1,6 +1,6 @@
 #include "http/request_metrics.hpp"
 
-#include "limits/gcra.hpp"
+#include "limits/algorithms.hpp"
 #include "metrics/metrics.hpp"
 
 namespace ratelimit {
@@ -38,12 +38,10 @@ void record_zone_units(const RequestState *state, ngx_uint_t i,
     ngx_uint_t zone = state->refs[i]->zone->index;
     Policy policy = policy_of(state, i);
 
-    if (decision == Decision::kPassed && policy.gcra()
-        && state->delay_ms > 0)
-    {
-        std::uint64_t wait_ms = gcra_wait_ms(policy, state->counts[i].total,
-                                             state->costs[i],
-                                             state->refs[i]->delay);
+    if (decision == Decision::kPassed && state->delay_ms > 0) {
+        std::uint64_t wait_ms = row_of(policy).wait_ms(
+            policy, state->counts[i].total, state->costs[i],
+            state->refs[i]->delay);
         if (wait_ms > 0) {
             metrics::record_zone_delay(zone, wait_ms);
         }

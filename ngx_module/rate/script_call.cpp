@@ -4,7 +4,7 @@
 #include "worker/worker_objects.hpp"
 #include "limits/deny_cache.hpp"
 #include "local/local_decision.hpp"
-#include "limits/gcra.hpp"
+#include "limits/algorithms.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "limits/sliding_window.hpp"
@@ -63,12 +63,13 @@ bool deny_room(const RequestState *state, ngx_uint_t i, std::int64_t *room)
 {
     const Zone &zone = *state->refs[i]->zone;
     Policy policy = policy_of(state, i);
+    const AlgorithmRow &row = row_of(policy);
 
-    if (zone.gives_back || (policy.gcra() && zone.limit_value != nullptr)) {
+    if (zone.gives_back || (row.takes_turns && zone.limit_value != nullptr)) {
         return false;
     }
 
-    *room = DenyCache::room(policy.quota(), state->costs[i]);
+    *room = DenyCache::room(row.quota(policy), state->costs[i]);
     return true;
 }
 
@@ -88,8 +89,9 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
             continue;
         }
 
+        Policy policy = policy_of(state, i);
         state->verdict = {Outcome::kRejected, i,
-                          {policy_of(state, i).quota(), 0, ms}};
+                          {row_of(policy).quota(policy), 0, ms}};
         state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
         metrics::record_deny_cache_hit(state->refs[i]->zone->index);
@@ -109,9 +111,9 @@ ngx_msec_t turn_wait_ms(const RequestState *state)
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         Policy policy = policy_of(state, i);
 
-        if (policy.gcra() && enforced(state, i)) {
-            wait_ms = std::max(wait_ms,
-                               gcra_wait_ms(policy, state->counts[i].total,
+        if (enforced(state, i)) {
+            wait_ms = std::max(wait_ms, row_of(policy).wait_ms(
+                                            policy, state->counts[i].total,
                                             state->costs[i],
                                             state->refs[i]->delay));
         }

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "metrics/metrics.hpp"
+#include "limits/algorithms.hpp"
 #include "report/metrics_text.hpp"
 #include "status/status_handler.hpp"
 
@@ -31,7 +32,7 @@ ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
         m.name = view(defined[z]->name);
         m.limit = defined[z]->policy.limit;
         m.window_ms = defined[z]->policy.window_ms;
-        m.gcra = defined[z]->policy.gcra();
+        m.takes_turns = row_of(defined[z]->policy).takes_turns;
 
         if (const ConcurrencyPolicy *c = defined[z]->concurrency) {
             m.concurrency = true;

@@ -2,6 +2,7 @@
 
 #include "rate/script_call.hpp"
 #include "rate/zone_values.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/sliding_window.hpp"
 #include "concurrency/slot_report.hpp"
 #include "report/status_json.hpp"
@@ -139,8 +140,8 @@ const char *read_interval(ngx_http_request_t *r, std::uint64_t *ms)
 }
 
 // Sets state->interval_ms and the buckets each of its zones sums for it
-// (none for a GCRA zone: it keeps no buckets, and its answer has no
-// interval fields).  Returns nullptr on success, else the error to answer
+// (none for a zone that answers no interval, as GCRA's: it keeps no
+// buckets, and its answer has no interval fields).  Returns nullptr on success, else the error to answer
 // 400 with (in r's pool): the interval is longer than a window zone's
 // window.
 const char *plan_interval(RequestState *state, std::uint64_t interval_ms)
@@ -156,8 +157,8 @@ const char *plan_interval(RequestState *state, std::uint64_t interval_ms)
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         const Zone *zone = state->refs[i]->zone;
 
-        if (zone->policy.gcra()) {
-            buckets[i] = 1;  // in the call's range; not read for GCRA
+        if (!row_of(zone->policy).answers_interval) {
+            buckets[i] = 1;  // in the call's range; not read for this zone
             continue;
         }
 
@@ -285,10 +286,9 @@ ngx_int_t send_status(RequestState *state) noexcept
                                  view(state->subjects[rate]), policy,
                                  state->counts[rate], state->now_ms);
 
-        if (state->interval_ms > 0 && !policy.gcra()) {
-            report_interval(&reports[k], policy,
-                            policy.algorithm == Algorithm::kFixed,
-                            state->interval_ms, state->counts[rate]);
+        if (state->interval_ms > 0) {
+            report_interval(&reports[k], policy, state->interval_ms,
+                            state->counts[rate]);
         }
 
         rate++;

@@ -20,18 +20,23 @@ std::uint64_t gcra_wait_ms(const Policy &policy, std::uint64_t ahead_us,
                        : 0;
 }
 
-GcraStatus gcra_status(const Policy &policy, std::uint64_t ahead_us,
-                       bool over)
+std::uint64_t gcra_capacity(const Policy &policy)
+{
+    return 1 + policy.burst;
+}
+
+ZoneStatus gcra_status(const Policy &policy, std::uint64_t ahead_us,
+                       std::uint64_t, bool over, std::uint64_t)
 {
     double t = policy.emission_us();
     double ahead = static_cast<double>(ahead_us);
-    GcraStatus status{policy.quota(), 0, 0};
-    double room = static_cast<double>(status.capacity) * t - ahead;
+    ZoneStatus status{gcra_capacity(policy), 0, 0};
+    double room = static_cast<double>(status.limit) * t - ahead;
 
     // A microsecond of slack, as the script allows: ahead is rounded.
     if (!over && room > -1) {
         auto fit = static_cast<std::uint64_t>(std::floor((room + 1) / t));
-        status.remaining = fit < status.capacity ? fit : status.capacity;
+        status.remaining = fit < status.limit ? fit : status.limit;
     }
 
     double until_us = over ? ahead - static_cast<double>(policy.burst) * t
@@ -55,7 +60,8 @@ std::uint64_t gcra_turns_ahead(const Policy &policy, std::uint64_t ahead_us)
 
 std::uint64_t gcra_window_s(const Policy &policy)
 {
-    double us = static_cast<double>(1 + policy.burst) * policy.emission_us();
+    double us = static_cast<double>(gcra_capacity(policy))
+                * policy.emission_us();
     auto s = static_cast<std::uint64_t>(std::ceil(us / 1e6));
 
     return s > 0 ? s : 1;

@@ -4,7 +4,8 @@
 // after the request if it was counted, else before it.  A request of the
 // rate takes one emission interval T = window / limit of it; a zone lets
 // 1 + burst of them ahead at once (its capacity).  Here is what nginx
-// makes of `ahead`: the request's wait, and the header numbers.
+// makes of `ahead`: the request's wait, and the header numbers, as the
+// functions of GCRA's row (algorithms.hpp).
 #pragma once
 
 #include <cstdint>
@@ -22,15 +23,16 @@ constexpr std::uint64_t kNoDelay = ~std::uint64_t{0};
 std::uint64_t gcra_wait_ms(const Policy &policy, std::uint64_t ahead_us,
                            std::uint64_t cost, std::uint64_t delay);
 
-struct GcraStatus {
-    std::uint64_t capacity;   // 1 + burst: requests at once
-    std::uint64_t remaining;  // of them, still to come at once
-    std::uint64_t reset_ms;   // until the backlog is gone; of a request
-                              // that did not fit, until one would
-};
+// The capacity, 1 + burst requests at once: the quota of the headers, and
+// the script's third zone argument.
+std::uint64_t gcra_capacity(const Policy &policy);
 
-GcraStatus gcra_status(const Policy &policy, std::uint64_t ahead_us,
-                       bool over);
+// Its limit is the capacity; remaining, the requests of it still to come
+// at once; reset, until the backlog is gone, or of a request that did not
+// fit (`over`), until one would.  A TAT has no buckets: `oldest` and
+// `now_ms` are not read.
+ZoneStatus gcra_status(const Policy &policy, std::uint64_t ahead_us,
+                       std::uint64_t oldest, bool over, std::uint64_t now_ms);
 
 // The turns a backlog of `ahead_us` holds, rounded up: what the status
 // API calls used.

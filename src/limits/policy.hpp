@@ -19,7 +19,8 @@ struct Rate {
 
 // How a rate zone counts: a sliding window of buckets, a fixed window (one
 // bucket, the window), or GCRA as nginx's limit_req (a theoretical arrival
-// time per subject; a request of the rate every window_ms / limit).
+// time per subject; a request of the rate every window_ms / limit).  Each
+// is a row of kAlgorithms (algorithms.hpp).
 enum class Algorithm { kSliding, kFixed, kGcra };
 
 struct Policy {
@@ -32,10 +33,6 @@ struct Policy {
     // burst=), from the location that applies the zone.
     std::uint64_t burst = 0;
 
-    bool gcra() const { return algorithm == Algorithm::kGcra; }
-    // What the headers call the limit: a window's limit; a GCRA zone's
-    // capacity, 1 + burst requests at once.
-    std::uint64_t quota() const { return gcra() ? 1 + burst : limit; }
     // GCRA: the time one request of the rate takes, in microseconds.
     double emission_us() const
     {
@@ -45,6 +42,13 @@ struct Policy {
 
     std::uint64_t buckets() const { return window_ms / bucket_ms; }
     std::uint64_t window_seconds() const { return (window_ms + 999) / 1000; }
+};
+
+// What a client is told of a zone: see AlgorithmRow::status.
+struct ZoneStatus {
+    std::uint64_t limit;      // what the headers call the limit
+    std::uint64_t remaining;  // requests the zone still admits
+    std::uint64_t reset_ms;   // until remaining grows
 };
 
 // "100r/s", "10r/m", "5r/h", "1r/d": N requests per second, minute, hour or

@@ -2,6 +2,7 @@
 
 #include <iterator>
 
+#include "limits/algorithms.hpp"
 #include "limits/window_rules.hpp"
 #include "params/zone_warnings.hpp"
 
@@ -165,22 +166,35 @@ std::optional<std::string> read_rate_window(std::string_view name,
     return std::nullopt;
 }
 
+// The names of the algorithms, as choices: "a", "b" or "c".
+std::string algorithm_choices()
+{
+    std::string choices;
+
+    for (std::size_t i = 0; i < kAlgorithmCount; i++) {
+        choices += i == 0 ? "" : i + 1 < kAlgorithmCount ? ", " : " or ";
+        choices += quoted(kAlgorithms[i].name);
+    }
+
+    return choices;
+}
+
 // The algorithm, and the buckets the window is cut into.
 std::optional<std::string> read_buckets(const ZoneValues &v, ZoneParams *out)
 {
     Policy &policy = out->policy;
-    std::string_view algorithm = v[kAlgorithm].value_or("sliding");
+    // Without algorithm=, Policy's own: sliding.
+    std::string_view name = v[kAlgorithm].value_or(row_of(policy).name);
+    const AlgorithmRow *row = algorithm_named(name);
 
-    if (algorithm == "fixed") {
-        policy.algorithm = Algorithm::kFixed;
-    } else if (algorithm == "gcra") {
-        policy.algorithm = Algorithm::kGcra;
-    } else if (algorithm != "sliding") {
-        return "invalid algorithm " + quoted(algorithm)
-               + ": use \"sliding\", \"fixed\" or \"gcra\"";
+    if (row == nullptr) {
+        return "invalid algorithm " + quoted(name) + ": use "
+               + algorithm_choices();
     }
 
-    if (policy.algorithm != Algorithm::kSliding) {
+    policy.algorithm = row->algorithm;
+
+    if (!row->accepts_bucket) {
         if (v[kBucket]) {
             return "\"bucket=\" applies to sliding windows only";
         }
@@ -269,7 +283,7 @@ std::optional<std::string> read_lease_size(const ZoneValues &v,
         return std::nullopt;
     }
 
-    if (out->policy.gcra()) {
+    if (!row_of(out->policy).accepts_leases) {
         return "\"lease=\" applies to sliding and fixed windows only";
     }
 

@@ -168,14 +168,14 @@ void per_rate_zone(Exposition &e, const MetricsReport &r,
     }
 }
 
-// GCRA zones only: the others delay no request.
+// Zones that take turns only (GCRA's): the others delay no request.
 void write_delays(Exposition &e, const MetricsReport &r)
 {
     e.family("delayed", "counter",
              "Requests a GCRA zone admitted that waited for their turn.");
 
     for (std::size_t i = 0; i < r.zone_count; i++) {
-        if (r.zones[i].gcra) {
+        if (r.zones[i].takes_turns) {
             e.sample("delayed_total", zone_label(r.zones[i]),
                      decimal_text(r.zones[i].sum.delayed));
         }
@@ -185,7 +185,7 @@ void write_delays(Exposition &e, const MetricsReport &r)
              "The waits of the requests a GCRA zone delayed.");
 
     for (std::size_t i = 0; i < r.zone_count; i++) {
-        if (r.zones[i].gcra) {
+        if (r.zones[i].takes_turns) {
             e.histogram("delay_seconds", zone_label(r.zones[i]),
                         r.zones[i].sum.delay_us, kQueueWaitBoundsText, 6);
         }
@@ -438,7 +438,7 @@ std::string json_counters(const std::uint64_t (&counters)[kKinds],
 // A rate zone's own members, after those every zone has.
 std::string json_units(const ZoneMetrics &z)
 {
-    std::string delays = z.gcra
+    std::string delays = z.takes_turns
         ? ",\"delayed\":" + decimal_text(z.sum.delayed) + ",\"delay\":"
               + json_histogram(z.sum.delay_us, kQueueWaitBoundsText, 6)
         : std::string();

@@ -22,7 +22,8 @@ struct ZoneMetrics {
                               // flight
     std::uint64_t window_ms;  // 0 for a concurrency zone
     bool concurrency;
-    bool gcra;                  // algorithm=gcra
+    bool takes_turns;           // its algorithm's: its requests may
+                                // wait for their turn (delays reported)
     std::uint64_t queue_limit;  // a concurrency zone's
     ZoneCounters sum;  // busy_us includes the interval still open
 };

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "limits/gcra.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/rate_headers.hpp"
 #include "limits/sliding_window.hpp"
 #include "scripts/verdict.hpp"
@@ -11,13 +11,10 @@ namespace ratelimit {
 
 namespace {
 
-// Bytes of one object besides the zone name and the escaped subject: the
-// field names, punctuation, and ten numbers of at most kMaxDigits + 1
-// (seconds with milliseconds), the interval's note.
-constexpr std::string_view kFixedNote =
-    ",\"interval_note\":\"fixed window: the count of its current window\"";
-constexpr std::size_t kObjectOverhead = 200 + 10 * (kMaxDigits + 1)
-                                        + kFixedNote.size();
+// Bytes of one object besides the zone name, the escaped subject, its
+// type and its interval's note: the field names, punctuation, and ten
+// numbers of at most kMaxDigits + 1 (seconds with milliseconds).
+constexpr std::size_t kObjectOverhead = 200 + 10 * (kMaxDigits + 1);
 
 char *append(char *out, std::string_view part)
 {
@@ -29,6 +26,20 @@ char *append_field(char *out, std::string_view name, std::uint64_t value)
 {
     out = append(out, name);
     return out + write_decimal(value, out);
+}
+
+// `name` and `text`, a string that needs no escape, closed by '"';
+// nothing for an empty text.
+char *append_text(char *out, std::string_view name, std::string_view text)
+{
+    if (text.empty()) {
+        return out;
+    }
+
+    out = append(out, name);
+    out = append(out, text);
+    *out++ = '"';
+    return out;
 }
 
 // Milliseconds as seconds with three decimals: 1500 as 1.500.
@@ -44,7 +55,7 @@ char *append_seconds(char *out, std::string_view name, std::uint64_t ms)
 
 char *append_rate_fields(char *p, const ZoneReport &z)
 {
-    p = append(p, z.gcra ? ",\"type\":\"gcra\"" : "");
+    p = append_text(p, ",\"type\":\"", z.type);
     p = append_field(p, ",\"limit\":", z.limit);
     p = append_field(p, ",\"used\":", z.used);
     p = append_field(p, ",\"remaining\":", z.remaining);
@@ -52,7 +63,7 @@ char *append_rate_fields(char *p, const ZoneReport &z)
     p = append_field(p, ",\"reset\":", z.reset);
     p = append_field(p, ",\"retry_after\":", z.retry_after);
 
-    if (z.gcra) {
+    if (z.takes_turns) {
         p = append_seconds(p, ",\"next_in\":", z.next_ms);
     }
 
@@ -60,7 +71,7 @@ char *append_rate_fields(char *p, const ZoneReport &z)
         p = append_seconds(p, ",\"interval\":", z.interval_ms);
         p = append_seconds(p, ",\"interval_summed\":", z.summed_ms);
         p = append_field(p, ",\"count_in_interval\":", z.in_interval);
-        p = append(p, z.fixed_window ? kFixedNote : "");
+        p = append_text(p, ",\"interval_note\":\"", z.interval_note);
     }
 
     return p;
@@ -122,25 +133,21 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
                        const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms)
 {
+    const AlgorithmRow &row = row_of(policy);
     ZoneStatus status = zone_status(policy, count, now_ms);
     std::uint64_t reset_s = seconds_ceil(status.reset_ms);
     ZoneReport report{zone,
                       subject,
-                      policy.limit,
-                      count.total,
+                      row.quota(policy),
+                      row.used(policy, count.total),
                       status.remaining,
-                      policy.window_seconds(),
+                      row.window_s(policy),
                       seconds_ceil(now_ms + status.reset_ms),
                       status.remaining > 0 ? 0 : retry_after_seconds(reset_s)};
 
-    if (policy.gcra()) {
-        report.gcra = true;
-        report.limit = policy.quota();
-        report.used = gcra_turns_ahead(policy, count.total);
-        report.window_s = gcra_window_s(policy);
-        report.next_ms = count.over ? status.reset_ms : 0;
-    }
-
+    report.type = row.named_in_status ? row.name : std::string_view();
+    report.takes_turns = row.takes_turns;
+    report.next_ms = row.takes_turns && count.over ? status.reset_ms : 0;
     return report;
 }
 
@@ -160,14 +167,20 @@ ZoneReport report_slot_zone(std::string_view zone, std::string_view subject,
     return report;
 }
 
-void report_interval(ZoneReport *report, const Policy &policy, bool fixed,
+void report_interval(ZoneReport *report, const Policy &policy,
                      std::uint64_t interval_ms, const ZoneCount &count)
 {
+    const AlgorithmRow &row = row_of(policy);
+
+    if (!row.answers_interval) {
+        return;
+    }
+
     report->interval_ms = interval_ms;
     report->summed_ms = SlidingWindow(policy).interval_buckets(interval_ms)
                         * policy.bucket_ms;
     report->in_interval = count.in_interval;
-    report->fixed_window = fixed;
+    report->interval_note = row.interval_note;
 }
 
 std::size_t write_json_string(std::string_view bytes, char *out)
@@ -213,7 +226,8 @@ std::size_t status_json_max_size(const ZoneReport *reports, std::size_t n)
 
     for (std::size_t i = 0; i < n; i++) {
         size += kObjectOverhead + reports[i].zone.size()
-                + 6 * reports[i].subject.size();
+                + 6 * reports[i].subject.size() + reports[i].type.size()
+                + reports[i].interval_note.size();
     }
 
     return size;

@@ -7,11 +7,13 @@
 // for it (whole buckets) and the count in that span, in seconds with
 // milliseconds:
 //   "interval":20.000,"interval_summed":20.000,"count_in_interval":4
-// and for a fixed window, whose count is only known for the whole current
-// window, "interval_note":"fixed window: the count of its current window".
+// and the note of the zone's algorithm (AlgorithmRow::interval_note), as a
+// fixed window's, whose count is only known for the whole current window:
+//   "interval_note":"fixed window: the count of its current window"
 // A GCRA zone's object says so: its limit is its capacity (1 + burst
 // requests at once), `used` the turns its backlog holds, and `next_in` when
-// a request would be admitted, in seconds with milliseconds (0.000: now):
+// a request would be admitted, in seconds with milliseconds (0.000: now);
+// an algorithm's row says which fields its zones report:
 //   {"zone":"api","key":"...","type":"gcra","limit":6,"used":6,
 //    "remaining":0,"window":1,"reset":1700000001,"retry_after":1,
 //    "next_in":0.080}
@@ -43,9 +45,10 @@ struct ZoneReport {
     std::uint64_t interval_ms = 0;  // ?interval= asked; 0: not asked
     std::uint64_t summed_ms = 0;    // the whole buckets summed for it
     std::uint64_t in_interval = 0;  // requests counted in those buckets
-    bool fixed_window = false;      // summed the whole current window
-    bool gcra = false;              // algorithm=gcra: see above
-    std::uint64_t next_ms = 0;      // until a request would be admitted
+    std::string_view interval_note = {};  // "" for none
+    std::string_view type = {};           // "" for none: see above
+    bool takes_turns = false;        // next_ms is reported
+    std::uint64_t next_ms = 0;       // until a request would be admitted
     // A concurrency zone's report has `limit` (its concurrency=) and these
     // instead of the window's fields.
     bool concurrency = false;
@@ -64,8 +67,9 @@ ZoneReport report_slot_zone(std::string_view zone, std::string_view subject,
                             std::uint64_t in_flight, std::uint64_t queued);
 
 // Adds the answer to ?interval=: `interval_ms` (1 to the policy's window)
-// rounded up to whole buckets, and the count of an interval peek.
-void report_interval(ZoneReport *report, const Policy &policy, bool fixed,
+// rounded up to whole buckets, and the count of an interval peek; nothing
+// if the policy's algorithm answers none.
+void report_interval(ZoneReport *report, const Policy &policy,
                      std::uint64_t interval_ms, const ZoneCount &count);
 
 std::size_t status_json_max_size(const ZoneReport *reports, std::size_t n);

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "scripts/decide_command.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/rate_headers.hpp"
 #include "scripts/window_script.hpp"
 
@@ -100,12 +101,11 @@ std::size_t write_entry_head(bool peek, std::size_t zones,
 
 std::size_t write_zone_args(const Policy &policy, char *out)
 {
-    static constexpr std::string_view kKinds[] = {"s", "f", "g"};
+    const AlgorithmRow &row = row_of(policy);
     char *p = put_decimal_bulk(out, policy.limit);
     p = put_decimal_bulk(p, policy.bucket_ms);
-    p = put_decimal_bulk(p, policy.gcra() ? 1 + policy.burst
-                                          : policy.buckets());
-    p = put_bulk(p, kKinds[static_cast<std::size_t>(policy.algorithm)]);
+    p = put_decimal_bulk(p, row.span(policy));
+    p = put_bulk(p, row.wire_kind);
     return static_cast<std::size_t>(p - out);
 }
 

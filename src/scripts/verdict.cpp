@@ -1,30 +1,14 @@
 #include "scripts/verdict.hpp"
 
-#include "limits/gcra.hpp"
-#include "limits/sliding_window.hpp"
+#include "limits/algorithms.hpp"
 
 namespace ratelimit {
 
 ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms)
 {
-    if (policy.gcra()) {
-        GcraStatus gcra = gcra_status(policy, count.total, count.over);
-        return {gcra.capacity, gcra.remaining, gcra.reset_ms};
-    }
-
-    ZoneStatus status{policy.limit, 0, 0};
-
-    if (!count.over && count.total < policy.limit) {
-        status.remaining = policy.limit - count.total;
-    }
-
-    if (count.oldest != 0) {
-        status.reset_ms = SlidingWindow(policy).ms_until_expiry(count.oldest,
-                                                                 now_ms);
-    }
-
-    return status;
+    return row_of(policy).status(policy, count.total, count.oldest,
+                                 count.over, now_ms);
 }
 
 std::optional<Verdict> decide_verdict(const Policy *const *policies,

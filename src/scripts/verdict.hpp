@@ -17,13 +17,8 @@ enum class Outcome {
     kRejectedDryRun,  // over a limit only in dry-run zones: passed anyway
 };
 
-struct ZoneStatus {
-    std::uint64_t limit;
-    std::uint64_t remaining;  // requests the window still admits
-    std::uint64_t reset_ms;   // until remaining grows: the oldest count leaves
-};
-
-// A zone's numbers as the script's counts and Redis's clock give them.
+// A zone's numbers as the script's counts and Redis's clock give them: its
+// row's status (algorithms.hpp).
 ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms);
 

@@ -35,20 +35,20 @@ TEST(Gcra, StatusCountsTurnsLeft)
 {
     Policy p = ten_a_second();
 
-    GcraStatus s = gcra_status(p, 100000, false);
-    EXPECT_EQ(s.capacity, 6u);
+    ZoneStatus s = gcra_status(p, 100000, 0, false, 0);
+    EXPECT_EQ(s.limit, 6u);
     EXPECT_EQ(s.remaining, 5u);
     EXPECT_EQ(s.reset_ms, 100u);
 
-    s = gcra_status(p, 600000, false);
+    s = gcra_status(p, 600000, 0, false, 0);
     EXPECT_EQ(s.remaining, 0u);
     EXPECT_EQ(s.reset_ms, 600u);
 
     // Rounding in the script: a microsecond past is still a turn.
-    EXPECT_EQ(gcra_status(p, 100001, false).remaining, 5u);
+    EXPECT_EQ(gcra_status(p, 100001, 0, false, 0).remaining, 5u);
 
     // Rejected with 580 ms ahead: one more fits when 80 ms have passed.
-    s = gcra_status(p, 580000, true);
+    s = gcra_status(p, 580000, 0, true, 0);
     EXPECT_EQ(s.remaining, 0u);
     EXPECT_EQ(s.reset_ms, 80u);
 

@@ -143,7 +143,7 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
 TEST(MetricsText, DelaysOfGcraZones)
 {
     Fixture f;
-    f.zones[1].gcra = true;
+    f.zones[1].takes_turns = true;
     f.zones[1].sum.delayed = 3;
     f.zones[1].sum.delay_us.buckets[1] = 3;
     f.zones[1].sum.delay_us.sum = 12000;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "limits/algorithms.hpp"
 #include "limits/rate_headers.hpp"
 
 namespace ratelimit {
@@ -159,13 +160,13 @@ TEST(StatusJson, GcraZoneReportsTurns)
 TEST(StatusJson, IntervalFieldsAfterRetryAfter)
 {
     Policy ten{100, 10000, 1000};
-    Policy fixed{5, 10000, 10000};
+    Policy fixed{5, 10000, 10000, Algorithm::kFixed};
     ZoneReport reports[2] = {
         {"ten", "k", 100, 31, 69, 10, 1700000001, 0},
         {"fix", "k", 5, 2, 3, 10, 1700000010, 0},
     };
-    report_interval(&reports[0], ten, false, 2500, {31, 1699999991, false, 7});
-    report_interval(&reports[1], fixed, true, 500, {2, 170000000, false, 2});
+    report_interval(&reports[0], ten, 2500, {31, 1699999991, false, 7});
+    report_interval(&reports[1], fixed, 500, {2, 170000000, false, 2});
 
     EXPECT_EQ(reports[0].summed_ms, 3000u);
     EXPECT_EQ(reports[1].summed_ms, 10000u);
@@ -205,7 +206,7 @@ TEST(StatusJson, ConcurrencyZoneTakesNoInterval)
     ConcurrencyPolicy one{1, 0, 10000, 10000};
     Policy ten{100, 10000, 1000};
     ZoneReport report = report_slot_zone("one", "k", one, 0, 0);
-    report_interval(&report, ten, false, 2500, {0, 0, false, 0});
+    report_interval(&report, ten, 2500, {0, 0, false, 0});
 
     EXPECT_EQ(status_json(&report, 1),
               "[{\"zone\":\"one\",\"key\":\"k\",\"type\":\"concurrency\","
@@ -244,6 +245,21 @@ TEST(ReportZone, UsedRemainingResetAndRetry)
     EXPECT_EQ(unknown.retry_after, 0u);
 }
 
+// A GCRA zone has no buckets to sum: its row answers no ?interval=.
+TEST(StatusJson, GcraZoneTakesNoInterval)
+{
+    Policy policy{10, 1000, 1000, Algorithm::kGcra, 5};
+    ZoneReport report = report_zone("g", "k", policy, {0, 0, false},
+                                    1700000000000);
+    report_interval(&report, policy, 500, {0, 0, false, 3});
+
+    EXPECT_EQ(report.interval_ms, 0u);
+    EXPECT_EQ(status_json(&report, 1),
+              "[{\"zone\":\"g\",\"key\":\"k\",\"type\":\"gcra\","
+              "\"limit\":6,\"used\":0,\"remaining\":6,\"window\":1,"
+              "\"reset\":1700000000,\"retry_after\":0,\"next_in\":0.000}]");
+}
+
 // Seeded and bounded: random subjects (biased to the byte values that need
 // care) and extreme numbers.  Every output is valid JSON in valid UTF-8 that
 // decodes back to the subject, and never longer than the size promised.
@@ -271,8 +287,10 @@ TEST(StatusJsonFuzz, AnyBytesGiveValidJsonWithinBounds)
         ASSERT_EQ(decoded, subject);
 
         auto n = [&] { return numbers[rng() % 7]; };
+        const AlgorithmRow &row = kAlgorithms[rng() % kAlgorithmCount];
         ZoneReport report{"z_1.a-b", subject, n(), n(), n(), n(), n(), n(),
-                          n(), n(), n(), rng() % 2 == 0};
+                          n(), n(), n(), row.interval_note, row.name,
+                          rng() % 2 == 0, n()};
         report.concurrency = rng() % 2 == 0;
         report.in_flight = n();
         report.queued = n();
