@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "scripts/batch_protocol.hpp"
+
 namespace ratelimit {
 
 namespace {
@@ -744,7 +746,7 @@ ScriptReply decode_settle_reply(const redisReply *const *reply,
                                 std::int64_t *applied)
 {
     ScriptReply out{ScriptReply::Kind::kMalformed, false, {}};
-    const redisReply *units = reply[3];
+    const redisReply *units = reply[kRepliesPerZone];
 
     if (reply[0] != nullptr && reply[0]->type == REDIS_REPLY_ERROR) {
         out.error = std::string_view(reply[0]->str, reply[0]->len);

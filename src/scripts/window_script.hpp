@@ -56,11 +56,9 @@
 #include <hiredis/hiredis.h>
 
 #include "base/sha1.hpp"
+#include "scripts/batch_protocol.hpp"
 
 namespace ratelimit {
-
-constexpr std::size_t kArgsPerZone = 5;
-constexpr std::size_t kRepliesPerZone = 3;
 
 // The most zones one request may be decided in: bounds the script's argument
 // list and the per-request arrays.
