@@ -9,8 +9,9 @@
 # one letter or digit compared with == or != (a zone's argument); a list
 # of the header's codes as strings, or a RESP bulk of one byte; or a
 # multiplication, division or += by a digit from 3 to 9 (a reply's width,
-# the arguments per zone; 2 is left alone, it counts pairs).  Reads files
-# only: no nginx, no Redis.
+# the arguments per zone; 2 is left alone, it counts pairs).  The Lua of
+# src/scripts/lua/ takes them from the header too (assemble.pl).  Reads
+# files only: no nginx, no Redis.
 
 use strict;
 use warnings;
@@ -91,6 +92,25 @@ for my $path (sort keys %sources) {
         for my $what (sort keys %PATTERNS) {
             push @found, "$path:" . ($i + 1) . ": $what: $lines[$i]"
                 if $lines[$i] =~ $PATTERNS{$what};
+        }
+    }
+}
+
+# The script's parts name the codes by the header's names, which
+# assemble.pl fills in: an entry's kind is not compared with a number nor
+# spelled at a pattern's start.
+my %LUA_PATTERNS = (
+    'a kind compared with a number' => qr/\bkind\s*[~=]=\s*\d/,
+    'a kind at a pattern\'s start' => qr/'\^[A-Za-z]/,
+);
+for my $path (sort glob "$ROOT/src/scripts/lua/*.lua") {
+    (my $rel = $path) =~ s{^\Q$ROOT/\E}{};
+    my @lines = split /\n/, slurp($rel), -1;
+    for my $i (0 .. $#lines) {
+        next if $lines[$i] =~ /^\s*--/;
+        for my $what (sort keys %LUA_PATTERNS) {
+            push @found, "$rel:" . ($i + 1) . ": $what: $lines[$i]"
+                if $lines[$i] =~ $LUA_PATTERNS{$what};
         }
     }
 }

@@ -81,6 +81,8 @@ end
 local replies = {now}
 local entries = #ARGV
 
+-- The zone of an entry that counts 1 unit in one zone, by the entry's
+-- text: run() takes those itself.
 local solo = {}
 for d = 1, zones do
   solo['@kEntryCount@' .. string.char(d - 1)] = d

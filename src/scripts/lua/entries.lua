@@ -53,6 +53,7 @@ local function count_newest(key, d, wanted)
   return count
 end
 
+-- One request (batch.lua), which an interval peek runs as a peek first.
 local decide
 
 -- An interval peek, answered as a peek and then per zone the sum of its K
