@@ -59,7 +59,8 @@ MODULE=$BUILD/ngx_http_ratelimit_module.so
 REDIS_MODULE=$BUILD/ratelimit_redis.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
-          libgtest-dev perl prometheus python3-prometheus-client wrk)
+          libgtest-dev perl prometheus python3-prometheus-client wrk
+          lua5.1)
 # For ./build.sh deb, and for the test that installs what it makes.
 DEB_PACKAGES=(dpkg-dev debhelper lintian)
 # For an nginx built from source (NGINX_VERSION), and the HTTP/3 client.
@@ -95,12 +96,15 @@ install_missing() {
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What configuring nginx's tree takes from the module: its addon script,
-# which finds the sources by their folders, and the list of those sources
-# (a file added or removed configures the tree again).
+# What configuring nginx's tree takes from the module: its addon scripts,
+# which find the sources by their folders, and the list of those sources
+# and of the window script's parts (a file added or removed configures the
+# tree again).
 addon_sum() {
     cksum < "$ROOT/config"
-    (cd "$ROOT" && ls ngx_module/*.cpp ngx_module/*/*.cpp src/*/*.cpp | cksum)
+    cksum < "$ROOT/config.make"
+    (cd "$ROOT" && ls ngx_module/*.cpp ngx_module/*/*.cpp src/*/*.cpp \
+        src/scripts/lua/*.lua | cksum)
 }
 
 # Configures a private copy of the nginx tree once per set of flags, then

@@ -4,7 +4,7 @@
 --
 -- rlbench_cfg (written by bench/run.pl into the run's temp dir) holds the
 -- Redis port, the limits, and the module's own sliding-window script text
--- (read from src/scripts/window_script.cpp) with its SHA-1, so Redis does the same
+-- (assembled from src/scripts/lua/) with its SHA-1, so Redis does the same
 -- work as for the module and only the client side differs.
 local ok, redis = pcall(require, "resty.redis")
 if not ok then

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "limits/window_rules.hpp"
+#include "protocol/batch_protocol.hpp"
 
 namespace ratelimit {
 
@@ -59,10 +60,11 @@ const char *parse_zone(redis::String *const *args, double now_ms,
         return kBadZoneNumbers;
     }
 
-    zone->fixed = view(args[3]) == "f";
-    zone->gcra = view(args[3]) == "g" ? zone->bucket_ms * 1000 / zone->limit
-                                      : 0;
-    zone->enforce = view(args[4]) == "1";
+    zone->fixed = view(args[3]) == std::string_view(&kZoneFixed, 1);
+    zone->gcra = view(args[3]) == std::string_view(&kZoneGcra, 1)
+                     ? zone->bucket_ms * 1000 / zone->limit
+                     : 0;
+    zone->enforce = view(args[4]) == std::string_view(&kZoneEnforced, 1);
     zone->bucket = std::floor(now_ms / zone->bucket_ms);
     zone->first_bucket = window_rules::first_bucket(zone->bucket,
                                                     zone->span);
@@ -85,7 +87,7 @@ bool decimal(std::string_view text)
 bool parse_numbers(std::string_view text, double least, double most,
                    Entry *entry, std::vector<double> *out)
 {
-    std::size_t colon = text.find(':');
+    std::size_t colon = text.find(kNumbersEnd);
 
     if (colon == std::string_view::npos) {
         return false;
@@ -96,7 +98,7 @@ bool parse_numbers(std::string_view text, double least, double most,
     out->clear();
 
     while (true) {
-        std::size_t comma = list.find(',');
+        std::size_t comma = list.find(kNumberNext);
         std::string_view digits = list.substr(0, comma);
         double number;
 
@@ -124,7 +126,8 @@ bool parse_numbers(std::string_view text, double least, double most,
 // decimal.  False if not.
 bool parse_settle(std::string_view text, Entry *entry)
 {
-    std::size_t comma = text.find(','), colon = text.find(':');
+    std::size_t comma = text.find(kNumberNext);
+    std::size_t colon = text.find(kNumbersEnd);
 
     if (comma == text.npos || colon == text.npos || colon < comma
         || text.size() != colon + 2)
@@ -149,7 +152,7 @@ bool parse_settle(std::string_view text, Entry *entry)
 const char *parse_lease(std::string_view text,
                         const std::vector<ZoneParams> &zones, Entry *entry)
 {
-    std::size_t colon = text.find(':');
+    std::size_t colon = text.find(kNumbersEnd);
 
     if (colon == text.npos) {
         entry->zones = {};
@@ -163,7 +166,7 @@ const char *parse_lease(std::string_view text,
         return "ERR ratelimit: malformed lease";
     }
 
-    if (entry->zones.size() > 1 || list.find(',') != list.npos) {
+    if (entry->zones.size() > 1 || list.find(kNumberNext) != list.npos) {
         return "ERR ratelimit: a lease is of one zone";
     }
 
@@ -198,12 +201,12 @@ const char *parse_entry(std::string_view text,
     entry->error = nullptr;
     entry->solo = false;
 
-    if (entry->mode == 'l') {
+    if (entry->mode == kEntryLease) {
         entry->error = parse_lease(text, zones, entry);
         return nullptr;
     }
 
-    if (entry->mode == 's' && !parse_settle(text, entry)) {
+    if (entry->mode == kEntrySettle && !parse_settle(text, entry)) {
         entry->zones = {};
         entry->error = "ERR ratelimit: malformed settle";
         return nullptr;
@@ -211,7 +214,7 @@ const char *parse_entry(std::string_view text,
 
     // Each bucket count from 1 to the most buckets a window has (of 1 ms
     // each); each cost from 0 to the largest limit.
-    if (entry->mode == 'i'
+    if (entry->mode == kEntryInterval
         && !parse_numbers(text, 1,
                           static_cast<double>(window_rules::kMaxWindowMs),
                           entry, &entry->wanted))
@@ -219,7 +222,7 @@ const char *parse_entry(std::string_view text,
         return "ERR ratelimit: malformed interval peek";
     }
 
-    if (entry->mode == 'w'
+    if (entry->mode == kEntryCosts
         && !parse_numbers(text, 0,
                           static_cast<double>(window_rules::kMaxLimit), entry,
                           &entry->costs))
@@ -237,7 +240,7 @@ const char *parse_entry(std::string_view text,
         }
     }
 
-    entry->solo = entry->mode == 'c' && entry->zones.size() == 1;
+    entry->solo = entry->mode == kEntryCount && entry->zones.size() == 1;
     return nullptr;
 }
 
@@ -274,7 +277,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
 
     if (at >= static_cast<std::size_t>(argc)
         || !count_of(argv[at], &zone_count)
-        || zone_count > (argc - at - 1) / 5)
+        || zone_count > (argc - at - 1) / kArgsPerZone)
     {
         return "ERR ratelimit: the number of zones is missing or too large";
     }
@@ -287,7 +290,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
             return error;
         }
 
-        at += 5;
+        at += kArgsPerZone;
     }
 
     entries.resize(static_cast<std::size_t>(argc) - at);

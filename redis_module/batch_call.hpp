@@ -9,6 +9,7 @@
 
 #include "lua_number.hpp"
 #include "redis_module_api.hpp"
+#include "protocol/batch_protocol.hpp"
 
 namespace ratelimit {
 
@@ -42,17 +43,26 @@ struct Entry {
     bool solo;                   // "c" and one zone: the script's fast path
 
     // The units a counted request counts in its zone `i`.
-    double cost(std::size_t i) const { return mode == 'w' ? costs[i] : 1; }
+    double cost(std::size_t i) const
+    {
+        return mode == kEntryCosts ? costs[i] : 1;
+    }
 
     // The keys it takes: a settle takes one, even a malformed one; a lease
     // one per byte after its first ':', even where that fails it.
-    std::size_t keys() const { return mode == 's' ? 1 : zones.size(); }
+    std::size_t keys() const
+    {
+        return mode == kEntrySettle ? 1 : zones.size();
+    }
 
     // The length of the request's reply: a lease's ends with the units it
     // granted.
     std::size_t reply_size() const
     {
-        return 1 + (mode == 'i' ? 4 : 3) * keys() + (mode == 'l' ? 1 : 0);
+        return 1 + kRepliesPerZone * keys()
+               + (mode == kEntryInterval ? kIntervalRepliesPerZone * keys()
+                                         : 0)
+               + (mode == kEntryLease ? kLeaseGrantReplies : 0);
     }
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/batch_protocol.hpp"
+
 namespace ratelimit {
 
 namespace {
@@ -126,7 +128,7 @@ bool BatchDecider::fast(const Entry &entry)
         set(r + 2, oldest);
         set(r + 3, 1);
         k_++;
-        r_ += 4;
+        r_ += 1 + kRepliesPerZone;
         return true;
     }
 
@@ -183,7 +185,7 @@ bool BatchDecider::fast(const Entry &entry)
     }
 
     k_++;
-    r_ += 4;
+    r_ += 1 + kRepliesPerZone;
     return true;
 }
 
@@ -209,7 +211,7 @@ bool BatchDecider::fast_gcra(const ZoneParams &zone)
     set(r_ + 2, 0);
     set(r_ + 3, over ? 1 : 0);
     k_++;
-    r_ += 4;
+    r_ += 1 + kRepliesPerZone;
     return true;
 }
 
@@ -256,15 +258,15 @@ CallError BatchDecider::decide(std::size_t k, const Entry &entry,
         return entry.error;
     }
 
-    if (entry.mode == 'i') {
+    if (entry.mode == kEntryInterval) {
         return peek_interval(k, entry, r);
     }
 
-    if (entry.mode == 's') {
+    if (entry.mode == kEntrySettle) {
         return settle(k, entry, r);
     }
 
-    if (entry.mode == 'l') {
+    if (entry.mode == kEntryLease) {
         return lease(k, entry, r);
     }
 
@@ -341,7 +343,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
 {
     std::string_view zones = entry.zones;
     std::size_t n = zones.size();
-    bool counting = entry.mode == 'c' || entry.mode == 'w';
+    bool counting = entry.mode == kEntryCount || entry.mode == kEntryCosts;
     reads_.resize(std::max(reads_.size(), n));
 
     if (n == 1) {
@@ -372,7 +374,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
             zones[i])];
         double cost = entry.cost(i);
         bool over = over_limit(reads_[i].count, cost, zone);
-        std::size_t q = r + 3 * i + 1;
+        std::size_t q = r + kRepliesPerZone * i + 1;
         double count, oldest;
 
         if (CallError error = write_zone(
@@ -440,14 +442,14 @@ CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,
         if (zone.gcra != 0) {
             count = 0;
         } else if (zone.fixed) {
-            count = reply_[r + 3 * i + 1].value;
+            count = reply_[r + kRepliesPerZone * i + 1].value;
         } else if (CallError error = window_.count_newest(
                        call_.keys[k + i], zone, entry.wanted[i], &count))
         {
             return error;
         }
 
-        set(r + 3 * n + 1 + i, count);
+        set(r + kRepliesPerZone * n + 1 + i, count);
     }
 
     return nullptr;

@@ -12,7 +12,7 @@
 # limits make requests go over often.  Requests of one key under different
 # limits (a zone whose limit is a variable) share batches.
 #
-# Expected (spec: src/scripts/window_script.cpp, docs/directives.md "Algorithms" and
+# Expected (spec: src/scripts/lua/, docs/directives.md "Algorithms" and
 # docs/operations.md "Redis data layout"):
 # - the reply starts with Redis time `now` (ms); a zone's bucket is
 #   floor(now / bucket length), a sliding window its last `buckets` buckets,

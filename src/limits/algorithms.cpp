@@ -1,6 +1,7 @@
 #include "limits/algorithms.hpp"
 
 #include "limits/gcra.hpp"
+#include "protocol/batch_protocol.hpp"
 #include "limits/window_zone.hpp"
 
 namespace ratelimit {
@@ -11,20 +12,18 @@ namespace ratelimit {
 //   lease=;
 //   named in status, answers ?interval=, its note;
 //   quota, window_s, span, status, used, wait_ms.
-// The wire kinds are the script's "s", "f" and "g" (window_script.hpp,
-// script_batch.hpp).
 constexpr AlgorithmRow kAlgorithms[kAlgorithmCount] = {
-    {Algorithm::kSliding, "sliding", "s",
+    {Algorithm::kSliding, "sliding", kZoneSliding,
      false, true, true, false, true, true,
      false, true, "",
      window_quota, window_length_s, window_buckets, window_status,
      window_used, window_wait_ms},
-    {Algorithm::kFixed, "fixed", "f",
+    {Algorithm::kFixed, "fixed", kZoneFixed,
      false, true, false, false, true, true,
      false, true, "fixed window: the count of its current window",
      window_quota, window_length_s, window_buckets, window_status,
      window_used, window_wait_ms},
-    {Algorithm::kGcra, "gcra", "g",
+    {Algorithm::kGcra, "gcra", kZoneGcra,
      true, false, false, true, false, false,
      true, false, "",
      gcra_capacity, gcra_window_s, gcra_capacity, gcra_status,

@@ -20,8 +20,8 @@ struct AlgorithmRow {
     // the status API.
     std::string_view name;
     // The zone's kind among the script's zone arguments and the Redis
-    // module command's: one byte (window_script.hpp).
-    std::string_view wire_kind;
+    // module command's: one of protocol/batch_protocol.hpp's kZone*.
+    char wire_kind;
 
     // What a request takes: a turn of the rate, of which 1 + burst come at
     // once and a request may wait for (true), or units of a window's count.

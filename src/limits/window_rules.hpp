@@ -1,6 +1,6 @@
 // The rules of the windows, as pure arithmetic on bucket numbers: one
 // definition for the nginx module (SlidingWindow, the status API) and the
-// Redis module's command.  The window script (window_script.cpp) states the
+// Redis module's command.  The window script (scripts/lua/) states the
 // same rules in Lua and t/19 holds all three to them.
 //
 // `N` is the number type of the caller: unsigned milliseconds in nginx; in

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "protocol/batch_protocol.hpp"
 #include "scripts/decide_command.hpp"
 #include "limits/algorithms.hpp"
 #include "limits/rate_headers.hpp"
@@ -54,9 +55,6 @@ void append_decimal_bulk(std::string &out, std::uint64_t value)
     append_bulk(out, {digits, write_decimal(value, digits)});
 }
 
-constexpr std::string_view kEnforce = "$1\r\n1\r\n";
-constexpr std::string_view kDryRun = "$1\r\n0\r\n";
-
 // The start of an entry: its mode and, for an interval peek or a request
 // of costs other than 1, a number per zone, each followed by "," or, after
 // the last, ":" (see window_script.hpp).  `out` holds kMaxEntryHead bytes.
@@ -81,17 +79,17 @@ std::size_t write_entry_head(bool peek, std::size_t zones,
     const std::uint64_t *numbers = interval_buckets;
 
     if (numbers == nullptr && (peek || all_ones(zones, costs))) {
-        out[0] = peek ? 'p' : 'c';
+        out[0] = peek ? kEntryPeek : kEntryCount;
         return 1;
     }
 
     std::size_t n = 0;
-    out[n++] = numbers != nullptr ? 'i' : 'w';
+    out[n++] = numbers != nullptr ? kEntryInterval : kEntryCosts;
     numbers = numbers != nullptr ? numbers : costs;
 
     for (std::size_t i = 0; i < zones; i++) {
         n += write_decimal(numbers[i], out + n);
-        out[n++] = i + 1 < zones ? ',' : ':';
+        out[n++] = i + 1 < zones ? kNumberNext : kNumbersEnd;
     }
 
     return n;
@@ -105,7 +103,7 @@ std::size_t write_zone_args(const Policy &policy, char *out)
     char *p = put_decimal_bulk(out, policy.limit);
     p = put_decimal_bulk(p, policy.bucket_ms);
     p = put_decimal_bulk(p, row.span(policy));
-    p = put_bulk(p, row.wire_kind);
+    p = put_bulk(p, {&row.wire_kind, 1});
     return static_cast<std::size_t>(p - out);
 }
 
@@ -140,7 +138,8 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
                                         head);
 
     return add_entry({head, size}, zones, keys, zone_args, enforce,
-                     interval_buckets != nullptr ? zones : 0);
+                     interval_buckets != nullptr
+                         ? kIntervalRepliesPerZone * zones : 0);
 }
 
 bool ScriptBatch::add_settle(std::string_view key,
@@ -156,16 +155,16 @@ bool ScriptBatch::add_settle(std::string_view key,
 
     char head[2 + 2 * kMaxDigits + 2];
     std::size_t n = 0;
-    head[n++] = 's';
+    head[n++] = kEntrySettle;
 
     if (units < 0) {
         head[n++] = '-';
     }
 
     n += write_decimal(magnitude, head + n);
-    head[n++] = ',';
+    head[n++] = kNumberNext;
     n += write_decimal(bucket, head + n);
-    head[n++] = ':';
+    head[n++] = kNumbersEnd;
 
     bool enforce = true;
     return add_entry({head, n}, 1, &key, &zone_args, &enforce, 0);
@@ -181,12 +180,13 @@ bool ScriptBatch::add_lease(std::string_view key,
 
     char head[1 + kMaxDigits + 1];
     std::size_t n = 0;
-    head[n++] = 'l';
+    head[n++] = kEntryLease;
     n += write_decimal(units, head + n);
-    head[n++] = ':';
+    head[n++] = kNumbersEnd;
 
     bool enforce = true;
-    return add_entry({head, n}, 1, &key, &zone_args, &enforce, 1);
+    return add_entry({head, n}, 1, &key, &zone_args, &enforce,
+                     kLeaseGrantReplies);
 }
 
 // Adds an entry of `head` followed by the byte of each of its `zones`
@@ -223,8 +223,9 @@ bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
             if (d == described_.size()) {
                 described_.push_back({zones_.size(), zone_args[i].size(),
                                       enforce[i]});
-                zones_.append(zone_args[i]).append(enforce[i] ? kEnforce
-                                                              : kDryRun);
+                zones_.append(zone_args[i]);
+                append_bulk(zones_, {enforce[i] ? &kZoneEnforced
+                                                : &kZoneDryRun, 1});
             }
 
             entry[head.size() + i] = static_cast<char>(d);

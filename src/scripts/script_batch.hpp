@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "limits/policy.hpp"
+#include "protocol/batch_protocol.hpp"
 #include "scripts/window_script.hpp"
 
 namespace ratelimit {
@@ -18,8 +19,10 @@ namespace ratelimit {
 // The arguments of a zone that do not depend on the request (limit, bucket
 // length in ms, buckets per window, algorithm; of a GCRA zone, its limit,
 // window, capacity 1 + burst and algorithm), as RESP bulk strings: at most
-// kZoneArgsMaxSize bytes, four bulks of at most 20 digits.
-constexpr std::size_t kZoneArgsMaxSize = 4 * (1 + 20 + 2 + 20 + 2);
+// kZoneArgsMaxSize bytes, a bulk of at most 20 digits for each argument
+// but the last (whether the zone is enforced, which the batch adds).
+constexpr std::size_t kZoneArgsMaxSize = (kArgsPerZone - 1)
+                                         * (1 + 20 + 2 + 20 + 2);
 std::size_t write_zone_args(const Policy &policy, char *out);
 
 class ScriptBatch {

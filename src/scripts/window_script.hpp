@@ -16,7 +16,7 @@
 // "i3,1:\x00\x01".  Or a request of a cost other than 1: "w", then per
 // zone its cost, 0 to 2^53, written as an interval peek's K, then the zone
 // bytes: "w5,0:\x00\x01" counts 5 units in zone 0 and checks zone 1 (see
-// window_script.cpp for what fits).  Or a settle of one zone: "s", a
+// scripts/lua/window.lua for what fits).  Or a settle of one zone: "s", a
 // signed number of units, ",", the bucket number the request was counted
 // in (of a fixed window: the window's number), ":" and the zone's byte,
 // e.g. "s-3,2871:\x00": the units are added to that bucket if it is still
@@ -56,11 +56,9 @@
 #include <hiredis/hiredis.h>
 
 #include "base/sha1.hpp"
+#include "protocol/batch_protocol.hpp"
 
 namespace ratelimit {
-
-constexpr std::size_t kArgsPerZone = 5;
-constexpr std::size_t kRepliesPerZone = 3;
 
 // The most zones one request may be decided in: bounds the script's argument
 // list and the per-request arrays.
@@ -72,6 +70,9 @@ constexpr std::size_t kMaxZonesPerRequest = 16;
 // configuration lacks would be reported as that instead of NOAUTH.
 constexpr std::size_t kMaxScriptSize = 16384;
 
+// The script's text: the parts in src/scripts/lua/, joined and stripped of
+// their comments at build time by src/scripts/lua/assemble.pl into
+// window_script_text.cpp in the build directory, which defines this.
 std::string_view window_script();
 
 // The script's SHA-1 in hex, as EVALSHA wants it.

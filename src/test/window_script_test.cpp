@@ -106,11 +106,6 @@ const char *const kBadElements[] = {
 const char kOneZone[] =
     "*5\r\n:1700000000123\r\n:0\r\n:3\r\n:1700000000\r\n:0\r\n";
 
-TEST(WindowScript, FitsAnUnauthenticatedBulk)
-{
-    EXPECT_LE(window_script().size(), kMaxScriptSize);
-}
-
 // The script refuses the zone numbers the Redis module refuses: it states
 // window_rules' bounds in its own text.
 TEST(WindowScript, StatesTheZoneBounds)

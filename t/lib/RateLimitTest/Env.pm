@@ -10,6 +10,7 @@ use warnings;
 use Test::More ();
 use File::Basename qw(dirname);
 use File::Spec;
+use File::Temp ();
 use Cwd qw(abs_path);
 use Exporter 'import';
 
@@ -21,11 +22,16 @@ my $REPO = abs_path(File::Spec->catdir(dirname(abs_path(__FILE__)), '..', '..', 
 sub repo_dir { $REPO }
 
 # The module's Redis script as it sends it: the text between R"lua( and
-# )lua" in src/scripts/window_script.cpp.
+# )lua" in the C++ file the build writes from src/scripts/lua/, written
+# here by the same src/scripts/lua/assemble.pl.
 sub window_script {
-    my $path = "$REPO/src/scripts/window_script.cpp";
-    _read_file($path) =~ /R"lua\((.*?)\)lua"/s
-        or die "no R\"lua( ... )lua\" script in $path\n";
+    my $dir = "$REPO/src/scripts";
+    my $out = File::Temp->new(SUFFIX => '.cpp');
+    system($^X, "$dir/lua/assemble.pl", "$dir/lua", "$dir/../protocol/batch_protocol.hpp",
+           $out->filename) == 0
+        or die "$dir/lua/assemble.pl failed\n";
+    _read_file($out->filename) =~ /R"lua\((.*?)\)lua"/s
+        or die "no R\"lua( ... )lua\" script in $out\n";
     return $1;
 }
 

@@ -1,0 +1,44 @@
+// The wire codes of the window script's batches and the widths of its reply
+// (see window_script.hpp for the call and the reply they make up): written
+// by nginx (script_batch.cpp), read by the script (scripts/lua/, whose
+// @name@ placeholders the build fills in from this file) and by the Redis
+// module's command (redis_module/batch_call.cpp).  No C++ file writes or
+// reads them as literals (t/00-protocol.t).
+#pragma once
+
+#include <cstddef>
+
+namespace ratelimit {
+
+// An entry's first byte: what it asks of its zones.
+constexpr char kEntryCount = 'c';     // decide, count 1 unit in each zone
+constexpr char kEntryPeek = 'p';      // decide, count nothing
+constexpr char kEntryInterval = 'i';  // a peek, then the newest buckets
+constexpr char kEntryCosts = 'w';     // decide, count each zone's cost
+constexpr char kEntrySettle = 's';    // add signed units to a bucket
+constexpr char kEntryLease = 'l';     // grant units of one window zone
+
+// An entry's numbers (after its first byte, before its zone bytes): each
+// followed by kNumberNext, the last by kNumbersEnd.
+constexpr char kNumberNext = ',';
+constexpr char kNumbersEnd = ':';
+
+// A zone's arguments: limit, bucket length in ms, buckets per window (of a
+// GCRA zone: 1 + burst), its kind, and whether it is enforced.
+constexpr std::size_t kArgsPerZone = 5;
+constexpr char kZoneSliding = 's';
+constexpr char kZoneFixed = 'f';
+constexpr char kZoneGcra = 'g';
+constexpr char kZoneEnforced = '1';
+constexpr char kZoneDryRun = '0';
+
+// A request's reply: `rejected`, then kRepliesPerZone elements per zone
+// (the count after it, the oldest bucket, `over`); an interval peek's then
+// kIntervalRepliesPerZone more per zone, its counts; a lease's then
+// kLeaseGrantReplies more, the units granted.  A settle's is a request's of
+// one zone whose last element is the units it applied.
+constexpr std::size_t kRepliesPerZone = 3;
+constexpr std::size_t kIntervalRepliesPerZone = 1;
+constexpr std::size_t kLeaseGrantReplies = 1;
+
+}  // namespace ratelimit

@@ -1,0 +1,90 @@
+#!/usr/bin/perl
+# Writes the C++ file that embeds the window script (window_script()):
+#
+#   perl assemble.pl LUA_DIR PROTOCOL_HEADER OUT.cpp
+#
+# joins the parts in LUA_DIR in the order below, drops their comments
+# (lines of their own starting with "--") and the blank lines these leave,
+# and writes each @kName@ as batch_protocol.hpp's constant kName (a
+# character as itself, @kName.byte@ as its code, a number as its digits),
+# so that the text Redis gets stays under kMaxScriptSize
+# (window_script.hpp).  Run by the nginx build (config.make) and CMake
+# (src/CMakeLists.txt); it refuses a part missing from its order, a comment
+# after code, and a name the header does not define.
+
+use strict;
+use warnings;
+
+my @PARTS = qw(call gcra window entries settle lease batch);
+
+my ($dir, $header, $out) = @ARGV;
+die "usage: $0 LUA_DIR PROTOCOL_HEADER OUT.cpp\n" unless defined $out;
+
+sub slurp {
+    my ($path) = @_;
+    open my $fh, '<', $path or die "$path: $!\n";
+    local $/;
+    return scalar <$fh>;
+}
+
+my %value;
+for (split /\n/, slurp($header)) {
+    if (/^constexpr char (k\w+) = '(.)';/) {
+        $value{$1} = $2;
+        $value{"$1.byte"} = ord $2;
+    } elsif (/^constexpr std::size_t (k\w+) = (\d+);/) {
+        $value{$1} = $2;
+    }
+}
+
+my %known = map { ("$_.lua" => 1) } @PARTS;
+opendir my $dh, $dir or die "$dir: $!\n";
+for (grep { /\.lua$/ } readdir $dh) {
+    die "$dir/$_ is not in $0's order\n" unless $known{$_};
+}
+
+my $script = '';
+for my $part (@PARTS) {
+    my $path = "$dir/$part.lua";
+    my $text = '';
+    for my $line (split /\n/, slurp($path)) {
+        next if $line =~ /^\s*--/;
+        die "$path: a comment after code (put it on a line of its own):"
+            . " $line\n" if $line =~ /--/;
+        $line =~ s{@([\w.]+)@}{
+            $value{$1} // die "$path: $1 is not in $header\n"
+        }ge;
+        die "$path: an unknown placeholder: $line\n" if $line =~ /@/;
+        $text .= "$line\n";
+    }
+    $script .= "\n$text";
+}
+$script =~ s/\n{3,}/\n\n/g;
+$script =~ s/\A\n+/\n/;
+$script =~ s/\n+\z/\n/;
+die "the script holds the raw string's end \")lua\"\"\n"
+    if $script =~ /\)lua"/;
+
+open my $fh, '>', "$out.tmp" or die "$out.tmp: $!\n";
+print $fh <<"END";
+// Written by src/scripts/lua/assemble.pl from src/scripts/lua/*.lua and
+// src/protocol/batch_protocol.hpp at build time: edit those, not this.
+#include "scripts/window_script.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+constexpr char kScript[] = R"lua($script)lua";
+
+}  // namespace
+
+std::string_view window_script()
+{
+    return {kScript, sizeof(kScript) - 1};
+}
+
+}  // namespace ratelimit
+END
+close $fh or die "$out.tmp: $!\n";
+rename "$out.tmp", $out or die "$out: $!\n";

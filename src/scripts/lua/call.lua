@@ -1,0 +1,60 @@
+-- The window script, part 1 of 7 (assemble.pl joins the parts in its
+-- order): the call's time and its zones.  See window_script.hpp for the
+-- call and its reply, batch_protocol.hpp for the codes and widths that
+-- assemble.pl writes in place of the @names@.
+--
+-- The text stays within kMaxScriptSize (window_script.hpp) once
+-- assemble.pl has dropped the comments: it is indented 2 spaces a level.
+-- The Redis module's command (redis_module/batch_decider.cpp) is this
+-- script in C++, function for function and Redis command for Redis
+-- command: a change here is made there too, and t/19 holds both to one
+-- model.
+--
+-- Numbers go to redis.call as text made by string.format('%d'): Redis 7.0
+-- turns a Lua number argument into text with "%.17g", which cost about a
+-- tenth of the script's instructions (callgrind).
+
+local call, fmt, tonumber = redis.call, string.format, tonumber
+local time = call('TIME')
+local now = time[1] * 1000 + math.floor(time[2] / 1000)
+local now_us = time[1] * 1000000 + time[2]
+
+-- A zone's limit, bucket length and span are what nginx sends
+-- (window_rules.hpp, zone_numbers_valid()), or the whole call is refused:
+-- an infinite or too large expiry time made Redis delete a key as soon as
+-- written or keep it for ever, and a limit of NaN let every request pass.
+-- The zones of the batch are read once: a zone's current bucket number is
+-- also kept as text, the field name, and so is the time its keys expire
+-- at if counted now; `first_bucket` is the oldest bucket in the window.
+-- A GCRA zone's gcra[d] is its emission interval in us (else false).
+local zones = tonumber(ARGV[1])
+local limit, width, span, fixed, enforce, gcra = {}, {}, {}, {}, {}, {}
+local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
+local W = 604800000000000
+
+local function whole(x, most)
+  return x and x >= 1 and x <= most and x % 1 == 0
+end
+
+for d = 1, zones do
+  local z = 2 + (d - 1) * @kArgsPerZone@
+  limit[d] = tonumber(ARGV[z])
+  width[d] = tonumber(ARGV[z + 1])
+  span[d] = tonumber(ARGV[z + 2])
+  if not (whole(limit[d], 2^53) and whole(width[d], W)
+          and whole(span[d], W) and width[d] * span[d] <= W) then
+    return {err = "ERR ratelimit: a zone's limit, bucket and span must "
+                  .. 'be whole numbers from 1, the limit at most 2^53, '
+                  .. 'bucket * span at most 604800000000000 ms'}
+  end
+  fixed[d] = ARGV[z + 3] == '@kZoneFixed@'
+  gcra[d] = ARGV[z + 3] == '@kZoneGcra@' and width[d] * 1000 / limit[d]
+  enforce[d] = ARGV[z + 4] == '@kZoneEnforced@'
+  bucket[d] = math.floor(now / width[d])
+  bucket_field[d] = fmt('%d', bucket[d])
+  first_bucket[d] = bucket[d] - span[d] + 1
+  expire_at[d] = fmt('%d', (bucket[d] + span[d]) * width[d])
+end
+
+local byte = string.byte
+local keys = KEYS
