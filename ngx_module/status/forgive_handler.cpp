@@ -41,7 +41,7 @@ void log_forgiven(const ForgiveCall *call, long long told)
 
 // The reply of the EVAL that deleted the key and published the forgiving:
 // the number of subscribers the message reached.
-void answered(void *data, const redisReply *reply) noexcept
+void answered(void *data, const Reply *reply) noexcept
 {
     auto *call = static_cast<ForgiveCall *>(data);
     ngx_http_request_t *r = call->r;
@@ -49,7 +49,7 @@ void answered(void *data, const redisReply *reply) noexcept
     if (r != nullptr) {
         call->cln->handler = nullptr;
 
-        if (reply != nullptr && reply->type == REDIS_REPLY_INTEGER) {
+        if (reply != nullptr && reply->type == Reply::Type::kInteger) {
             log_forgiven(call, reply->integer);
             ngx_http_finalize_request(r, NGX_HTTP_NO_CONTENT);
         } else {
