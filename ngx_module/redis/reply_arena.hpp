@@ -11,8 +11,8 @@
 
 #include "replies/reply.hpp"
 
-// hiredis's, declared here so that only the files that read replies see
-// hiredis's header.
+// hiredis's types, only declared: the files that include this header (the
+// connection's, and through it most of the shell) never see hiredis's.
 struct redisReadTask;
 struct redisReader;
 
