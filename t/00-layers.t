@@ -6,7 +6,9 @@
 # tree's root ("redis/redis_link.hpp").  Checked: every file is in a folder
 # with such a line, every include resolves and is allowed, no two folders
 # include each other (nor in a longer cycle), and no two files (a .cpp with
-# its .hpp) depend on each other.  Reads files only: no nginx, no Redis.
+# its .hpp) depend on each other.  No file of src/, its unit tests too,
+# includes hiredis: replies reach src/ as plain values (replies/).  Reads
+# files only: no nginx, no Redis.
 
 use strict;
 use warnings;
@@ -134,5 +136,18 @@ is_deeply(\@folder_cycle, [], 'no two folders include each other')
 my @unit_cycle = find_cycle(\%unit_edges);
 is_deeply(\@unit_cycle, [], 'no two files depend on each other')
     or diag join(' -> ', @unit_cycle);
+
+my @hiredis;
+find({ no_chdir => 1, wanted => sub {
+    return unless /\.(?:cpp|hpp)$/;
+    (my $path = $File::Find::name) =~ s{^\Q$ROOT/\E}{};
+    open my $fh, '<', $_ or die "$path: $!";
+    while (my $line = <$fh>) {
+        push @hiredis, "$path:$.: $1"
+            if $line =~ /^\s*#\s*include\s*[<"]((?:hiredis\/)?hiredis\.h)/;
+    }
+} }, "$ROOT/src");
+is_deeply(\@hiredis, [], 'src/ includes no hiredis header')
+    or diag join "\n", @hiredis;
 
 done_testing();

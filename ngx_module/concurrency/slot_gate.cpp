@@ -166,13 +166,13 @@ const char *SlotGate::put(SlotCallRecord *call, bool eval) noexcept
     return nullptr;
 }
 
-void SlotGate::on_answer(void *data, const redisReply *reply) noexcept
+void SlotGate::on_answer(void *data, const Reply *reply) noexcept
 {
     auto *call = static_cast<SlotCallRecord *>(data);
     call->gate->answer(call, reply);
 }
 
-void SlotGate::answer(SlotCallRecord *call, const redisReply *reply) noexcept
+void SlotGate::answer(SlotCallRecord *call, const Reply *reply) noexcept
 {
     SlotReply decoded = decode_slot_reply(reply);
 

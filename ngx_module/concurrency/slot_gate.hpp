@@ -89,11 +89,11 @@ public:
     static constexpr size_t kWorkerIdLength = 16;
 
 private:
-    void answer(SlotCallRecord *call, const redisReply *reply) noexcept;
+    void answer(SlotCallRecord *call, const Reply *reply) noexcept;
     bool format(const SlotCallRecord *call, bool eval, std::string *command,
                 std::string *held) const noexcept;
     const char *put(SlotCallRecord *call, bool eval) noexcept;
-    static void on_answer(void *data, const redisReply *reply) noexcept;
+    static void on_answer(void *data, const Reply *reply) noexcept;
     static void on_message(void *data, std::string_view message) noexcept;
     SlotWaiter *find_waiter(std::uint64_t seq) noexcept;
     bool signed_by_fleet(std::string_view signed_part,

@@ -138,7 +138,7 @@ void LocalBreaker::on_tick(ngx_event_t *ev) noexcept
 
 // nullptr: the connection ended, which the link tells as trouble.  Any
 // reply, an error too, is Redis answering.
-void LocalBreaker::on_reply(void *data, const redisReply *reply) noexcept
+void LocalBreaker::on_reply(void *data, const Reply *reply) noexcept
 {
     auto *breaker = static_cast<LocalBreaker *>(data);
 
@@ -148,7 +148,7 @@ void LocalBreaker::on_reply(void *data, const redisReply *reply) noexcept
         return;
     }
 
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0
+    if (reply->type == Reply::Type::kInteger && reply->integer > 0
         && breaker->zone_ != nullptr)
     {
         local::learn_live_servers(breaker->zone_,

@@ -49,7 +49,7 @@ private:
     void ask() noexcept;
     void schedule() noexcept;
     static void on_tick(ngx_event_t *ev) noexcept;
-    static void on_reply(void *data, const redisReply *reply) noexcept;
+    static void on_reply(void *data, const Reply *reply) noexcept;
     static void on_link_up(void *data) noexcept;
     static void on_link_trouble(void *data) noexcept;
 

@@ -60,19 +60,18 @@ void CallBatcher::on_link_up(void *data) noexcept
     batcher->send_waiting_settles();
 }
 
-void CallBatcher::on_script_loaded(void *data,
-                                   const redisReply *reply) noexcept
+void CallBatcher::on_script_loaded(void *data, const Reply *reply) noexcept
 {
     auto *batcher = static_cast<CallBatcher *>(data);
 
-    if (reply == nullptr || reply->type != REDIS_REPLY_ERROR) {
+    if (reply == nullptr || reply->type != Reply::Type::kError) {
         return;
     }
 
     metrics::record_link_error(LinkError::kErrorReply);
 
     if (batcher->link_->may_log()) {
-        LoggedText error({reply->str, reply->len});
+        LoggedText error(reply->text);
         ngx_log_error(NGX_LOG_ERR, batcher->turn_end_.log, 0,
                       "ratelimit: redis at \"%V\" refused SCRIPT LOAD: %V",
                       &batcher->link_->server(), error.str());
@@ -81,7 +80,7 @@ void CallBatcher::on_script_loaded(void *data,
     batcher->link_->reconnect();
 }
 
-void CallBatcher::on_batch_reply(void *data, const redisReply *reply) noexcept
+void CallBatcher::on_batch_reply(void *data, const Reply *reply) noexcept
 {
     auto *batch = static_cast<Batch *>(data);
     batch->owner->on_reply(batch, reply);
@@ -473,7 +472,7 @@ void CallBatcher::on_turn_end(ngx_event_t *ev) noexcept
     static_cast<CallBatcher *>(ev->data)->send_ready();
 }
 
-void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
+void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
 {
     metrics::record_call_answered(reply != nullptr, batch->sent_us);
 
@@ -484,8 +483,7 @@ void CallBatcher::on_reply(Batch *batch, const redisReply *reply) noexcept
     case BatchReply::Kind::kReplies:
         for (ngx_uint_t i = 0; i < call.entries(); i++) {
             RequestState *state = batch->states[i];
-            const redisReply *const *part = reply->element
-                                            + call.reply_offset(i);
+            const Reply *part = reply->element + call.reply_offset(i);
 
             if (state != nullptr) {
                 state->part[batch->parts[i]].batch = nullptr;

@@ -32,8 +32,7 @@ struct BatchSink {
     // The reply of part `part` of the request's call, in its batch's from
     // `reply` on, and the batch's Redis time.
     void (*take_reply)(RequestState *state, ngx_uint_t part,
-                       std::uint64_t now_ms,
-                       const redisReply *const *reply) noexcept;
+                       std::uint64_t now_ms, const Reply *reply) noexcept;
     // The part's batch got no replies: `why` and `detail` say why, for
     // the log.
     void (*part_failed)(RequestState *state, const char *why,
@@ -165,7 +164,7 @@ public:
 private:
     // The reply to a batch, or nullptr when the connection failed with it
     // in flight.
-    void on_reply(Batch *batch, const redisReply *reply) noexcept;
+    void on_reply(Batch *batch, const Reply *reply) noexcept;
     static bool waited(void *batch) noexcept;
     std::uint32_t group_of(std::uint16_t slot) const noexcept;
     Batch *open_for(std::uint32_t group, std::uint16_t slot) noexcept;
@@ -174,12 +173,11 @@ private:
     bool compact(Batch *batch) noexcept;
     int hold_index(std::uint32_t group) const noexcept;
     bool held(const Batch *batch) const noexcept;
-    static void on_batch_reply(void *data, const redisReply *reply) noexcept;
+    static void on_batch_reply(void *data, const Reply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it
     // need not send it.
     static void on_link_up(void *data) noexcept;
-    static void on_script_loaded(void *data,
-                                 const redisReply *reply) noexcept;
+    static void on_script_loaded(void *data, const Reply *reply) noexcept;
 
     void send_open(ngx_uint_t i) noexcept;
     void send_batch(Batch *batch) noexcept;

@@ -26,7 +26,7 @@ bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal) noexcept
 }
 
 void take_renewal_reply(LeaseRenewal *renewal, std::uint64_t now_ms,
-                        const redisReply *const *reply) noexcept
+                        const Reply *reply) noexcept
 {
     LeaseGrant grant{0, 0, now_ms};
     ZoneCount count{};

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "conf/module_conf.hpp"
+#include "replies/reply.hpp"
 #include "scripts/script_batch.hpp"
 
 namespace ratelimit {
@@ -50,7 +51,7 @@ bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal) noexcept;
 // The renewal's reply, from `reply` on in its batch's, and the batch's
 // Redis time: its owner is told, and the renewal freed.
 void take_renewal_reply(LeaseRenewal *renewal, std::uint64_t now_ms,
-                        const redisReply *const *reply) noexcept;
+                        const Reply *reply) noexcept;
 
 // Tells the renewal's owner its grant (nullptr: it failed, or its outcome
 // is unknown) and frees it.

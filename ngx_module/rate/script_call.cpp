@@ -246,7 +246,7 @@ void part_done(RequestState *state)
 }
 
 void take_part_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
-                     const redisReply *const *reply) noexcept
+                     const Reply *reply) noexcept
 {
     RequestState::Part &part = state->part[p];
     ZoneCount counts[kMaxZonesPerRequest];

@@ -78,7 +78,7 @@ Settle *SettleQueue::take_waiting() noexcept
 }
 
 void SettleQueue::take_reply(Settle *settle,
-                             const redisReply *const *reply) noexcept
+                             const Reply *reply) noexcept
 {
     std::int64_t applied = 0;
     ScriptReply decoded = decode_settle_reply(reply, &applied);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "conf/module_conf.hpp"
+#include "replies/reply.hpp"
 #include "report/metrics_model.hpp"
 
 namespace ratelimit {
@@ -73,7 +74,7 @@ public:
 
     // The settle's reply, from `reply` on in its batch's: its units counted
     // in the metrics, and the settle ended.
-    void take_reply(Settle *settle, const redisReply *const *reply) noexcept;
+    void take_reply(Settle *settle, const Reply *reply) noexcept;
 
     // The settle's end: counted in the metrics, logged unless Redis
     // answered it, freed and let go.

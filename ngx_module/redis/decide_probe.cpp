@@ -27,7 +27,7 @@ bool DecideProbe::ask(RedisConnection *conn, ngx_log_t *log) noexcept
                            on_reply, this);
 }
 
-void DecideProbe::on_reply(void *data, const redisReply *reply) noexcept
+void DecideProbe::on_reply(void *data, const Reply *reply) noexcept
 {
     auto *probe = static_cast<DecideProbe *>(data);
 
@@ -36,9 +36,9 @@ void DecideProbe::on_reply(void *data, const redisReply *reply) noexcept
         return;
     }
 
-    probe->available_ = reply->type == REDIS_REPLY_ARRAY
+    probe->available_ = reply->type == Reply::Type::kArray
                         && reply->elements == 1
-                        && reply->element[0]->type == REDIS_REPLY_INTEGER;
+                        && reply->element[0].type == Reply::Type::kInteger;
 
     if (probe->available_) {
         ngx_log_error(NGX_LOG_NOTICE, probe->log_, 0,
@@ -48,8 +48,8 @@ void DecideProbe::on_reply(void *data, const redisReply *reply) noexcept
         return;
     }
 
-    std::string_view error = reply->type == REDIS_REPLY_ERROR
-                             ? std::string_view(reply->str, reply->len)
+    std::string_view error = reply->type == Reply::Type::kError
+                             ? reply->text
                              : std::string_view();
     LoggedText why(error.empty() ? std::string_view("not its answer")
                                  : error);

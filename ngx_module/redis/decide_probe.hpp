@@ -26,7 +26,7 @@ public:
     void lost() noexcept;
 
 private:
-    static void on_reply(void *data, const redisReply *reply) noexcept;
+    static void on_reply(void *data, const Reply *reply) noexcept;
 
     RedisConnection *conn_ = nullptr;
     ngx_log_t *log_ = nullptr;

@@ -282,7 +282,7 @@ bool RedisCluster::send_keyed(std::uint16_t slot, std::string_view command,
     return true;
 }
 
-void RedisCluster::on_keyed_reply(void *data, const redisReply *reply) noexcept
+void RedisCluster::on_keyed_reply(void *data, const Reply *reply) noexcept
 {
     auto *call = static_cast<KeyedCall *>(data);
 
@@ -294,13 +294,13 @@ void RedisCluster::on_keyed_reply(void *data, const redisReply *reply) noexcept
 // What the cluster says of a call that did not run.  True if the call
 // goes on (sent again, now or after TRYAGAIN's wait), or was answered
 // with nullptr because nobody wants it any more.
-bool RedisCluster::follow(KeyedCall *call, const redisReply *reply) noexcept
+bool RedisCluster::follow(KeyedCall *call, const Reply *reply) noexcept
 {
-    if (reply == nullptr || reply->type != REDIS_REPLY_ERROR) {
+    if (reply == nullptr || reply->type != Reply::Type::kError) {
         return false;
     }
 
-    std::string_view error(reply->str, reply->len);
+    std::string_view error = reply->text;
 
     if (error.substr(0, 11) == "CLUSTERDOWN") {
         refresh();
@@ -362,7 +362,7 @@ bool RedisCluster::follow_redirect(KeyedCall *call, const Redirect &to) noexcept
 
     static const char kAsking[] = "*1\r\n$6\r\nASKING\r\n";
     return n->conn.send({kAsking, sizeof(kAsking) - 1},
-                        [](void *, const redisReply *) noexcept {}, nullptr)
+                        [](void *, const Reply *) noexcept {}, nullptr)
            && n->conn.send(call->command, on_keyed_reply, call);
 }
 
@@ -383,7 +383,7 @@ void RedisCluster::on_try_again(ngx_event_t *ev) noexcept
     }
 }
 
-void RedisCluster::finish(KeyedCall *call, const redisReply *reply) noexcept
+void RedisCluster::finish(KeyedCall *call, const Reply *reply) noexcept
 {
     call->handler(call->data, reply);
     delete call;
@@ -508,7 +508,7 @@ void RedisCluster::on_close(RedisConnection *) noexcept
     ask_next();
 }
 
-void RedisCluster::on_slots(void *data, const redisReply *reply) noexcept
+void RedisCluster::on_slots(void *data, const Reply *reply) noexcept
 {
     auto *cluster = static_cast<RedisCluster *>(data);
 
@@ -521,7 +521,7 @@ void RedisCluster::on_slots(void *data, const redisReply *reply) noexcept
 // those kept that it names (an extra one becomes the map's), else made;
 // the last map's nodes it does not name are forgotten, extra ones stay.
 // Rejected, the last map stays, and the next node is asked.
-void RedisCluster::take_map(const redisReply *reply) noexcept
+void RedisCluster::take_map(const Reply *reply) noexcept
 {
     ngx_str_t from = asking_.display();
     SlotMap map;

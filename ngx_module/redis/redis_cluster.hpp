@@ -135,16 +135,16 @@ private:
     void retire(Node *n) noexcept;
     static void on_reap(ngx_event_t *ev) noexcept;
     bool follow_redirect(KeyedCall *call, const Redirect &to) noexcept;
-    bool follow(KeyedCall *call, const redisReply *reply) noexcept;
-    void finish(KeyedCall *call, const redisReply *reply) noexcept;
-    static void on_keyed_reply(void *data, const redisReply *reply) noexcept;
+    bool follow(KeyedCall *call, const Reply *reply) noexcept;
+    void finish(KeyedCall *call, const Reply *reply) noexcept;
+    static void on_keyed_reply(void *data, const Reply *reply) noexcept;
     static void on_try_again(ngx_event_t *ev) noexcept;
     Node *master_of(std::uint16_t slot) const noexcept;
     void ask_next() noexcept;
-    void take_map(const redisReply *reply) noexcept;
+    void take_map(const Reply *reply) noexcept;
     void on_open(RedisConnection *conn) noexcept override;
     void on_close(RedisConnection *conn) noexcept override;
-    static void on_slots(void *data, const redisReply *reply) noexcept;
+    static void on_slots(void *data, const Reply *reply) noexcept;
     static void on_refresh(ngx_event_t *ev) noexcept;
 
     const RedisTarget &target_;

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <new>
 
+#include <hiredis/hiredis.h>
+
 namespace ratelimit {
 
 namespace {
@@ -433,7 +435,7 @@ void RedisConnection::dispatch() noexcept
 
         Waiter w = push_;
 
-        if (!pushed(static_cast<const redisReply *>(reply))) {
+        if (!pushed(static_cast<const Reply *>(reply))) {
             if (count_ == 0) {
                 replies_.reset();
                 fail("lost connection to", "a reply nobody asked for");
@@ -444,21 +446,17 @@ void RedisConnection::dispatch() noexcept
         }
 
         progress_msec_ = ngx_current_msec;
-        w.handler(w.data, static_cast<const redisReply *>(reply));
+        w.handler(w.data, static_cast<const Reply *>(reply));
         replies_.reset();
     }
 }
 
-bool RedisConnection::pushed(const redisReply *reply) const noexcept
+bool RedisConnection::pushed(const Reply *reply) const noexcept
 {
-    static constexpr char kMessage[] = "message";
-
-    return push_.handler != nullptr && reply->type == REDIS_REPLY_ARRAY
+    return push_.handler != nullptr && reply->type == Reply::Type::kArray
            && reply->elements == 3
-           && reply->element[0]->type == REDIS_REPLY_STRING
-           && reply->element[0]->len == sizeof(kMessage) - 1
-           && ngx_strncmp(reply->element[0]->str, kMessage,
-                          sizeof(kMessage) - 1) == 0;
+           && reply->element[0].type == Reply::Type::kString
+           && reply->element[0].text == "message";
 }
 
 bool RedisConnection::push(ReplyHandler handler, void *data) noexcept

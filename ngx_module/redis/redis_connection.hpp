@@ -8,10 +8,9 @@
 
 #include "conf/module_conf.hpp"
 #include "redis/reply_arena.hpp"
+#include "replies/reply.hpp"
 
 #include <string>
-
-#include <hiredis/hiredis.h>
 
 namespace ratelimit {
 
@@ -30,8 +29,8 @@ class RedisConnection {
 public:
     // Gets each command's reply, or nullptr if the connection ended first
     // (the command may or may not have run: never send it again).  The
-    // reply is freed when the handler returns.
-    using ReplyHandler = void (*)(void *data, const redisReply *reply) noexcept;
+    // reply, its text and elements are gone when the handler returns.
+    using ReplyHandler = void (*)(void *data, const Reply *reply) noexcept;
 
     class Owner {
     public:
@@ -132,7 +131,7 @@ private:
     void read() noexcept;
     void dispatch() noexcept;
     bool push(ReplyHandler handler, void *data) noexcept;
-    bool pushed(const redisReply *reply) const noexcept;
+    bool pushed(const Reply *reply) const noexcept;
     Waiter pop() noexcept;
     const char *captured() noexcept;
 
@@ -140,7 +139,7 @@ private:
     static void on_read_event(ngx_event_t *ev) noexcept;
     static void on_write_event(ngx_event_t *ev) noexcept;
     static void on_timer(ngx_event_t *ev) noexcept;
-    static void on_auth_reply(void *data, const redisReply *reply) noexcept;
+    static void on_auth_reply(void *data, const Reply *reply) noexcept;
     static void capture(ngx_log_t *log, ngx_uint_t level, u_char *buf,
                         size_t len) noexcept;
 #if (NGX_SSL)

@@ -221,17 +221,16 @@ void RedisConnection::authenticate() noexcept
 
 // An error names the step it answers ("WRONGPASS ...", "NOAUTH ...",
 // "ERR DB index is out of range"); the secret is never in it.
-void RedisConnection::on_auth_reply(void *data,
-                                    const redisReply *reply) noexcept
+void RedisConnection::on_auth_reply(void *data, const Reply *reply) noexcept
 {
     auto *conn = static_cast<RedisConnection *>(data);
 
-    if (reply == nullptr || reply->type != REDIS_REPLY_ERROR) {
+    if (reply == nullptr || reply->type != Reply::Type::kError) {
         return;
     }
 
     if (conn->throttle_->allow()) {
-        LoggedText error({reply->str, reply->len});
+        LoggedText error(reply->text);
         ngx_log_error(NGX_LOG_ERR, conn->log_, 0,
                       "ratelimit: redis at \"%V\" refused AUTH: %V",
                       &conn->peer_.display, error.str());

@@ -21,15 +21,11 @@ constexpr ngx_msec_t kSettledMs = 1000;
 // bounds that.
 constexpr ngx_msec_t kSentinelCheckMs = 1000;
 
-bool is_master(const redisReply *reply)
+bool is_master(const Reply *reply)
 {
-    static const char kMaster[] = "master";
-
-    return reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
-           && reply->element[0]->type == REDIS_REPLY_STRING
-           && reply->element[0]->len == sizeof(kMaster) - 1
-           && ngx_strncmp(reply->element[0]->str, kMaster,
-                          sizeof(kMaster) - 1) == 0;
+    return reply->type == Reply::Type::kArray && reply->elements > 0
+           && reply->element[0].type == Reply::Type::kString
+           && reply->element[0].text == "master";
 }
 
 }  // namespace
@@ -336,7 +332,7 @@ void RedisLink::on_open(RedisConnection *conn) noexcept
     }
 }
 
-void RedisLink::on_role(void *data, const redisReply *reply) noexcept
+void RedisLink::on_role(void *data, const Reply *reply) noexcept
 {
     auto *link = static_cast<RedisLink *>(data);
 

@@ -179,7 +179,7 @@ private:
     void schedule_reconnect() noexcept;
     void on_open(RedisConnection *conn) noexcept override;
     void on_close(RedisConnection *conn) noexcept override;
-    static void on_role(void *data, const redisReply *reply) noexcept;
+    static void on_role(void *data, const Reply *reply) noexcept;
     static void on_master(void *data, const sockaddr *sa, socklen_t len,
                           const ngx_str_t &text,
                           const ngx_str_t &host) noexcept;

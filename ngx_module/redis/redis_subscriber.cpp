@@ -117,7 +117,7 @@ void RedisSubscriber::on_open(RedisConnection *conn) noexcept
 }
 
 void RedisSubscriber::on_subscribe_reply(void *data,
-                                         const redisReply *reply) noexcept
+                                         const Reply *reply) noexcept
 {
     auto *sub = static_cast<RedisSubscriber *>(data);
 
@@ -127,10 +127,10 @@ void RedisSubscriber::on_subscribe_reply(void *data,
         return;
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY) {
+    if (reply->type != Reply::Type::kArray) {
         if (sub->link_->may_log()) {
-            LoggedText error(reply->type == REDIS_REPLY_ERROR
-                             ? std::string_view(reply->str, reply->len)
+            LoggedText error(reply->type == Reply::Type::kError
+                             ? reply->text
                              : std::string_view());
             ngx_log_error(NGX_LOG_ERR, sub->log_, 0,
                           "ratelimit: redis at \"%V\" refused SUBSCRIBE: %V",
@@ -146,13 +146,13 @@ void RedisSubscriber::on_subscribe_reply(void *data,
     sub->on_change_(sub->data_);
 }
 
-void RedisSubscriber::on_push(void *data, const redisReply *reply) noexcept
+void RedisSubscriber::on_push(void *data, const Reply *reply) noexcept
 {
     auto *sub = static_cast<RedisSubscriber *>(data);
-    const redisReply *message = reply->element[2];
+    const Reply &message = reply->element[2];
 
-    if (message->type == REDIS_REPLY_STRING) {
-        sub->on_message_(sub->data_, {message->str, message->len});
+    if (message.type == Reply::Type::kString) {
+        sub->on_message_(sub->data_, message.text);
     }
 }
 

@@ -47,8 +47,8 @@ private:
     void on_close(RedisConnection *conn) noexcept override;
     static void on_link_up(void *data) noexcept;
     static void on_subscribe_reply(void *data,
-                                   const redisReply *reply) noexcept;
-    static void on_push(void *data, const redisReply *reply) noexcept;
+                                   const Reply *reply) noexcept;
+    static void on_push(void *data, const Reply *reply) noexcept;
     static void on_retry(ngx_event_t *ev) noexcept;
 
     RedisLink *link_;

@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <new>
+
+#include <hiredis/hiredis.h>
 
 namespace ratelimit {
 
 namespace {
 
 // What take() aligns every allocation to: a reply's integer and pointers.
-constexpr std::size_t kAlign = alignof(redisReply);
+constexpr std::size_t kAlign = alignof(Reply);
 
 static_assert(sizeof(void *) % kAlign == 0 && 3 * sizeof(void *) % kAlign
               == 0);
@@ -100,23 +103,29 @@ void *ReplyArena::take(std::size_t size) noexcept
     return p;
 }
 
-// A reply of `type`, zeroed, in its parent array's place if it has one.
-redisReply *ReplyArena::create(const redisReadTask *task, int type) noexcept
+// A reply of `type`, in its parent array's place if it has one.
+Reply *ReplyArena::create(const redisReadTask *task, Reply::Type type) noexcept
 {
-    auto *arena = static_cast<ReplyArena *>(task->privdata);
-    auto *r = static_cast<redisReply *>(arena->take(sizeof(redisReply)));
-
-    if (r == nullptr) {
-        return nullptr;
-    }
-
-    std::memset(r, 0, sizeof(redisReply));
-    r->type = type;
+    Reply *r;
 
     if (task->parent != nullptr) {
-        static_cast<redisReply *>(task->parent->obj)->element[task->idx] = r;
+        // create_array() made the element, empty, in memory of ours: not
+        // a const object.
+        auto *array = static_cast<const Reply *>(task->parent->obj);
+        r = const_cast<Reply *>(array->element + task->idx);
+
+    } else {
+        auto *arena = static_cast<ReplyArena *>(task->privdata);
+        void *p = arena->take(sizeof(Reply));
+
+        if (p == nullptr) {
+            return nullptr;
+        }
+
+        r = new (p) Reply{};
     }
 
+    r->type = type;
     return r;
 }
 
@@ -124,17 +133,19 @@ void *ReplyArena::create_string(const redisReadTask *task, char *str,
                                 size_t len) noexcept
 {
     auto *arena = static_cast<ReplyArena *>(task->privdata);
-    auto *text = static_cast<char *>(arena->take(len + 1));
-    redisReply *r = text != nullptr ? create(task, task->type) : nullptr;
+    auto *text = static_cast<char *>(arena->take(len));
+    Reply::Type type = task->type == REDIS_REPLY_ERROR ? Reply::Type::kError
+                       : task->type == REDIS_REPLY_STATUS
+                           ? Reply::Type::kStatus
+                           : Reply::Type::kString;
+    Reply *r = text != nullptr ? create(task, type) : nullptr;
 
     if (r == nullptr) {
         return nullptr;
     }
 
     std::memcpy(text, str, len);
-    text[len] = '\0';
-    r->str = text;
-    r->len = len;
+    r->text = {text, len};
     return r;
 }
 
@@ -144,20 +155,19 @@ void *ReplyArena::create_array(const redisReadTask *task,
 {
     auto *arena = static_cast<ReplyArena *>(task->privdata);
     auto n = static_cast<std::size_t>(elements);
-    redisReply **element = nullptr;
+    Reply *element = nullptr;
 
     if (n > 0) {
-        element = static_cast<redisReply **>(
-            arena->take(n * sizeof(redisReply *)));
+        element = static_cast<Reply *>(arena->take(n * sizeof(Reply)));
 
         if (element == nullptr) {
             return nullptr;
         }
 
-        std::memset(element, 0, n * sizeof(redisReply *));
+        std::uninitialized_value_construct_n(element, n);
     }
 
-    redisReply *r = create(task, REDIS_REPLY_ARRAY);
+    Reply *r = create(task, Reply::Type::kArray);
 
     if (r == nullptr) {
         return nullptr;
@@ -171,7 +181,7 @@ void *ReplyArena::create_array(const redisReadTask *task,
 void *ReplyArena::create_integer(const redisReadTask *task,
                                  long long value) noexcept
 {
-    redisReply *r = create(task, REDIS_REPLY_INTEGER);
+    Reply *r = create(task, Reply::Type::kInteger);
 
     if (r != nullptr) {
         r->integer = value;
@@ -182,7 +192,7 @@ void *ReplyArena::create_integer(const redisReadTask *task,
 
 void *ReplyArena::create_nil(const redisReadTask *task) noexcept
 {
-    return create(task, REDIS_REPLY_NIL);
+    return create(task, Reply::Type::kNil);
 }
 
 // hiredis frees a reply it gave up on (a protocol error): it goes with the

@@ -1,14 +1,20 @@
-// The replies of one connection's reader, made in memory it reuses.
-// hiredis's own reader allocates each element of a reply and frees each:
-// a batch's reply holds four integers per request, and those allocations
-// were the largest cost a limited request added to the worker (callgrind:
-// some 1,900 of its instructions).  Here a reply takes its elements from a
-// block kept from one reply to the next, and goes all at once.
+// The replies of one connection's reader, made in memory it reuses, as
+// plain values (replies/reply.hpp).  hiredis's own reader allocates each
+// element of a reply and frees each: a batch's reply holds four integers
+// per request, and those allocations were the largest cost a limited
+// request added to the worker (callgrind: some 1,900 of its instructions).
+// Here a reply takes its elements from a block kept from one reply to the
+// next, an array's elements in a row, and goes all at once.
 #pragma once
 
 #include <cstddef>
 
-#include <hiredis/hiredis.h>
+#include "replies/reply.hpp"
+
+// hiredis's types, only declared: the files that include this header (the
+// connection's, and through it most of the shell) never see hiredis's.
+struct redisReadTask;
+struct redisReader;
 
 namespace ratelimit {
 
@@ -19,9 +25,9 @@ public:
     ReplyArena &operator=(const ReplyArena &) = delete;
     ~ReplyArena();
 
-    // A reader (redisReaderFree() frees it) whose replies are made here:
-    // never freeReplyObject() them; reset() ends them.  nullptr on no
-    // memory.
+    // A reader (redisReaderFree() frees it) whose replies are Replies
+    // made here: never freeReplyObject() them; reset() ends them.  nullptr
+    // on no memory.
     redisReader *create_reader() noexcept;
 
     // Every reply made so far is gone.  Only between two
@@ -36,7 +42,8 @@ private:
         std::size_t used;
     };
 
-    // The block kept: a 64-request batch's reply (some 14 KB) fits in it.
+    // The block kept: a 64-request batch's reply (257 Replies, some 12 KB)
+    // fits in it.
     // A larger reply takes more blocks, freed by the next reset().
     static constexpr std::size_t kBlockSize = 16384;
 
@@ -50,7 +57,8 @@ private:
                                 long long value) noexcept;
     static void *create_nil(const redisReadTask *task) noexcept;
     static void free_object(void *reply) noexcept;
-    static redisReply *create(const redisReadTask *task, int type) noexcept;
+    static Reply *create(const redisReadTask *task,
+                        Reply::Type type) noexcept;
 
     void *take(std::size_t size) noexcept;
     Block *add_block(std::size_t size) noexcept;

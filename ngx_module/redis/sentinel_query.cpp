@@ -10,24 +10,23 @@ const RedisAddress &sentinel_at(const RedisTarget &target, ngx_uint_t i)
 }
 
 // "IP" and "PORT" as sentinels answer them, into a socket address.
-bool parse_master(const redisReply *reply, ngx_sockaddr_t *sa,
-                  socklen_t *len)
+bool parse_master(const Reply *reply, ngx_sockaddr_t *sa, socklen_t *len)
 {
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
-        || reply->element[0]->type != REDIS_REPLY_STRING
-        || reply->element[1]->type != REDIS_REPLY_STRING)
+    if (reply->type != Reply::Type::kArray || reply->elements != 2
+        || reply->element[0].type != Reply::Type::kString
+        || reply->element[1].type != Reply::Type::kString)
     {
         return false;
     }
 
-    const redisReply *ip = reply->element[0];
+    std::string_view ip = reply->element[0].text;
+    std::string_view port_text = reply->element[1].text;
     ngx_int_t port = ngx_atoi(reinterpret_cast<u_char *>(
-                                  reply->element[1]->str),
-                              reply->element[1]->len);
+                                  const_cast<char *>(port_text.data())),
+                              port_text.size());
 
     return port != NGX_ERROR
-           && make_sockaddr({ip->str, ip->len}, static_cast<int>(port), sa,
-                            len);
+           && make_sockaddr(ip, static_cast<int>(port), sa, len);
 }
 
 }  // namespace
@@ -119,25 +118,24 @@ void SentinelQuery::on_close(RedisConnection *) noexcept
     }
 }
 
-void SentinelQuery::on_reply(void *data, const redisReply *reply) noexcept
+void SentinelQuery::on_reply(void *data, const Reply *reply) noexcept
 {
     if (reply != nullptr) {
         static_cast<SentinelQuery *>(data)->answer(reply);
     }
 }
 
-void SentinelQuery::answer(const redisReply *reply) noexcept
+void SentinelQuery::answer(const Reply *reply) noexcept
 {
     if (!querying_) {
         return;
     }
 
     if (!parse_master(reply, &master_, &master_len_)) {
-        bool error = reply->type == REDIS_REPLY_ERROR;
+        bool error = reply->type == Reply::Type::kError;
 
         if (throttle_->allow()) {
-            LoggedText text(error ? std::string_view(reply->str, reply->len)
-                                  : std::string_view());
+            LoggedText text(error ? reply->text : std::string_view());
             ngx_log_error(NGX_LOG_WARN, log_, 0,
                           "ratelimit: sentinel at \"%V\" does not know "
                           "master \"%V\"%s%V",
@@ -151,11 +149,11 @@ void SentinelQuery::answer(const redisReply *reply) noexcept
     }
 
     // Shorter than NGX_SOCKADDR_STRLEN: parse_master() took it for an IP.
-    const redisReply *ip = reply->element[0];
+    std::string_view ip = reply->element[0].text;
 
-    ngx_memcpy(master_host_, ip->str, ip->len);
-    master_host_[ip->len] = '\0';
-    master_host_len_ = ip->len;
+    ngx_memcpy(master_host_, ip.data(), ip.size());
+    master_host_[ip.size()] = '\0';
+    master_host_len_ = ip.size();
 
     conn_.settle();
     done(&master_.sockaddr, master_len_);

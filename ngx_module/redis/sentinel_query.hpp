@@ -28,12 +28,12 @@ public:
 
 private:
     void ask() noexcept;
-    void answer(const redisReply *reply) noexcept;
+    void answer(const Reply *reply) noexcept;
     void next() noexcept;
     void done(const sockaddr *sa, socklen_t len) noexcept;
     void on_open(RedisConnection *conn) noexcept override;
     void on_close(RedisConnection *conn) noexcept override;
-    static void on_reply(void *data, const redisReply *reply) noexcept;
+    static void on_reply(void *data, const Reply *reply) noexcept;
     static void on_next(ngx_event_t *ev) noexcept;
     static void on_timeout(ngx_event_t *ev) noexcept;
 

@@ -60,7 +60,7 @@ void log_forgiven(ngx_http_request_t *r, const ForgiveCall *call)
 
 // The reply of the EVAL that deleted the key and published the forgiving:
 // the number of subscribers the message reached.
-void answered(void *data, const redisReply *reply) noexcept
+void answered(void *data, const Reply *reply) noexcept
 {
     auto *call = static_cast<ForgiveCall *>(data);
 
@@ -71,7 +71,7 @@ void answered(void *data, const redisReply *reply) noexcept
         return;
     }
 
-    if (reply != nullptr && reply->type == REDIS_REPLY_INTEGER) {
+    if (reply != nullptr && reply->type == Reply::Type::kInteger) {
         call->told = reply->integer;
     }
 

@@ -38,31 +38,29 @@ std::uint16_t key_slot(std::string_view key)
 
 namespace {
 
-bool integer(const redisReply *r, long long lo, long long hi, long long *out)
+bool integer(const Reply &r, long long lo, long long hi, long long *out)
 {
-    if (r == nullptr || r->type != REDIS_REPLY_INTEGER || r->integer < lo
-        || r->integer > hi)
-    {
+    if (r.type != Reply::Type::kInteger || r.integer < lo || r.integer > hi) {
         return false;
     }
 
-    *out = r->integer;
+    *out = r.integer;
     return true;
 }
 
 // [host, port, ...]: the node's address.
-bool node_address(const redisReply *r, std::string_view *host, int *port)
+bool node_address(const Reply &r, std::string_view *host, int *port)
 {
     long long p;
 
-    if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements < 2
-        || r->element[0]->type != REDIS_REPLY_STRING
-        || !integer(r->element[1], 1, 65535, &p))
+    if (r.type != Reply::Type::kArray || r.elements < 2
+        || r.element[0].type != Reply::Type::kString
+        || !integer(r.element[1], 1, 65535, &p))
     {
         return false;
     }
 
-    *host = {r->element[0]->str, r->element[0]->len};
+    *host = r.element[0].text;
     *port = static_cast<int>(p);
     return true;
 }
@@ -104,7 +102,7 @@ std::uint16_t SlotMap::add(std::string_view host, int port)
     return node;
 }
 
-bool SlotMap::load(const redisReply *reply, std::string *why) noexcept
+bool SlotMap::load(const Reply *reply, std::string *why) noexcept
 {
     std::string wrong;
 
@@ -134,11 +132,11 @@ bool SlotMap::load(const redisReply *reply, std::string *why) noexcept
 // The reply into this empty map: false, with what was wrong in *why, past
 // the bounds (each checked before the work it bounds) or if not of the
 // shape of CLUSTER SLOTS.
-bool SlotMap::fill(const redisReply *reply, std::string *why)
+bool SlotMap::fill(const Reply *reply, std::string *why)
 {
-    if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) {
-        if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
-            why->assign(reply->str, reply->len);
+    if (reply == nullptr || reply->type != Reply::Type::kArray) {
+        if (reply != nullptr && reply->type == Reply::Type::kError) {
+            why->assign(reply->text);
         } else {
             why->assign("not an array");
         }
@@ -154,24 +152,24 @@ bool SlotMap::fill(const redisReply *reply, std::string *why)
     slots_.assign(kClusterSlots, kNoNode);
 
     for (std::size_t i = 0; i < reply->elements; i++) {
-        const redisReply *range = reply->element[i];
+        const Reply &range = reply->element[i];
         long long first, last;
         std::string_view host;
         int port;
 
-        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3
-            || !integer(range->element[0], 0, kClusterSlots - 1, &first)
-            || !integer(range->element[1], first, kClusterSlots - 1, &last)
-            || !node_address(range->element[2], &host, &port))
+        if (range.type != Reply::Type::kArray || range.elements < 3
+            || !integer(range.element[0], 0, kClusterSlots - 1, &first)
+            || !integer(range.element[1], first, kClusterSlots - 1, &last)
+            || !node_address(range.element[2], &host, &port))
         {
             *why = "range " + std::to_string(i + 1)
                    + " is not [first, last, [host, port, ...], ...]";
             return false;
         }
 
-        if (range->elements - 2 > kMaxNodes) {
+        if (range.elements - 2 > kMaxNodes) {
             *why = "range " + std::to_string(i + 1) + " lists "
-                   + std::to_string(range->elements - 2)
+                   + std::to_string(range.elements - 2)
                    + " nodes, more than " + std::to_string(kMaxNodes);
             return false;
         }

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include <hiredis/hiredis.h>
+#include "replies/reply.hpp"
 
 namespace ratelimit {
 
@@ -45,7 +45,7 @@ public:
     // is its master.  False, with the map as it was and what was wrong in
     // *why (if given), if the reply is an error, not of that shape, past
     // the bounds above, or on no memory.
-    bool load(const redisReply *reply, std::string *why = nullptr) noexcept;
+    bool load(const Reply *reply, std::string *why = nullptr) noexcept;
 
     // The master of `slot`, an index into nodes(), or kNoNode.
     std::uint16_t node_of(std::uint16_t slot) const noexcept
@@ -65,7 +65,7 @@ public:
     std::uint16_t find(std::string_view host, int port) const noexcept;
 
 private:
-    bool fill(const redisReply *reply, std::string *why);
+    bool fill(const Reply *reply, std::string *why);
     std::vector<std::uint16_t>::const_iterator
     position(std::string_view host, int port) const noexcept;
     std::uint16_t add(std::string_view host, int port);

@@ -117,13 +117,13 @@ std::string decimal(std::uint64_t n)
     return std::to_string(n);
 }
 
-bool read_integer(const redisReply *element, long long *out)
+bool read_integer(const Reply &element, long long *out)
 {
-    if (element == nullptr || element->type != REDIS_REPLY_INTEGER) {
+    if (element.type != Reply::Type::kInteger) {
         return false;
     }
 
-    *out = element->integer;
+    *out = element.integer;
     return true;
 }
 
@@ -181,12 +181,12 @@ void wakeup_signature(std::string_view wake_key, std::string_view message,
     sha1_hex(text, out);
 }
 
-SlotReply decode_slot_reply(const redisReply *reply)
+SlotReply decode_slot_reply(const Reply *reply)
 {
     SlotReply out{SlotReply::Kind::kMalformed, SlotCode::kRefused, 0, 0, {}};
 
-    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
-        out.error = std::string_view(reply->str, reply->len);
+    if (reply != nullptr && reply->type == Reply::Type::kError) {
+        out.error = reply->text;
         out.kind = out.error.substr(0, 8) == "NOSCRIPT"
                    ? SlotReply::Kind::kNoScript : SlotReply::Kind::kError;
         return out;
@@ -194,7 +194,7 @@ SlotReply decode_slot_reply(const redisReply *reply)
 
     long long code, number, queued = 0;
 
-    if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY
+    if (reply == nullptr || reply->type != Reply::Type::kArray
         || reply->elements < 2 || reply->elements > 3
         || !read_integer(reply->element[0], &code)
         || !read_integer(reply->element[1], &number)

@@ -35,9 +35,8 @@
 #include <string>
 #include <string_view>
 
-#include <hiredis/hiredis.h>
-
 #include "base/sha1.hpp"
+#include "replies/reply.hpp"
 
 namespace ratelimit {
 
@@ -98,7 +97,7 @@ struct SlotReply {
     std::string_view error;  // points into the reply
 };
 
-SlotReply decode_slot_reply(const redisReply *reply);
+SlotReply decode_slot_reply(const Reply *reply);
 
 // SIG of a wake-up "TOKEN FREED_US" under `wake_key`, as the script makes
 // it: the SHA-1 of KEY ":" MESSAGE ":" KEY, the key at both ends so that

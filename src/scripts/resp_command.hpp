@@ -7,8 +7,8 @@
 
 namespace ratelimit {
 
-// The command of `argc` words `argv`; empty if hiredis cannot format it.
-// Throws std::bad_alloc.
+// The command of `argc` words `argv`: an array of bulk strings.  Throws
+// std::bad_alloc.
 std::string format_command(const std::string_view *argv, std::size_t argc);
 
 template <std::size_t kArgc>

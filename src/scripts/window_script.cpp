@@ -32,15 +32,13 @@ struct CrossSlotScript {
     }
 };
 
-bool read_count(const redisReply *element, std::uint64_t *out)
+bool read_count(const Reply &element, std::uint64_t *out)
 {
-    if (element == nullptr || element->type != REDIS_REPLY_INTEGER
-        || element->integer < 0)
-    {
+    if (element.type != Reply::Type::kInteger || element.integer < 0) {
         return false;
     }
 
-    *out = static_cast<std::uint64_t>(element->integer);
+    *out = static_cast<std::uint64_t>(element.integer);
     return true;
 }
 
@@ -64,19 +62,19 @@ std::string_view cross_slot_script_sha1()
     return {digest.hex, kSha1HexLength};
 }
 
-BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements)
+BatchReply decode_batch_reply(const Reply *reply, std::size_t elements)
 {
     BatchReply out{BatchReply::Kind::kMalformed, 0, {}};
 
-    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
-        out.error = std::string_view(reply->str, reply->len);
+    if (reply != nullptr && reply->type == Reply::Type::kError) {
+        out.error = reply->text;
         out.kind = out.error.substr(0, 8) == "NOSCRIPT"
                        ? BatchReply::Kind::kNoScript
                        : BatchReply::Kind::kError;
         return out;
     }
 
-    if (reply != nullptr && reply->type == REDIS_REPLY_ARRAY
+    if (reply != nullptr && reply->type == Reply::Type::kArray
         && reply->elements == elements && elements > 0
         && read_count(reply->element[0], &out.now_ms))
     {
@@ -86,14 +84,13 @@ BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements)
     return out;
 }
 
-ScriptReply decode_settle_reply(const redisReply *const *reply,
-                                std::int64_t *applied)
+ScriptReply decode_settle_reply(const Reply *reply, std::int64_t *applied)
 {
     ScriptReply out{ScriptReply::Kind::kMalformed, false, {}};
-    const redisReply *units = reply[kRepliesPerZone];
+    const Reply &units = reply[kRepliesPerZone];
 
-    if (reply[0] != nullptr && reply[0]->type == REDIS_REPLY_ERROR) {
-        out.error = std::string_view(reply[0]->str, reply[0]->len);
+    if (reply[0].type == Reply::Type::kError) {
+        out.error = reply[0].text;
         out.kind = ScriptReply::Kind::kError;
         return out;
     }
@@ -102,23 +99,22 @@ ScriptReply decode_settle_reply(const redisReply *const *reply,
 
     if (read_count(reply[0], &rejected) && rejected == 0
         && read_count(reply[1], &count) && read_count(reply[2], &oldest)
-        && units != nullptr && units->type == REDIS_REPLY_INTEGER)
+        && units.type == Reply::Type::kInteger)
     {
-        *applied = units->integer;
+        *applied = units.integer;
         out.kind = ScriptReply::Kind::kVerdict;
     }
 
     return out;
 }
 
-ScriptReply decode_script_reply(const redisReply *const *reply,
-                                std::size_t zones, ZoneCount *counts,
-                                bool interval)
+ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
+                                ZoneCount *counts, bool interval)
 {
     ScriptReply out{ScriptReply::Kind::kMalformed, false, {}};
 
-    if (reply[0] != nullptr && reply[0]->type == REDIS_REPLY_ERROR) {
-        out.error = std::string_view(reply[0]->str, reply[0]->len);
+    if (reply[0].type == Reply::Type::kError) {
+        out.error = reply[0].text;
         out.kind = ScriptReply::Kind::kError;
         return out;
     }
@@ -130,7 +126,7 @@ ScriptReply decode_script_reply(const redisReply *const *reply,
     }
 
     for (std::size_t i = 0; i < zones; i++) {
-        const redisReply *const *zone = reply + 1 + kRepliesPerZone * i;
+        const Reply *zone = reply + 1 + kRepliesPerZone * i;
         std::uint64_t over;
 
         if (!read_count(zone[0], &counts[i].total)
@@ -156,8 +152,8 @@ ScriptReply decode_script_reply(const redisReply *const *reply,
     return out;
 }
 
-ScriptReply decode_lease_reply(const redisReply *const *reply,
-                               ZoneCount *count, std::uint64_t *granted)
+ScriptReply decode_lease_reply(const Reply *reply, ZoneCount *count,
+                               std::uint64_t *granted)
 {
     ScriptReply out = decode_script_reply(reply, 1, count);
 

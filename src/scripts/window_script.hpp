@@ -53,10 +53,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include <hiredis/hiredis.h>
-
 #include "base/sha1.hpp"
 #include "protocol/batch_protocol.hpp"
+#include "replies/reply.hpp"
 
 namespace ratelimit {
 
@@ -121,32 +120,30 @@ struct BatchReply {
 
 // Decodes the reply to a batch whose reply is `elements` long (see
 // ScriptBatch::reply_elements()); with kReplies, each request's reply
-// starts at reply->element[ScriptBatch::reply_offset(i)], for
+// starts at reply->element + ScriptBatch::reply_offset(i), for
 // decode_script_reply().
-BatchReply decode_batch_reply(const redisReply *reply, std::size_t elements);
+BatchReply decode_batch_reply(const Reply *reply, std::size_t elements);
 
 // Decodes one request's reply for `zones` zones, the 1 + kRepliesPerZone *
 // zones elements from `reply` on, and with `interval` (the reply to an
 // interval peek) the `zones` counts after them, into the result and
-// `counts` (which holds `zones` entries).  Never trusts an element: a null
-// one, wrong types and negative numbers are kMalformed.
-ScriptReply decode_script_reply(const redisReply *const *reply,
-                                std::size_t zones, ZoneCount *counts,
-                                bool interval = false);
+// `counts` (which holds `zones` entries).  Never trusts an element: wrong
+// types and negative numbers are kMalformed.
+ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
+                                ZoneCount *counts, bool interval = false);
 
 // Decodes a settle's reply, the 4 elements from `reply` on: kVerdict with
 // the units it applied in *applied (as sent, or fewer where the bucket
 // would have gone below 0, or 0 where it had left the window), kError, or
 // kMalformed.
-ScriptReply decode_settle_reply(const redisReply *const *reply,
-                                std::int64_t *applied);
+ScriptReply decode_settle_reply(const Reply *reply, std::int64_t *applied);
 
 // Decodes a lease's reply, the 5 elements from `reply` on: kVerdict with
 // `rejected` (nothing granted of units asked), the zone's count, oldest
 // bucket and over in *count and the units granted in *granted; kError; or
 // kMalformed, as decode_script_reply(), and where it was rejected and
 // granted units.
-ScriptReply decode_lease_reply(const redisReply *const *reply,
-                               ZoneCount *count, std::uint64_t *granted);
+ScriptReply decode_lease_reply(const Reply *reply, ZoneCount *count,
+                               std::uint64_t *granted);
 
 }  // namespace ratelimit

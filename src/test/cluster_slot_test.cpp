@@ -1,6 +1,5 @@
 #include "cluster/cluster_slot.hpp"
 
-#include <cstring>
 #include <deque>
 #include <initializer_list>
 #include <string>
@@ -41,44 +40,50 @@ TEST(ClusterSlot, HashTags)
     EXPECT_EQ(key_slot(binary), key_slot(std::string("\0\xff", 2)));
 }
 
-// redisReply trees for CLUSTER SLOTS, owned by the fixture.
+// Reply trees for CLUSTER SLOTS, owned by the fixture.  An array holds
+// copies of the replies it is made of, in a row.
 class Replies {
 public:
-    redisReply *integer(long long v)
+    const Reply *integer(long long v)
     {
-        redisReply *r = make(REDIS_REPLY_INTEGER);
+        Reply *r = make(Reply::Type::kInteger);
         r->integer = v;
         return r;
     }
 
-    redisReply *string(const char *s)
+    const Reply *string(const char *s)
     {
-        redisReply *r = make(REDIS_REPLY_STRING);
-        r->str = const_cast<char *>(s);
-        r->len = std::strlen(s);
+        Reply *r = make(Reply::Type::kString);
+        r->text = s;
         return r;
     }
 
-    redisReply *array(std::initializer_list<redisReply *> items)
+    const Reply *error(const char *s)
     {
-        redisReply *r = make(REDIS_REPLY_ARRAY);
-        arrays_.emplace_back(items);
-        r->element = arrays_.back().data();
-        r->elements = items.size();
+        Reply *r = make(Reply::Type::kError);
+        r->text = s;
         return r;
     }
 
-    redisReply *array_of(const std::vector<redisReply *> &items)
+    const Reply *array(std::initializer_list<const Reply *> items)
     {
-        redisReply *r = make(REDIS_REPLY_ARRAY);
-        arrays_.emplace_back(items);
-        r->element = arrays_.back().data();
-        r->elements = items.size();
+        return array_of(items);
+    }
+
+    const Reply *array_of(const std::vector<const Reply *> &items)
+    {
+        std::vector<Reply> &row = arrays_.emplace_back();
+        for (const Reply *item : items) {
+            row.push_back(*item);
+        }
+        Reply *r = make(Reply::Type::kArray);
+        r->element = row.data();
+        r->elements = row.size();
         return r;
     }
 
-    redisReply *range(long long first, long long last, const char *host,
-                      long long port)
+    const Reply *range(long long first, long long last, const char *host,
+                       long long port)
     {
         return array({integer(first), integer(last),
                       array({string(host), integer(port), string("id")})});
@@ -92,17 +97,15 @@ public:
     }
 
 private:
-    redisReply *make(int type)
+    Reply *make(Reply::Type type)
     {
-        replies_.emplace_back();
-        redisReply *r = &replies_.back();
-        std::memset(r, 0, sizeof(redisReply));
-        r->type = type;
-        return r;
+        Reply &r = replies_.emplace_back();
+        r.type = type;
+        return &r;
     }
 
-    std::deque<redisReply> replies_;
-    std::deque<std::vector<redisReply *>> arrays_;
+    std::deque<Reply> replies_;
+    std::deque<std::vector<Reply>> arrays_;
     std::deque<std::string> hosts_;
 };
 
@@ -187,7 +190,7 @@ TEST(SlotMap, MovedToAnUnknownNodeLeavesTheMap)
 TEST(SlotMap, TakesAMapAtItsBounds)
 {
     Replies r;
-    std::vector<redisReply *> ranges;
+    std::vector<const Reply *> ranges;
 
     for (long long s = 0; s < kClusterSlots; s++) {
         std::size_t n = static_cast<std::size_t>(s) % SlotMap::kMaxNodes;
@@ -203,8 +206,7 @@ TEST(SlotMap, TakesAMapAtItsBounds)
 
     for (std::uint16_t s = 0; s < kClusterSlots; s++) {
         const SlotMap::Node &n = map.nodes()[map.node_of(s)];
-        ASSERT_EQ(n.host, std::string_view(ranges[s]->element[2]
-                                               ->element[0]->str));
+        ASSERT_EQ(n.host, ranges[s]->element[2].element[0].text);
         ASSERT_EQ(map.find(n.host, n.port), map.node_of(s));
     }
 
@@ -221,19 +223,19 @@ TEST(SlotMap, RejectsRepliesPastTheBounds)
     ASSERT_TRUE(map.load(r.array({r.range(0, 16383, "10.0.0.1", 6379)})));
 
     // More ranges than slots (the count is checked first).
-    std::vector<redisReply *> many(kClusterSlots + 1, r.range(0, 0, "h", 1));
+    std::vector<const Reply *> many(kClusterSlots + 1, r.range(0, 0, "h", 1));
     EXPECT_FALSE(map.load(r.array_of(many)));
 
     // A slot in two ranges: 16384 ranges of all the slots would be a loop
     // of 2^28 steps; the second range ends it.
-    std::vector<redisReply *> overlapping(kClusterSlots,
-                                          r.range(0, 16383, "10.0.0.2", 1));
+    std::vector<const Reply *> overlapping(kClusterSlots,
+                                           r.range(0, 16383, "10.0.0.2", 1));
     EXPECT_FALSE(map.load(r.array_of(overlapping)));
     EXPECT_FALSE(map.load(r.array({r.range(0, 10, "10.0.0.2", 1),
                                    r.range(10, 20, "10.0.0.3", 1)})));
 
     // More masters than a cluster has nodes.
-    std::vector<redisReply *> masters;
+    std::vector<const Reply *> masters;
     for (long long n = 0; n <= static_cast<long long>(SlotMap::kMaxNodes);
          n++)
     {
@@ -250,7 +252,7 @@ TEST(SlotMap, RejectsRepliesPastTheBounds)
     EXPECT_TRUE(most.load(r.array({r.range(0, 1, r.host(longest), 1)})));
 
     // A range listing more nodes than a cluster has.
-    std::vector<redisReply *> range = {r.integer(0), r.integer(1)};
+    std::vector<const Reply *> range = {r.integer(0), r.integer(1)};
     range.resize(2 + SlotMap::kMaxNodes + 1,
                  r.array({r.string("10.0.0.2"), r.integer(1)}));
     EXPECT_FALSE(map.load(r.array({r.array_of(range)})));
@@ -268,7 +270,7 @@ TEST(SlotMap, SaysWhyAReplyIsRejected)
     SlotMap map;
     std::string why;
 
-    std::vector<redisReply *> many(100000, r.range(0, 0, "h", 1));
+    std::vector<const Reply *> many(100000, r.range(0, 0, "h", 1));
     EXPECT_FALSE(map.load(r.array_of(many), &why));
     EXPECT_EQ(why, "100000 ranges, more than 16384");
 
@@ -281,14 +283,14 @@ TEST(SlotMap, SaysWhyAReplyIsRejected)
     EXPECT_FALSE(map.load(r.array({r.range(0, 1, r.host(longest), 1)}), &why));
     EXPECT_EQ(why, "a host of 256 bytes, more than 255");
 
-    std::vector<redisReply *> masters;
+    std::vector<const Reply *> masters;
     for (long long n = 0; n <= 1000; n++) {
         masters.push_back(r.range(n, n, "10.0.0.2", 1 + n));
     }
     EXPECT_FALSE(map.load(r.array_of(masters), &why));
     EXPECT_EQ(why, "more than 1000 masters");
 
-    std::vector<redisReply *> range = {r.integer(0), r.integer(1)};
+    std::vector<const Reply *> range = {r.integer(0), r.integer(1)};
     range.resize(2 + 1001, r.array({r.string("10.0.0.2"), r.integer(1)}));
     EXPECT_FALSE(map.load(r.array({r.array_of(range)}), &why));
     EXPECT_EQ(why, "range 1 lists 1001 nodes, more than 1000");
@@ -298,10 +300,9 @@ TEST(SlotMap, SaysWhyAReplyIsRejected)
                           &why));
     EXPECT_EQ(why, "range 2 is not [first, last, [host, port, ...], ...]");
 
-    redisReply *error = r.string("ERR This instance has cluster support "
-                                 "disabled");
-    error->type = REDIS_REPLY_ERROR;
-    EXPECT_FALSE(map.load(error, &why));
+    EXPECT_FALSE(map.load(r.error("ERR This instance has cluster support "
+                                  "disabled"),
+                          &why));
     EXPECT_EQ(why, "ERR This instance has cluster support disabled");
 
     EXPECT_FALSE(map.load(r.integer(1), &why));

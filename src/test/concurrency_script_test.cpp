@@ -4,7 +4,6 @@
 #include <string>
 
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 
 #include "resp_parse.hpp"
 
@@ -13,9 +12,9 @@
 namespace ratelimit {
 namespace {
 
-std::string element(const redisReply *r, size_t i)
+std::string element(const Reply *r, size_t i)
 {
-    return {r->element[i]->str, r->element[i]->len};
+    return std::string(r->element[i].text);
 }
 
 const ConcurrencyPolicy kPolicy{4, 200, 30000, 10000};

@@ -5,40 +5,31 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 
+#include "resp_parse.hpp"
 #include "scripts/decide_command.hpp"
 #include "scripts/window_script.hpp"
 
 namespace ratelimit {
 namespace {
 
-// A command is a RESP array of bulk strings, which hiredis's reply reader
-// reads like any reply: the arguments as Redis will see them.
+// A command is a RESP array of bulk strings, which reads like any reply:
+// the arguments as Redis will see them.
 std::vector<std::string> parse_command(const std::string &command)
 {
-    redisReader *rd = redisReaderCreate();
-    void *reply = nullptr;
+    std::size_t used = 0;
+    ReplyPtr r = parse(command, &used);
     std::vector<std::string> out;
 
-    EXPECT_EQ(redisReaderFeed(rd, command.data(), command.size()), REDIS_OK);
-    EXPECT_EQ(redisReaderGetReply(rd, &reply), REDIS_OK);
-
-    auto *r = static_cast<redisReply *>(reply);
     EXPECT_NE(r, nullptr);
     if (r != nullptr) {
-        EXPECT_EQ(r->type, REDIS_REPLY_ARRAY);
+        EXPECT_EQ(r->type, Reply::Type::kArray);
         for (std::size_t i = 0; i < r->elements; i++) {
-            EXPECT_EQ(r->element[i]->type, REDIS_REPLY_STRING);
-            out.emplace_back(r->element[i]->str, r->element[i]->len);
+            EXPECT_EQ(r->element[i].type, Reply::Type::kString);
+            out.emplace_back(r->element[i].text);
         }
-        freeReplyObject(r);
+        EXPECT_EQ(used, command.size()) << "bytes after the command";
     }
-
-    void *rest = nullptr;
-    EXPECT_EQ(redisReaderGetReply(rd, &rest), REDIS_OK);
-    EXPECT_EQ(rest, nullptr) << "bytes after the command";
-    redisReaderFree(rd);
     return out;
 }
 

@@ -20,18 +20,19 @@ TEST(ServersScript, CallAnnouncesOrCounts)
     ReplyPtr argv = parse(call);
 
     ASSERT_TRUE(argv);
-    ASSERT_EQ(argv->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(argv->type, Reply::Type::kArray);
     ASSERT_EQ(argv->elements, 6u);
-    EXPECT_EQ(std::string_view(argv->element[0]->str), "EVAL");
-    EXPECT_EQ(std::string_view(argv->element[1]->str), servers_script());
-    EXPECT_EQ(std::string_view(argv->element[2]->str), "1");
-    EXPECT_EQ(std::string_view(argv->element[3]->str), "rl:servers");
-    EXPECT_EQ(std::string_view(argv->element[4]->str), "host:42");
-    EXPECT_EQ(std::string_view(argv->element[5]->str), "3000");
+    EXPECT_EQ(argv->element[0].text, "EVAL");
+    EXPECT_EQ(argv->element[1].text, servers_script());
+    EXPECT_EQ(argv->element[2].text, "1");
+    EXPECT_EQ(argv->element[3].text, "rl:servers");
+    EXPECT_EQ(argv->element[4].text, "host:42");
+    EXPECT_EQ(argv->element[5].text, "3000");
 
     ReplyPtr count = parse(servers_call("rl:servers", ""));
     ASSERT_TRUE(count);
-    EXPECT_EQ(count->element[4]->len, 0u);
+    EXPECT_EQ(count->element[4].type, Reply::Type::kString);
+    EXPECT_EQ(count->element[4].text.size(), 0u);
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 
 #include "limits/window_rules.hpp"
 #include "resp_parse.hpp"
@@ -26,7 +25,7 @@ using BatchKind = BatchReply::Kind;
 ReplyPtr must_parse(std::string_view resp)
 {
     ReplyPtr r = parse(resp);
-    EXPECT_NE(r, nullptr) << "hiredis did not parse: " << resp;
+    EXPECT_NE(r, nullptr) << "not RESP: " << resp;
     return r;
 }
 
@@ -341,7 +340,7 @@ TEST(DecodeScriptReply, OtherError)
         ScriptReply out = decode_script_reply(r->element + 1, 1, counts);
         EXPECT_EQ(out.kind, Kind::kError);
         EXPECT_EQ(out.error, text);
-        EXPECT_EQ(out.error.data(), r->element[1]->str);
+        EXPECT_EQ(out.error.data(), r->element[1].text.data());
     }
 }
 
@@ -401,9 +400,6 @@ std::string with_element(std::size_t at, const std::string &bad)
 
 TEST(DecodeScriptReply, BadElementAnywhereIsMalformed)
 {
-    ReplyPtr good = must_parse(with_element(0, integer(0)));
-    ASSERT_NE(good, nullptr);
-
     for (std::size_t at = 0; at < kTwoZoneElements; at++) {
         for (const char *bad : kBadElements) {
             SCOPED_TRACE("element " + std::to_string(at) + ": " + bad);
@@ -416,15 +412,6 @@ TEST(DecodeScriptReply, BadElementAnywhereIsMalformed)
             EXPECT_EQ(decode_script_reply(r->element + 1, 2, counts).kind,
                       want);
         }
-
-        // hiredis makes no null element, but the decoder does not trust it.
-        std::vector<const redisReply *> elements(
-            good->element + 1, good->element + 1 + kTwoZoneElements);
-        elements[at] = nullptr;
-        ZoneCount counts[2] = {};
-        EXPECT_EQ(decode_script_reply(elements.data(), 2, counts).kind,
-                  Kind::kMalformed)
-            << "null element " << at;
     }
 }
 
@@ -562,14 +549,14 @@ TEST(DecodeBatchReply, ErrorsThatAreNotNoScript)
 }
 
 // What the decoders must answer, worked out from the header alone.
-bool good_count(const redisReply *e, std::uint64_t max, std::uint64_t *out)
+bool good_count(const Reply &e, std::uint64_t max, std::uint64_t *out)
 {
-    if (e == nullptr || e->type != REDIS_REPLY_INTEGER || e->integer < 0
-        || static_cast<std::uint64_t>(e->integer) > max)
+    if (e.type != Reply::Type::kInteger || e.integer < 0
+        || static_cast<std::uint64_t>(e.integer) > max)
     {
         return false;
     }
-    *out = static_cast<std::uint64_t>(e->integer);
+    *out = static_cast<std::uint64_t>(e.integer);
     return true;
 }
 
@@ -580,16 +567,15 @@ struct ExpectedBatch {
     std::uint64_t now_ms = 0;
 };
 
-ExpectedBatch expected_batch(const redisReply *r, std::size_t elements)
+ExpectedBatch expected_batch(const Reply *r, std::size_t elements)
 {
-    if (r->type == REDIS_REPLY_ERROR) {
-        std::string_view text(r->str, r->len);
-        return {text.substr(0, 8) == "NOSCRIPT" ? BatchKind::kNoScript
-                                                : BatchKind::kError};
+    if (r->type == Reply::Type::kError) {
+        return {r->text.substr(0, 8) == "NOSCRIPT" ? BatchKind::kNoScript
+                                                   : BatchKind::kError};
     }
 
     ExpectedBatch e{BatchKind::kReplies};
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != elements
+    if (r->type != Reply::Type::kArray || r->elements != elements
         || elements == 0 || !good_count(r->element[0], kAny, &e.now_ms))
     {
         return {BatchKind::kMalformed};
@@ -605,9 +591,9 @@ struct Expected {
     std::vector<ZoneCount> counts;
 };
 
-Expected expected_for(const redisReply *const *reply, std::size_t zones)
+Expected expected_for(const Reply *reply, std::size_t zones)
 {
-    if (reply[0] != nullptr && reply[0]->type == REDIS_REPLY_ERROR) {
+    if (reply[0].type == Reply::Type::kError) {
         return Expected(Kind::kError);
     }
 
@@ -620,7 +606,7 @@ Expected expected_for(const redisReply *const *reply, std::size_t zones)
     e.rejected = rejected == 1;
 
     for (std::size_t i = 0; i < zones; i++) {
-        const redisReply *const *z = reply + 1 + 3 * i;
+        const Reply *z = reply + 1 + 3 * i;
         ZoneCount c;
         std::uint64_t over;
         if (!good_count(z[0], kAny, &c.total)
@@ -687,29 +673,6 @@ std::string random_batch_reply(std::mt19937 &rng, const Layout &layout)
     return array_of(items);
 }
 
-// hiredis 0.14 allocates an array's element table as soon as it reads the
-// count, so a mutated "*5" grown to many digits could ask for gigabytes.
-bool has_huge_array_count(const std::string &resp)
-{
-    for (std::size_t i = 0; i < resp.size(); i++) {
-        if (resp[i] != '*') {
-            continue;
-        }
-        std::size_t j = i + 1, digits = 0;
-        while (j < resp.size() && (resp[j] == '-' || resp[j] == '+')) {
-            j++;
-        }
-        while (j < resp.size() && resp[j] >= '0' && resp[j] <= '9') {
-            j++;
-            digits++;
-        }
-        if (digits > 4) {
-            return true;
-        }
-    }
-    return false;
-}
-
 std::string mutate(std::mt19937 &rng, std::string s)
 {
     static const char kAlphabet[] = "*:$-+\r\n0123456789012NOSCRIPT x";
@@ -744,7 +707,7 @@ std::string mutate(std::mt19937 &rng, std::string s)
                 "*-1\r\n", "*1\r\n:1\r\n", "$1\r\n1\r\n", "+OK\r\n",
                 "-NOSCRIPT x\r\n", "-ERR x\r\n",
             };
-            // Half the time first, where hiredis reads it as the whole
+            // Half the time first, where the reader reads it as the whole
             // reply: the batch's own shape and errors get tried too.
             std::string piece = kPieces[below(std::size(kPieces))];
             s.insert(below(2) == 0 ? 0 : below(s.size() + 1), piece);
@@ -752,8 +715,7 @@ std::string mutate(std::mt19937 &rng, std::string s)
         }
         default: {
             // Make the element count a nearby one: a reply a little short
-            // or long.  (A count that wraps is left to
-            // has_huge_array_count.)
+            // or long.
             std::size_t end = s.find('\r');
             if (s.size() > 1 && s[0] == '*' && end != std::string::npos) {
                 std::size_t count = std::strtoul(s.c_str() + 1, nullptr, 10);
@@ -788,7 +750,7 @@ struct Tally {
 
 // Decodes the request whose reply starts at `reply` and checks it against
 // expected_for().
-void check_request(const redisReply *const *reply, std::size_t zones,
+void check_request(const Reply *reply, std::size_t zones,
                    Tally *tally)
 {
     ZoneCount counts[kMaxZonesPerRequest + 1];
@@ -809,8 +771,8 @@ void check_request(const redisReply *const *reply, std::size_t zones,
         break;
     case Kind::kError:
         tally->errors++;
-        EXPECT_EQ(out.error.data(), reply[0]->str);
-        EXPECT_EQ(out.error.size(), reply[0]->len);
+        EXPECT_EQ(out.error.data(), reply[0].text.data());
+        EXPECT_EQ(out.error.size(), reply[0].text.size());
         break;
     case Kind::kMalformed:
         tally->malformed++;
@@ -844,10 +806,6 @@ TEST(DecodeBatchReply, Fuzz)
             resp = mutate(rng, random_batch_reply(rng, layout));
             break;
         }
-        if (has_huge_array_count(resp)) {
-            continue;
-        }
-
         ReplyPtr r = parse(resp);
         if (r == nullptr) {
             continue;
@@ -870,7 +828,7 @@ TEST(DecodeBatchReply, Fuzz)
                     &requests));
             }
         } else if (out.kind != BatchKind::kMalformed) {
-            EXPECT_EQ(out.error, std::string_view(r->str, r->len));
+            EXPECT_EQ(out.error, r->text);
         }
     }
 
