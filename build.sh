@@ -203,8 +203,9 @@ build_redis_module() {
     say "building $REDIS_MODULE"
     # shellcheck disable=SC2086
     g++ -std=c++17 -O2 -g -Wall -Wextra -Werror -fPIC -shared \
-        -fvisibility=hidden $SAN_FLAGS ${EXTRA_CC_OPT:-} -I "$ROOT/src" \
-        -o "$REDIS_MODULE.tmp" "$ROOT"/redis_module/*.cpp ${EXTRA_LD_OPT:-}
+        -fvisibility=hidden $SAN_FLAGS ${EXTRA_CC_OPT:-} \
+        -I "$ROOT/redis_module" -I "$ROOT/src" -o "$REDIS_MODULE.tmp" \
+        "$ROOT"/redis_module/*.cpp "$ROOT"/redis_module/*/*.cpp ${EXTRA_LD_OPT:-}
     mv -f "$REDIS_MODULE.tmp" "$REDIS_MODULE"
 }
 

@@ -1,4 +1,4 @@
-#include "settle.hpp"
+#include "zones/settle.hpp"
 
 #include <algorithm>
 
@@ -12,7 +12,7 @@ namespace ratelimit {
 // window takes the units (a fixed window, of one bucket: only the current
 // window); a settle of any other, or one that changes no count, writes what
 // a peek would.
-CallError Settler::settle(redis::String *key, const ZoneParams &zone,
+CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
                           double delta, double at, double *count,
                           double *oldest, double *applied)
 {
@@ -47,7 +47,7 @@ CallError Settler::settle(redis::String *key, const ZoneParams &zone,
 }
 
 // The count of a bucket other than the current one: 0 if it has none.
-CallError Settler::bucket_count(redis::String *key, double at, double *was)
+CallError Settler::bucket_count(KeyNumber key, double at, double *was)
 {
     char name[lua::kMaxText];
     lua::format(at, name);
@@ -70,7 +70,7 @@ CallError Settler::bucket_count(redis::String *key, double at, double *was)
 // to 0 keeps its field.  A bucket newer than the key's newest (or a key
 // that had none) becomes the newest, and the key expires when it leaves
 // the window.
-CallError Settler::settle_bucket(redis::String *key, const ZoneParams &zone,
+CallError Settler::settle_bucket(KeyNumber key, const ZoneParams &zone,
                                  double at, double was, double now_at,
                                  double *count, double *oldest)
 {
@@ -108,7 +108,7 @@ CallError Settler::settle_bucket(redis::String *key, const ZoneParams &zone,
 
 // A fixed window's count, its current window's, to `now_at` units; a key
 // of no window (none, or started afresh) becomes the current window's.
-CallError Settler::settle_window(redis::String *key, const ZoneParams &zone,
+CallError Settler::settle_window(KeyNumber key, const ZoneParams &zone,
                                  double now_at, double *count,
                                  double *oldest)
 {

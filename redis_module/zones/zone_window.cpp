@@ -1,4 +1,4 @@
-#include "zone_window.hpp"
+#include "zones/zone_window.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -9,12 +9,6 @@ namespace ratelimit {
 
 const char ZoneWindow::kNotANumber[] =
     "ERR ratelimit: a bucket field to delete holds no number";
-
-bool field_number(const FieldValue &value, double *out)
-{
-    return value.present()
-           && lua::to_number(value.text.data(), value.text.size(), out);
-}
 
 namespace {
 
@@ -35,7 +29,7 @@ double buckets_ahead(double current, bool has_newest, double newest,
 
 }  // namespace
 
-CallError ZoneWindow::count_newest(redis::String *key,
+CallError ZoneWindow::count_newest(KeyNumber key,
                                    const ZoneParams &zone, double wanted,
                                    double *count)
 {
@@ -69,7 +63,7 @@ CallError ZoneWindow::count_newest(redis::String *key,
     return nullptr;
 }
 
-CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
+CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
                                 const FieldValue *read, ZoneRead *z)
 {
     z->count = z->oldest = z->newest = z->here = 0;
@@ -153,7 +147,7 @@ CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
     return nullptr;
 }
 
-CallError ZoneWindow::slide(redis::String *key, double first, ZoneRead *z)
+CallError ZoneWindow::slide(KeyNumber key, double first, ZoneRead *z)
 {
     static const double kSteps[] = {2, 14, 16, 32};
     constexpr std::size_t kMostNames = 32;
@@ -245,7 +239,7 @@ CallError ZoneWindow::slide(redis::String *key, double first, ZoneRead *z)
     return nullptr;
 }
 
-CallError ZoneWindow::drop(redis::String *key,
+CallError ZoneWindow::drop(KeyNumber key,
                            const std::vector<std::string> &ids)
 {
     constexpr std::size_t kPerCall = 256;
@@ -261,7 +255,7 @@ CallError ZoneWindow::drop(redis::String *key,
     return nullptr;
 }
 
-CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
+CallError ZoneWindow::write_zone(KeyNumber key, const ZoneParams &zone,
                                  double add, ZoneRead *z, double *count,
                                  double *oldest)
 {
