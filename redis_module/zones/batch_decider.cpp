@@ -4,8 +4,8 @@
 
 namespace ratelimit {
 
-BatchDecider::BatchDecider(const Batch &call, Store *redis)
-    : call_(call), redis_(*redis), window_(redis), gcra_(redis, call.now_us)
+BatchDecider::BatchDecider(const Batch &call, Store *store)
+    : call_(call), store_(*store), window_(store), gcra_(store, call.now_us)
 {
     reply_.assign(call.reply_size, ReplyElement{0, nullptr});
     reply_[0].value = call.now_ms;
@@ -30,7 +30,7 @@ void BatchDecider::run()
             careful(entry, nullptr);
         }
 
-        redis_.release();
+        store_.release();
     }
 }
 

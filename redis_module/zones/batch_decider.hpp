@@ -26,8 +26,8 @@ struct ReplyElement {
 
 class BatchDecider {
 public:
-    // On `redis`, whose KeyNumbers are the call's keys.
-    BatchDecider(const Batch &call, Store *redis);
+    // On `store`, whose KeyNumbers are the call's keys.
+    BatchDecider(const Batch &call, Store *store);
 
     void run();
 
@@ -55,7 +55,7 @@ private:
     void set(std::size_t r, double value) { reply_[r] = {value, nullptr}; }
 
     const Batch &call_;
-    Store &redis_;
+    Store &store_;
     std::vector<ReplyElement> reply_;
     WindowKind window_;
     ZoneGcra gcra_;

@@ -54,7 +54,7 @@ CallError Settler::bucket_count(KeyNumber key, double at, double *was)
     const char *const fields[] = {name};
     FieldValue value;
 
-    if (CallError error = redis_.hmget(key, fields, 1, &value)) {
+    if (CallError error = store_.hmget(key, fields, 1, &value)) {
         return error;
     }
 
@@ -92,7 +92,7 @@ CallError Settler::settle_bucket(KeyNumber key, const ZoneParams &zone,
     const char *const pairs[] = {name, value, "t", total,
                                  "o", first, "n", name};
 
-    if (CallError error = redis_.hset(key, pairs, newer ? 4 : 3)) {
+    if (CallError error = store_.hset(key, pairs, newer ? 4 : 3)) {
         return error;
     }
 
@@ -103,7 +103,7 @@ CallError Settler::settle_bucket(KeyNumber key, const ZoneParams &zone,
     char expiry[lua::kMaxText];
     lua::format(window_rules::expiry_ms(at, zone.span, zone.bucket_ms),
                 expiry);
-    return redis_.pexpireat(key, expiry);
+    return store_.pexpireat(key, expiry);
 }
 
 // A fixed window's count, its current window's, to `now_at` units; a key
@@ -119,12 +119,12 @@ CallError Settler::settle_window(KeyNumber key, const ZoneParams &zone,
 
     if (z_.newest == z_.current) {
         const char *const pairs[] = {"t", total};
-        return redis_.hset(key, pairs, 1);
+        return store_.hset(key, pairs, 1);
     }
 
     const char *const pairs[] = {"t", total, "n", z_.field};
 
-    if (CallError error = redis_.hset(key, pairs, 2)) {
+    if (CallError error = store_.hset(key, pairs, 2)) {
         return error;
     }
 
@@ -132,7 +132,7 @@ CallError Settler::settle_window(KeyNumber key, const ZoneParams &zone,
     lua::format(window_rules::expiry_ms(z_.current, zone.span,
                                         zone.bucket_ms),
                 expiry);
-    return redis_.pexpireat(key, expiry);
+    return store_.pexpireat(key, expiry);
 }
 
 }  // namespace ratelimit

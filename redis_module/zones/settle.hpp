@@ -1,4 +1,5 @@
-// The settle entry "s" of RATELIMIT.DECIDE, the window script's settle()
+// A window zone's settle (the entry "s" of RATELIMIT.DECIDE; a GCRA
+// zone's: zone_gcra.hpp), the window script's settle()
 // (scripts/window_script.cpp) made of the same Redis commands in the
 // same order: a signed number of units added after the response to the
 // bucket (sliding) or window (fixed) a request was counted in, if that is
@@ -15,8 +16,8 @@ namespace ratelimit {
 
 class Settler {
 public:
-    Settler(ZoneWindow *window, Store *redis)
-        : window_(*window), redis_(*redis) {}
+    Settler(ZoneWindow *window, Store *store)
+        : window_(*window), store_(*store) {}
 
     // Adds `delta` units to bucket `at` of `zone` in `key`; the zone's
     // count and oldest bucket after that into `count` and `oldest`, the
@@ -35,7 +36,7 @@ private:
                             double now_at, double *count, double *oldest);
 
     ZoneWindow &window_;
-    Store &redis_;
+    Store &store_;
     ZoneRead z_;  // the zone as read_zone() found it
 };
 

@@ -52,7 +52,7 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
     if (zone.fixed) {
         static const char *const kFields[] = {"t", "n"};
 
-        if (redis_.hmget(key, kFields, 2, h) != nullptr) {
+        if (store_.hmget(key, kFields, 2, h) != nullptr) {
             return;
         }
 
@@ -70,7 +70,7 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
     } else {
         const char *const fields[] = {"t", "o", "n", field};
 
-        if (redis_.hmget(key, fields, 4, h) != nullptr) {
+        if (store_.hmget(key, fields, 4, h) != nullptr) {
             return;
         }
 
@@ -116,7 +116,7 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
 
     if (same && zone.fixed) {
         const char *const pairs[] = {"t", total};
-        failed = redis_.hset(key, pairs, 1);
+        failed = store_.hset(key, pairs, 1);
     } else if (same) {
         double here;
 
@@ -126,7 +126,7 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
 
         lua::format(here + 1, text);
         const char *const pairs[] = {field, text, "t", total};
-        failed = redis_.hset(key, pairs, 2);
+        failed = store_.hset(key, pairs, 2);
     } else {
         if (oldest == 0) {
             oldest = zone.bucket;
@@ -134,12 +134,12 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
 
         if (zone.fixed) {
             const char *const pairs[] = {"t", total, "n", field};
-            failed = redis_.hset(key, pairs, 2);
+            failed = store_.hset(key, pairs, 2);
         } else {
             lua::format(oldest, text);
             const char *const pairs[] = {field, "1", "t", total,
                                          "o", text, "n", field};
-            failed = redis_.hset(key, pairs, 4);
+            failed = store_.hset(key, pairs, 4);
         }
     }
 
@@ -151,7 +151,7 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
 
     // PEXPIREAT goes through redis.pcall(): its error is the request's.
     if (!same) {
-        if (CallError error = redis_.pexpireat(key, zone.expire_at)) {
+        if (CallError error = store_.pexpireat(key, zone.expire_at)) {
             decided(out, 0, 0, 0, 0);
             out->error = error;
         }

@@ -14,8 +14,8 @@ namespace ratelimit {
 
 class WindowKind final : public ZoneKind {
 public:
-    explicit WindowKind(Store *redis)
-        : redis_(*redis), window_(redis), settler_(&window_, redis) {}
+    explicit WindowKind(Store *store)
+        : store_(*store), window_(store), settler_(&window_, store) {}
 
     CallError read_zone(KeyNumber key, const ZoneParams &zone,
                         const FieldValue *read, ZoneRead *z) override
@@ -52,7 +52,7 @@ public:
              FastDecision *out) override;
 
 private:
-    Store &redis_;
+    Store &store_;
     ZoneWindow window_;
     Settler settler_;
 };

@@ -39,8 +39,8 @@ CallError ZoneGcra::read_tat(KeyNumber key, double *ahead)
 {
     FieldValue tat;
 
-    if (redis_.get(key, &tat) != nullptr) {
-        if (CallError error = redis_.del(key)) {
+    if (store_.get(key, &tat) != nullptr) {
+        if (CallError error = store_.del(key)) {
             return error;
         }
     }
@@ -65,7 +65,7 @@ CallError ZoneGcra::read_fast(KeyNumber key, double *ahead)
 {
     FieldValue tat;
 
-    if (CallError error = redis_.get(key, &tat)) {
+    if (CallError error = store_.get(key, &tat)) {
         return error;
     }
 
@@ -80,7 +80,7 @@ CallError ZoneGcra::set_tat(KeyNumber key, const ZoneParams &zone,
     char value[lua::kMaxText], at[lua::kMaxText];
     lua::format(round_half_up(tat), value);
     lua::format(std::ceil(tat / 1000) + zone.bucket_ms, at);
-    return redis_.set_pxat(key, value, at);
+    return store_.set_pxat(key, value, at);
 }
 
 CallError ZoneGcra::write_zone(KeyNumber key, const ZoneParams &zone,
@@ -109,7 +109,7 @@ CallError ZoneGcra::settle(KeyNumber key, const ZoneParams &zone,
     *applied = round_half_up((moved - ahead) / zone.gcra);
 
     if (moved == 0 && ahead > 0) {
-        return redis_.del(key);
+        return store_.del(key);
     }
 
     return moved != ahead ? set_tat(key, zone, moved) : nullptr;

@@ -14,8 +14,8 @@ namespace ratelimit {
 
 class ZoneGcra final : public ZoneKind {
 public:
-    ZoneGcra(Store *redis, double now_us)
-        : redis_(*redis), now_us_(now_us) {}
+    ZoneGcra(Store *store, double now_us)
+        : store_(*store), now_us_(now_us) {}
 
     // GET under pcall: a key of another type is deleted and read as no
     // TAT.  The backlog into z->count.
@@ -59,7 +59,7 @@ private:
 
     double backlog(const FieldValue &tat) const;
 
-    Store &redis_;
+    Store &store_;
     double now_us_;
 };
 

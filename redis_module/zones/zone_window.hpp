@@ -16,7 +16,7 @@ namespace ratelimit {
 
 class ZoneWindow {
 public:
-    explicit ZoneWindow(Store *redis) : redis_(*redis) {}
+    explicit ZoneWindow(Store *store) : store_(*store) {}
 
     CallError read_zone(KeyNumber key, const ZoneParams &zone,
                         const FieldValue *read, ZoneRead *z);
@@ -38,7 +38,7 @@ private:
 
     CallError slide(KeyNumber key, double first, ZoneRead *z);
 
-    Store &redis_;
+    Store &store_;
     FieldPairs all_;  // HGETALL's
 };
 
