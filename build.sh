@@ -193,6 +193,16 @@ build_for_nginx() {
 
 # The Redis module (redis_module/), for redis-server --loadmodule: its own
 # sources and the window rules it shares with the nginx module (src/).
+# redis_module/CMakeLists.txt builds it and its unit tests in one tree.
+configure_redis_module() {
+    cmake -S "$ROOT/redis_module" -B "$BUILD/redis_module" \
+        -DCMAKE_CXX_FLAGS="-O2 -g $SAN_FLAGS ${EXTRA_CC_OPT:-}" \
+        -DCMAKE_MODULE_LINKER_FLAGS="$SAN_FLAGS ${EXTRA_LD_OPT:-}" \
+        -DCMAKE_EXE_LINKER_FLAGS="$SAN_FLAGS ${EXTRA_LD_OPT:-}" \
+        >"$BUILD/redis_module.log" 2>&1 \
+        || { cat "$BUILD/redis_module.log" >&2; return 1; }
+}
+
 build_redis_module() {
     local built=$ROOT/build/ratelimit_redis.so
     mkdir -p "$BUILD"
@@ -205,10 +215,12 @@ build_redis_module() {
         return
     fi
     say "building $REDIS_MODULE"
-    # shellcheck disable=SC2086
-    g++ -std=c++17 -O2 -g -Wall -Wextra -Werror -fPIC -shared \
-        -fvisibility=hidden $SAN_FLAGS ${EXTRA_CC_OPT:-} -I "$ROOT/src" \
-        -o "$REDIS_MODULE.tmp" "$ROOT"/redis_module/*.cpp ${EXTRA_LD_OPT:-}
+    configure_redis_module
+    cmake --build "$BUILD/redis_module" --target ratelimit_redis -j 2 \
+        >"$BUILD/redis_module.log" 2>&1 \
+        || { cat "$BUILD/redis_module.log" >&2; return 1; }
+    # Renamed into place, as the nginx module is.
+    cp "$BUILD/redis_module/ratelimit_redis.so" "$REDIS_MODULE.tmp"
     mv -f "$REDIS_MODULE.tmp" "$REDIS_MODULE"
 }
 
@@ -218,6 +230,10 @@ unit_tests() {
         -DCMAKE_CXX_FLAGS="$SAN_FLAGS" >/dev/null
     cmake --build "$BUILD/unit" -j 2 >/dev/null
     ctest --test-dir "$BUILD/unit" --output-on-failure
+    say "unit tests of the Redis module"
+    configure_redis_module
+    cmake --build "$BUILD/redis_module" -j 2 >/dev/null
+    ctest --test-dir "$BUILD/redis_module" --output-on-failure
 }
 
 integration_tests() {

@@ -2,9 +2,9 @@
 // ratelimit_redis.so` (or `loadmodule` in redis.conf), it adds the command
 // RATELIMIT.DECIDE, which nginx uses in place of the window script on
 // every connection to a Redis that has it.
-#include "propagation.hpp"
-#include "redis_module_api.hpp"
-#include "window_command.hpp"
+#include "api/redis_module_api.hpp"
+#include "command/propagation.hpp"
+#include "command/window_command.hpp"
 
 using namespace ratelimit;
 

@@ -1,9 +1,10 @@
 #!/usr/bin/perl
-# The include layering of ngx_module/ and src/.  Each folder's README.md says
-# in a line "May include: a, b" which folders of its own tree its files may
-# include besides their own; ngx_module/ may include any folder of src/, src/
-# never ngx_module/ nor an nginx header.  Includes name their folder from the
-# tree's root ("redis/redis_link.hpp").  Checked: every file is in a folder
+# The include layering of ngx_module/, redis_module/ and src/.  Each folder's
+# README.md says in a line "May include: a, b" which folders of its own tree
+# its files may include besides their own; ngx_module/ and redis_module/ may
+# include any folder of src/, src/ neither of them; only ngx_module/ includes
+# an nginx header.  Includes name their folder from the tree's root
+# ("redis/redis_link.hpp").  Checked: every file is in a folder
 # with such a line, every include resolves and is allowed, no two folders
 # include each other (nor in a longer cycle), and no two files (a .cpp with
 # its .hpp) depend on each other.  No file of src/, its unit tests too,
@@ -18,7 +19,8 @@ use File::Find;
 use FindBin qw($Bin);
 
 my $ROOT = "$Bin/..";
-my %TREES = (ngx_module => 1, src => 1);
+# Each tree, and the trees besides itself its files may include.
+my %TREES = (ngx_module => ['src'], redis_module => ['src'], src => []);
 
 my (%allowed, %sources, @bad_folder, @bad_include);
 
@@ -45,7 +47,7 @@ for my $tree (sort keys %TREES) {
     find({ no_chdir => 1, wanted => sub {
         return unless /\.(?:cpp|hpp)$/;
         (my $rel = $File::Find::name) =~ s{^\Q$ROOT/$tree/\E}{};
-        return if $tree eq 'src' && $rel =~ m{^test/};
+        return if $tree ne 'ngx_module' && $rel =~ m{^test/};
         $sources{"$tree/$rel"} = [$tree, $rel];
     } }, "$ROOT/$tree");
 }
@@ -65,22 +67,24 @@ for my $path (sort keys %sources) {
     open my $fh, '<', "$ROOT/$path" or die "$path: $!";
     (my $unit = $path) =~ s/\.[ch]pp$//;
     while (my $line = <$fh>) {
-        if ($tree eq 'src' && $line =~ /^\s*#\s*include\s*[<"](ngx_\w+\.h)/) {
-            push @bad_include, "$path:$.: src/ includes nginx's $1";
+        if ($tree ne 'ngx_module' && $line =~ /^\s*#\s*include\s*[<"](ngx_\w+\.h)/) {
+            push @bad_include, "$path:$.: $tree/ includes nginx's $1";
         }
         next unless $line =~ /^\s*#\s*include\s*"([^"]+)"/;
         my $inc = $1;
-        my ($to_tree) = grep { -f "$ROOT/$_/$inc" } qw(ngx_module src);
+        my ($to_tree) = grep { -f "$ROOT/$_/$inc" }
+            $tree, @{ $TREES{$tree} }, sort keys %TREES;
         if (!defined $to_tree) {
-            push @bad_include, "$path:$.: \"$inc\" is not a path from ngx_module/ or src/";
+            push @bad_include, "$path:$.: \"$inc\" is not a path from "
+                . join(', ', map { "$_/" } sort keys %TREES);
             next;
         }
         (my $to_unit = "$to_tree/$inc") =~ s/\.[ch]pp$//;
         $unit_edges{$unit}{$to_unit} = 1 if $to_unit ne $unit;
 
         if ($to_tree ne $tree) {
-            push @bad_include, "$path:$.: src/ includes ngx_module/ \"$inc\""
-                if $tree eq 'src';
+            push @bad_include, "$path:$.: $tree/ includes $to_tree/ \"$inc\""
+                unless grep { $_ eq $to_tree } @{ $TREES{$tree} };
             next;
         }
         my $to_folder = folder_of($inc);

@@ -26,14 +26,16 @@ my $HEADER = 'protocol/batch_protocol.hpp';
 # The writer (nginx), the decoding of replies (nginx) and the Redis
 # module's command: each takes the protocol from the header.
 my @SPEAKERS = qw(src/scripts/script_batch.cpp src/scripts/window_script.cpp
-                  redis_module/batch_call.cpp redis_module/batch_decider.cpp);
+                  redis_module/command/batch_call.cpp
+                  redis_module/zones/batch_decider.cpp);
 
 my %sources;
 for my $tree (qw(src ngx_module redis_module)) {
     find({ no_chdir => 1, wanted => sub {
         return unless /\.(?:cpp|hpp)$/;
         (my $rel = $File::Find::name) =~ s{^\Q$ROOT/\E}{};
-        return if $rel =~ m{^src/test/} || $rel eq "src/$HEADER";
+        return if $rel =~ m{^(?:src|redis_module)/test/}
+                  || $rel eq "src/$HEADER";
         $sources{$rel} = 1;
     } }, "$ROOT/$tree");
 }

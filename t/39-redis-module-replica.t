@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # The Redis module's command on a master and its replica: the command leaves
 # out the copies of its writes only while nothing would receive them (no
-# replica, no backlog, the AOF off: redis_module/propagation.hpp), and
+# replica, no backlog, the AOF off: redis_module/command/propagation.hpp), and
 # replicates again from the call after a SYNC or PSYNC.
 #
 # Expected: sliding, fixed and GCRA keys written by batches of the command

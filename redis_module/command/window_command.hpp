@@ -3,7 +3,7 @@
 // the same keys, hash fields and expiry times, and the same handling of
 // clock steps, junk fields, keys of another type and out of memory: the
 // command follows the script's code path for path, Redis command for Redis
-// command (see src/window_script.cpp, whose comments explain each rule),
+// command (see scripts/window_script.cpp, whose comments explain each rule),
 // and t/19 runs both on the same batches.
 //
 //   RATELIMIT.DECIDE numkeys key... zones zone-arg... entry...
@@ -16,8 +16,8 @@
 // instead.  A malformed settle is that entry's error, as in the script.
 #pragma once
 
+#include "api/redis_module_api.hpp"
 #include "scripts/decide_command.hpp"
-#include "redis_module_api.hpp"
 
 namespace ratelimit {
 

@@ -1,4 +1,4 @@
-#include "redis_module_api.hpp"
+#include "api/redis_module_api.hpp"
 
 namespace ratelimit::redis {
 

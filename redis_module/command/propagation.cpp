@@ -1,4 +1,4 @@
-#include "propagation.hpp"
+#include "command/propagation.hpp"
 
 #include <strings.h>
 

@@ -14,7 +14,7 @@
 // call to INFO again.  The AOF's state is the context's, read every call.
 #pragma once
 
-#include "redis_module_api.hpp"
+#include "api/redis_module_api.hpp"
 
 namespace ratelimit {
 

@@ -1,13 +1,8 @@
-#include "hash_calls.hpp"
+#include "redis_store/redis_store.hpp"
 
 #include <cstring>
 
 namespace ratelimit {
-
-const char kWrongType[] =
-    "WRONGTYPE Operation against a key holding the wrong kind of value";
-const char kOutOfMemory[] =
-    "OOM command not allowed when used memory > 'maxmemory'.";
 
 namespace {
 
@@ -59,8 +54,7 @@ void set_pairs(redis::Key *key, redis::String *const *a, std::size_t pairs)
 void collect_pair(redis::Key *, redis::String *field, redis::String *value,
                   void *data)
 {
-    auto *out = static_cast<std::vector<std::pair<std::string, std::string>>
-                                *>(data);
+    auto *out = static_cast<FieldPairs *>(data);
     std::size_t flen, vlen;
     const char *f = redis::StringPtrLen(field, &flen);
     const char *v = redis::StringPtrLen(value, &vlen);
@@ -69,7 +63,7 @@ void collect_pair(redis::Key *, redis::String *field, redis::String *value,
 
 }  // namespace
 
-HashCalls::~HashCalls()
+RedisStore::~RedisStore()
 {
     release();
 
@@ -82,7 +76,7 @@ HashCalls::~HashCalls()
 // the OOM check applies to commands flagged deny-oom, and any write command
 // that passes it counts as written, whether it then changes anything or
 // fails.
-CallError HashCalls::may_write(bool may_grow_memory)
+CallError RedisStore::may_write(bool may_grow_memory)
 {
     if (may_grow_memory && out_of_memory_ && !wrote_) {
         return kOutOfMemory;
@@ -94,18 +88,18 @@ CallError HashCalls::may_write(bool may_grow_memory)
 
 // Opened for writing, reads included: Redis's read and write lookups differ
 // only on a replica, where the command (flagged "write") never runs.
-redis::Key *HashCalls::open(redis::String *name)
+redis::Key *RedisStore::open(KeyNumber key)
 {
-    if (key_ == nullptr || key_name_ != name) {
+    if (key_ == nullptr || key_number_ != key) {
         close();
-        key_ = redis::OpenKey(ctx_, name, redis::kWrite);
-        key_name_ = name;
+        key_ = redis::OpenKey(ctx_, keys_[key], redis::kWrite);
+        key_number_ = key;
     }
 
     return key_;
 }
 
-void HashCalls::close() noexcept
+void RedisStore::close() noexcept
 {
     if (key_ != nullptr) {
         redis::CloseKey(key_);
@@ -113,7 +107,7 @@ void HashCalls::close() noexcept
     }
 }
 
-redis::String *HashCalls::field(const char *name)
+redis::String *RedisStore::field(const char *name)
 {
     for (std::size_t i = 0; i < name_count_; i++) {
         if (same_text(names_[i].text, name)) {
@@ -134,13 +128,13 @@ redis::String *HashCalls::field(const char *name)
     return made;
 }
 
-redis::String *HashCalls::value(const char *text)
+redis::String *RedisStore::value(const char *text)
 {
     made_.push_back(redis::CreateString(ctx_, text, std::strlen(text)));
     return made_.back();
 }
 
-CallError HashCalls::hmget(redis::String *key, const char *const *fields,
+CallError RedisStore::hmget(KeyNumber key, const char *const *fields,
                            std::size_t count, FieldValue *out)
 {
     redis::Key *open_key = open(key);
@@ -163,15 +157,14 @@ CallError HashCalls::hmget(redis::String *key, const char *const *fields,
             made_.push_back(value);
             std::size_t len;
             const char *bytes = redis::StringPtrLen(value, &len);
-            out[i] = FieldValue{value, {bytes, len}};
+            out[i] = FieldValue{{bytes, len}, true};
         }
     }
 
     return nullptr;
 }
 
-CallError HashCalls::hgetall(
-    redis::String *key, std::vector<std::pair<std::string, std::string>> *out)
+CallError RedisStore::hgetall(KeyNumber key, FieldPairs *out)
 {
     out->clear();
     redis::Key *open_key = open(key);
@@ -193,7 +186,7 @@ CallError HashCalls::hgetall(
     return nullptr;
 }
 
-CallError HashCalls::hset(redis::String *key,
+CallError RedisStore::hset(KeyNumber key,
                           const char *const *fields_values, std::size_t pairs)
 {
     if (CallError error = may_write(true)) {
@@ -215,12 +208,12 @@ CallError HashCalls::hset(redis::String *key,
     }
 
     set_pairs(open_key, args, pairs);
-    replicate("HSET", "sv", key, args, 2 * pairs);
-    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hset", key);
+    replicate("HSET", "sv", keys_[key], args, 2 * pairs);
+    notify(redis::kNotifyHash, "hset", key);
     return nullptr;
 }
 
-CallError HashCalls::hdel(redis::String *key, const std::string *fields,
+CallError RedisStore::hdel(KeyNumber key, const std::string *fields,
                           std::size_t count)
 {
     may_write(false);
@@ -248,31 +241,31 @@ CallError HashCalls::hdel(redis::String *key, const std::string *fields,
         return nullptr;
     }
 
-    replicate("HDEL", "sv", key, made_.data() + first, count);
-    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyHash, "hdel", key);
+    replicate("HDEL", "sv", keys_[key], made_.data() + first, count);
+    notify(redis::kNotifyHash, "hdel", key);
 
     if (redis::KeyType(open_key) == redis::kKeyEmpty) {
-        redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "del", key);
+        notify(redis::kNotifyGeneric, "del", key);
     }
 
     return nullptr;
 }
 
-CallError HashCalls::del(redis::String *key)
+CallError RedisStore::del(KeyNumber key)
 {
     may_write(false);
     redis::Key *open_key = open(key);
 
     if (redis::KeyType(open_key) != redis::kKeyEmpty) {
         redis::DeleteKey(open_key);
-        replicate("DEL", "s", key);
-        redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "del", key);
+        replicate("DEL", "s", keys_[key]);
+        notify(redis::kNotifyGeneric, "del", key);
     }
 
     return nullptr;
 }
 
-CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
+CallError RedisStore::pexpireat(KeyNumber key, const char *at_ms)
 {
     may_write(false);
     redis::Key *open_key = open(key);
@@ -282,18 +275,18 @@ CallError HashCalls::pexpireat(redis::String *key, const char *at_ms)
     }
 
     redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
-    replicate("PEXPIREAT", "sc", key, at_ms);
-    redis::NotifyKeyspaceEvent(ctx_, redis::kNotifyGeneric, "expire", key);
+    replicate("PEXPIREAT", "sc", keys_[key], at_ms);
+    notify(redis::kNotifyGeneric, "expire", key);
     return nullptr;
 }
 
 // GET itself, as for SET below: reading the value through the key would
 // turn the integer SET stored into a string (32 bytes more a subject).
-CallError HashCalls::get(redis::String *key, FieldValue *out)
+CallError RedisStore::get(KeyNumber key, FieldValue *out)
 {
     close();
     *out = FieldValue{};
-    RedisModuleCallReply *reply = redis::Call(ctx_, "GET", "s", key);
+    RedisModuleCallReply *reply = redis::Call(ctx_, "GET", "s", keys_[key]);
     int type = reply != nullptr ? redis::CallReplyType(reply)
                                 : redis::kReplyNull;
 
@@ -302,7 +295,7 @@ CallError HashCalls::get(redis::String *key, FieldValue *out)
         const char *bytes = redis::CallReplyStringPtr(reply, &len);
         made_.push_back(redis::CreateString(ctx_, bytes, len));
         bytes = redis::StringPtrLen(made_.back(), &len);
-        *out = FieldValue{made_.back(), {bytes, len}};
+        *out = FieldValue{{bytes, len}, true};
     }
 
     if (reply != nullptr) {
@@ -319,7 +312,7 @@ CallError HashCalls::get(redis::String *key, FieldValue *out)
 // takes 32 bytes more), and replicates and notifies as SET.  The value
 // goes as text: a fresh object, which SET may encode.  "!" replicates it,
 // where anything listens.
-CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
+CallError RedisStore::set_pxat(KeyNumber key, const char *value_text,
                               const char *at_ms)
 {
     if (CallError error = may_write(true)) {
@@ -328,7 +321,7 @@ CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
 
     close();
     RedisModuleCallReply *reply =
-        redis::Call(ctx_, "SET", propagate_ ? "!sccc" : "sccc", key,
+        redis::Call(ctx_, "SET", propagate_ ? "!sccc" : "sccc", keys_[key],
                     value_text, "PXAT", at_ms);
 
     if (reply != nullptr) {
@@ -338,7 +331,7 @@ CallError HashCalls::set_pxat(redis::String *key, const char *value_text,
     return nullptr;
 }
 
-void HashCalls::release() noexcept
+void RedisStore::release() noexcept
 {
     close();
 

@@ -1,4 +1,4 @@
-#include "zone_window.hpp"
+#include "zones/zone_window.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -9,12 +9,6 @@ namespace ratelimit {
 
 const char ZoneWindow::kNotANumber[] =
     "ERR ratelimit: a bucket field to delete holds no number";
-
-bool field_number(const FieldValue &value, double *out)
-{
-    return value.present()
-           && lua::to_number(value.text.data(), value.text.size(), out);
-}
 
 namespace {
 
@@ -35,14 +29,14 @@ double buckets_ahead(double current, bool has_newest, double newest,
 
 }  // namespace
 
-CallError ZoneWindow::count_newest(redis::String *key,
+CallError ZoneWindow::count_newest(KeyNumber key,
                                    const ZoneParams &zone, double wanted,
                                    double *count)
 {
     static const char *const kNewest[] = {"n"};
     FieldValue n;
 
-    if (CallError error = redis_.hmget(key, kNewest, 1, &n)) {
+    if (CallError error = store_.hmget(key, kNewest, 1, &n)) {
         return error;
     }
 
@@ -51,7 +45,7 @@ CallError ZoneWindow::count_newest(redis::String *key,
     double before = window_rules::interval_floor(
         buckets_ahead(zone.bucket, has_newest, newest, zone.span), wanted);
 
-    if (CallError error = redis_.hgetall(key, &all_)) {
+    if (CallError error = store_.hgetall(key, &all_)) {
         return error;
     }
 
@@ -69,7 +63,7 @@ CallError ZoneWindow::count_newest(redis::String *key,
     return nullptr;
 }
 
-CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
+CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
                                 const FieldValue *read, ZoneRead *z)
 {
     z->count = z->oldest = z->newest = z->here = 0;
@@ -84,7 +78,7 @@ CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
 
         if (read != nullptr) {
             std::copy(read, read + 2, h);
-        } else if (CallError error = redis_.hmget(key, kFields, 2, h)) {
+        } else if (CallError error = store_.hmget(key, kFields, 2, h)) {
             return error;
         }
 
@@ -100,7 +94,7 @@ CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
             z->count = count;
             z->oldest = z->newest = z->current;
         } else if (h[0].present() || h[1].present()) {
-            return redis_.del(key);
+            return store_.del(key);
         }
 
         return nullptr;
@@ -111,7 +105,7 @@ CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
     } else {
         const char *const fields[] = {"t", "o", "n", z->field};
 
-        if (CallError error = redis_.hmget(key, fields, 4, h)) {
+        if (CallError error = store_.hmget(key, fields, 4, h)) {
             return error;
         }
     }
@@ -127,7 +121,7 @@ CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
         lua::format(m, z->field);
         const char *const field[] = {z->field};
 
-        if (CallError error = redis_.hmget(key, field, 1, &h[3])) {
+        if (CallError error = store_.hmget(key, field, 1, &h[3])) {
             return error;
         }
     }
@@ -147,13 +141,13 @@ CallError ZoneWindow::read_zone(redis::String *key, const ZoneParams &zone,
             return slide(key, first, z);
         }
     } else if (h[0].present() || h[1].present() || h[2].present()) {
-        return redis_.del(key);
+        return store_.del(key);
     }
 
     return nullptr;
 }
 
-CallError ZoneWindow::slide(redis::String *key, double first, ZoneRead *z)
+CallError ZoneWindow::slide(KeyNumber key, double first, ZoneRead *z)
 {
     static const double kSteps[] = {2, 14, 16, 32};
     constexpr std::size_t kMostNames = 32;
@@ -183,7 +177,7 @@ CallError ZoneWindow::slide(redis::String *key, double first, ZoneRead *z)
             return "ERR wrong number of arguments for 'hmget' command";
         }
 
-        if (CallError error = redis_.hmget(key, fields, listed, counts)) {
+        if (CallError error = store_.hmget(key, fields, listed, counts)) {
             return error;
         }
 
@@ -215,7 +209,7 @@ CallError ZoneWindow::slide(redis::String *key, double first, ZoneRead *z)
     z->gone.clear();
     count = 0;
 
-    if (CallError error = redis_.hgetall(key, &all_)) {
+    if (CallError error = store_.hgetall(key, &all_)) {
         return error;
     }
 
@@ -245,13 +239,13 @@ CallError ZoneWindow::slide(redis::String *key, double first, ZoneRead *z)
     return nullptr;
 }
 
-CallError ZoneWindow::drop(redis::String *key,
+CallError ZoneWindow::drop(KeyNumber key,
                            const std::vector<std::string> &ids)
 {
     constexpr std::size_t kPerCall = 256;
 
     for (std::size_t i = 0; i < ids.size(); i += kPerCall) {
-        if (CallError error = redis_.hdel(
+        if (CallError error = store_.hdel(
                 key, ids.data() + i, std::min(kPerCall, ids.size() - i)))
         {
             return error;
@@ -261,7 +255,7 @@ CallError ZoneWindow::drop(redis::String *key,
     return nullptr;
 }
 
-CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
+CallError ZoneWindow::write_zone(KeyNumber key, const ZoneParams &zone,
                                  double add, ZoneRead *z, double *count,
                                  double *oldest)
 {
@@ -282,7 +276,7 @@ CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
             lua::format(*count, total);
             lua::format(*oldest, first);
             const char *const pairs[] = {"t", total, "o", first};
-            failed = redis_.hset(key, pairs, 2);
+            failed = store_.hset(key, pairs, 2);
         }
 
         return failed;
@@ -293,14 +287,14 @@ CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
 
     if (z->newest == z->current && zone.fixed) {
         const char *const pairs[] = {"t", total};
-        failed = redis_.hset(key, pairs, 1);
+        failed = store_.hset(key, pairs, 1);
     } else if (z->newest == z->current && z->slid) {
         lua::format(*oldest, first);
         const char *const pairs[] = {z->field, here, "t", total, "o", first};
-        failed = redis_.hset(key, pairs, 3);
+        failed = store_.hset(key, pairs, 3);
     } else if (z->newest == z->current) {
         const char *const pairs[] = {z->field, here, "t", total};
-        failed = redis_.hset(key, pairs, 2);
+        failed = store_.hset(key, pairs, 2);
     } else {
         if (*oldest == 0) {
             *oldest = z->current;
@@ -308,14 +302,14 @@ CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
 
         if (zone.fixed) {
             const char *const pairs[] = {"t", total, "n", z->field};
-            failed = redis_.hset(key, pairs, 2);
+            failed = store_.hset(key, pairs, 2);
         } else {
             char added[lua::kMaxText];
             lua::format(*oldest, first);
             lua::format(add, added);
             const char *const pairs[] = {z->field, added, "t", total,
                                          "o", first, "n", z->field};
-            failed = redis_.hset(key, pairs, 4);
+            failed = store_.hset(key, pairs, 4);
         }
 
         if (failed == nullptr) {
@@ -323,7 +317,7 @@ CallError ZoneWindow::write_zone(redis::String *key, const ZoneParams &zone,
             lua::format(window_rules::expiry_ms(z->current, zone.span,
                                                 zone.bucket_ms),
                         at);
-            failed = redis_.pexpireat(key, at);
+            failed = store_.pexpireat(key, at);
         }
     }
 

@@ -1,15 +1,16 @@
-// The arguments of one RATELIMIT.DECIDE call, read and checked: the keys,
-// each zone's parameters (read once per call, as the script does) and the
-// requests' entries (see src/window_script.hpp for their syntax).
+// A call of RATELIMIT.DECIDE as the zone kinds decide it: each zone's
+// parameters (read once per call, as the script does) and the requests'
+// entries (see scripts/window_script.hpp for their syntax), their keys
+// named by their place among the call's (store/store.hpp).  Read from the
+// command's arguments by command/batch_call.hpp.
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 #include <vector>
 
-#include "lua_number.hpp"
-#include "redis_module_api.hpp"
 #include "protocol/batch_protocol.hpp"
+#include "store/lua_number.hpp"
 
 namespace ratelimit {
 
@@ -66,24 +67,12 @@ struct Entry {
     }
 };
 
-struct BatchCall {
+struct Batch {
     double now_ms;
     double now_us;  // the same Redis time, for GCRA zones
-    redis::String **keys;
-    std::size_t key_count;
     std::vector<ZoneParams> zones;
     std::vector<Entry> entries;
     std::size_t reply_size;  // of the whole call
-
-    // Reads argv (the command's name first) at Redis time `now_ms`, or
-    // `now_us` in microseconds; on malformed arguments returns the error to
-    // answer, else nullptr.
-    const char *parse(redis::String **argv, int argc, double now_ms,
-                      double now_us);
 };
-
-// The number of keys a call names, for Redis's getkeys question (the keys
-// follow it from argv[2]); -1 if it is not one.
-long long declared_keys(redis::String **argv, int argc) noexcept;
 
 }  // namespace ratelimit

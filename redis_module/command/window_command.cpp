@@ -1,13 +1,13 @@
-#include "window_command.hpp"
+#include "command/window_command.hpp"
 
 #include <sys/time.h>
 
 #include <cmath>
 
-#include "batch_call.hpp"
-#include "batch_decider.hpp"
-#include "hash_calls.hpp"
-#include "propagation.hpp"
+#include "command/batch_call.hpp"
+#include "command/propagation.hpp"
+#include "redis_store/redis_store.hpp"
+#include "zones/batch_decider.hpp"
 
 namespace ratelimit {
 
@@ -82,11 +82,12 @@ int decide_command(redis::Ctx *ctx, redis::String **argv, int argc) noexcept
             return redis::ReplyWithError(ctx, error);
         }
 
-        // As Redis notes for a script when it starts (see hash_calls.hpp).
+        // As Redis notes for a script when it starts (see redis_store.hpp).
         bool out_of_memory = (redis::GetContextFlags(ctx)
                               & redis::kCtxOutOfMemory) != 0;
-        HashCalls calls(ctx, out_of_memory, writes_propagate(ctx));
-        BatchDecider decider(call, &calls);
+        RedisStore store(ctx, call.keys, out_of_memory,
+                         writes_propagate(ctx));
+        BatchDecider decider(call, &store);
         decider.run();
         return send_reply(ctx, decider.reply());
     } catch (...) {

@@ -1,4 +1,4 @@
-#include "lua_number.hpp"
+#include "store/lua_number.hpp"
 
 #include <cctype>
 #include <cstdlib>

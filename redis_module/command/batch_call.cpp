@@ -1,4 +1,4 @@
-#include "batch_call.hpp"
+#include "command/batch_call.hpp"
 
 #include <cmath>
 

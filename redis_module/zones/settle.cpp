@@ -1,4 +1,4 @@
-#include "settle.hpp"
+#include "zones/settle.hpp"
 
 #include <algorithm>
 
@@ -12,7 +12,7 @@ namespace ratelimit {
 // window takes the units (a fixed window, of one bucket: only the current
 // window); a settle of any other, or one that changes no count, writes what
 // a peek would.
-CallError Settler::settle(redis::String *key, const ZoneParams &zone,
+CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
                           double delta, double at, double *count,
                           double *oldest, double *applied)
 {
@@ -47,14 +47,14 @@ CallError Settler::settle(redis::String *key, const ZoneParams &zone,
 }
 
 // The count of a bucket other than the current one: 0 if it has none.
-CallError Settler::bucket_count(redis::String *key, double at, double *was)
+CallError Settler::bucket_count(KeyNumber key, double at, double *was)
 {
     char name[lua::kMaxText];
     lua::format(at, name);
     const char *const fields[] = {name};
     FieldValue value;
 
-    if (CallError error = redis_.hmget(key, fields, 1, &value)) {
+    if (CallError error = store_.hmget(key, fields, 1, &value)) {
         return error;
     }
 
@@ -70,7 +70,7 @@ CallError Settler::bucket_count(redis::String *key, double at, double *was)
 // to 0 keeps its field.  A bucket newer than the key's newest (or a key
 // that had none) becomes the newest, and the key expires when it leaves
 // the window.
-CallError Settler::settle_bucket(redis::String *key, const ZoneParams &zone,
+CallError Settler::settle_bucket(KeyNumber key, const ZoneParams &zone,
                                  double at, double was, double now_at,
                                  double *count, double *oldest)
 {
@@ -92,7 +92,7 @@ CallError Settler::settle_bucket(redis::String *key, const ZoneParams &zone,
     const char *const pairs[] = {name, value, "t", total,
                                  "o", first, "n", name};
 
-    if (CallError error = redis_.hset(key, pairs, newer ? 4 : 3)) {
+    if (CallError error = store_.hset(key, pairs, newer ? 4 : 3)) {
         return error;
     }
 
@@ -103,12 +103,12 @@ CallError Settler::settle_bucket(redis::String *key, const ZoneParams &zone,
     char expiry[lua::kMaxText];
     lua::format(window_rules::expiry_ms(at, zone.span, zone.bucket_ms),
                 expiry);
-    return redis_.pexpireat(key, expiry);
+    return store_.pexpireat(key, expiry);
 }
 
 // A fixed window's count, its current window's, to `now_at` units; a key
 // of no window (none, or started afresh) becomes the current window's.
-CallError Settler::settle_window(redis::String *key, const ZoneParams &zone,
+CallError Settler::settle_window(KeyNumber key, const ZoneParams &zone,
                                  double now_at, double *count,
                                  double *oldest)
 {
@@ -119,12 +119,12 @@ CallError Settler::settle_window(redis::String *key, const ZoneParams &zone,
 
     if (z_.newest == z_.current) {
         const char *const pairs[] = {"t", total};
-        return redis_.hset(key, pairs, 1);
+        return store_.hset(key, pairs, 1);
     }
 
     const char *const pairs[] = {"t", total, "n", z_.field};
 
-    if (CallError error = redis_.hset(key, pairs, 2)) {
+    if (CallError error = store_.hset(key, pairs, 2)) {
         return error;
     }
 
@@ -132,7 +132,7 @@ CallError Settler::settle_window(redis::String *key, const ZoneParams &zone,
     lua::format(window_rules::expiry_ms(z_.current, zone.span,
                                         zone.bucket_ms),
                 expiry);
-    return redis_.pexpireat(key, expiry);
+    return store_.pexpireat(key, expiry);
 }
 
 }  // namespace ratelimit

@@ -1,0 +1,86 @@
+// What the zone kinds read and write, and nothing of how: the Redis
+// commands the window script makes through redis.call() on a call's keys
+// (a window zone's hash, a GCRA zone's string), each with the effects and
+// the errors the script's would have.  Redis's keyspace implements it
+// (redis_store/); a map in memory does for the unit tests (test/).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "store/lua_number.hpp"
+
+namespace ratelimit {
+
+// An error the script's redis.call() would have raised, as Redis words it;
+// nullptr for none.
+using CallError = const char *;
+
+inline constexpr char kWrongType[] =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr char kOutOfMemory[] =
+    "OOM command not allowed when used memory > 'maxmemory'.";
+
+// A key of the call, by its place among the call's keys (0 the first).
+using KeyNumber = std::size_t;
+
+// A field's value as HMGET answers it: absent (nil), or its bytes.
+struct FieldValue {
+    std::string_view text;
+    bool found = false;
+
+    bool present() const { return found; }
+};
+
+// tonumber() of a field: false for nil too.
+inline bool field_number(const FieldValue &value, double *out)
+{
+    return value.found
+           && lua::to_number(value.text.data(), value.text.size(), out);
+}
+
+// A hash's fields and values, as HGETALL answers them.
+using FieldPairs = std::vector<std::pair<std::string, std::string>>;
+
+// The commands, as a request of a call makes them one after another.  What
+// a read answers stays valid until release(), the end of the request.
+class Store {
+public:
+    // HMGET key field...: out[i] for fields[i].
+    virtual CallError hmget(KeyNumber key, const char *const *fields,
+                            std::size_t count, FieldValue *out) = 0;
+
+    // HGETALL key.
+    virtual CallError hgetall(KeyNumber key, FieldPairs *out) = 0;
+
+    // HSET key field value ..., `pairs` (at most 4) fields each followed
+    // by its value.
+    virtual CallError hset(KeyNumber key, const char *const *fields_values,
+                           std::size_t pairs) = 0;
+
+    virtual CallError hdel(KeyNumber key, const std::string *fields,
+                           std::size_t count) = 0;
+
+    virtual CallError del(KeyNumber key) = 0;
+
+    // PEXPIREAT key at_ms, the time as the decimal text the script sends.
+    virtual CallError pexpireat(KeyNumber key, const char *at_ms) = 0;
+
+    // GET key (a GCRA zone's string): out absent for no key.
+    virtual CallError get(KeyNumber key, FieldValue *out) = 0;
+
+    // SET key value PXAT at_ms, both as the decimal text the script sends.
+    virtual CallError set_pxat(KeyNumber key, const char *value,
+                               const char *at_ms) = 0;
+
+    // The end of a request: what its reads answered may go.
+    virtual void release() noexcept = 0;
+
+protected:
+    ~Store() = default;
+};
+
+}  // namespace ratelimit

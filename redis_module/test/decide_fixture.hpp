@@ -1,0 +1,59 @@
+// Calls decided by BatchDecider against a store in memory, as
+// RATELIMIT.DECIDE decides them against Redis: zones given as nginx gives
+// them, entries built as command/batch_call.cpp reads them, the clock set
+// by the test.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "test/memory_store.hpp"
+#include "zones/batch.hpp"
+#include "zones/batch_decider.hpp"
+
+namespace ratelimit::test {
+
+// A zone's arguments: its limit, bucket (ms) and span (buckets; a GCRA
+// zone's capacity), its kind ('s' sliding, 'f' fixed, 'g' GCRA).
+struct ZoneSpec {
+    double limit, bucket_ms, span;
+    char kind;
+    bool enforce = true;
+};
+
+// The zone bytes of an entry.
+inline const std::string_view kZone0("\0", 1);
+inline const std::string_view kZone1("\1", 1);
+inline const std::string_view kZones01("\0\1", 2);
+
+// An entry of `mode` on `zones`, as parse_entry() makes it.
+Entry entry(char mode, std::string_view zones);
+Entry settle_entry(double delta, double at, std::string_view zone);
+Entry lease_entry(double asked, std::string_view zone);
+
+class DecideTest : public ::testing::Test {
+protected:
+    // A whole minute, in ms: fixed windows of a minute start at it.
+    double now_ms = 28333333.0 * 60000;
+    std::vector<ZoneSpec> zones;
+    MemoryStore store;
+
+    // The reply to a call of `entries` at now_ms (their keys numbered in
+    // order, as the call's are; store.names names them).
+    std::vector<ReplyElement> decide(const std::vector<Entry> &entries);
+
+    // The bucket of now_ms in a zone of buckets of `bucket_ms`.
+    double bucket(double bucket_ms) const;
+
+    // Key `key` at now_ms, or nullptr.
+    const MemoryStore::Value *live(const std::string &key);
+
+    // Field `name` of key `key` ("" if none), its expiry time (-1 none).
+    std::string field(const std::string &key, const std::string &name);
+    double expire_at(const std::string &key);
+};
+
+}  // namespace ratelimit::test

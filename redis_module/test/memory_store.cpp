@@ -1,0 +1,162 @@
+#include "test/memory_store.hpp"
+
+#include <cstdlib>
+
+namespace ratelimit::test {
+
+MemoryStore::Value *MemoryStore::find(const std::string &name)
+{
+    auto it = keys.find(name);
+
+    if (it == keys.end()) {
+        return nullptr;
+    }
+
+    if (it->second.expire_at_ms >= 0 && now_ms > it->second.expire_at_ms) {
+        keys.erase(it);
+        return nullptr;
+    }
+
+    return &it->second;
+}
+
+MemoryStore::Value *MemoryStore::live(KeyNumber key)
+{
+    return find(name_of(key));
+}
+
+std::string MemoryStore::name_of(KeyNumber key) const
+{
+    return key < names.size() ? names[key] : std::to_string(key);
+}
+
+FieldValue MemoryStore::answer(const std::string &text)
+{
+    answered_.push_back(text);
+    return FieldValue{answered_.back(), true};
+}
+
+CallError MemoryStore::hmget(KeyNumber key, const char *const *fields,
+                             std::size_t count, FieldValue *out)
+{
+    Value *value = live(key);
+
+    if (value != nullptr && !value->hash) {
+        return kWrongType;
+    }
+
+    for (std::size_t i = 0; i < count; i++) {
+        out[i] = FieldValue{};
+
+        if (value != nullptr) {
+            auto it = value->fields.find(fields[i]);
+
+            if (it != value->fields.end()) {
+                out[i] = answer(it->second);
+            }
+        }
+    }
+
+    return nullptr;
+}
+
+CallError MemoryStore::hgetall(KeyNumber key, FieldPairs *out)
+{
+    Value *value = live(key);
+    out->clear();
+
+    if (value != nullptr && !value->hash) {
+        return kWrongType;
+    }
+
+    if (value != nullptr) {
+        out->assign(value->fields.begin(), value->fields.end());
+    }
+
+    return nullptr;
+}
+
+CallError MemoryStore::hset(KeyNumber key, const char *const *fields_values,
+                            std::size_t pairs)
+{
+    Value *value = live(key);
+
+    if (value != nullptr && !value->hash) {
+        return kWrongType;
+    }
+
+    if (value == nullptr) {
+        value = &keys[name_of(key)];
+    }
+
+    for (std::size_t i = 0; i < pairs; i++) {
+        value->fields[fields_values[2 * i]] = fields_values[2 * i + 1];
+    }
+
+    return nullptr;
+}
+
+CallError MemoryStore::hdel(KeyNumber key, const std::string *fields,
+                            std::size_t count)
+{
+    Value *value = live(key);
+
+    if (value != nullptr && !value->hash) {
+        return kWrongType;
+    }
+
+    if (value == nullptr) {
+        return nullptr;
+    }
+
+    for (std::size_t i = 0; i < count; i++) {
+        value->fields.erase(fields[i]);
+    }
+
+    if (value->fields.empty()) {
+        return del(key);
+    }
+
+    return nullptr;
+}
+
+CallError MemoryStore::del(KeyNumber key)
+{
+    keys.erase(name_of(key));
+    return nullptr;
+}
+
+CallError MemoryStore::pexpireat(KeyNumber key, const char *at_ms)
+{
+    if (Value *value = live(key)) {
+        value->expire_at_ms = std::strtod(at_ms, nullptr);
+    }
+
+    return nullptr;
+}
+
+CallError MemoryStore::get(KeyNumber key, FieldValue *out)
+{
+    Value *value = live(key);
+    *out = FieldValue{};
+
+    if (value == nullptr) {
+        return nullptr;
+    }
+
+    if (value->hash) {
+        return kWrongType;
+    }
+
+    *out = answer(value->text);
+    return nullptr;
+}
+
+CallError MemoryStore::set_pxat(KeyNumber key, const char *text,
+                                const char *at_ms)
+{
+    keys[name_of(key)] = Value{false, {}, text, std::strtod(at_ms, nullptr)};
+    return nullptr;
+}
+
+}  // namespace ratelimit::test

@@ -1,0 +1,272 @@
+#include "zones/batch_decider.hpp"
+
+#include <algorithm>
+
+#include "protocol/batch_protocol.hpp"
+
+namespace ratelimit {
+
+BatchDecider::BatchDecider(const Batch &call, Store *store)
+    : call_(call), store_(*store), window_(store), gcra_(store, call.now_us)
+{
+    reply_.assign(call.reply_size, ReplyElement{0, nullptr});
+    reply_[0].value = call.now_ms;
+}
+
+// The one place that asks a zone's kind.
+ZoneKind &BatchDecider::kind(const ZoneParams &zone)
+{
+    if (zone.gcra != 0) {
+        return gcra_;
+    }
+
+    return window_;
+}
+
+// The script's main loop: run() takes what it can, careful() the rest, and
+// a request that raised in run() is decided afresh by careful(nil).
+void BatchDecider::run()
+{
+    for (const Entry &entry : call_.entries) {
+        if (!entry.solo || !fast(entry)) {
+            careful(entry, nullptr);
+        }
+
+        store_.release();
+    }
+}
+
+// run() for one request.  False where the script's run() raised, having
+// written nothing (or in the one write that failed).
+bool BatchDecider::fast(const Entry &entry)
+{
+    const ZoneParams &zone = zone_of(entry, 0);
+    FastDecision decision;
+    kind(zone).run(k_, zone, &decision);
+
+    if (decision.outcome == FastDecision::kRaised) {
+        return false;
+    }
+
+    if (decision.outcome == FastDecision::kCareful) {
+        careful(entry, decision.read);
+        return true;
+    }
+
+    reply_[r_] = {decision.reply[0], decision.error};
+
+    for (std::size_t j = 1; j <= kRepliesPerZone; j++) {
+        set(r_ + j, decision.reply[j]);
+    }
+
+    k_++;
+    r_ += 1 + kRepliesPerZone;
+    return true;
+}
+
+void BatchDecider::careful(const Entry &entry, const FieldValue *read)
+{
+    if (CallError error = decide(k_, entry, r_, read)) {
+        reply_[r_] = {0, error};
+
+        for (std::size_t j = r_ + 1; j < r_ + entry.reply_size(); j++) {
+            set(j, 0);
+        }
+    }
+
+    k_ += entry.keys();
+    r_ += entry.reply_size();
+}
+
+CallError BatchDecider::decide(std::size_t k, const Entry &entry,
+                               std::size_t r, const FieldValue *read)
+{
+    if (entry.error != nullptr) {
+        return entry.error;
+    }
+
+    if (entry.mode == kEntryInterval) {
+        return peek_interval(k, entry, r);
+    }
+
+    if (entry.mode == kEntrySettle) {
+        return settle(k, entry, r);
+    }
+
+    if (entry.mode == kEntryLease) {
+        return lease(k, entry, r);
+    }
+
+    return decide_zones(k, entry, r, read);
+}
+
+// A settle, answered with 0 (never rejected), the zone's count and oldest
+// bucket after it (a GCRA zone's backlog in us, and 0), and the units
+// (turns) it applied.
+CallError BatchDecider::settle(std::size_t k, const Entry &entry,
+                               std::size_t r)
+{
+    const ZoneParams &zone = zone_of(entry, 0);
+    double count, oldest, applied;
+
+    if (CallError error = kind(zone).settle(k, zone, entry.delta, entry.at,
+                                            &count, &oldest, &applied))
+    {
+        return error;
+    }
+
+    set(r, 0);
+    set(r + 1, count);
+    set(r + 2, oldest);
+    set(r + 3, applied);
+    return nullptr;
+}
+
+// A lease of an enforced window zone (its errors, a GCRA zone's among
+// them, are the entry's, found as it was parsed): g = min(asked,
+// max(limit - count, 0)) units granted and counted as a cost of g.
+// Answered as decide_one() answers, but refused (1) only where units were
+// asked and none granted, and then g.
+CallError BatchDecider::lease(std::size_t k, const Entry &entry,
+                              std::size_t r)
+{
+    const ZoneParams &zone = zone_of(entry, 0);
+    reads_.resize(std::max<std::size_t>(reads_.size(), 1));
+    ZoneRead &z = reads_[0];
+
+    if (CallError error = window_.read_zone(k, zone, nullptr, &z)) {
+        return error;
+    }
+
+    double granted = std::min(entry.asked,
+                              std::max(zone.limit - z.count, 0.0));
+    bool over = window_.over(z, entry.asked, zone);
+    double count, oldest;
+
+    if (CallError error = window_.write_zone(k, zone, granted, &z, &count,
+                                             &oldest))
+    {
+        return error;
+    }
+
+    set(r, granted == 0 && entry.asked > 0 ? 1 : 0);
+    set(r + 1, count);
+    set(r + 2, oldest);
+    set(r + 3, over ? 1 : 0);
+    set(r + 4, granted);
+    return nullptr;
+}
+
+// "c", "w", "p" and, its first part, "i".
+CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
+                                     std::size_t r, const FieldValue *read)
+{
+    std::size_t n = entry.zones.size();
+    bool counting = entry.mode == kEntryCount || entry.mode == kEntryCosts;
+    reads_.resize(std::max(reads_.size(), n));
+
+    if (n == 1) {
+        return decide_one(k, entry, counting, r, read);
+    }
+
+    bool rejected = false;
+
+    for (std::size_t i = 0; i < n; i++) {
+        const ZoneParams &zone = zone_of(entry, i);
+        ZoneKind &zone_kind = kind(zone);
+
+        if (CallError error = zone_kind.read_zone(k + i, zone, nullptr,
+                                                  &reads_[i]))
+        {
+            return error;
+        }
+
+        if (zone_kind.over(reads_[i], entry.cost(i), zone) && zone.enforce) {
+            rejected = true;
+        }
+    }
+
+    set(r, rejected ? 1 : 0);
+
+    for (std::size_t i = 0; i < n; i++) {
+        const ZoneParams &zone = zone_of(entry, i);
+        ZoneKind &zone_kind = kind(zone);
+        double cost = entry.cost(i);
+        bool over = zone_kind.over(reads_[i], cost, zone);
+        std::size_t q = r + kRepliesPerZone * i + 1;
+        double count, oldest;
+
+        if (CallError error = zone_kind.write_zone(
+                k + i, zone, counting && !rejected && !over ? cost : 0,
+                &reads_[i], &count, &oldest))
+        {
+            return error;
+        }
+
+        set(q, count);
+        set(q + 1, oldest);
+        set(q + 2, over ? 1 : 0);
+    }
+
+    return nullptr;
+}
+
+// decide_zones() of a request of one zone: nothing to hold while others
+// are read.
+CallError BatchDecider::decide_one(std::size_t k, const Entry &entry,
+                                   bool counting, std::size_t r,
+                                   const FieldValue *read)
+{
+    const ZoneParams &zone = zone_of(entry, 0);
+    ZoneKind &zone_kind = kind(zone);
+    ZoneRead &z = reads_[0];
+
+    if (CallError error = zone_kind.read_zone(k, zone, read, &z)) {
+        return error;
+    }
+
+    double cost = entry.cost(0);
+    bool over = zone_kind.over(z, cost, zone);
+    set(r, over && zone.enforce ? 1 : 0);
+    double count, oldest;
+
+    if (CallError error = zone_kind.write_zone(
+            k, zone, counting && !over ? cost : 0, &z, &count, &oldest))
+    {
+        return error;
+    }
+
+    set(r + 1, count);
+    set(r + 2, oldest);
+    set(r + 3, over ? 1 : 0);
+    return nullptr;
+}
+
+CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,
+                                      std::size_t r)
+{
+    std::size_t n = entry.zones.size();
+
+    if (CallError error = decide_zones(k, entry, r, nullptr)) {
+        return error;
+    }
+
+    for (std::size_t i = 0; i < n; i++) {
+        const ZoneParams &zone = zone_of(entry, i);
+        double count;
+
+        if (CallError error = kind(zone).count_newest(
+                k + i, zone, entry.wanted[i],
+                reply_[r + kRepliesPerZone * i + 1].value,
+                &count))
+        {
+            return error;
+        }
+
+        set(r + kRepliesPerZone * n + 1 + i, count);
+    }
+
+    return nullptr;
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,60 @@
+// The window zone kind, sliding or fixed: a zone's hash read and written
+// back by ZoneWindow (zone_window.hpp), settled by Settler (settle.hpp),
+// and the script's run_window(), the fast path of a counted request of one
+// window zone.
+#pragma once
+
+#include "store/store.hpp"
+#include "zones/batch.hpp"
+#include "zones/settle.hpp"
+#include "zones/zone_kind.hpp"
+#include "zones/zone_window.hpp"
+
+namespace ratelimit {
+
+class WindowKind final : public ZoneKind {
+public:
+    explicit WindowKind(Store *store)
+        : store_(*store), window_(store), settler_(&window_, store) {}
+
+    CallError read_zone(KeyNumber key, const ZoneParams &zone,
+                        const FieldValue *read, ZoneRead *z) override
+    {
+        return window_.read_zone(key, zone, read, z);
+    }
+
+    // The count and `cost` (at least 1) over the limit.
+    bool over(const ZoneRead &z, double cost,
+              const ZoneParams &zone) const override;
+
+    CallError write_zone(KeyNumber key, const ZoneParams &zone, double add,
+                         ZoneRead *z, double *count, double *oldest) override
+    {
+        return window_.write_zone(key, zone, add, z, count, oldest);
+    }
+
+    CallError settle(KeyNumber key, const ZoneParams &zone, double delta,
+                     double at, double *count, double *oldest,
+                     double *applied) override
+    {
+        return settler_.settle(key, zone, delta, at, count, oldest, applied);
+    }
+
+    // A fixed window's is its count; a sliding one's is summed.
+    CallError count_newest(KeyNumber key, const ZoneParams &zone,
+                           double wanted, double count,
+                           double *out) override;
+
+    // kRaised where the script's run_window() raised, having written
+    // nothing (or in the one write that failed); kCareful where it hands
+    // the request to careful() with what it read.
+    void run(KeyNumber key, const ZoneParams &zone,
+             FastDecision *out) override;
+
+private:
+    Store &store_;
+    ZoneWindow window_;
+    Settler settler_;
+};
+
+}  // namespace ratelimit
