@@ -15,7 +15,7 @@
 #include "http/settle_handler.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
-#include "concurrency/slot_gate.hpp"
+#include "concurrency/permit_gate.hpp"
 #include "http/variables.hpp"
 #include "local/local_breaker.hpp"
 #include "local/local_memory.hpp"
@@ -115,11 +115,11 @@ ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
     }
 
     if (mcf->concurrency) {
-        worker.slots = new (std::nothrow) SlotGate(worker.link, mcf->prefix,
-                                                   mcf->redis->wake_key,
-                                                   cycle->log);
+        worker.permits = new (std::nothrow) PermitGate(worker.link, mcf->prefix,
+                                                       mcf->redis->wake_key,
+                                                       cycle->log);
 
-        if (worker.slots == nullptr || !worker.slots->subscribe()) {
+        if (worker.permits == nullptr || !worker.permits->subscribe()) {
             return NGX_ERROR;
         }
     }
@@ -158,7 +158,7 @@ void destroy_worker_objects() noexcept
     }
 
     delete worker.calls;
-    delete worker.slots;
+    delete worker.permits;
     delete worker.forgive;
     delete worker.breaker;
     delete worker.link;

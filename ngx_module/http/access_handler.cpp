@@ -8,8 +8,8 @@
 #include "rate/reservations.hpp"
 #include "rate/script_call.hpp"
 #include "rate/zone_values.hpp"
-#include "concurrency/slot_hold.hpp"
-#include "concurrency/slot_report.hpp"
+#include "concurrency/permit_hold.hpp"
+#include "concurrency/permit_report.hpp"
 #include "status/status_handler.hpp"
 #include "keys/subject_key.hpp"
 #include "limits/sliding_window.hpp"
@@ -31,13 +31,13 @@ void log_limited(RequestState *state, bool dry_run)
                   dry_run ? ", dry run," : "", &zone, len, subject);
 }
 
-void log_slot_limited(RequestState *state, bool dry_run)
+void log_permit_limited(RequestState *state, bool dry_run)
 {
     const ZoneRef *ref = state->hold->ref;
     char subject[printable_subject_max_size()];
     size_t len = write_printable_subject(view(state->hold->subject),
                                          subject);
-    const char *why = state->hold->outcome == SlotOutcome::kTimedOut
+    const char *why = state->hold->outcome == PermitOutcome::kTimedOut
                       ? "waited too long" : "queue full";
 
     ngx_log_error(state->lcf->log_level, state->r->connection->log, 0,
@@ -48,14 +48,14 @@ void log_slot_limited(RequestState *state, bool dry_run)
 
 // Whether the concurrency zone leaves the request to the rate zones; if
 // not, its result.  A request refused by it is counted in no rate zone.
-bool past_slot(RequestState *state)
+bool past_permit(RequestState *state)
 {
     switch (state->hold->outcome) {
-    case SlotOutcome::kQueueFull:
-    case SlotOutcome::kTimedOut:
+    case PermitOutcome::kQueueFull:
+    case PermitOutcome::kTimedOut:
         state->result = Result::kRejected;
         break;
-    case SlotOutcome::kError:
+    case PermitOutcome::kError:
         if (state->lcf->fail != kFailClosed) {
             return true;
         }
@@ -71,18 +71,18 @@ bool past_slot(RequestState *state)
 
 // A request the rate zones passed takes the concurrency zone's word for
 // its status: it waited in vain in dry run, or Redis did not answer.
-void merge_slot_result(RequestState *state)
+void merge_permit_result(RequestState *state)
 {
-    SlotOutcome outcome = state->hold->outcome;
+    PermitOutcome outcome = state->hold->outcome;
 
     if (state->result != Result::kPassed && state->result != Result::kNone) {
         return;
     }
 
-    if (outcome == SlotOutcome::kDryRun) {
-        log_slot_limited(state, true);
+    if (outcome == PermitOutcome::kDryRun) {
+        log_permit_limited(state, true);
         state->result = Result::kRejectedDryRun;
-    } else if (outcome == SlotOutcome::kError) {
+    } else if (outcome == PermitOutcome::kError) {
         state->result = Result::kError;
     } else {
         state->result = Result::kPassed;
@@ -132,13 +132,14 @@ ngx_int_t wait_for_turn(RequestState *state)
     return NGX_AGAIN;
 }
 
-ngx_int_t ask_late_slot(RequestState *state);
+ngx_int_t ask_late_permit(RequestState *state);
 
 // A request the rate zones let through goes on to the next phase, or to
 // its concurrency zone first if that is asked after them.
 ngx_int_t pass_on(RequestState *state)
 {
-    return state->late_slot != nullptr ? ask_late_slot(state) : NGX_DECLINED;
+    return state->late_permit != nullptr ? ask_late_permit(state)
+                                         : NGX_DECLINED;
 }
 
 // The request's zone `i` has a limit of 0: it rejects the request (in a
@@ -170,7 +171,7 @@ ngx_int_t act_on(RequestState *state)
     note_fleet_count(state);
 
     if (state->hold != nullptr) {
-        merge_slot_result(state);
+        merge_permit_result(state);
     }
 
     if (state->peek) {
@@ -180,10 +181,10 @@ ngx_int_t act_on(RequestState *state)
 
     switch (state->result) {
     case Result::kRejected:
-        state->late_slot = nullptr;
+        state->late_permit = nullptr;
 
         if (state->zones == 0) {
-            log_slot_limited(state, false);
+            log_permit_limited(state, false);
         } else {
             log_limited(state, false);
         }
@@ -195,14 +196,14 @@ ngx_int_t act_on(RequestState *state)
 
     case Result::kError:
         if (state->lcf->fail == kFailClosed) {
-            state->late_slot = nullptr;
+            state->late_permit = nullptr;
             return static_cast<ngx_int_t>(state->lcf->fail_status);
         }
 
         return pass_on(state);
 
     case Result::kInvalid:
-        state->late_slot = nullptr;
+        state->late_permit = nullptr;
         return NGX_HTTP_BAD_REQUEST;
 
     case Result::kPassed:
@@ -216,11 +217,11 @@ ngx_int_t act_on(RequestState *state)
 // The concurrency zone's answer to a request its rate zones let through:
 // refused (or failed closed), the request gives back what they counted,
 // and is answered as if the zone had been asked first.
-ngx_int_t act_on_late_slot(RequestState *state)
+ngx_int_t act_on_late_permit(RequestState *state)
 {
-    if (past_slot(state)) {
+    if (past_permit(state)) {
         state->stage = RequestState::Stage::kDone;
-        merge_slot_result(state);
+        merge_permit_result(state);
         return NGX_DECLINED;
     }
 
@@ -239,26 +240,26 @@ void resume_phases(RequestState *state) noexcept
     state->r->write_event_handler(state->r);
 }
 
-void slot_decided(RequestState *state) noexcept
+void permit_decided(RequestState *state) noexcept
 {
-    state->stage = RequestState::Stage::kSlotDecided;
+    state->stage = RequestState::Stage::kPermitDecided;
     resume_phases(state);
 }
 
-void late_slot_decided(RequestState *state) noexcept
+void late_permit_decided(RequestState *state) noexcept
 {
-    state->stage = RequestState::Stage::kLateSlotDecided;
+    state->stage = RequestState::Stage::kLatePermitDecided;
     resume_phases(state);
 }
 
 // Once the concurrency zone, if any, let the request through: its rate
-// zones.  A request that waited for a slot is counted in them only now,
+// zones.  A request that waited for a permit is counted in them only now,
 // once.
 ngx_int_t ask_rate_zones(RequestState *state)
 {
     ngx_http_request_t *r = state->r;
 
-    if (state->hold != nullptr && !past_slot(state)) {
+    if (state->hold != nullptr && !past_permit(state)) {
         state->zones = 0;
         return act_on(state);
     }
@@ -286,16 +287,16 @@ ngx_int_t ask_rate_zones(RequestState *state)
     return NGX_AGAIN;
 }
 
-// Asks the concurrency zone for a slot: `decided` resumes the request once
+// Asks the concurrency zone for a permit: `decided` resumes the request once
 // the answer is known, and `then` acts on an answer known at once.
-ngx_int_t ask_slot(RequestState *state, const ZoneRef *ref,
-                   const ngx_str_t &subject,
-                   void (*decided)(RequestState *state) noexcept,
-                   ngx_int_t (*then)(RequestState *state))
+ngx_int_t ask_permit(RequestState *state, const ZoneRef *ref,
+                     const ngx_str_t &subject,
+                     void (*decided)(RequestState *state) noexcept,
+                     ngx_int_t (*then)(RequestState *state))
 {
     ngx_http_request_t *r = state->r;
 
-    if (!start_slot(state, ref, subject, decided)) {
+    if (!start_permit(state, ref, subject, decided)) {
         return state->hold == nullptr ? NGX_HTTP_INTERNAL_SERVER_ERROR
                                       : then(state);
     }
@@ -308,20 +309,20 @@ ngx_int_t ask_slot(RequestState *state, const ZoneRef *ref,
 
 // Once the rate zones let the request through and its GCRA wait, if any,
 // is over: its concurrency zone.
-ngx_int_t ask_late_slot(RequestState *state)
+ngx_int_t ask_late_permit(RequestState *state)
 {
-    const ZoneRef *ref = state->late_slot;
+    const ZoneRef *ref = state->late_permit;
 
-    state->late_slot = nullptr;
-    return ask_slot(state, ref, state->late_slot_subject, late_slot_decided,
-                    act_on_late_slot);
+    state->late_permit = nullptr;
+    return ask_permit(state, ref, state->late_permit_subject,
+                      late_permit_decided, act_on_late_permit);
 }
 
 // A concurrency zone is asked first (a request it refuses, or that waits
-// for a slot, is counted in no rate zone until it has one), unless a GCRA
+// for a permit, is counted in no rate zone until it has one), unless a GCRA
 // zone of the request may make it wait for its turn: a request waiting for
-// its turn holds no slot, so the slot is asked for after the wait.
-bool slot_comes_last(const RequestState *state)
+// its turn holds no permit, so the permit is asked for after the wait.
+bool permit_comes_last(const RequestState *state)
 {
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         const ZoneRef *ref = state->refs[i];
@@ -337,14 +338,14 @@ bool slot_comes_last(const RequestState *state)
 }
 
 // A peek reports on the concurrency zone first, then on the rate zones.
-ngx_int_t peek_slot(RequestState *state, const ZoneRef *ref,
-                    const ngx_str_t &subject, ngx_uint_t position)
+ngx_int_t peek_permit(RequestState *state, const ZoneRef *ref,
+                      const ngx_str_t &subject, ngx_uint_t position)
 {
-    if (!add_slot_report(state, ref, subject, position)) {
+    if (!add_permit_report(state, ref, subject, position)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (!send_slot_report(state, slot_decided)) {
+    if (!send_permit_report(state, permit_decided)) {
         return ask_rate_zones(state);
     }
 
@@ -400,9 +401,9 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
                   && wants_peek(r, lcf->peek_header);
 
     auto *refs = static_cast<const ZoneRef *>(lcf->zones->elts);
-    const ZoneRef *slot_ref = nullptr;
-    ngx_str_t slot_subject = ngx_null_string;
-    ngx_uint_t slot_position = 0;  // of its object in a peek's answer
+    const ZoneRef *permit_ref = nullptr;
+    ngx_str_t permit_subject = ngx_null_string;
+    ngx_uint_t permit_position = 0;  // of its object in a peek's answer
     bool invalid_value = false;
     ngx_uint_t blocked = NGX_CONF_UNSET_UINT;  // the first zone of limit 0
     const char *outcome = state->peek ? "left out of the answer"
@@ -423,9 +424,9 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
         }
 
         if (refs[i].zone->concurrency != nullptr) {
-            slot_ref = &refs[i];
-            slot_subject = subject;
-            slot_position = state->zones;
+            permit_ref = &refs[i];
+            permit_subject = subject;
+            permit_position = state->zones;
             continue;
         }
 
@@ -468,7 +469,7 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
     // A zone whose limit or cost has no valid value cannot decide the
     // request: it is refused as a bad request (a client that steers the
     // value must not get the fail policy meant for Redis), counted in none
-    // of its zones, nor holds a slot of its concurrency zone.  A zone of
+    // of its zones, nor holds a permit of its concurrency zone.  A zone of
     // limit 0 rejects it.
     if (invalid_value || blocked != NGX_CONF_UNSET_UINT) {
         if (invalid_value) {
@@ -481,7 +482,7 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
         return act_on(state);
     }
 
-    if (state->zones == 0 && slot_ref == nullptr && !state->peek) {
+    if (state->zones == 0 && permit_ref == nullptr && !state->peek) {
         state->result = Result::kNone;
         state->stage = RequestState::Stage::kDone;
         return NGX_DECLINED;
@@ -499,22 +500,22 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (slot_ref == nullptr) {
+    if (permit_ref == nullptr) {
         return ask_rate_zones(state);
     }
 
     if (state->peek) {
-        return peek_slot(state, slot_ref, slot_subject, slot_position);
+        return peek_permit(state, permit_ref, permit_subject, permit_position);
     }
 
-    if (slot_comes_last(state)) {
-        state->late_slot = slot_ref;
-        state->late_slot_subject = slot_subject;
+    if (permit_comes_last(state)) {
+        state->late_permit = permit_ref;
+        state->late_permit_subject = permit_subject;
         return ask_rate_zones(state);
     }
 
-    return ask_slot(state, slot_ref, slot_subject, slot_decided,
-                    ask_rate_zones);
+    return ask_permit(state, permit_ref, permit_subject, permit_decided,
+                      ask_rate_zones);
 }
 
 }  // namespace
@@ -536,7 +537,7 @@ ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
             return NGX_DECLINED;
         case RequestState::Stage::kWaiting:
             return NGX_AGAIN;
-        case RequestState::Stage::kSlotDecided:
+        case RequestState::Stage::kPermitDecided:
             // A peek's read handler goes on discarding its body.
             if (!state->peek) {
                 r->read_event_handler = ngx_http_block_reading;
@@ -545,11 +546,11 @@ ngx_int_t preaccess_handler(ngx_http_request_t *r) noexcept
         case RequestState::Stage::kDecided:
             r->read_event_handler = ngx_http_block_reading;
             return act_on(state);
-        case RequestState::Stage::kLateSlotDecided:
+        case RequestState::Stage::kLatePermitDecided:
             r->read_event_handler = ngx_http_block_reading;
-            return act_on_late_slot(state);
+            return act_on_late_permit(state);
         case RequestState::Stage::kDone:
-            // Back from the wait for its GCRA turn, maybe for its slot.
+            // Back from the wait for its GCRA turn, maybe for its permit.
             return pass_on(state);
         }
     }

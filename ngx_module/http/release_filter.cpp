@@ -1,7 +1,7 @@
 #include "http/release_filter.hpp"
 
 #include "request/request_state.hpp"
-#include "concurrency/slot_hold.hpp"
+#include "concurrency/permit_hold.hpp"
 
 namespace ratelimit {
 
@@ -10,7 +10,7 @@ namespace {
 ngx_http_output_header_filter_pt next_header_filter;
 ngx_http_output_body_filter_pt next_body_filter;
 
-SlotHold *main_hold(ngx_http_request_t *r)
+PermitHold *main_hold(ngx_http_request_t *r)
 {
     if (r != r->main) {
         return nullptr;
@@ -26,13 +26,13 @@ SlotHold *main_hold(ngx_http_request_t *r)
 // HTTP/2 stream (c->buffered), not behind a subrequest.  What is left is
 // sent again through the body filter (`in` nullptr) by nginx's writer,
 // which makes the last of these checks.
-void release_if_sent(ngx_http_request_t *r, SlotHold *hold, ngx_int_t rc)
+void release_if_sent(ngx_http_request_t *r, PermitHold *hold, ngx_int_t rc)
 {
     if (hold->last_buf_passed && rc == NGX_OK && r->out == nullptr
         && !r->buffered && !r->connection->buffered
         && r->postponed == nullptr)
     {
-        release_slot(hold);
+        release_permit(hold);
     }
 }
 
@@ -40,7 +40,7 @@ void release_if_sent(ngx_http_request_t *r, SlotHold *hold, ngx_int_t rc)
 // the first); a header-only response ends with it, as no body follows.
 ngx_int_t release_header_filter(ngx_http_request_t *r) noexcept
 {
-    SlotHold *hold = main_hold(r);
+    PermitHold *hold = main_hold(r);
 
     if (hold != nullptr) {
         hold->last_buf_passed = false;
@@ -72,7 +72,7 @@ ngx_int_t release_body_filter(ngx_http_request_t *r, ngx_chain_t *in) noexcept
         return rc;
     }
 
-    SlotHold *hold = main_hold(r);
+    PermitHold *hold = main_hold(r);
 
     if (hold != nullptr) {
         hold->last_buf_passed = hold->last_buf_passed || last;

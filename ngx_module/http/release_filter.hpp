@@ -1,7 +1,7 @@
-// Gives a concurrency zone's slot back as the response's last byte leaves,
+// Gives a concurrency zone's permit back as the response's last byte leaves,
 // not when nginx frees the request: a request may outlive its response by
 // seconds (discarding a body it did not read, a lingering close), and the
-// slot is for the response.
+// permit is for the response.
 #pragma once
 
 #include "conf/module_conf.hpp"

@@ -2,7 +2,7 @@
 
 #include "limits/rate_headers.hpp"
 #include "request/request_state.hpp"
-#include "concurrency/slot_hold.hpp"
+#include "concurrency/permit_hold.hpp"
 
 namespace ratelimit {
 
@@ -138,14 +138,14 @@ ngx_int_t zone_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 }
 
 // The request's hold if it waited in a concurrency zone's queue.
-const SlotHold *waited_hold(ngx_http_request_t *r)
+const PermitHold *waited_hold(ngx_http_request_t *r)
 {
     const RequestState *state = find_state(r);
-    const SlotHold *hold = state != nullptr ? state->hold : nullptr;
+    const PermitHold *hold = state != nullptr ? state->hold : nullptr;
 
     if (hold == nullptr
-        || (hold->outcome != SlotOutcome::kAdmittedAfterWait
-            && hold->outcome != SlotOutcome::kTimedOut))
+        || (hold->outcome != PermitOutcome::kAdmittedAfterWait
+            && hold->outcome != PermitOutcome::kTimedOut))
     {
         return nullptr;
     }
@@ -159,7 +159,7 @@ ngx_int_t queue_time_variable(ngx_http_request_t *r,
                               ngx_http_variable_value_t *v,
                               uintptr_t) noexcept
 {
-    const SlotHold *hold = waited_hold(r);
+    const PermitHold *hold = waited_hold(r);
 
     if (hold == nullptr) {
         v->not_found = 1;
@@ -178,16 +178,16 @@ ngx_int_t queue_time_variable(ngx_http_request_t *r,
 }
 
 // $ratelimit_handoff_time: milliseconds, to the microsecond, from the
-// release that freed the slot a waiter got to the waiter's resumption;
-// empty if it did not wait, or learned of its slot by a check (a lost
+// release that freed the permit a waiter got to the waiter's resumption;
+// empty if it did not wait, or learned of its permit by a check (a lost
 // Pub/Sub message) rather than by the message.
 ngx_int_t handoff_time_variable(ngx_http_request_t *r,
                                 ngx_http_variable_value_t *v,
                                 uintptr_t) noexcept
 {
-    const SlotHold *hold = waited_hold(r);
+    const PermitHold *hold = waited_hold(r);
 
-    if (hold == nullptr || hold->outcome != SlotOutcome::kAdmittedAfterWait
+    if (hold == nullptr || hold->outcome != PermitOutcome::kAdmittedAfterWait
         || hold->handoff_us == kUnknownHandoff)
     {
         v->not_found = 1;

@@ -13,12 +13,12 @@ namespace {
 struct Worker {
     MetricsLayout layout;
     void *block;
-    std::size_t slot;
+    std::size_t row;
     LinkCounters *link;
     ngx_uint_t *zones_in_flight;  // per zone: requests let through, not done
 };
 
-// This worker process's slot: set in init_process, cleared in exit_process;
+// This worker process's row: set in init_process, cleared in exit_process;
 // a reload starts new processes, so it never outlives its cycle.
 Worker *worker;
 
@@ -35,16 +35,16 @@ void observe(Histogram<kBounds> *h, const std::uint64_t (&bounds)[kBounds],
     add(&h->sum, value);
 }
 
-ZoneCounters *zone_slot(ngx_uint_t zone)
+ZoneCounters *zone_counters(ngx_uint_t zone)
 {
-    return worker->layout.zone(worker->block, worker->slot, zone);
+    return worker->layout.zone(worker->block, worker->row, zone);
 }
 
 void enter_busy(ngx_uint_t zone)
 {
     if (worker->zones_in_flight[zone]++ == 0) {
         busy_clock::enter(worker->layout.busy_word(worker->block, zone),
-                          worker->slot, now_us());
+                          worker->row, now_us());
     }
 }
 
@@ -62,7 +62,7 @@ void count_decision(ZoneCounters *z, Decision decision, std::uint64_t wait_us)
 void leave_busy(ngx_uint_t zone, bool success, std::uint64_t start_us,
                 std::uint64_t now)
 {
-    ZoneCounters *z = zone_slot(zone);
+    ZoneCounters *z = zone_counters(zone);
 
     if (success) {
         add(&z->successes, 1);
@@ -71,7 +71,7 @@ void leave_busy(ngx_uint_t zone, bool success, std::uint64_t start_us,
 
     if (--worker->zones_in_flight[zone] == 0) {
         busy_clock::leave(worker->layout.busy_word(worker->block, zone),
-                          worker->slot, now, &z->busy_us);
+                          worker->row, now, &z->busy_us);
     }
 }
 
@@ -97,10 +97,10 @@ ngx_int_t init_shared_zone(ngx_shm_zone_t *zone, void *old) noexcept
     return NGX_OK;
 }
 
-// One slot per worker; worker_processes may come after the http block,
-// and is unset here then: a slot per CPU covers `auto`.  Workers past the
-// slots share one (counts stay exact: every add is atomic).
-std::size_t slot_count(ngx_conf_t *cf)
+// One row per worker; worker_processes may come after the http block,
+// and is unset here then: a row per CPU covers `auto`.  Workers past the
+// rows share one (counts stay exact: every add is atomic).
+std::size_t row_count(ngx_conf_t *cf)
 {
     auto *ccf = reinterpret_cast<ngx_core_conf_t *>(
         ngx_get_conf(cf->cycle->conf_ctx, ngx_core_module));
@@ -133,14 +133,14 @@ ngx_int_t add_shared_zone(ngx_conf_t *cf, MainConf *mcf) noexcept
         names[i] = view(defined[i]->name);
     }
 
-    std::size_t slots = slot_count(cf);
-    auto *shared = new (memory) MetricsShared{MetricsLayout(zones, slots),
+    std::size_t rows = row_count(cf);
+    auto *shared = new (memory) MetricsShared{MetricsLayout(zones, rows),
                                               nullptr};
     // Named after the zone set: a reload that changes it gets a new block,
     // while the old workers finish writing into the old one.
     ngx_str_t zone_name = {
         static_cast<size_t>(ngx_sprintf(name, "ratelimit_metrics_%016xL",
-                                        layout_signature(names, zones, slots))
+                                        layout_signature(names, zones, rows))
                             - name),
         name};
     size_t size = ngx_align(shared->layout.size(), ngx_pagesize)
@@ -174,10 +174,10 @@ ngx_int_t start_worker(ngx_cycle_t *cycle, MainConf *mcf) noexcept
 
     auto *shared = static_cast<MetricsShared *>(mcf->metrics_zone->data);
     const MetricsLayout &layout = shared->layout;
-    std::size_t slot = ngx_worker % layout.slots();
+    std::size_t row = ngx_worker % layout.rows();
 
-    worker = new (std::nothrow) Worker{layout, shared->block, slot,
-                                       layout.link(shared->block, slot),
+    worker = new (std::nothrow) Worker{layout, shared->block, row,
+                                       layout.link(shared->block, row),
                                        nullptr};
 
     if (worker == nullptr) {
@@ -220,7 +220,7 @@ bool record_zone_decision(ngx_uint_t zone, Decision decision,
         return false;
     }
 
-    count_decision(zone_slot(zone), decision, wait_us);
+    count_decision(zone_counters(zone), decision, wait_us);
 
     if (decision == Decision::kRejected
         || decision == Decision::kErrorRejected)
@@ -243,7 +243,7 @@ void record_zone_done(ngx_uint_t zone, bool success, std::uint64_t start_us,
 void record_deny_cache_hit(ngx_uint_t zone) noexcept
 {
     if (worker != nullptr) {
-        add(&zone_slot(zone)->deny_cache_hits, 1);
+        add(&zone_counters(zone)->deny_cache_hits, 1);
     }
 }
 
@@ -251,21 +251,23 @@ void record_units(ngx_uint_t zone, UnitEvent event,
                   std::uint64_t units) noexcept
 {
     if (worker != nullptr && units > 0) {
-        add(&zone_slot(zone)->units[static_cast<std::size_t>(event)], units);
+        add(&zone_counters(zone)->units[static_cast<std::size_t>(event)],
+            units);
     }
 }
 
 void record_settle(ngx_uint_t zone, SettleOutcome outcome) noexcept
 {
     if (worker != nullptr) {
-        add(&zone_slot(zone)->settles[static_cast<std::size_t>(outcome)], 1);
+        add(&zone_counters(zone)->settles[static_cast<std::size_t>(outcome)],
+            1);
     }
 }
 
 void record_zone_delay(ngx_uint_t zone, std::uint64_t wait_ms) noexcept
 {
     if (worker != nullptr) {
-        ZoneCounters *z = zone_slot(zone);
+        ZoneCounters *z = zone_counters(zone);
         add(&z->delayed, 1);
         observe(&z->delay_us, kQueueWaitBoundsUs, wait_ms * 1000);
     }
@@ -275,7 +277,7 @@ void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
                        std::uint64_t now) noexcept
 {
     if (worker != nullptr) {
-        ZoneCounters *z = zone_slot(zone);
+        ZoneCounters *z = zone_counters(zone);
         __atomic_store_n(&z->applied_limit, limit, __ATOMIC_RELAXED);
         __atomic_store_n(&z->applied_us, now, __ATOMIC_RELAXED);
     }
@@ -284,7 +286,7 @@ void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
 void record_local_decision(ngx_uint_t zone, LocalDecision decision) noexcept
 {
     if (worker != nullptr) {
-        add(&zone_slot(zone)->local[static_cast<std::size_t>(decision)], 1);
+        add(&zone_counters(zone)->local[static_cast<std::size_t>(decision)], 1);
     }
 }
 
@@ -310,55 +312,56 @@ void record_local_state(bool open) noexcept
     }
 }
 
-void record_slot_outcome(ngx_uint_t zone, Decision decision, SlotEvent event,
-                         std::uint64_t start_us, ngx_msec_t queue_ms) noexcept
+void record_permit_outcome(ngx_uint_t zone, Decision decision,
+                           PermitEvent event, std::uint64_t start_us,
+                           ngx_msec_t queue_ms) noexcept
 {
     if (worker == nullptr) {
         return;
     }
 
-    ZoneCounters *z = zone_slot(zone);
+    ZoneCounters *z = zone_counters(zone);
 
     count_decision(z, decision, now_us() - start_us);
 
-    if (event != SlotEvent::kCount) {
-        add(&z->slot_events[static_cast<std::size_t>(event)], 1);
+    if (event != PermitEvent::kCount) {
+        add(&z->permit_events[static_cast<std::size_t>(event)], 1);
     }
 
-    if (event == SlotEvent::kAdmittedAfterWait) {
+    if (event == PermitEvent::kAdmittedAfterWait) {
         observe(&z->queue_wait_us, kQueueWaitBoundsUs,
                 std::uint64_t{queue_ms} * 1000);
     }
 
-    if (event == SlotEvent::kAdmitted
-        || event == SlotEvent::kAdmittedAfterWait)
+    if (event == PermitEvent::kAdmitted
+        || event == PermitEvent::kAdmittedAfterWait)
     {
-        add(&z->slots_taken, 1);
+        add(&z->permits_taken, 1);
         enter_busy(zone);
     }
 }
 
-void record_slot_queued(ngx_uint_t zone, bool entering) noexcept
+void record_permit_queued(ngx_uint_t zone, bool entering) noexcept
 {
     if (worker != nullptr) {
-        ZoneCounters *z = zone_slot(zone);
+        ZoneCounters *z = zone_counters(zone);
         add(entering ? &z->queue_entered : &z->queue_left, 1);
     }
 }
 
-void record_slot_event(ngx_uint_t zone, SlotEvent event) noexcept
+void record_permit_event(ngx_uint_t zone, PermitEvent event) noexcept
 {
     if (worker != nullptr) {
-        add(&zone_slot(zone)->slot_events[static_cast<std::size_t>(event)],
-            1);
+        auto kind = static_cast<std::size_t>(event);
+        add(&zone_counters(zone)->permit_events[kind], 1);
     }
 }
 
-void record_slot_freed(ngx_uint_t zone, bool success,
-                       std::uint64_t start_us) noexcept
+void record_permit_freed(ngx_uint_t zone, bool success,
+                         std::uint64_t start_us) noexcept
 {
     if (worker != nullptr) {
-        add(&zone_slot(zone)->slots_freed, 1);
+        add(&zone_counters(zone)->permits_freed, 1);
         leave_busy(zone, success, start_us, now_us());
     }
 }

@@ -1,6 +1,6 @@
 // The counters `ratelimit_metrics` reports: a shared memory zone of
-// per-worker slots (see metrics_model.hpp), and the calls that record into
-// the calling worker's slot.  Nothing is recorded, and each call costs a
+// per-worker rows (see metrics_model.hpp), and the calls that record into
+// the calling worker's row.  Nothing is recorded, and each call costs a
 // test of one pointer, unless some location has `ratelimit_metrics`.
 //
 // The link's calls are one line each at the place where the event happens,
@@ -24,7 +24,7 @@ namespace metrics {
 // named after the zone set, if a location has `ratelimit_metrics`.
 ngx_int_t add_shared_zone(ngx_conf_t *cf, MainConf *mcf) noexcept;
 
-// This worker's slot, from init_process to exit_process.
+// This worker's row, from init_process to exit_process.
 ngx_int_t start_worker(ngx_cycle_t *cycle, MainConf *mcf) noexcept;
 void stop_worker() noexcept;
 
@@ -65,17 +65,18 @@ void record_zone_limit(ngx_uint_t zone, std::uint64_t limit,
 void record_local_decision(ngx_uint_t zone, LocalDecision decision) noexcept;
 void record_local_state(bool open) noexcept;
 
-// Concurrency zones: what a request's ask for a slot came to (`event`
+// Concurrency zones: what a request's ask for a row came to (`event`
 // kCount if none of the events; `queue_ms` counts if it was admitted after
 // waiting), its entering or leaving the queue, and the end of a request
-// that held a slot (its success and response time counted then, as
+// that held a row (its success and response time counted then, as
 // record_zone_done() counts them for rate zones).
-void record_slot_outcome(ngx_uint_t zone, Decision decision, SlotEvent event,
-                         std::uint64_t start_us, ngx_msec_t queue_ms) noexcept;
-void record_slot_queued(ngx_uint_t zone, bool entering) noexcept;
-void record_slot_event(ngx_uint_t zone, SlotEvent event) noexcept;
-void record_slot_freed(ngx_uint_t zone, bool success,
-                       std::uint64_t start_us) noexcept;
+void record_permit_outcome(ngx_uint_t zone, Decision decision,
+                           PermitEvent event, std::uint64_t start_us,
+                           ngx_msec_t queue_ms) noexcept;
+void record_permit_queued(ngx_uint_t zone, bool entering) noexcept;
+void record_permit_event(ngx_uint_t zone, PermitEvent event) noexcept;
+void record_permit_freed(ngx_uint_t zone, bool success,
+                         std::uint64_t start_us) noexcept;
 
 // The Redis link.  call_sent and call_answered pair in the order Redis
 // answers, which is the order calls are sent: round trips are timed by it.

@@ -1,5 +1,5 @@
 // A main request's concurrency zone, a part of its RequestState: written by
-// concurrency/ (its slot, a peek's report) and by http/ (a slot asked only
+// concurrency/ (its permit, a peek's report) and by http/ (a permit asked only
 // after the rate zones), read by http/ (the release filter, the
 // variables).
 #pragma once
@@ -8,18 +8,18 @@
 
 namespace ratelimit {
 
-struct SlotHold;
-struct SlotReport;
+struct PermitHold;
+struct PermitReport;
 
 struct ConcurrencyPart {
-    SlotHold *hold;          // its concurrency zone's, or nullptr
+    PermitHold *hold;          // its concurrency zone's, or nullptr
     // A concurrency zone asked only once the rate zones admitted the
     // request and its GCRA wait is over, so that a request waiting for its
-    // turn holds no slot: the zone and the subject; nullptr once asked, or
+    // turn holds no permit: the zone and the subject; nullptr once asked, or
     // when the location's zones never make a request wait.
-    const ZoneRef *late_slot;
-    ngx_str_t late_slot_subject;
-    SlotReport *slot_report; // a peek's concurrency zones, or nullptr
+    const ZoneRef *late_permit;
+    ngx_str_t late_permit_subject;
+    PermitReport *permit_report; // a peek's concurrency zones, or nullptr
 };
 
 }  // namespace ratelimit

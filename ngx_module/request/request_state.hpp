@@ -32,11 +32,11 @@ struct RequestState : RatePart, ConcurrencyPart, SettlePart, TurnPart {
         kNew,      // created, nothing sent yet (the zero a new state holds)
         kWaiting,  // the script call is in flight, or the request waits
                    // for a slot of its concurrency zone
-        kSlotDecided,  // the concurrency zone let it through (or failed
+        kPermitDecided,  // the concurrency zone let it through (or failed
                        // open): the rate zones are to be asked
         kDecided,  // result known; the phase handler has yet to act on it
-        kLateSlotDecided,  // the concurrency zone answered a request the
-                           // rate zones had admitted (late_slot)
+        kLatePermitDecided,  // the concurrency zone answered a request the
+                           // rate zones had admitted (late_permit)
         kDone,     // acted on: later passes through the phase let it be
     };
 

@@ -11,7 +11,7 @@ namespace ratelimit {
 
 namespace {
 
-// Every worker slot summed, per zone and for the link; the busy clocks
+// Every worker row summed, per zone and for the link; the busy clocks
 // read consistently with their closed intervals.
 ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
                         const MetricsShared &shared)
@@ -40,7 +40,7 @@ ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
             m.queue_limit = c->queue;
         }
 
-        for (std::size_t s = 0; s < layout.slots(); s++) {
+        for (std::size_t s = 0; s < layout.rows(); s++) {
             add_zone(*layout.zone(shared.block, s, z), &m.sum);
         }
 
@@ -53,7 +53,7 @@ ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
         m.sum.busy_us = busy_clock::read(
             layout.busy_word(shared.block, z), now_us, [&] {
                 std::uint64_t closed = 0;
-                for (std::size_t s = 0; s < layout.slots(); s++) {
+                for (std::size_t s = 0; s < layout.rows(); s++) {
                     closed += load_counter(
                         &layout.zone(shared.block, s, z)->busy_us);
                 }
@@ -70,7 +70,7 @@ bool read_report(ngx_pool_t *pool, const MainConf *mcf,
     auto *shared = static_cast<MetricsShared *>(mcf->metrics_zone->data);
     const MetricsLayout &layout = shared->layout;
     auto *workers = static_cast<WorkerLink *>(
-        ngx_palloc(pool, layout.slots() * sizeof(WorkerLink)));
+        ngx_palloc(pool, layout.rows() * sizeof(WorkerLink)));
 
     report->zones = read_zones(pool, mcf, *shared);
 
@@ -82,7 +82,7 @@ bool read_report(ngx_pool_t *pool, const MainConf *mcf,
     report->link = {};
     std::uint64_t now = metrics::now_us();
 
-    for (std::size_t s = 0; s < layout.slots(); s++) {
+    for (std::size_t s = 0; s < layout.rows(); s++) {
         const LinkCounters *link = layout.link(shared->block, s);
         std::uint64_t state = load_counter(&link->state);
 
@@ -94,7 +94,7 @@ bool read_report(ngx_pool_t *pool, const MainConf *mcf,
     }
 
     report->workers = workers;
-    report->worker_count = layout.slots();
+    report->worker_count = layout.rows();
     report->server_version = NGINX_VERSION;
     return true;
 }

@@ -4,7 +4,7 @@
 #include "rate/zone_values.hpp"
 #include "limits/algorithms.hpp"
 #include "limits/sliding_window.hpp"
-#include "concurrency/slot_report.hpp"
+#include "concurrency/permit_report.hpp"
 #include "report/status_json.hpp"
 
 namespace ratelimit {
@@ -141,9 +141,9 @@ const char *read_interval(ngx_http_request_t *r, std::uint64_t *ms)
 
 // Sets state->interval_ms and the buckets each of its zones sums for it
 // (none for a zone that answers no interval, as GCRA's: it keeps no
-// buckets, and its answer has no interval fields).  Returns nullptr on success, else the error to answer
-// 400 with (in r's pool): the interval is longer than a window zone's
-// window.
+// buckets, and its answer has no interval fields).  Returns nullptr on
+// success, else the error to answer 400 with (in r's pool): the interval
+// is longer than a window zone's window.
 const char *plan_interval(RequestState *state, std::uint64_t interval_ms)
 {
     ngx_pool_t *pool = state->r->pool;
@@ -209,7 +209,7 @@ void query_rate_zones(RequestState *state) noexcept
 }
 
 // The location's zones, rate zones in state->refs and concurrency zones in
-// state->slot_report, each at its place in the answer; false on no memory.
+// state->permit_report, each at its place in the answer; false on no memory.
 // A rate zone whose limit is a variable has it evaluated for the query's
 // own request, and is left out of the answer where its value is empty or
 // no limit.
@@ -221,7 +221,7 @@ bool take_zones(RequestState *state, const ngx_array_t *zones,
 
     for (ngx_uint_t i = 0; i < zones->nelts; i++) {
         if (refs[i].zone->concurrency != nullptr) {
-            if (!add_slot_report(state, &refs[i], subject, position++)) {
+            if (!add_permit_report(state, &refs[i], subject, position++)) {
                 return false;
             }
             continue;
@@ -263,7 +263,7 @@ ngx_int_t send_status(RequestState *state) noexcept
                           "redis unavailable");
     }
 
-    const SlotReport *slots = state->slot_report;
+    const PermitReport *slots = state->permit_report;
     ngx_uint_t n = state->zones + (slots != nullptr ? slots->entries : 0);
     ngx_uint_t rate = 0, slot = 0;
     ZoneReport reports[kMaxZonesPerRequest];
@@ -272,11 +272,11 @@ ngx_int_t send_status(RequestState *state) noexcept
         if (slots != nullptr && slot < slots->entries
             && slots->entry[slot].position == k)
         {
-            const SlotReport::Entry &e = slots->entry[slot++];
-            reports[k] = report_slot_zone(view(e.ref->zone->name),
-                                          view(e.subject),
-                                          *e.ref->zone->concurrency,
-                                          e.in_flight, e.queued);
+            const PermitReport::Entry &e = slots->entry[slot++];
+            reports[k] = report_permit_zone(view(e.ref->zone->name),
+                                            view(e.subject),
+                                            *e.ref->zone->concurrency,
+                                            e.in_flight, e.queued);
             continue;
         }
 
@@ -354,8 +354,8 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    bool waits = state->slot_report != nullptr
-                 ? send_slot_report(state, query_rate_zones)
+    bool waits = state->permit_report != nullptr
+                 ? send_permit_report(state, query_rate_zones)
                  : ask_query_zones(state);
 
     if (!waits) {

@@ -15,13 +15,13 @@ class DenyCache;
 class ForgiveListener;
 class LocalBreaker;
 class RedisLink;
-class SlotGate;
+class PermitGate;
 
 struct WorkerObjects {
     RedisLink *link;       // this worker's link to Redis
     CallBatcher *calls;    // its rate zones' calls
     DenyCache *denied;     // the subjects Redis rejected, until their reset
-    SlotGate *slots;       // its concurrency zones' calls and waiters
+    PermitGate *permits;     // its concurrency zones' calls and waiters
     LocalBreaker *breaker; // `ratelimit_fail local`: Redis unreachable
     // `ratelimit_query ... delete=on` somewhere: forgivings sent and heard
     ForgiveListener *forgive;

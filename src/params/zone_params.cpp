@@ -27,7 +27,7 @@ constexpr std::uint64_t kMinLeaseMs = 300;
 // and Redis expiry times, which much larger values would overflow; a
 // longer wait in a queue, or a dead server's slot kept a day, is no limit
 // anyone means.  A request may hold its slot longer: its lease is renewed.
-constexpr std::uint64_t kMaxSlotTimeMs = 24 * 3600 * 1000;
+constexpr std::uint64_t kMaxPermitTimeMs = 24 * 3600 * 1000;
 
 // Indexes of kZoneParams.
 enum ZoneParam {
@@ -254,14 +254,14 @@ std::optional<std::string> read_concurrency(const ZoneValues &v,
         return "invalid queue_timeout " + quoted(*v[kQueueTimeout]);
     }
 
-    if (*timeout_ms > kMaxSlotTimeMs) {
+    if (*timeout_ms > kMaxPermitTimeMs) {
         return "invalid queue_timeout " + quoted(*v[kQueueTimeout])
                + ": at most 24h";
     }
 
     auto lease_ms = v[kLease] ? parse_time_ms(*v[kLease]) : kDefaultLeaseMs;
 
-    if (!lease_ms || *lease_ms < kMinLeaseMs || *lease_ms > kMaxSlotTimeMs) {
+    if (!lease_ms || *lease_ms < kMinLeaseMs || *lease_ms > kMaxPermitTimeMs) {
         return "invalid lease " + quoted(*v[kLease]) + ": at least "
                + std::to_string(kMinLeaseMs) + " ms, at most 24h";
     }

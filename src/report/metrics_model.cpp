@@ -19,9 +19,9 @@ std::size_t round_up(std::size_t n, std::size_t to)
     return (n + to - 1) / to * to;
 }
 
-std::uint64_t slot_bit(std::size_t slot)
+std::uint64_t row_bit(std::size_t row)
 {
-    return std::uint64_t{1} << (kMaskShift + slot % busy_clock::kMaskSlots);
+    return std::uint64_t{1} << (kMaskShift + row % busy_clock::kMaskRows);
 }
 
 bool cas(std::uint64_t *word, std::uint64_t *expected, std::uint64_t desired)
@@ -68,14 +68,14 @@ const std::string_view kQueueWaitBoundsText[kQueueWaitBounds] = {
     "5.0", "10.0", "30.0",
 };
 
-std::string_view slot_event_name(SlotEvent e)
+std::string_view permit_event_name(PermitEvent e)
 {
     static constexpr std::string_view kNames[] = {
         "admitted", "admitted_after_wait", "queue_full", "wait_timeout",
         "gone_while_queued",
     };
     static_assert(std::size(kNames)
-                  == static_cast<std::size_t>(SlotEvent::kCount));
+                  == static_cast<std::size_t>(PermitEvent::kCount));
     return kNames[static_cast<std::size_t>(e)];
 }
 
@@ -142,22 +142,22 @@ std::size_t bucket_index(const std::uint64_t *bounds, std::size_t n,
     return i;
 }
 
-MetricsLayout::MetricsLayout(std::size_t zones, std::size_t slots)
-    : zones_(zones), slots_(slots),
-      slot_size_(round_up(sizeof(LinkCounters) + zones * sizeof(ZoneCounters),
-                          kCacheLine))
+MetricsLayout::MetricsLayout(std::size_t zones, std::size_t rows)
+    : zones_(zones), rows_(rows),
+      row_size_(round_up(sizeof(LinkCounters) + zones * sizeof(ZoneCounters),
+                         kCacheLine))
 {
 }
 
-std::size_t MetricsLayout::slot_offset(std::size_t slot) const
+std::size_t MetricsLayout::row_offset(std::size_t row) const
 {
     return round_up(zones_ * sizeof(std::uint64_t), kCacheLine)
-           + slot * slot_size_;
+           + row * row_size_;
 }
 
 std::size_t MetricsLayout::size() const
 {
-    return slot_offset(slots_);
+    return row_offset(rows_);
 }
 
 std::uint64_t *MetricsLayout::busy_word(void *block, std::size_t zone) const
@@ -165,21 +165,21 @@ std::uint64_t *MetricsLayout::busy_word(void *block, std::size_t zone) const
     return static_cast<std::uint64_t *>(block) + zone;
 }
 
-LinkCounters *MetricsLayout::link(void *block, std::size_t slot) const
+LinkCounters *MetricsLayout::link(void *block, std::size_t row) const
 {
     return reinterpret_cast<LinkCounters *>(static_cast<char *>(block)
-                                            + slot_offset(slot));
+                                            + row_offset(row));
 }
 
-ZoneCounters *MetricsLayout::zone(void *block, std::size_t slot,
+ZoneCounters *MetricsLayout::zone(void *block, std::size_t row,
                                   std::size_t zone) const
 {
-    auto *zones = reinterpret_cast<ZoneCounters *>(link(block, slot) + 1);
+    auto *zones = reinterpret_cast<ZoneCounters *>(link(block, row) + 1);
     return zones + zone;
 }
 
 std::uint64_t layout_signature(const std::string_view *names,
-                               std::size_t zones, std::size_t slots)
+                               std::size_t zones, std::size_t rows)
 {
     std::uint64_t h = 0xcbf29ce484222325;
     auto mix = [&h](std::string_view bytes) {
@@ -194,7 +194,7 @@ std::uint64_t layout_signature(const std::string_view *names,
     };
 
     mix_number(kLayoutVersion);
-    mix_number(slots);
+    mix_number(rows);
 
     for (std::size_t i = 0; i < zones; i++) {
         mix(names[i]);
@@ -203,16 +203,16 @@ std::uint64_t layout_signature(const std::string_view *names,
     return h;
 }
 
-void busy_clock::enter(std::uint64_t *word, std::size_t slot,
+void busy_clock::enter(std::uint64_t *word, std::size_t row,
                        std::uint64_t now_us)
 {
-    std::uint64_t bit = slot_bit(slot);
+    std::uint64_t bit = row_bit(row);
     std::uint64_t old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
     std::uint64_t desired;
 
     do {
         if (old & bit) {
-            return;  // another process of this slot (a reload's old worker)
+            return;  // another process of this row (a reload's old worker)
         }
 
         desired = (old >> kMaskShift) == 0
@@ -221,10 +221,10 @@ void busy_clock::enter(std::uint64_t *word, std::size_t slot,
     } while (!cas(word, &old, desired));
 }
 
-void busy_clock::leave(std::uint64_t *word, std::size_t slot,
+void busy_clock::leave(std::uint64_t *word, std::size_t row,
                        std::uint64_t now_us, std::uint64_t *busy_us)
 {
-    std::uint64_t bit = slot_bit(slot);
+    std::uint64_t bit = row_bit(row);
     std::uint64_t old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
     std::uint64_t desired;
 
@@ -241,7 +241,7 @@ void busy_clock::leave(std::uint64_t *word, std::size_t slot,
     } while (!cas(word, &old, desired));
 
     if (!(desired & kClosing)) {
-        return;  // other slots are still busy
+        return;  // other rows are still busy
     }
 
     __atomic_fetch_add(busy_us, (now_us - old) & kStartMask,
@@ -254,81 +254,81 @@ void busy_clock::leave(std::uint64_t *word, std::size_t slot,
     }
 }
 
-void add_zone(const ZoneCounters &slot, ZoneCounters *sum)
+void add_zone(const ZoneCounters &row, ZoneCounters *sum)
 {
     for (std::size_t i = 0; i < static_cast<std::size_t>(Decision::kCount);
          i++)
     {
-        sum->decisions[i] += load_counter(&slot.decisions[i]);
+        sum->decisions[i] += load_counter(&row.decisions[i]);
     }
 
-    sum->deny_cache_hits += load_counter(&slot.deny_cache_hits);
-    add_histogram(slot.check_us, &sum->check_us);
-    sum->successes += load_counter(&slot.successes);
-    sum->response_us += load_counter(&slot.response_us);
-    sum->busy_us += load_counter(&slot.busy_us);
+    sum->deny_cache_hits += load_counter(&row.deny_cache_hits);
+    add_histogram(row.check_us, &sum->check_us);
+    sum->successes += load_counter(&row.successes);
+    sum->response_us += load_counter(&row.response_us);
+    sum->busy_us += load_counter(&row.busy_us);
 
-    std::uint64_t applied_us = load_counter(&slot.applied_us);
+    std::uint64_t applied_us = load_counter(&row.applied_us);
 
     if (applied_us > sum->applied_us) {
         sum->applied_us = applied_us;
-        sum->applied_limit = load_counter(&slot.applied_limit);
+        sum->applied_limit = load_counter(&row.applied_limit);
     }
 
-    for (std::size_t i = 0; i < static_cast<std::size_t>(SlotEvent::kCount);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(PermitEvent::kCount);
          i++)
     {
-        sum->slot_events[i] += load_counter(&slot.slot_events[i]);
+        sum->permit_events[i] += load_counter(&row.permit_events[i]);
     }
 
-    sum->slots_taken += load_counter(&slot.slots_taken);
-    sum->slots_freed += load_counter(&slot.slots_freed);
-    sum->queue_entered += load_counter(&slot.queue_entered);
-    sum->queue_left += load_counter(&slot.queue_left);
-    add_histogram(slot.queue_wait_us, &sum->queue_wait_us);
+    sum->permits_taken += load_counter(&row.permits_taken);
+    sum->permits_freed += load_counter(&row.permits_freed);
+    sum->queue_entered += load_counter(&row.queue_entered);
+    sum->queue_left += load_counter(&row.queue_left);
+    add_histogram(row.queue_wait_us, &sum->queue_wait_us);
 
     for (std::size_t i = 0; i < static_cast<std::size_t>(UnitEvent::kCount);
          i++)
     {
-        sum->units[i] += load_counter(&slot.units[i]);
+        sum->units[i] += load_counter(&row.units[i]);
     }
 
     for (std::size_t i = 0;
          i < static_cast<std::size_t>(SettleOutcome::kCount); i++)
     {
-        sum->settles[i] += load_counter(&slot.settles[i]);
+        sum->settles[i] += load_counter(&row.settles[i]);
     }
 
-    sum->delayed += load_counter(&slot.delayed);
-    add_histogram(slot.delay_us, &sum->delay_us);
+    sum->delayed += load_counter(&row.delayed);
+    add_histogram(row.delay_us, &sum->delay_us);
 
     for (std::size_t i = 0;
          i < static_cast<std::size_t>(LocalDecision::kCount); i++)
     {
-        sum->local[i] += load_counter(&slot.local[i]);
+        sum->local[i] += load_counter(&row.local[i]);
     }
 }
 
-void add_link(const LinkCounters &slot, std::uint64_t now_us,
+void add_link(const LinkCounters &row, std::uint64_t now_us,
               LinkCounters *sum)
 {
-    std::uint64_t since = load_counter(&slot.local_since_us);
+    std::uint64_t since = load_counter(&row.local_since_us);
 
-    sum->local_us += load_counter(&slot.local_us)
+    sum->local_us += load_counter(&row.local_us)
                      + (since != 0 && now_us > since ? now_us - since : 0);
 
-    sum->calls += load_counter(&slot.calls);
-    add_histogram(slot.requests_per_call, &sum->requests_per_call);
-    add_histogram(slot.round_trip_us, &sum->round_trip_us);
+    sum->calls += load_counter(&row.calls);
+    add_histogram(row.requests_per_call, &sum->requests_per_call);
+    add_histogram(row.round_trip_us, &sum->round_trip_us);
 
     for (std::size_t i = 0; i < static_cast<std::size_t>(LinkError::kCount);
          i++)
     {
-        sum->errors[i] += load_counter(&slot.errors[i]);
+        sum->errors[i] += load_counter(&row.errors[i]);
     }
 
-    sum->reconnects += load_counter(&slot.reconnects);
-    sum->waiting += load_counter(&slot.waiting);
+    sum->reconnects += load_counter(&row.reconnects);
+    sum->waiting += load_counter(&row.waiting);
 }
 
 }  // namespace ratelimit

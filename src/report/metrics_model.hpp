@@ -1,5 +1,5 @@
 // The counters behind `ratelimit_metrics`, as they lie in shared memory, and
-// their arithmetic: histogram buckets, the layout of per-worker slots, and
+// their arithmetic: histogram buckets, the layout of per-worker rows, and
 // the sums a scrape makes of them.  Every counter is a 64-bit word that only
 // ever grows by atomic adds, so a scrape reads each one whole without a lock
 // while workers write.
@@ -39,9 +39,9 @@ enum class LinkState : std::uint64_t { kDown, kConnecting, kUp, kCount };
 enum class LocalDecision : std::size_t { kPassed, kRejected, kCount };
 
 // What a concurrency zone did with a request, beside its decisions.
-enum class SlotEvent : std::size_t {
-    kAdmitted,           // a slot at once
-    kAdmittedAfterWait,  // a slot from the queue
+enum class PermitEvent : std::size_t {
+    kAdmitted,           // a row at once
+    kAdmittedAfterWait,  // a row from the queue
     kQueueFull,          // refused at once
     kWaitTimeout,        // waited queue_timeout in vain
     kGoneWhileQueued,    // the client left while queued
@@ -71,7 +71,7 @@ enum class SettleOutcome : std::size_t {
 std::string_view decision_name(Decision d);
 std::string_view unit_event_name(UnitEvent e);
 std::string_view settle_outcome_name(SettleOutcome o);
-std::string_view slot_event_name(SlotEvent e);
+std::string_view permit_event_name(PermitEvent e);
 std::string_view link_error_name(LinkError e);
 std::string_view link_state_name(LinkState s);
 std::string_view local_decision_name(LocalDecision d);
@@ -102,7 +102,7 @@ extern const std::string_view kBatchBoundsText[kBatchBounds];
 std::size_t bucket_index(const std::uint64_t *bounds, std::size_t n,
                          std::uint64_t value);
 
-// Waits in a concurrency zone's queue, in microseconds: a freed slot
+// Waits in a concurrency zone's queue, in microseconds: a freed row
 // reaches the next waiter in about a millisecond, and a waiter gives up
 // after queue_timeout (10 s unless configured).
 constexpr std::size_t kQueueWaitBounds = 12;
@@ -113,7 +113,7 @@ using DurationHistogram = Histogram<kDurationBounds>;
 using QueueWaitHistogram = Histogram<kQueueWaitBounds>;
 using BatchHistogram = Histogram<kBatchBounds>;
 
-// One zone's counters in one worker's slot.
+// One zone's counters in one worker's row.
 struct ZoneCounters {
     std::uint64_t decisions[static_cast<std::size_t>(Decision::kCount)];
     std::uint64_t deny_cache_hits;
@@ -123,14 +123,14 @@ struct ZoneCounters {
     std::uint64_t busy_us;           // see busy_clock
     // A zone whose limit is a variable: the limit it applied to the last
     // request this worker decided in it, and when (now_us()).  Written,
-    // not added to; a scrape takes the latest of the slots.
+    // not added to; a scrape takes the latest of the rows.
     std::uint64_t applied_limit;
     std::uint64_t applied_us;
-    // Concurrency zones only.  In flight: slots_taken - slots_freed;
+    // Concurrency zones only.  In flight: permits_taken - permits_freed;
     // queued: queue_entered - queue_left.
-    std::uint64_t slot_events[static_cast<std::size_t>(SlotEvent::kCount)];
-    std::uint64_t slots_taken;
-    std::uint64_t slots_freed;
+    std::uint64_t permit_events[static_cast<std::size_t>(PermitEvent::kCount)];
+    std::uint64_t permits_taken;
+    std::uint64_t permits_freed;
     std::uint64_t queue_entered;
     std::uint64_t queue_left;
     QueueWaitHistogram queue_wait_us;  // of the requests admitted after it
@@ -145,7 +145,7 @@ struct ZoneCounters {
     std::uint64_t local[static_cast<std::size_t>(LocalDecision::kCount)];
 };
 
-// The Redis link's counters in one worker's slot.  `state` and `waiting`
+// The Redis link's counters in one worker's row.  `state` and `waiting`
 // are the worker's own gauges, written, not added to.
 struct LinkCounters {
     std::uint64_t calls;
@@ -164,58 +164,58 @@ struct LinkCounters {
     std::uint64_t local_since_us;
 };
 
-// The whole shared block: a busy clock word per zone, then one slot per
+// The whole shared block: a busy clock word per zone, then one row per
 // worker, each on cache lines of its own so that workers never write to a
 // line another one writes to.
 class MetricsLayout {
 public:
     static constexpr std::size_t kCacheLine = 64;
 
-    MetricsLayout(std::size_t zones, std::size_t slots);
+    MetricsLayout(std::size_t zones, std::size_t rows);
 
     std::size_t zones() const { return zones_; }
-    std::size_t slots() const { return slots_; }
+    std::size_t rows() const { return rows_; }
     std::size_t size() const;
 
     std::uint64_t *busy_word(void *block, std::size_t zone) const;
-    LinkCounters *link(void *block, std::size_t slot) const;
-    ZoneCounters *zone(void *block, std::size_t slot, std::size_t zone) const;
+    LinkCounters *link(void *block, std::size_t row) const;
+    ZoneCounters *zone(void *block, std::size_t row, std::size_t zone) const;
 
 private:
-    std::size_t slot_offset(std::size_t slot) const;
+    std::size_t row_offset(std::size_t row) const;
 
     std::size_t zones_;
-    std::size_t slots_;
-    std::size_t slot_size_;
+    std::size_t rows_;
+    std::size_t row_size_;
 };
 
 // Names the block's layout, so that a configuration whose zones, their
-// order or the slot count differ uses a block of its own: FNV-1a over
+// order or the row count differ uses a block of its own: FNV-1a over
 // these, the layout's version and `names` in order.
 std::uint64_t layout_signature(const std::string_view *names,
-                               std::size_t zones, std::size_t slots);
+                               std::size_t zones, std::size_t rows);
 
 // Server-wide busy time of a zone: the time in which at least one request
 // it let through was in flight in some worker.  Each worker keeps its own
 // count of such requests and touches the zone's shared word only when that
 // count leaves or reaches 0; under load that is rarely.  The word holds
-// the mask of busy slots (15 bits; slot % 15), a flag set while a closed
+// the mask of busy rows (15 bits; row % 15), a flag set while a closed
 // interval is being added to busy_us, and the start of the current
 // interval in microseconds, modulo 2^48 (8.9 years): intervals are
 // differences modulo the same.
 namespace busy_clock {
 
-constexpr unsigned kMaskSlots = 15;
+constexpr unsigned kMaskRows = 15;
 
 constexpr std::uint64_t kStartMask = (std::uint64_t{1} << 48) - 1;
 constexpr std::uint64_t kClosing = std::uint64_t{1} << 48;
 
-void enter(std::uint64_t *word, std::size_t slot, std::uint64_t now_us);
+void enter(std::uint64_t *word, std::size_t row, std::uint64_t now_us);
 
-// Closes the interval if `slot` was the last busy one: its length is added
+// Closes the interval if `row` was the last busy one: its length is added
 // to *busy_us before the flag is cleared, so that read() never sees it
 // neither in the word nor in the sum.
-void leave(std::uint64_t *word, std::size_t slot, std::uint64_t now_us,
+void leave(std::uint64_t *word, std::size_t row, std::uint64_t now_us,
            std::uint64_t *busy_us);
 
 // The busy time of the open interval at `now_us` (0 if none) plus
@@ -231,11 +231,11 @@ inline std::uint64_t load_counter(const std::uint64_t *p)
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-// Sums of every slot's counters, as a scrape reports them.
-void add_zone(const ZoneCounters &slot, ZoneCounters *sum);
-// A slot's local_us at `now_us` (now_us()) is added, its open interval
+// Sums of every row's counters, as a scrape reports them.
+void add_zone(const ZoneCounters &row, ZoneCounters *sum);
+// A row's local_us at `now_us` (now_us()) is added, its open interval
 // included; local_since_us is not summed.
-void add_link(const LinkCounters &slot, std::uint64_t now_us,
+void add_link(const LinkCounters &row, std::uint64_t now_us,
               LinkCounters *sum);
 
 template <typename ClosedSum>

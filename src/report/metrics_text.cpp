@@ -249,7 +249,7 @@ void write_zones(Exposition &e, const MetricsReport &r)
 
 std::uint64_t in_flight(const ZoneCounters &c)
 {
-    return c.slots_taken - c.slots_freed;
+    return c.permits_taken - c.permits_freed;
 }
 
 std::uint64_t queued(const ZoneCounters &c)
@@ -261,7 +261,7 @@ std::uint64_t queued(const ZoneCounters &c)
 void write_concurrency(Exposition &e, const MetricsReport &r)
 {
     static constexpr std::size_t kEvents =
-        static_cast<std::size_t>(SlotEvent::kCount);
+        static_cast<std::size_t>(PermitEvent::kCount);
     struct Gauge {
         std::string_view name, help;
         std::uint64_t (*value)(const ZoneMetrics &z);
@@ -292,8 +292,9 @@ void write_concurrency(Exposition &e, const MetricsReport &r)
         for (std::size_t k = 0; r.zones[i].concurrency && k < kEvents; k++) {
             e.sample("concurrency_events_total",
                      zone_label(r.zones[i]) + ",event=\""
-                         + std::string(slot_event_name(SlotEvent(k))) + "\"",
-                     decimal_text(r.zones[i].sum.slot_events[k]));
+                         + std::string(permit_event_name(PermitEvent(k)))
+                         + "\"",
+                     decimal_text(r.zones[i].sum.permit_events[k]));
         }
     }
 
@@ -409,11 +410,11 @@ std::string json_concurrency(const ZoneMetrics &z)
                       + ",\"queued\":" + decimal_text(queued(c))
                       + ",\"queue_limit\":" + decimal_text(z.queue_limit);
 
-    for (std::size_t k = 0; k < static_cast<std::size_t>(SlotEvent::kCount);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(PermitEvent::kCount);
          k++)
     {
-        out += ",\"" + std::string(slot_event_name(SlotEvent(k))) + "\":"
-               + decimal_text(c.slot_events[k]);
+        out += ",\"" + std::string(permit_event_name(PermitEvent(k))) + "\":"
+               + decimal_text(c.permit_events[k]);
     }
 
     return out + ",\"queue_wait\":"

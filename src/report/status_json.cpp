@@ -77,7 +77,7 @@ char *append_rate_fields(char *p, const ZoneReport &z)
     return p;
 }
 
-char *append_slot_fields(char *p, const ZoneReport &z)
+char *append_permit_fields(char *p, const ZoneReport &z)
 {
     p = append(p, ",\"type\":\"concurrency\"");
     p = append_field(p, ",\"limit\":", z.limit);
@@ -151,9 +151,9 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
     return report;
 }
 
-ZoneReport report_slot_zone(std::string_view zone, std::string_view subject,
-                            const ConcurrencyPolicy &policy,
-                            std::uint64_t in_flight, std::uint64_t queued)
+ZoneReport report_permit_zone(std::string_view zone, std::string_view subject,
+                              const ConcurrencyPolicy &policy,
+                              std::uint64_t in_flight, std::uint64_t queued)
 {
     ZoneReport report{};
 
@@ -251,7 +251,8 @@ std::size_t write_status_json(const ZoneReport *reports, std::size_t n,
         p = append(p, "\",\"key\":\"");
         p += write_json_string(z.subject, p);
         *p++ = '"';
-        p = z.concurrency ? append_slot_fields(p, z) : append_rate_fields(p, z);
+        p = z.concurrency ? append_permit_fields(p, z)
+                          : append_rate_fields(p, z);
         *p++ = '}';
     }
 

@@ -62,9 +62,9 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
                        std::uint64_t now_ms);
 
 // A concurrency zone's: `in_flight` and `queued` as Redis counts them.
-ZoneReport report_slot_zone(std::string_view zone, std::string_view subject,
-                            const ConcurrencyPolicy &policy,
-                            std::uint64_t in_flight, std::uint64_t queued);
+ZoneReport report_permit_zone(std::string_view zone, std::string_view subject,
+                              const ConcurrencyPolicy &policy,
+                              std::uint64_t in_flight, std::uint64_t queued);
 
 // Adds the answer to ?interval=: `interval_ms` (1 to the policy's window)
 // rounded up to whole buckets, and the count of an interval peek; nothing

@@ -9,7 +9,7 @@ namespace {
 
 // See concurrency_script.hpp for the keys, the tokens and the reply.  Every
 // call first drops what expired (leases past their end, waiters past their
-// timeout) and gives free slots to the oldest waiters, so a slot freed by
+// timeout) and gives free permits to the oldest waiters, so a permit freed by
 // a lease running out goes to the queue at the next call on the subject,
 // whoever makes it.  Both keys expire once nothing in them can still be
 // alive: idle subjects cost nothing.
@@ -150,7 +150,7 @@ std::string held_key(std::string_view subject_key)
     return key;
 }
 
-std::string format_slot_call(const SlotCall &call, bool eval)
+std::string format_permit_call(const PermitCall &call, bool eval)
 {
     std::string held = held_key(call.subject_key);
     std::string queue = held.substr(0, held.size() - 4) + "queue";
@@ -181,14 +181,15 @@ void wakeup_signature(std::string_view wake_key, std::string_view message,
     sha1_hex(text, out);
 }
 
-SlotReply decode_slot_reply(const Reply *reply)
+PermitReply decode_permit_reply(const Reply *reply)
 {
-    SlotReply out{SlotReply::Kind::kMalformed, SlotCode::kRefused, 0, 0, {}};
+    PermitReply out{PermitReply::Kind::kMalformed, PermitCode::kRefused, 0, 0,
+                    {}};
 
     if (reply != nullptr && reply->type == Reply::Type::kError) {
         out.error = reply->text;
         out.kind = out.error.substr(0, 8) == "NOSCRIPT"
-                   ? SlotReply::Kind::kNoScript : SlotReply::Kind::kError;
+                   ? PermitReply::Kind::kNoScript : PermitReply::Kind::kError;
         return out;
     }
 
@@ -204,8 +205,8 @@ SlotReply decode_slot_reply(const Reply *reply)
         return out;
     }
 
-    out.kind = SlotReply::Kind::kAnswer;
-    out.code = static_cast<SlotCode>(code);
+    out.kind = PermitReply::Kind::kAnswer;
+    out.code = static_cast<PermitCode>(code);
     out.number = static_cast<std::uint64_t>(number);
     out.queued = static_cast<std::uint64_t>(queued);
     return out;

@@ -4,22 +4,22 @@
 //
 // Each subject has two sorted sets, which share a hash slot (their names
 // are the subject's key in braces, then ":held" or ":queue"):
-// - held: one member per request holding a slot, scored by the end of its
-//   lease (Redis time, ms).  A lease past its end is the slot of a server
+// - held: one member per request holding a permit, scored by the end of its
+//   lease (Redis time, ms).  A lease past its end is the permit of a server
 //   that died: the next call on the subject frees it.
 // - queue: one member per waiting request, scored by its arrival (Redis
 //   time, us, made strictly increasing), so that the oldest waiter comes
 //   first.  A waiter older than queue_timeout is dropped by the next call.
 // Members are tokens "WORKER.SEQ": WORKER names the nginx worker (16 hex
-// digits), SEQ its request.  A slot freed is given, in the same call, to
+// digits), SEQ its request.  A permit freed is given, in the same call, to
 // the oldest waiter, which is moved to `held` before it is told: by a
 // PUBLISH of its token on the channel "PREFIX:wake:WORKER", which only its
 // own worker subscribes to, so one release wakes one waiter.  Anyone who
 // may PUBLISH can forge one.  With a wake key (base/fleet_secret.hpp) the
 // script signs it; a waiter goes on at once on a message signed with its
 // fleet's key, and takes any other as a hint, checking (kCheck) that it
-// holds the slot before it goes on.  The message
-// is "TOKEN FREED_US": when the slot was freed, in microseconds since the
+// holds the permit before it goes on.  The message
+// is "TOKEN FREED_US": when the permit was freed, in microseconds since the
 // epoch, by the releasing worker's clock (for a release) or by Redis's (for
 // a lease that ran out), so that the waiter's worker can time the hand-off;
 // signed, "TOKEN FREED_US SIG", SIG: wakeup_signature().
@@ -27,7 +27,7 @@
 // Call: EVALSHA sha 2 HELD QUEUE OP TOKEN LIMIT QUEUE_LIMIT LEASE_MS
 // QUEUE_TIMEOUT_MS CHANNEL_PREFIX DRY_RUN FREED_US (0 but for a release)
 // WAKE_KEY (40 hex digits, or empty: messages go unsigned).
-// Reply: {code, number}; see SlotCode.
+// Reply: {code, number}; see PermitCode.
 #pragma once
 
 #include <cstddef>
@@ -44,22 +44,22 @@ struct ConcurrencyPolicy {
     std::uint64_t limit;             // requests in flight per subject, > 0
     std::uint64_t queue;             // more that may wait; 0: none
     std::uint64_t queue_timeout_ms;  // a waiter's longest wait
-    std::uint64_t lease_ms;          // a dead server's slots come back
+    std::uint64_t lease_ms;          // a dead server's permits come back
 };
 
-enum class SlotOp : char {
-    kAcquire = 'a',  // take a slot, or a place in the queue
-    kCheck = 'c',    // a waiter asks whether it holds a slot now
+enum class PermitOp : char {
+    kAcquire = 'a',  // take a permit, or a place in the queue
+    kCheck = 'c',    // a waiter asks whether it holds a permit now
     kRenew = 'n',    // a holder extends its lease
-    kRelease = 'r',  // give up a slot or a place in the queue
+    kRelease = 'r',  // give up a permit or a place in the queue
     kStatus = 's',   // report, change nothing but what expired
 };
 
 // The first number of the reply.
-enum class SlotCode : long long {
+enum class PermitCode : long long {
     kRefused = -1,   // acquire: the queue is full; check: no longer queued
     kQueued = 0,     // acquire, check: waiting; the number is its place
-    kHeld = 1,       // acquire, check: holds a slot; renew, release: done
+    kHeld = 1,       // acquire, check: holds a permit; renew, release: done
     kWouldWait = 2,  // acquire with dry run: would have waited
 };
 
@@ -68,14 +68,14 @@ std::string_view concurrency_script_sha1();
 
 // The key of a subject's `held` set made from its subject key, for
 // send_keyed(): "{KEY}:held".  In a cluster KEY holds its own tag
-// (subject_key.hpp), so the slot's tag is "PREFIX:ZONE:{TAG", which the
+// (subject_key.hpp), so the permit's tag is "PREFIX:ZONE:{TAG", which the
 // subject cannot reach.
 std::string held_key(std::string_view subject_key);
 
 // The RESP command of one call (EVALSHA, or EVAL with the script's text).
 // `worker_channel` is "PREFIX:wake:", to which the script appends WORKER.
-struct SlotCall {
-    SlotOp op;
+struct PermitCall {
+    PermitOp op;
     std::string_view subject_key;
     std::string_view token;
     const ConcurrencyPolicy *policy;
@@ -85,19 +85,19 @@ struct SlotCall {
     std::string_view wake_key;  // signs the wake-ups it sends; may be empty
 };
 
-std::string format_slot_call(const SlotCall &call, bool eval);
+std::string format_permit_call(const PermitCall &call, bool eval);
 
-struct SlotReply {
+struct PermitReply {
     enum class Kind { kAnswer, kNoScript, kError, kMalformed };
 
     Kind kind;
-    SlotCode code;
+    PermitCode code;
     std::uint64_t number;    // queue place, or held count for kStatus
     std::uint64_t queued;    // kStatus only: the queue's length
     std::string_view error;  // points into the reply
 };
 
-SlotReply decode_slot_reply(const Reply *reply);
+PermitReply decode_permit_reply(const Reply *reply);
 
 // SIG of a wake-up "TOKEN FREED_US" under `wake_key`, as the script makes
 // it: the SHA-1 of KEY ":" MESSAGE ":" KEY, the key at both ends so that

@@ -29,9 +29,9 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
 {
     EXPECT_EQ(held_key("rl:up:k}1"), "{rl:up:k}1}:held");
 
-    SlotCall call{SlotOp::kAcquire, "rl:up:k1", "00ff.7", &kPolicy,
+    PermitCall call{PermitOp::kAcquire, "rl:up:k1", "00ff.7", &kPolicy,
                   "rl:wake:", false, 0, ""};
-    ReplyPtr argv = parse(format_slot_call(call, false));
+    ReplyPtr argv = parse(format_permit_call(call, false));
 
     ASSERT_TRUE(argv);
     ASSERT_EQ(argv->elements, 15u);
@@ -52,15 +52,15 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
     EXPECT_EQ(element(argv.get(), 14), "");
 
     call.dry_run = true;
-    argv = parse(format_slot_call(call, true));
+    argv = parse(format_permit_call(call, true));
     ASSERT_TRUE(argv);
     EXPECT_EQ(element(argv.get(), 0), "EVAL");
     EXPECT_EQ(element(argv.get(), 1), concurrency_script());
     EXPECT_EQ(element(argv.get(), 12), "1");
 
-    call = {SlotOp::kRelease, "rl:up:k1", "00ff.7", &kPolicy, "rl:wake:",
+    call = {PermitOp::kRelease, "rl:up:k1", "00ff.7", &kPolicy, "rl:wake:",
             false, 1795000000123456, "0123456789abcdef0123456789abcdef01234567"};
-    argv = parse(format_slot_call(call, false));
+    argv = parse(format_permit_call(call, false));
     ASSERT_TRUE(argv);
     EXPECT_EQ(element(argv.get(), 5), "r");
     EXPECT_EQ(element(argv.get(), 13), "1795000000123456");
@@ -71,22 +71,22 @@ TEST(ConcurrencyScript, KeysShareTheSubjectsHashTag)
 TEST(ConcurrencyScript, DecodesReplies)
 {
     ReplyPtr r = parse("*2\r\n:0\r\n:3\r\n");
-    SlotReply d = decode_slot_reply(r.get());
-    EXPECT_EQ(d.kind, SlotReply::Kind::kAnswer);
-    EXPECT_EQ(d.code, SlotCode::kQueued);
+    PermitReply d = decode_permit_reply(r.get());
+    EXPECT_EQ(d.kind, PermitReply::Kind::kAnswer);
+    EXPECT_EQ(d.code, PermitCode::kQueued);
     EXPECT_EQ(d.number, 3u);
 
     r = parse("*3\r\n:1\r\n:2\r\n:5\r\n");
-    d = decode_slot_reply(r.get());
-    EXPECT_EQ(d.kind, SlotReply::Kind::kAnswer);
+    d = decode_permit_reply(r.get());
+    EXPECT_EQ(d.kind, PermitReply::Kind::kAnswer);
     EXPECT_EQ(d.number, 2u);
     EXPECT_EQ(d.queued, 5u);
 
     r = parse("-NOSCRIPT No matching script\r\n");
-    EXPECT_EQ(decode_slot_reply(r.get()).kind, SlotReply::Kind::kNoScript);
+    EXPECT_EQ(decode_permit_reply(r.get()).kind, PermitReply::Kind::kNoScript);
     r = parse("-WRONGTYPE x\r\n");
-    d = decode_slot_reply(r.get());
-    EXPECT_EQ(d.kind, SlotReply::Kind::kError);
+    d = decode_permit_reply(r.get());
+    EXPECT_EQ(d.kind, PermitReply::Kind::kError);
     EXPECT_EQ(d.error, "WRONGTYPE x");
 
     for (const char *bad : {"*2\r\n:3\r\n:0\r\n", "*2\r\n:1\r\n:-1\r\n",
@@ -94,11 +94,11 @@ TEST(ConcurrencyScript, DecodesReplies)
                             ":1\r\n"})
     {
         r = parse(bad);
-        EXPECT_EQ(decode_slot_reply(r.get()).kind,
-                  SlotReply::Kind::kMalformed) << bad;
+        EXPECT_EQ(decode_permit_reply(r.get()).kind,
+                  PermitReply::Kind::kMalformed) << bad;
     }
 
-    EXPECT_EQ(decode_slot_reply(nullptr).kind, SlotReply::Kind::kMalformed);
+    EXPECT_EQ(decode_permit_reply(nullptr).kind, PermitReply::Kind::kMalformed);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ TEST(MetricsModel, BucketIndexIsTheFirstBoundNotBelow)
     EXPECT_EQ(bucket_index(kBatchBoundsCount, kBatchBounds, 3), 2u);
 }
 
-TEST(MetricsModel, SlotsDoNotShareCacheLines)
+TEST(MetricsModel, RowsDoNotShareCacheLines)
 {
     MetricsLayout layout(3, 4);
     std::vector<char> block(layout.size());
@@ -41,7 +41,7 @@ TEST(MetricsModel, SlotsDoNotShareCacheLines)
     }
 }
 
-TEST(MetricsModel, SignatureFollowsNamesOrderAndSlots)
+TEST(MetricsModel, SignatureFollowsNamesOrderAndRows)
 {
     std::string_view ab[] = {"a", "b"}, ba[] = {"b", "a"}, a_b[] = {"ab", ""};
 
@@ -77,7 +77,7 @@ TEST(MetricsModel, BusyClockCountsTheUnionOfWorkersIntervals)
     EXPECT_EQ(busy(word, closed, 7000), 210u);
 }
 
-TEST(MetricsModel, BusyClockIgnoresASlotsSecondProcess)
+TEST(MetricsModel, BusyClockIgnoresARowsSecondProcess)
 {
     std::uint64_t word = 0, closed = 0;
 
@@ -95,7 +95,7 @@ TEST(MetricsModel, BusyClockReadIsOpenIntervalPlusClosed)
 {
     std::uint64_t word = 0, closed = 500;
 
-    busy_clock::enter(&word, 20, 1000);  // slot 20 shares bit 5
+    busy_clock::enter(&word, 20, 1000);  // row 20 shares bit 5
     EXPECT_EQ(busy(word, closed, 1300), 800u);
     // Starts and ends are taken modulo 2^48: an interval across the wrap.
     std::uint64_t wrap = std::uint64_t{1} << 48;
@@ -106,7 +106,7 @@ TEST(MetricsModel, BusyClockReadIsOpenIntervalPlusClosed)
     EXPECT_EQ(closed, 1060u);
 }
 
-TEST(MetricsModel, SumsAddEverySlot)
+TEST(MetricsModel, SumsAddEveryRow)
 {
     ZoneCounters a{}, b{}, sum{};
     a.decisions[0] = 2;
@@ -136,9 +136,9 @@ TEST(MetricsModel, SumsAddEverySlot)
 }
 
 // The limit a zone whose limit is a variable applied last is written in
-// each worker's slot with its time, and the scrape takes the latest: not
-// a sum, nor the first slot's.
-TEST(MetricsModel, AppliedLimitIsTheLatestSlots)
+// each worker's row with its time, and the scrape takes the latest: not
+// a sum, nor the first row's.
+TEST(MetricsModel, AppliedLimitIsTheLatestRows)
 {
     ZoneCounters a{}, b{}, c{}, sum{};
     a.applied_limit = 5;
@@ -153,7 +153,7 @@ TEST(MetricsModel, AppliedLimitIsTheLatestSlots)
     EXPECT_EQ(sum.applied_limit, 100u);
     EXPECT_EQ(sum.applied_us, 7000u);
 
-    // A slot whose worker never applied one is not taken.
+    // A row whose worker never applied one is not taken.
     ZoneCounters none{}, only{};
     add_zone(none, &only);
     EXPECT_EQ(only.applied_limit, 0u);

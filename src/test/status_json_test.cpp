@@ -189,7 +189,7 @@ TEST(StatusJson, ConcurrencyZonesSayTheirTypeBesideRateZones)
     ConcurrencyPolicy uploads{2, 20, 30000, 10000};
     ZoneReport reports[2] = {
         {"api", "k1", 10, 7, 3, 60, 1700000000, 0},
-        report_slot_zone("uploads", "k\"1", uploads, 2, 5),
+        report_permit_zone("uploads", "k\"1", uploads, 2, 5),
     };
 
     EXPECT_EQ(status_json(reports, 2),
@@ -205,7 +205,7 @@ TEST(StatusJson, ConcurrencyZoneTakesNoInterval)
 {
     ConcurrencyPolicy one{1, 0, 10000, 10000};
     Policy ten{100, 10000, 1000};
-    ZoneReport report = report_slot_zone("one", "k", one, 0, 0);
+    ZoneReport report = report_permit_zone("one", "k", one, 0, 0);
     report_interval(&report, ten, 2500, {0, 0, false, 0});
 
     EXPECT_EQ(status_json(&report, 1),

@@ -1,26 +1,26 @@
-#include "concurrency/slot_hold.hpp"
+#include "concurrency/permit_hold.hpp"
 
 #include <new>
 
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
-#include "concurrency/slot_gate.hpp"
+#include "concurrency/permit_gate.hpp"
 #include "worker/worker_objects.hpp"
 
 namespace ratelimit {
 
 namespace {
 
-void on_slot_answer(void *waiter, const SlotReply *reply) noexcept;
-void recheck_slot(SlotHold *hold) noexcept;
+void on_permit_answer(void *waiter, const PermitReply *reply) noexcept;
+void recheck_permit(PermitHold *hold) noexcept;
 
-SlotHold *hold_of(SlotWaiter *waiter)
+PermitHold *hold_of(PermitWaiter *waiter)
 {
-    return reinterpret_cast<SlotHold *>(
-        reinterpret_cast<char *>(waiter) - offsetof(SlotHold, waiter));
+    return reinterpret_cast<PermitHold *>(
+        reinterpret_cast<char *>(waiter) - offsetof(PermitHold, waiter));
 }
 
-void detach(SlotHold *hold)
+void detach(PermitHold *hold)
 {
     if (hold->call != nullptr) {
         hold->call->waiter = nullptr;
@@ -28,67 +28,67 @@ void detach(SlotHold *hold)
     }
 }
 
-bool queued(const SlotHold *hold)
+bool queued(const PermitHold *hold)
 {
-    return hold->phase == SlotHold::Phase::kQueued
-           || hold->phase == SlotHold::Phase::kChecking;
+    return hold->phase == PermitHold::Phase::kQueued
+           || hold->phase == PermitHold::Phase::kChecking;
 }
 
-bool admitted(SlotOutcome outcome)
+bool admitted(PermitOutcome outcome)
 {
-    return outcome == SlotOutcome::kAdmitted
-           || outcome == SlotOutcome::kAdmittedAfterWait;
+    return outcome == PermitOutcome::kAdmitted
+           || outcome == PermitOutcome::kAdmittedAfterWait;
 }
 
-void record_outcome(const SlotHold *hold)
+void record_outcome(const PermitHold *hold)
 {
     bool closed = hold->state->lcf->fail == kFailClosed;
     Decision decision = Decision::kPassed;
-    SlotEvent event = SlotEvent::kCount;
+    PermitEvent event = PermitEvent::kCount;
 
     switch (hold->outcome) {
-    case SlotOutcome::kAdmitted:
-        event = SlotEvent::kAdmitted;
+    case PermitOutcome::kAdmitted:
+        event = PermitEvent::kAdmitted;
         break;
-    case SlotOutcome::kAdmittedAfterWait:
-        event = SlotEvent::kAdmittedAfterWait;
+    case PermitOutcome::kAdmittedAfterWait:
+        event = PermitEvent::kAdmittedAfterWait;
         break;
-    case SlotOutcome::kQueueFull:
+    case PermitOutcome::kQueueFull:
         decision = Decision::kRejected;
-        event = SlotEvent::kQueueFull;
+        event = PermitEvent::kQueueFull;
         break;
-    case SlotOutcome::kTimedOut:
+    case PermitOutcome::kTimedOut:
         decision = Decision::kRejected;
-        event = SlotEvent::kWaitTimeout;
+        event = PermitEvent::kWaitTimeout;
         break;
-    case SlotOutcome::kDryRun:
+    case PermitOutcome::kDryRun:
         decision = Decision::kRejectedDryRun;
         break;
-    case SlotOutcome::kError:
-    case SlotOutcome::kPending:
+    case PermitOutcome::kError:
+    case PermitOutcome::kPending:
         decision = closed ? Decision::kErrorRejected : Decision::kError;
         break;
     }
 
-    metrics::record_slot_outcome(hold->ref->zone->index, decision, event,
-                                 hold->state->check_start_us, hold->queue_ms);
+    metrics::record_permit_outcome(hold->ref->zone->index, decision, event,
+                                   hold->state->check_start_us, hold->queue_ms);
 }
 
 // The outcome, without resuming the request: the caller does.
-void settle(SlotHold *hold, SlotOutcome outcome)
+void conclude(PermitHold *hold, PermitOutcome outcome)
 {
     if (queued(hold)) {
-        metrics::record_slot_queued(hold->ref->zone->index, false);
+        metrics::record_permit_queued(hold->ref->zone->index, false);
     }
 
     hold->outcome = outcome;
     hold->gate->remove_waiter(&hold->waiter);
     stop_timer(&hold->deadline);
     stop_timer(&hold->timer);
-    hold->phase = SlotHold::Phase::kOut;
+    hold->phase = PermitHold::Phase::kOut;
 
     if (admitted(outcome)) {
-        hold->phase = SlotHold::Phase::kHeld;
+        hold->phase = PermitHold::Phase::kHeld;
         ngx_add_timer(&hold->timer, hold->policy->lease_ms / 3);
     }
 
@@ -97,18 +97,18 @@ void settle(SlotHold *hold, SlotOutcome outcome)
 
 // Resumes the request from the event loop, never from inside a reply on
 // the data link, which the request may go on to use.
-void resume_later(SlotHold *hold)
+void resume_later(PermitHold *hold)
 {
     ngx_post_event(&hold->done, &ngx_posted_events);
 }
 
-void decide_slot(SlotHold *hold, SlotOutcome outcome)
+void decide_permit(PermitHold *hold, PermitOutcome outcome)
 {
-    settle(hold, outcome);
+    conclude(hold, outcome);
     resume_later(hold);
 }
 
-void log_failure(SlotHold *hold, const char *why, std::string_view detail)
+void log_failure(PermitHold *hold, const char *why, std::string_view detail)
 {
     if (!hold->gate->link()->may_log()) {
         return;
@@ -122,40 +122,41 @@ void log_failure(SlotHold *hold, const char *why, std::string_view detail)
                                                         : "request passed");
 }
 
-void slot_failed(SlotHold *hold, const char *why, std::string_view detail = {})
+void permit_failed(PermitHold *hold, const char *why,
+                   std::string_view detail = {})
 {
     detach(hold);
     log_failure(hold, why, detail);
-    decide_slot(hold, SlotOutcome::kError);
+    decide_permit(hold, PermitOutcome::kError);
 }
 
-// Gives the slot or the place back, if Redis may hold one; nobody waits
+// Gives the permit or the place back, if Redis may hold one; nobody waits
 // for the answer.
-void give_back(SlotHold *hold)
+void give_back(PermitHold *hold)
 {
     if (hold->in_redis) {
         hold->in_redis = false;
-        hold->gate->send(SlotOp::kRelease, nullptr, nullptr,
+        hold->gate->send(PermitOp::kRelease, nullptr, nullptr,
                          view(hold->key), hold->seq, hold->policy, false);
     }
 }
 
-void wait_in_queue(SlotHold *hold)
+void wait_in_queue(PermitHold *hold)
 {
     ngx_msec_t waited = ngx_current_msec - hold->asked_msec;
     ngx_msec_t timeout = hold->policy->queue_timeout_ms;
 
-    hold->phase = SlotHold::Phase::kQueued;
+    hold->phase = PermitHold::Phase::kQueued;
     hold->gate->add_waiter(&hold->waiter, hold->seq);
     ngx_add_timer(&hold->deadline, waited < timeout ? timeout - waited : 1);
     ngx_add_timer(&hold->timer, kRecheckMs);
-    metrics::record_slot_queued(hold->ref->zone->index, true);
+    metrics::record_permit_queued(hold->ref->zone->index, true);
 }
 
-// From the slot's release (by the releasing worker's clock, as the wake-up
+// From the permit's release (by the releasing worker's clock, as the wake-up
 // said) to now.  Clocks of two servers may disagree: a hand-off "before"
 // its release counts as 0.  Unknown when no wake-up came.
-void time_handoff(SlotHold *hold)
+void time_handoff(PermitHold *hold)
 {
     if (hold->hinted_freed_us != 0) {
         std::uint64_t now_us = wall_clock_us();
@@ -165,61 +166,61 @@ void time_handoff(SlotHold *hold)
 }
 
 // The caller resumes the request.
-void granted_after_wait(SlotHold *hold)
+void granted_after_wait(PermitHold *hold)
 {
     detach(hold);
     hold->queue_ms = ngx_current_msec - hold->asked_msec;
-    settle(hold, SlotOutcome::kAdmittedAfterWait);
+    conclude(hold, PermitOutcome::kAdmittedAfterWait);
 }
 
 void on_hold_timer(ngx_event_t *ev) noexcept
 {
-    auto *hold = static_cast<SlotHold *>(ev->data);
+    auto *hold = static_cast<PermitHold *>(ev->data);
     RedisLink *link = hold->gate->link();
 
     switch (hold->phase) {
-    case SlotHold::Phase::kAsking:
-    case SlotHold::Phase::kChecking:
+    case PermitHold::Phase::kAsking:
+    case PermitHold::Phase::kChecking:
         metrics::record_link_error(LinkError::kTimeout);
-        slot_failed(hold, "redis timed out", {});
+        permit_failed(hold, "redis timed out", {});
         link->on_request_timeout();
         break;
 
-    case SlotHold::Phase::kQueued:
-        recheck_slot(hold);
+    case PermitHold::Phase::kQueued:
+        recheck_permit(hold);
         break;
 
-    case SlotHold::Phase::kHeld:
-        hold->gate->send(SlotOp::kRenew, nullptr, nullptr, view(hold->key),
+    case PermitHold::Phase::kHeld:
+        hold->gate->send(PermitOp::kRenew, nullptr, nullptr, view(hold->key),
                          hold->seq, hold->policy, false);
         ngx_add_timer(&hold->timer, hold->policy->lease_ms / 3);
         break;
 
-    case SlotHold::Phase::kOut:
+    case PermitHold::Phase::kOut:
         break;
     }
 }
 
 void on_deadline(ngx_event_t *ev) noexcept
 {
-    auto *hold = static_cast<SlotHold *>(ev->data);
+    auto *hold = static_cast<PermitHold *>(ev->data);
 
     detach(hold);
     hold->queue_ms = ngx_current_msec - hold->asked_msec;
     give_back(hold);
-    decide_slot(hold, SlotOutcome::kTimedOut);
+    decide_permit(hold, PermitOutcome::kTimedOut);
 }
 
 void on_hold_done(ngx_event_t *ev) noexcept
 {
-    auto *hold = static_cast<SlotHold *>(ev->data);
+    auto *hold = static_cast<PermitHold *>(ev->data);
     resume_request(hold->state, hold->decided);
 }
 
 // The request is gone: whatever it holds or waits for in Redis goes back.
 void cleanup_hold(void *data) noexcept
 {
-    auto *hold = static_cast<SlotHold *>(data);
+    auto *hold = static_cast<PermitHold *>(data);
 
     stop_timer(&hold->timer);
     stop_timer(&hold->deadline);
@@ -231,67 +232,67 @@ void cleanup_hold(void *data) noexcept
     detach(hold);
 
     if (queued(hold)) {
-        metrics::record_slot_queued(hold->ref->zone->index, false);
-        metrics::record_slot_event(hold->ref->zone->index,
-                                   SlotEvent::kGoneWhileQueued);
+        metrics::record_permit_queued(hold->ref->zone->index, false);
+        metrics::record_permit_event(hold->ref->zone->index,
+                                     PermitEvent::kGoneWhileQueued);
     }
 
-    release_slot(hold);
+    release_permit(hold);
     hold->gate->remove_waiter(&hold->waiter);
     give_back(hold);
-    hold->phase = SlotHold::Phase::kOut;
+    hold->phase = PermitHold::Phase::kOut;
 }
 
 // Unlike the module's own events (init_event), not cancelable: a worker
 // exiting gracefully waits for its requests, and their timers with them.
 void init_hold_event(ngx_event_t *ev, ngx_event_handler_pt handler,
-                     SlotHold *hold)
+                     PermitHold *hold)
 {
     ev->handler = handler;
     ev->data = hold;
     ev->log = hold->state->r->connection->log;
 }
 
-void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
+void on_permit_answer(void *waiter, const PermitReply *reply) noexcept
 {
-    auto *hold = static_cast<SlotHold *>(waiter);
+    auto *hold = static_cast<PermitHold *>(waiter);
 
     hold->call = nullptr;
     stop_timer(&hold->timer);
 
-    bool checking = hold->phase == SlotHold::Phase::kChecking;
+    bool checking = hold->phase == PermitHold::Phase::kChecking;
 
-    if (reply == nullptr || reply->kind != SlotReply::Kind::kAnswer) {
+    if (reply == nullptr || reply->kind != PermitReply::Kind::kAnswer) {
         if (reply == nullptr) {
-            slot_failed(hold, "lost connection to redis");
-        } else if (reply->kind == SlotReply::Kind::kMalformed) {
-            slot_failed(hold, "unexpected reply from redis");
+            permit_failed(hold, "lost connection to redis");
+        } else if (reply->kind == PermitReply::Kind::kMalformed) {
+            permit_failed(hold, "unexpected reply from redis");
         } else {
             metrics::record_link_error(LinkError::kErrorReply);
-            slot_failed(hold, "redis answered an error: ", reply->error);
+            permit_failed(hold, "redis answered an error: ", reply->error);
             hold->gate->link()->on_error_reply(reply->error);
         }
         return;
     }
 
     switch (reply->code) {
-    case SlotCode::kHeld:
+    case PermitCode::kHeld:
         if (checking) {
             time_handoff(hold);
             granted_after_wait(hold);
             resume_later(hold);
         } else {
-            decide_slot(hold, SlotOutcome::kAdmitted);
+            decide_permit(hold, PermitOutcome::kAdmitted);
         }
         return;
 
-    case SlotCode::kQueued:
+    case PermitCode::kQueued:
         if (checking) {
-            hold->phase = SlotHold::Phase::kQueued;
+            hold->phase = PermitHold::Phase::kQueued;
 
             if (hold->hinted_again) {
                 hold->hinted_again = false;
-                recheck_slot(hold);
+                recheck_permit(hold);
             } else {
                 ngx_add_timer(&hold->timer, kRecheckMs);
             }
@@ -300,28 +301,28 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
         }
         return;
 
-    case SlotCode::kRefused:
+    case PermitCode::kRefused:
         hold->in_redis = false;
         if (checking) {
             // Redis dropped the waiter: past queue_timeout by its clock.
             hold->queue_ms = ngx_current_msec - hold->asked_msec;
-            decide_slot(hold, SlotOutcome::kTimedOut);
+            decide_permit(hold, PermitOutcome::kTimedOut);
         } else {
-            decide_slot(hold, hold->ref->dry_run || hold->state->lcf->dry_run
-                              ? SlotOutcome::kDryRun
-                              : SlotOutcome::kQueueFull);
+            decide_permit(hold, hold->ref->dry_run || hold->state->lcf->dry_run
+                              ? PermitOutcome::kDryRun
+                              : PermitOutcome::kQueueFull);
         }
         return;
 
-    case SlotCode::kWouldWait:
+    case PermitCode::kWouldWait:
         hold->in_redis = false;
-        decide_slot(hold, SlotOutcome::kDryRun);
+        decide_permit(hold, PermitOutcome::kDryRun);
         return;
     }
 }
 
 // A message on the worker's channel names the waiter.  Signed with the
-// fleet's wake key, it is Redis's word that the slot is the waiter's (the
+// fleet's wake key, it is Redis's word that the permit is the waiter's (the
 // script moved it to `held` before it published): the request resumes at
 // once, from the subscription's own event, which the request never sends
 // to or closes (a posted event would run only after every other event of
@@ -331,11 +332,11 @@ void on_slot_answer(void *waiter, const SlotReply *reply) noexcept
 // check's answer admits it.  A hint that comes while a check is out may
 // postdate what that check saw: it asks again when that check says
 // "queued".  The release's time the message carries (`freed_us`) only
-// times the hand-off of a slot that is the waiter's.
-void on_slot_woken(SlotWaiter *waiter, std::uint64_t freed_us,
-                   bool is_signed) noexcept
+// times the hand-off of a permit that is the waiter's.
+void on_permit_woken(PermitWaiter *waiter, std::uint64_t freed_us,
+                     bool is_signed) noexcept
 {
-    SlotHold *hold = hold_of(waiter);
+    PermitHold *hold = hold_of(waiter);
 
     if (!queued(hold)) {
         return;
@@ -350,69 +351,69 @@ void on_slot_woken(SlotWaiter *waiter, std::uint64_t freed_us,
         return;
     }
 
-    if (hold->phase == SlotHold::Phase::kChecking) {
+    if (hold->phase == PermitHold::Phase::kChecking) {
         hold->hinted_again = true;
         return;
     }
 
-    recheck_slot(hold);
+    recheck_permit(hold);
 }
 
-void recheck_slot(SlotHold *hold) noexcept
+void recheck_permit(PermitHold *hold) noexcept
 {
-    if (hold->phase != SlotHold::Phase::kQueued) {
+    if (hold->phase != PermitHold::Phase::kQueued) {
         return;
     }
 
     stop_timer(&hold->timer);
-    hold->phase = SlotHold::Phase::kChecking;
-    hold->call = hold->gate->send(SlotOp::kCheck, on_slot_answer, hold,
+    hold->phase = PermitHold::Phase::kChecking;
+    hold->call = hold->gate->send(PermitOp::kCheck, on_permit_answer, hold,
                                   view(hold->key), hold->seq, hold->policy,
                                   false);
 
     if (hold->call == nullptr) {
-        slot_failed(hold, "redis is not connected");
+        permit_failed(hold, "redis is not connected");
         return;
     }
 
     ngx_add_timer(&hold->timer, main_conf(hold->state->r)->redis->timeout);
 }
 
-void on_slot_recheck(SlotWaiter *waiter) noexcept
+void on_permit_recheck(PermitWaiter *waiter) noexcept
 {
-    recheck_slot(hold_of(waiter));
+    recheck_permit(hold_of(waiter));
 }
 
 }  // namespace
 
-bool start_slot(RequestState *state, const ZoneRef *ref,
-                const ngx_str_t &subject,
-                void (*decided)(RequestState *state) noexcept) noexcept
+bool start_permit(RequestState *state, const ZoneRef *ref,
+                  const ngx_str_t &subject,
+                  void (*decided)(RequestState *state) noexcept) noexcept
 {
     ngx_http_request_t *r = state->r;
     MainConf *mcf = main_conf(r);
     ngx_str_t key;
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(SlotHold));
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(PermitHold));
 
     if (!make_subject_key(r, *ref->zone, subject, &key) || cln == nullptr
-        || worker_objects().slots == nullptr)
+        || worker_objects().permits == nullptr)
     {
         return false;
     }
 
-    auto *hold = new (cln->data) SlotHold();
+    auto *hold = new (cln->data) PermitHold();
     hold->state = state;
     hold->ref = ref;
     hold->policy = ref->zone->concurrency;
-    hold->gate = worker_objects().slots;
+    hold->gate = worker_objects().permits;
     hold->subject = subject;
     hold->key = key;
     hold->seq = hold->gate->next_seq();
     hold->decided = decided;
     hold->asked_msec = ngx_current_msec;
     hold->handoff_us = kUnknownHandoff;
-    hold->waiter.woken = on_slot_woken;
-    hold->waiter.recheck = on_slot_recheck;
+    hold->waiter.woken = on_permit_woken;
+    hold->waiter.recheck = on_permit_recheck;
     init_hold_event(&hold->timer, on_hold_timer, hold);
     init_hold_event(&hold->deadline, on_deadline, hold);
     init_hold_event(&hold->done, on_hold_done, hold);
@@ -421,14 +422,14 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
 
     bool dry_run = ref->dry_run || state->lcf->dry_run;
 
-    hold->phase = SlotHold::Phase::kAsking;
-    hold->call = hold->gate->send(SlotOp::kAcquire, on_slot_answer, hold,
+    hold->phase = PermitHold::Phase::kAsking;
+    hold->call = hold->gate->send(PermitOp::kAcquire, on_permit_answer, hold,
                                   view(hold->key), hold->seq, hold->policy,
                                   dry_run);
 
     if (hold->call == nullptr) {
         log_failure(hold, "redis is not connected", {});
-        settle(hold, SlotOutcome::kError);
+        conclude(hold, PermitOutcome::kError);
         return false;
     }
 
@@ -437,18 +438,18 @@ bool start_slot(RequestState *state, const ZoneRef *ref,
     return true;
 }
 
-void release_slot(SlotHold *hold) noexcept
+void release_permit(PermitHold *hold) noexcept
 {
-    if (hold->phase != SlotHold::Phase::kHeld) {
+    if (hold->phase != PermitHold::Phase::kHeld) {
         return;
     }
 
     stop_timer(&hold->timer);
-    metrics::record_slot_freed(hold->ref->zone->index,
-                               response_succeeded(hold->state->r),
-                               hold->state->check_start_us);
+    metrics::record_permit_freed(hold->ref->zone->index,
+                                 response_succeeded(hold->state->r),
+                                 hold->state->check_start_us);
     give_back(hold);
-    hold->phase = SlotHold::Phase::kOut;
+    hold->phase = PermitHold::Phase::kOut;
 }
 
 }  // namespace ratelimit

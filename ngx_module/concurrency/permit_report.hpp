@@ -1,7 +1,7 @@
 // A peek at a request's concurrency zones, for the status API and the peek
-// header: per zone, the slots of the subject held and its waiters queued,
+// header: per zone, the permits of the subject held and its waiters queued,
 // across the fleet, read by the concurrency script's status call, which
-// takes no slot and changes nothing but what expired.  One call per zone,
+// takes no permit and changes nothing but what expired.  One call per zone,
 // sent together, before the rate zones' call; the first that fails, or
 // finds no answer within the Redis timeout, makes the answer a 503.
 // Lives in the request's pool; a cleanup of that pool leaves any answer
@@ -12,16 +12,16 @@
 
 namespace ratelimit {
 
-struct SlotCallRecord;
+struct PermitCallRecord;
 
-struct SlotReport {
+struct PermitReport {
     struct Entry {
-        SlotReport *report;
+        PermitReport *report;
         const ZoneRef *ref;
         ngx_str_t subject;
         ngx_str_t key;           // the subject's key
         ngx_uint_t position;     // of its object in the answer's array
-        SlotCallRecord *call;    // its answer, while awaited
+        PermitCallRecord *call;    // its answer, while awaited
         std::uint64_t in_flight;
         std::uint64_t queued;
     };
@@ -35,17 +35,17 @@ struct SlotReport {
     void (*decided)(RequestState *state) noexcept;
 };
 
-// Adds `ref`'s zone, for `subject`, to state->slot_report (made on the
+// Adds `ref`'s zone, for `subject`, to state->permit_report (made on the
 // first call), its object at `position` of the answer's array (they are
 // added in the order of their positions); false on no memory.
-bool add_slot_report(RequestState *state, const ZoneRef *ref,
-                     const ngx_str_t &subject, ngx_uint_t position) noexcept;
+bool add_permit_report(RequestState *state, const ZoneRef *ref,
+                       const ngx_str_t &subject, ngx_uint_t position) noexcept;
 
-// Sends the calls of state->slot_report.  True if the request now waits:
+// Sends the calls of state->permit_report.  True if the request now waits:
 // `decided` runs, from an nginx event, once state->result is known:
 // kPeeked with the counts in the report, or kError.  False if it is known
 // at once: kError, nothing could be sent.
-bool send_slot_report(RequestState *state,
-                      void (*decided)(RequestState *state) noexcept) noexcept;
+bool send_permit_report(RequestState *state,
+                        void (*decided)(RequestState *state) noexcept) noexcept;
 
 }  // namespace ratelimit

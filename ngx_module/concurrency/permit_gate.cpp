@@ -1,4 +1,4 @@
-#include "concurrency/slot_gate.hpp"
+#include "concurrency/permit_gate.hpp"
 
 #include <new>
 
@@ -9,10 +9,10 @@ namespace ratelimit {
 
 namespace {
 
-SlotWaiter *waiter_of(ngx_rbtree_node_t *node)
+PermitWaiter *waiter_of(ngx_rbtree_node_t *node)
 {
-    return reinterpret_cast<SlotWaiter *>(
-        reinterpret_cast<char *>(node) - offsetof(SlotWaiter, node));
+    return reinterpret_cast<PermitWaiter *>(
+        reinterpret_cast<char *>(node) - offsetof(PermitWaiter, node));
 }
 
 // A decimal number of up to 19 digits, as the script writes SEQ and
@@ -45,8 +45,8 @@ std::uint64_t wall_clock_us() noexcept
            + static_cast<std::uint64_t>(now.tv_nsec) / 1000;
 }
 
-SlotGate::SlotGate(RedisLink *link, const ngx_str_t &prefix,
-                   const ngx_str_t &wake_key, ngx_log_t *log) noexcept
+PermitGate::PermitGate(RedisLink *link, const ngx_str_t &prefix,
+                       const ngx_str_t &wake_key, ngx_log_t *log) noexcept
     : link_(link), log_(log)
 {
     ngx_rbtree_init(&waiters_, &sentinel_, ngx_rbtree_insert_value);
@@ -60,7 +60,7 @@ SlotGate::SlotGate(RedisLink *link, const ngx_str_t &prefix,
     }
 }
 
-SlotGate::~SlotGate()
+PermitGate::~PermitGate()
 {
     delete subscriber_;
 }
@@ -68,7 +68,7 @@ SlotGate::~SlotGate()
 // The worker's name must differ from every other worker's of the fleet,
 // now and across restarts: a digest of the host, the pid, the time and
 // nginx's random numbers.
-bool SlotGate::subscribe() noexcept
+bool PermitGate::subscribe() noexcept
 {
     u_char seed[NGX_MAXHOSTNAMELEN + 3 * NGX_INT64_LEN + 4];
     u_char *end = ngx_snprintf(seed, sizeof(seed), "%V %P %M %l",
@@ -95,23 +95,24 @@ bool SlotGate::subscribe() noexcept
     return subscriber_ != nullptr;
 }
 
-SlotCallRecord *SlotGate::send(SlotOp op, SlotAnswer answered, void *waiter,
-                               std::string_view key, std::uint64_t seq,
-                               const ConcurrencyPolicy *policy,
-                               bool dry_run) noexcept
+PermitCallRecord *PermitGate::send(PermitOp op, PermitAnswer answered,
+                                   void *waiter, std::string_view key,
+                                   std::uint64_t seq,
+                                   const ConcurrencyPolicy *policy,
+                                   bool dry_run) noexcept
 {
     if (!link_->up()) {
         return nullptr;
     }
 
-    auto *call = new (std::nothrow) SlotCallRecord();
+    auto *call = new (std::nothrow) PermitCallRecord();
 
     if (call == nullptr) {
         return nullptr;
     }
 
     *call = {this, answered, waiter, op, false, policy, dry_run, {}, seq,
-             op == SlotOp::kRelease ? wall_clock_us() : 0};
+             op == PermitOp::kRelease ? wall_clock_us() : 0};
 
     try {
         call->key.assign(key);
@@ -129,15 +130,15 @@ SlotCallRecord *SlotGate::send(SlotOp op, SlotAnswer answered, void *waiter,
 }
 
 // The call's command and the key that routes it; false on no memory.
-bool SlotGate::format(const SlotCallRecord *call, bool eval,
-                      std::string *command, std::string *held) const noexcept
+bool PermitGate::format(const PermitCallRecord *call, bool eval,
+                        std::string *command, std::string *held) const noexcept
 {
     try {
         std::string token(channel_, wake_prefix_.size());
         token += '.';
         token += std::to_string(call->seq);
 
-        *command = format_slot_call({call->op, call->key, token,
+        *command = format_permit_call({call->op, call->key, token,
                                      call->policy, wake_prefix_,
                                      call->dry_run, call->freed_us,
                                      wake_key_}, eval);
@@ -150,7 +151,7 @@ bool SlotGate::format(const SlotCallRecord *call, bool eval,
 }
 
 // nullptr when sent, else why not.
-const char *SlotGate::put(SlotCallRecord *call, bool eval) noexcept
+const char *PermitGate::put(PermitCallRecord *call, bool eval) noexcept
 {
     std::string command, held;
 
@@ -166,19 +167,19 @@ const char *SlotGate::put(SlotCallRecord *call, bool eval) noexcept
     return nullptr;
 }
 
-void SlotGate::on_answer(void *data, const Reply *reply) noexcept
+void PermitGate::on_answer(void *data, const Reply *reply) noexcept
 {
-    auto *call = static_cast<SlotCallRecord *>(data);
+    auto *call = static_cast<PermitCallRecord *>(data);
     call->gate->answer(call, reply);
 }
 
-void SlotGate::answer(SlotCallRecord *call, const Reply *reply) noexcept
+void PermitGate::answer(PermitCallRecord *call, const Reply *reply) noexcept
 {
-    SlotReply decoded = decode_slot_reply(reply);
+    PermitReply decoded = decode_permit_reply(reply);
 
     // NOSCRIPT: it did not run.  The script is loaded by its first EVAL
     // on each connection, so this costs a round trip per connection.
-    if (decoded.kind == SlotReply::Kind::kNoScript && !call->retried) {
+    if (decoded.kind == PermitReply::Kind::kNoScript && !call->retried) {
         call->retried = true;
         metrics::record_link_error(LinkError::kNoScript);
 
@@ -189,7 +190,7 @@ void SlotGate::answer(SlotCallRecord *call, const Reply *reply) noexcept
 
     if (call->waiter != nullptr) {
         call->answered(call->waiter, reply == nullptr ? nullptr : &decoded);
-    } else if (decoded.kind == SlotReply::Kind::kError && link_->may_log()) {
+    } else if (decoded.kind == PermitReply::Kind::kError && link_->may_log()) {
         LoggedText error(decoded.error);
         ngx_log_error(NGX_LOG_WARN, log_, 0,
                       "ratelimit: redis answered an error: %V", error.str());
@@ -198,14 +199,14 @@ void SlotGate::answer(SlotCallRecord *call, const Reply *reply) noexcept
     delete call;
 }
 
-void SlotGate::add_waiter(SlotWaiter *waiter, std::uint64_t seq) noexcept
+void PermitGate::add_waiter(PermitWaiter *waiter, std::uint64_t seq) noexcept
 {
     waiter->node.key = static_cast<ngx_rbtree_key_t>(seq);
     ngx_rbtree_insert(&waiters_, &waiter->node);
     waiter->waiting = true;
 }
 
-void SlotGate::remove_waiter(SlotWaiter *waiter) noexcept
+void PermitGate::remove_waiter(PermitWaiter *waiter) noexcept
 {
     if (waiter->waiting) {
         ngx_rbtree_delete(&waiters_, &waiter->node);
@@ -214,9 +215,9 @@ void SlotGate::remove_waiter(SlotWaiter *waiter) noexcept
 }
 
 // "WORKER.SEQ FREED_US" or, signed, "WORKER.SEQ FREED_US SIG".
-void SlotGate::on_message(void *data, std::string_view message) noexcept
+void PermitGate::on_message(void *data, std::string_view message) noexcept
 {
-    auto *gate = static_cast<SlotGate *>(data);
+    auto *gate = static_cast<PermitGate *>(data);
     std::string_view name(gate->channel_);
     name.remove_prefix(gate->wake_prefix_.size());
 
@@ -245,7 +246,7 @@ void SlotGate::on_message(void *data, std::string_view message) noexcept
     bool ok, freed_ok;
     std::uint64_t seq = parse_number(token, &ok);
     std::uint64_t freed_us = parse_number(freed, &freed_ok);
-    SlotWaiter *waiter = ok ? gate->find_waiter(seq) : nullptr;
+    PermitWaiter *waiter = ok ? gate->find_waiter(seq) : nullptr;
 
     if (waiter != nullptr) {
         bool is_signed = freed_ok && gate->signed_by_fleet(
@@ -255,7 +256,7 @@ void SlotGate::on_message(void *data, std::string_view message) noexcept
     }
 }
 
-SlotWaiter *SlotGate::find_waiter(std::uint64_t seq) noexcept
+PermitWaiter *PermitGate::find_waiter(std::uint64_t seq) noexcept
 {
     ngx_rbtree_node_t *node = waiters_.root;
     auto key = static_cast<ngx_rbtree_key_t>(seq);
@@ -273,8 +274,8 @@ SlotWaiter *SlotGate::find_waiter(std::uint64_t seq) noexcept
 
 // `signature` is SIG of `signed_part` under the fleet's wake key.  Compared
 // in constant time: the time of a mismatch tells nothing of the right SIG.
-bool SlotGate::signed_by_fleet(std::string_view signed_part,
-                               std::string_view signature) const noexcept
+bool PermitGate::signed_by_fleet(std::string_view signed_part,
+                                 std::string_view signature) const noexcept
 {
     if (wake_key_.empty() || signature.size() != kSha1HexLength) {
         return false;
@@ -300,9 +301,9 @@ bool SlotGate::signed_by_fleet(std::string_view signed_part,
 // Messages may have been lost meanwhile: every waiter asks Redis.  A
 // recheck may take its own waiter out of the tree, never another, so the
 // next one is found before it.
-void SlotGate::on_subscription(void *data) noexcept
+void PermitGate::on_subscription(void *data) noexcept
 {
-    auto *gate = static_cast<SlotGate *>(data);
+    auto *gate = static_cast<PermitGate *>(data);
     ngx_rbtree_t *tree = &gate->waiters_;
 
     if (tree->root == &gate->sentinel_) {
@@ -313,7 +314,7 @@ void SlotGate::on_subscription(void *data) noexcept
 
     while (node != nullptr) {
         ngx_rbtree_node_t *next = ngx_rbtree_next(tree, node);
-        SlotWaiter *waiter = waiter_of(node);
+        PermitWaiter *waiter = waiter_of(node);
         waiter->recheck(waiter);
         node = next;
     }

@@ -1,11 +1,11 @@
-#include "concurrency/slot_report.hpp"
+#include "concurrency/permit_report.hpp"
 
 #include <new>
 
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
-#include "concurrency/slot_gate.hpp"
-#include "concurrency/slot_hold.hpp"
+#include "concurrency/permit_gate.hpp"
+#include "concurrency/permit_hold.hpp"
 #include "worker/worker_objects.hpp"
 
 namespace ratelimit {
@@ -15,7 +15,7 @@ namespace {
 // The status call names no request of the worker: its token is unused.
 constexpr std::uint64_t kNoSeq = 0;
 
-void forget_answers(SlotReport *report)
+void forget_answers(PermitReport *report)
 {
     for (ngx_uint_t i = 0; i < report->entries; i++) {
         if (report->entry[i].call != nullptr) {
@@ -30,14 +30,14 @@ void forget_answers(SlotReport *report)
 }
 
 // Resumes the request from the event loop, never from inside a reply.
-void report_decided(SlotReport *report, Result result)
+void report_decided(PermitReport *report, Result result)
 {
     forget_answers(report);
     report->state->result = result;
     ngx_post_event(&report->done, &ngx_posted_events);
 }
 
-void report_entry_failed(SlotReport *report, const SlotReport::Entry &entry,
+void report_entry_failed(PermitReport *report, const PermitReport::Entry &entry,
                          const char *why, std::string_view detail = {})
 {
     RedisLink *link = worker_objects().link;
@@ -53,22 +53,22 @@ void report_entry_failed(SlotReport *report, const SlotReport::Entry &entry,
 }
 
 // The status call's reply: {1, held, queued}.
-void on_answer(void *waiter, const SlotReply *reply) noexcept
+void on_answer(void *waiter, const PermitReply *reply) noexcept
 {
-    auto *entry = static_cast<SlotReport::Entry *>(waiter);
-    SlotReport *report = entry->report;
+    auto *entry = static_cast<PermitReport::Entry *>(waiter);
+    PermitReport *report = entry->report;
 
     entry->call = nullptr;
 
     if (reply == nullptr) {
         report_entry_failed(report, *entry, "lost connection to redis");
-    } else if (reply->kind == SlotReply::Kind::kError) {
+    } else if (reply->kind == PermitReply::Kind::kError) {
         metrics::record_link_error(LinkError::kErrorReply);
         report_entry_failed(report, *entry, "redis answered an error: ",
                             reply->error);
         worker_objects().link->on_error_reply(reply->error);
-    } else if (reply->kind != SlotReply::Kind::kAnswer
-               || reply->code != SlotCode::kHeld)
+    } else if (reply->kind != PermitReply::Kind::kAnswer
+               || reply->code != PermitCode::kHeld)
     {
         report_entry_failed(report, *entry, "unexpected reply from redis");
     } else {
@@ -86,8 +86,8 @@ void on_answer(void *waiter, const SlotReply *reply) noexcept
 
 void on_report_timer(ngx_event_t *ev) noexcept
 {
-    auto *report = static_cast<SlotReport *>(ev->data);
-    const SlotReport::Entry *late = &report->entry[0];
+    auto *report = static_cast<PermitReport *>(ev->data);
+    const PermitReport::Entry *late = &report->entry[0];
 
     while (late->call == nullptr) {
         late++;
@@ -101,13 +101,13 @@ void on_report_timer(ngx_event_t *ev) noexcept
 
 void on_report_done(ngx_event_t *ev) noexcept
 {
-    auto *report = static_cast<SlotReport *>(ev->data);
+    auto *report = static_cast<PermitReport *>(ev->data);
     resume_request(report->state, report->decided);
 }
 
 void cleanup_report(void *data) noexcept
 {
-    auto *report = static_cast<SlotReport *>(data);
+    auto *report = static_cast<PermitReport *>(data);
 
     forget_answers(report);
 
@@ -116,16 +116,16 @@ void cleanup_report(void *data) noexcept
     }
 }
 
-SlotReport *create_report(RequestState *state)
+PermitReport *create_report(RequestState *state)
 {
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(state->r->pool,
-                                                   sizeof(SlotReport));
+                                                   sizeof(PermitReport));
 
     if (cln == nullptr) {
         return nullptr;
     }
 
-    auto *report = new (cln->data) SlotReport();
+    auto *report = new (cln->data) PermitReport();
     report->state = state;
 
     report->timer.handler = on_report_timer;
@@ -139,19 +139,19 @@ SlotReport *create_report(RequestState *state)
 
 }  // namespace
 
-bool add_slot_report(RequestState *state, const ZoneRef *ref,
-                     const ngx_str_t &subject, ngx_uint_t position) noexcept
+bool add_permit_report(RequestState *state, const ZoneRef *ref,
+                       const ngx_str_t &subject, ngx_uint_t position) noexcept
 {
-    if (state->slot_report == nullptr) {
-        state->slot_report = create_report(state);
+    if (state->permit_report == nullptr) {
+        state->permit_report = create_report(state);
 
-        if (state->slot_report == nullptr) {
+        if (state->permit_report == nullptr) {
             return false;
         }
     }
 
-    SlotReport *report = state->slot_report;
-    SlotReport::Entry &entry = report->entry[report->entries];
+    PermitReport *report = state->permit_report;
+    PermitReport::Entry &entry = report->entry[report->entries];
 
     entry = {report, ref, subject, ngx_null_string, position, nullptr, 0, 0};
 
@@ -163,22 +163,22 @@ bool add_slot_report(RequestState *state, const ZoneRef *ref,
     return true;
 }
 
-bool send_slot_report(RequestState *state,
-                      void (*decided)(RequestState *state) noexcept) noexcept
+bool send_permit_report(RequestState *state,
+                        void (*decided)(RequestState *state) noexcept) noexcept
 {
     MainConf *mcf = main_conf(state->r);
-    SlotReport *report = state->slot_report;
-    SlotGate *slots = worker_objects().slots;
+    PermitReport *report = state->permit_report;
+    PermitGate *permits = worker_objects().permits;
 
     report->decided = decided;
 
     for (ngx_uint_t i = 0; i < report->entries; i++) {
-        SlotReport::Entry &entry = report->entry[i];
+        PermitReport::Entry &entry = report->entry[i];
 
-        entry.call = slots == nullptr ? nullptr
-                     : slots->send(SlotOp::kStatus, on_answer, &entry,
-                                   view(entry.key), kNoSeq,
-                                   entry.ref->zone->concurrency, false);
+        entry.call = permits == nullptr ? nullptr
+                     : permits->send(PermitOp::kStatus, on_answer, &entry,
+                                     view(entry.key), kNoSeq,
+                                     entry.ref->zone->concurrency, false);
 
         if (entry.call == nullptr) {
             forget_answers(report);
