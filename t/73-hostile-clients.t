@@ -35,6 +35,7 @@ ratelimit_zone ls key=$http_x_api_key limit=1000000 window=60s lease=32k;
 ratelimit_zone vl key=$http_x_api_key limit=3 window=60s;
 ratelimit_zone c key=$http_x_api_key limit=10 window=60s;
 ratelimit_zone tok key=$http_x_api_key limit=100000 window=60s;
+ratelimit_zone max key=$http_x_api_key limit=9007199254740992 window=60s;
 ratelimit_zone cg key=$http_x_api_key rate=1r/s algorithm=gcra;
 ratelimit_zone lv key=$http_x_api_key limit=$http_x_limit window=60s;
 ratelimit_zone rv key=$http_x_api_key rate=$http_x_limit window=60s algorithm=gcra;
@@ -51,6 +52,7 @@ server {
     location /lv/ { ratelimit zone=lv; alias %%TMP%%/html/; }
     location /rv/ { ratelimit zone=rv nodelay; alias %%TMP%%/html/; }
     location = /metrics { ratelimit_metrics; }
+    location /max/ { ratelimit zone=max cost=$http_x_cost; alias %%TMP%%/html/; }
     location /tok/ {
         ratelimit zone=tok cost=1000;
         ratelimit_settle zone=tok $upstream_http_x_usage_tokens empty=refund;
@@ -143,6 +145,16 @@ sub status_rs {
     my ($n) = $m =~ /^nginx_ratelimit_decisions_total\{zone="c",decision="invalid"\} (\d+)/m;
     is($n, scalar(@bad) + 1, 'the metrics count them as decision="invalid"');
     like($t->error_log, qr/invalid cost "[^"]*" for zone "c", request refused with 400/, 'logged as refused');
+}
+
+# Counts are exact to the documented maximum, 2^53: 1 + 2^53 is over it,
+# though a double rounds it to 2^53.
+{
+    my @r = map { status_rs('/max/index.html', { 'X-Api-Key' => 'big', 'X-Cost' => $_ }) }
+        1, 9007199254740992, 9007199254740991, 1, 1;
+    is("@r[0 .. 2]", '200 PASSED 429 REJECTED 200 PASSED',
+       '2^53: cost 1, then 2^53 is over, then 2^53 - 1 fills the limit exactly');
+    is("@r[3 .. 4]", '429 REJECTED 429 REJECTED', '2^53: full, a cost of 1 is over');
 }
 
 # A limit of 0, from a variable, blocks the subject: 429, nothing counted;

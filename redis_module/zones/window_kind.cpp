@@ -26,7 +26,9 @@ void decided(FastDecision *out, double rejected, double count, double oldest,
 bool WindowKind::over(const ZoneRead &z, double cost,
                       const ZoneParams &zone) const
 {
-    return z.count + std::max(cost, 1.0) > zone.limit;
+    // As the script: what is left against the cost, exact to 2^53 where
+    // count + cost would round (1 + 2^53 is 2^53 in a double).
+    return std::max(cost, 1.0) > zone.limit - z.count;
 }
 
 CallError WindowKind::count_newest(KeyNumber key, const ZoneParams &zone,
@@ -105,7 +107,7 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
         return;
     }
 
-    if (count + 1 > zone.limit) {
+    if (1 > zone.limit - count) {
         decided(out, zone.enforce ? 1 : 0, count, oldest, 1);
         return;
     }

@@ -169,7 +169,7 @@ local function run_window(d)
 
   if not take then
     careful(h)
-  elseif count + 1 > limit[d] then
+  elseif 1 > limit[d] - count then
     replies[r] = enforce[d] and 1 or 0
     replies[r + 1], replies[r + 2], replies[r + 3] = count, oldest, 1
     a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)

@@ -13,8 +13,9 @@
 -- recognised and started afresh.  A GCRA zone's key: see gcra.lua.
 --
 -- A request of cost c (1 for a counted entry, each zone's own for one of
--- costs) does not fit in a zone when count + max(c, 1) > limit: a cost of
--- 0 checks, counting nothing.
+-- costs) does not fit in a zone when max(c, 1) > limit - count: a cost of
+-- 0 checks, counting nothing.  Written so, not count + c > limit, it is
+-- exact to 2^53: a double rounds 2^53 + 1 to 2^53.
 
 -- HDELs bucket fields, 256 at a time.
 local function drop(key, ids)
@@ -196,5 +197,5 @@ local function over(d, count, c)
   if gcra[d] then
     return count + need * gcra[d] > span[d] * gcra[d] + 1
   end
-  return count + need > limit[d]
+  return need > limit[d] - count
 end
