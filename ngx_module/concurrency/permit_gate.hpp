@@ -33,11 +33,13 @@ struct PermitCallRecord {
     std::uint64_t freed_us;  // a release: when it was sent, wall_clock_us()
 };
 
-// A request waiting in a queue, as the gate knows it: found by its number
-// when a wake-up names it, or told to check its place again.  It lives
-// inside its holder's record, which the gate never sees.
+// A request that asked for a permit and may be queued, as the gate knows
+// it: found by its number when a wake-up names it, or told to check its
+// place again.  It lives inside its holder's record, which the gate never
+// sees.
 struct PermitWaiter {
-    ngx_rbtree_node_t node;  // in the gate's waiters, by seq, while queued
+    ngx_rbtree_node_t node;  // in the gate's waiters, by seq, from the ask
+                             // to the outcome
     bool waiting;            // in it now
     // A wake-up names it: Redis gave it the permit, freed at `freed_us`
     // (wall_clock_us(); 0 if not said), if the message is `signed` with
@@ -77,8 +79,9 @@ public:
 
     std::uint64_t next_seq() noexcept { return ++seq_; }
 
-    // A request waiting in a queue as request `seq` of the worker, found
-    // by its token when Redis grants it a permit.
+    // A request asking for a permit, or queued for one, as request `seq`
+    // of the worker, found by its token when Redis grants it a permit:
+    // from its ask on, since the wake-up may come before the ask's answer.
     void add_waiter(PermitWaiter *waiter, std::uint64_t seq) noexcept;
     void remove_waiter(PermitWaiter *waiter) noexcept;
 

@@ -34,6 +34,12 @@ bool queued(const PermitHold *hold)
            || hold->phase == PermitHold::Phase::kChecking;
 }
 
+// The gate's waiter: from the ask to the outcome.
+bool waiting(const PermitHold *hold)
+{
+    return hold->phase == PermitHold::Phase::kAsking || queued(hold);
+}
+
 bool admitted(PermitOutcome outcome)
 {
     return outcome == PermitOutcome::kAdmitted
@@ -147,7 +153,6 @@ void wait_in_queue(PermitHold *hold)
     ngx_msec_t timeout = hold->policy->queue_timeout_ms;
 
     hold->phase = PermitHold::Phase::kQueued;
-    hold->gate->add_waiter(&hold->waiter, hold->seq);
     ngx_add_timer(&hold->deadline, waited < timeout ? timeout - waited : 1);
     ngx_add_timer(&hold->timer, kRecheckMs);
     metrics::record_permit_queued(hold->ref->zone->index, true);
@@ -289,15 +294,15 @@ void on_permit_answer(void *waiter, const PermitReply *reply) noexcept
     case PermitCode::kQueued:
         if (checking) {
             hold->phase = PermitHold::Phase::kQueued;
-
-            if (hold->hinted_again) {
-                hold->hinted_again = false;
-                recheck_permit(hold);
-            } else {
-                ngx_add_timer(&hold->timer, kRecheckMs);
-            }
+            ngx_add_timer(&hold->timer, kRecheckMs);
         } else {
             wait_in_queue(hold);
+        }
+
+        // The answer may predate a wake-up that came while it was out.
+        if (hold->check_again) {
+            hold->check_again = false;
+            recheck_permit(hold);
         }
         return;
 
@@ -326,19 +331,20 @@ void on_permit_answer(void *waiter, const PermitReply *reply) noexcept
 // script moved it to `held` before it published): the request resumes at
 // once, from the subscription's own event, which the request never sends
 // to or closes (a posted event would run only after every other event of
-// the loop turn).  Anyone who may PUBLISH on that Redis can send an
-// unsigned one (a fleet without a key sends only those): a hint, never a
-// grant.  The waiter then asks Redis at once (a check), and only the
-// check's answer admits it.  A hint that comes while a check is out may
-// postdate what that check saw: it asks again when that check says
-// "queued".  The release's time the message carries (`freed_us`) only
-// times the hand-off of a permit that is the waiter's.
+// the loop turn), even before the answer to its ask: the script queued it
+// before it gave it the permit.  Anyone who may PUBLISH on that Redis can
+// send an unsigned one (a fleet without a key sends only those): a hint,
+// never a grant.  The waiter then asks Redis at once (a check), and only
+// the check's answer admits it.  A hint that comes while the ask or a
+// check is out may postdate what that call saw: it asks again when that
+// call says "queued".  The release's time the message carries
+// (`freed_us`) only times the hand-off of a permit that is the waiter's.
 void on_permit_woken(PermitWaiter *waiter, std::uint64_t freed_us,
                      bool is_signed) noexcept
 {
     PermitHold *hold = hold_of(waiter);
 
-    if (!queued(hold)) {
+    if (!waiting(hold)) {
         return;
     }
 
@@ -351,8 +357,8 @@ void on_permit_woken(PermitWaiter *waiter, std::uint64_t freed_us,
         return;
     }
 
-    if (hold->phase == PermitHold::Phase::kChecking) {
-        hold->hinted_again = true;
+    if (hold->phase != PermitHold::Phase::kQueued) {
+        hold->check_again = true;
         return;
     }
 
@@ -379,9 +385,18 @@ void recheck_permit(PermitHold *hold) noexcept
     ngx_add_timer(&hold->timer, main_conf(hold->state->r)->redis->timeout);
 }
 
+// The subscription was made again: a wake-up may have been lost.  A call
+// out may have run before the loss: ask again once it says "queued".
 void on_permit_recheck(PermitWaiter *waiter) noexcept
 {
-    recheck_permit(hold_of(waiter));
+    PermitHold *hold = hold_of(waiter);
+
+    if (hold->phase != PermitHold::Phase::kQueued) {
+        hold->check_again = true;
+        return;
+    }
+
+    recheck_permit(hold);
 }
 
 }  // namespace
@@ -423,6 +438,7 @@ bool start_permit(RequestState *state, const ZoneRef *ref,
     bool dry_run = ref->dry_run || state->lcf->dry_run;
 
     hold->phase = PermitHold::Phase::kAsking;
+    hold->gate->add_waiter(&hold->waiter, hold->seq);
     hold->call = hold->gate->send(PermitOp::kAcquire, on_permit_answer, hold,
                                   view(hold->key), hold->seq, hold->policy,
                                   dry_run);

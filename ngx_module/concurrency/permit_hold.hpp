@@ -12,6 +12,12 @@
 // that the waiter has the permit: only a check admits it) and one each time
 // the worker's subscription is made again; while held, one renewal every
 // third of the lease; one to give the permit or the place back.
+//
+// A request is the gate's waiter from its ask on, not from the answer that
+// queues it: a release that reaches Redis just after the ask gives the
+// permit and publishes the wake-up at once, and the message, on the
+// subscription's connection, may be read before the answer on the data
+// link (Redis writes its output to the client it served last first).
 #pragma once
 
 #include "request/request_state.hpp"
@@ -55,7 +61,8 @@ struct PermitHold {
     std::uint64_t handoff_us;  // the permit's release to the resumption, if
                                // Pub/Sub told it; else kUnknownHandoff
     std::uint64_t hinted_freed_us;  // the last wake-up's release time, us
-    bool hinted_again;       // a wake-up came while a check was out
+    bool check_again;        // a wake-up or a new subscription came while
+                             // the ask or a check was out
     void (*decided)(RequestState *state) noexcept;
 };
 
