@@ -10,7 +10,10 @@
 # of old buckets, keys started afresh) through decide(); the batches mix both,
 # small windows make buckets and fixed windows roll during the run, and small
 # limits make requests go over often.  Requests of one key under different
-# limits (a zone whose limit is a variable) share batches.
+# limits (a zone whose limit is a variable) share batches.  Two zones have
+# the documented maximum, 2^53, with costs, leases and settles near it: the
+# model's integers are exact, and so must the script's and command's
+# doubles be (issue 39).
 #
 # Expected (spec: src/scripts/lua/, docs/directives.md "Algorithms" and
 # docs/operations.md "Redis data layout"):
@@ -119,6 +122,7 @@ sub rcmd {
 # of another plan: a's keys decided under two limits in one batch.  fine's
 # window has 500 buckets, so that a slide often finds no live bucket among
 # the 64 after the oldest and reads the whole hash instead.
+my $MAX = 9007199254740992;    # 2^53, the largest limit, cost and lease
 my @ZONES = map {
     my ($name, $prefix, $limit, $width, $span, $kind, $enforce) = @$_;
     { name => $name, prefix => $prefix, limit => $limit, width => $width,
@@ -133,6 +137,11 @@ my @ZONES = map {
     ['fine',   'm:e', 4,     2,         500,     's',  1],
     ['f',      'm:f', 2,     300,       1,       'f',  1],
     ['f-dry',  'm:g', 3,     250,       1,       'f',  0],
+    # The documented maximum, 2^53 (an integer here, as Perl keeps it: the
+    # model is exact): a double rounds 2^53 + 1 to 2^53, so counts and
+    # costs near it must be compared without a sum (issue 39).
+    ['max',    'm:x', $MAX,  100,       10,      's',  1],
+    ['max-f',  'm:y', $MAX,  300,       1,       'f',  1],
     # GCRA: limit per window, "buckets" the capacity (1 + burst).  g's
     # interval is 100000 us, h's 166666.7 (rounded in its TATs); g-dry is g
     # in a dry-run location.
@@ -566,11 +575,12 @@ sub gen_cost {
     my ($z, $key) = @_;
     my $left = $z->{limit} - ($live{$key} // 0);
     my $r = rand;
-    return $r < ($left <= 0 ? 0.4 : $live{$key} ? 0.15 : 0.25) ? 0
-         : $r < 0.5 ? max(1, $left + int rand 2)
-         : $r < 0.6 ? 1
-         : $r < 0.9 ? 2 + int rand($z->{limit} - 1)
-         : $z->{limit} + 1 + int rand 3;
+    # Costs are at most 2^53, as nginx sends them.
+    return min($MAX, $r < ($left <= 0 ? 0.4 : $live{$key} ? 0.15 : 0.25) ? 0
+                   : $r < 0.5 ? max(1, $left + int rand 2)
+                   : $r < 0.6 ? 1
+                   : $r < 0.9 ? 2 + int rand($z->{limit} - 1)
+                   : $z->{limit} + 1 + int rand 3);
 }
 
 # A random settle, `zone` and `subject` as for gen_request(), else half the
@@ -616,6 +626,9 @@ sub gen_settle {
     my $delta = $refund ? -1 - int rand $held
               : $r < 0.1 ? 0 : $r < 0.2 ? -20 - int rand 20
               : (1 + int rand 3) * (rand() < 0.6 ? 1 : -1);
+    # Counts are exact to 2^53, the documented maximum; a settle may add
+    # past a limit, so the zones of that limit only take units back.
+    $delta = -$delta if $delta > 0 && $z->{limit} == $MAX;
     return { settle => [$delta, $at], zones => [$z], keys => [$key], wrong => $wrong };
 }
 
@@ -643,9 +656,9 @@ sub gen_lease {
     my $limit = $zones[0]{limit};
     my $left = $limit - ($live{ $keys[0] } // 0);
     $r = rand;
-    my $asked = $r < 0.1 ? 0 : $r < 0.2 ? 1
-              : $r < 0.55 ? max(0, $left - 1 + int rand 3)
-              : $r < 0.92 ? 1 + int rand(3 * $limit) : 2**53;
+    my $asked = min($MAX, $r < 0.1 ? 0 : $r < 0.2 ? 1
+                        : $r < 0.55 ? max(0, $left - 1 + int rand 3)
+                        : $r < 0.92 ? 1 + int rand(3 * $limit) : $MAX);
     return { lease => 1, asked => $asked, zones => \@zones, keys => \@keys, wrong => $wrong };
 }
 

@@ -80,7 +80,7 @@ CallError Settler::settle_bucket(KeyNumber key, const ZoneParams &zone,
         }
     }
 
-    *count = z_.count + now_at - was;
+    *count = z_.count + (now_at - was);
     *oldest = z_.oldest == 0 || at < z_.oldest ? at : z_.oldest;
     char name[lua::kMaxText], value[lua::kMaxText], total[lua::kMaxText],
         first[lua::kMaxText];

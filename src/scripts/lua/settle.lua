@@ -50,7 +50,7 @@ local function settle(k, entry, reply, r)
     drop(key, gone)
   end
   local name = fmt('%d', at)
-  count = count + now_at - was
+  count = count + (now_at - was)
   if oldest == 0 or at < oldest then
     oldest = at
   end
