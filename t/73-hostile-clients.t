@@ -235,6 +235,10 @@ sub status_rs {
        'fail local: after a flood of new subjects in its own zone, the victim is still limited');
     my $flood = grep { $_->{uri} eq '/fl/index.html' && $_->{rs} eq 'PASSED' } $t->access_entries;
     cmp_ok($flood, '>', 2000, "the flood passed ($flood requests), decided locally");
+
+    # Redis is down: a cost of 0 gets the fail policy as any cost does.
+    is(status_rs('/c/index.html', { 'X-Api-Key' => 'cost', 'X-Cost' => '0' }), '503 ERROR',
+       'Redis down, fail closed: a cost of 0 is refused too');
 }
 
 $t->no_alerts;
