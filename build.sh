@@ -63,6 +63,12 @@ PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
           lua5.1)
 # For ./build.sh deb, and for the test that installs what it makes.
 DEB_PACKAGES=(dpkg-dev debhelper lintian)
+# For nginx's own suite with Debian's nginx: its harness loads every module
+# `nginx -V` names dynamic, and without them every file fails both ways
+# (testing nothing).
+DEBIAN_MODULE_PACKAGES=(libnginx-mod-http-geoip libnginx-mod-http-image-filter
+    libnginx-mod-http-perl libnginx-mod-http-xslt-filter libnginx-mod-mail
+    libnginx-mod-stream libnginx-mod-stream-geoip)
 # For an nginx built from source (NGINX_VERSION), and the HTTP/3 client.
 RELEASE_PACKAGES=(libpcre2-dev zlib1g-dev ngtcp2-client)
 VALGRIND_TESTS=${VALGRIND_TESTS:-t/10-limit.t t/13-zones.t t/15-counted-once.t
@@ -363,7 +369,11 @@ case "${1:-build}" in
         integration_tests
         ;;
     nginx-tests)
-        install_missing
+        if [ -n "$NGINX_VERSION" ]; then
+            install_missing
+        else
+            install_missing "${DEBIAN_MODULE_PACKAGES[@]}"
+        fi
         build_for_nginx
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" \
             "$ROOT/t/compat/nginx_tests.pl"
