@@ -3,20 +3,10 @@
 #include <new>
 
 #include "limits/deny_cache.hpp"
+#include "local/local_memory.hpp"
 #include "scripts/forgive_call.hpp"
 
 namespace ratelimit {
-
-namespace {
-
-// The wall clock that stamps a forgiving and judges a stamp's freshness.
-std::uint64_t now_ms()
-{
-    ngx_time_t *tp = ngx_timeofday();
-    return static_cast<std::uint64_t>(tp->sec) * 1000 + tp->msec;
-}
-
-}  // namespace
 
 ForgiveListener::ForgiveListener(RedisLink *link, const ngx_str_t &prefix,
                                  const ngx_str_t &wake_key,
@@ -57,7 +47,7 @@ bool ForgiveListener::forgive(std::string_view key,
     try {
         command = format_forgive_call(key, channel_,
                                       forgive_message(key, wake_key_,
-                                                      now_ms()));
+                                                      local::wall_clock_ms()));
     } catch (...) {
         return false;
     }
@@ -70,7 +60,7 @@ void ForgiveListener::on_message(void *data, std::string_view message) noexcept
 {
     auto *listener = static_cast<ForgiveListener *>(data);
     std::string_view key = forgiven_key(message, listener->wake_key_,
-                                        now_ms());
+                                        local::wall_clock_ms());
 
     if (!key.empty()) {
         listener->denied_->forget(key);
