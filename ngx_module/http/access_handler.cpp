@@ -2,6 +2,7 @@
 
 #include "http/request_metrics.hpp"
 #include "local/local_decision.hpp"
+#include "local/local_memory.hpp"
 #include "metrics/metrics.hpp"
 #include "leases/lease_decision.hpp"
 #include "limits/algorithms.hpp"
@@ -148,7 +149,7 @@ ngx_int_t pass_on(RequestState *state)
 void reject_blocked(RequestState *state, ngx_uint_t i)
 {
     std::uint64_t window_ms = state->refs[i]->zone->policy.window_ms;
-    std::uint64_t now_ms = ngx_time() * 1000;
+    std::uint64_t now_ms = local::wall_clock_ms();
 
     state->now_ms = now_ms;
     state->verdict = {enforced(state, i) ? Outcome::kRejected
@@ -451,9 +452,11 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
             if (state->peek) {
                 continue;
             }
-            invalid_value = invalid_value || found == ValueFound::kInvalid;
-            blocked = found == ValueFound::kBlocked && blocked > state->zones
-                      ? state->zones : blocked;
+            if (found == ValueFound::kInvalid) {
+                invalid_value = true;
+            } else if (blocked == NGX_CONF_UNSET_UINT) {
+                blocked = state->zones;
+            }
             break;
         case ValueFound::kError:
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
