@@ -1,0 +1,146 @@
+#!/usr/bin/perl
+# A rolling upgrade: two nginx servers share one Redis, one running the
+# release before this tree's (RATELIMIT_OLD_MODULE, and its Redis module
+# RATELIMIT_OLD_REDIS_MODULE), the other this tree's module, as a fleet
+# does halfway through replacing its servers.  The Redis is each one such
+# a fleet can meet: without the Redis module, with the old release's, with
+# this tree's.
+#
+# Expected (spec: docs/operations.md "Upgrading", docs/redis-module.md):
+# - requests sent to the two servers in turn, each subject's alternating
+#   between them, are each counted once, in a sliding and a fixed window:
+#   every answer is a 200 (none fails, none is limited below the limit),
+#   and each subject's count in Redis, read with this tree's window script
+#   (a peek, which reads whatever layout the key is in), is the number of
+#   requests sent for it;
+# - a limit of 5 shared by the two servers admits exactly 5 requests of a
+#   subject in all, whichever server each reached.
+# Skipped without RATELIMIT_OLD_MODULE; the phase with the old Redis
+# module without RATELIMIT_OLD_REDIS_MODULE.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use RateLimitTest;
+
+my $OLD = $ENV{RATELIMIT_OLD_MODULE};
+plan skip_all => 'RATELIMIT_OLD_MODULE (the release before, built) not set'
+    unless $OLD && -f $OLD;
+RateLimitTest::require_module();
+my $OLD_REDIS = $ENV{RATELIMIT_OLD_REDIS_MODULE};
+my $NEW_REDIS = RateLimitTest::redis_module_so();
+
+my $WORKERS = 2;
+my $new = RateLimitTest->new(workers => $WORKERS);
+my $old = RateLimitTest->new(workers => $WORKERS);
+$old->{ports}{REDIS_PORT} = $new->redis_port;
+
+# An hour's windows: a run of a few seconds stays in one fixed window
+# (phase() does not start in an hour's last minute).  A request Redis did
+# not decide gets a 503 (fail closed), so that none passes unseen.
+my $CONF = <<'EOF';
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=2s;
+ratelimit_fail closed;
+ratelimit_zone slide key=$http_x_api_key limit=1000000 window=1h bucket=1m;
+ratelimit_zone fixed key=$http_x_api_key limit=1000000 window=1h algorithm=fixed;
+ratelimit_zone small key=$http_x_api_key limit=5 window=1h bucket=1m;
+
+server {
+    listen 127.0.0.1:%%PORT%%;
+    location /slide/ { ratelimit zone=slide; alias %%TMP%%/html/; }
+    location /fixed/ { ratelimit zone=fixed; alias %%TMP%%/html/; }
+    location /small/ { ratelimit zone=small; alias %%TMP%%/html/; }
+}
+EOF
+
+# Each zone as the script is called with it (window_script.hpp): limit,
+# bucket in ms, buckets a window, kind, enforced.
+my %ZONE = (
+    slide => [1000000, 60000, 60, 's', '1'],
+    fixed => [1000000, 3600000, 1, 'f', '1'],
+);
+my $SUBJECTS = 8;
+my $ROUNDS = 6;
+
+my $SHA;
+
+# The count of each subject's key of `zone` in Redis, by a peek ("p" and
+# the zone's byte 0) of this tree's script; "error" where it could not read
+# the key.
+sub counts_in_redis {
+    my ($zone) = @_;
+    my @keys = map { "rl:$zone:u$_" } 1 .. $SUBJECTS;
+    my $r = $new->redis('EVALSHA', $SHA, scalar @keys, @keys, 1,
+                        @{ $ZONE{$zone} }, ("p\0") x @keys);
+    die "peek: $$r\n" if RateLimitTest::is_redis_error($r);
+    return join ' ', map {
+        RateLimitTest::is_redis_error($r->[1 + 4 * $_]) ? 'error'
+                                                        : $r->[2 + 4 * $_]
+    } 0 .. $#keys;
+}
+
+sub status_line { join ' ', map { $_->{status} } @_ }
+
+sub phase {
+    my ($name, @module_args) = @_;
+    RateLimitTest::sleep_until_phase(60, 0) if time % 3600 >= 3540;
+    $new->start_redis(redis_module => 0, args => \@module_args);
+    $SHA = $new->redis('SCRIPT', 'LOAD', RateLimitTest::window_script());
+    $new->write_conf($CONF);
+    $old->write_conf($CONF, module => $OLD);
+    $new->start_nginx;
+    $old->start_nginx;
+
+    # Each worker of each server has asked whether Redis has the command.
+    my $asked = qr/this connection uses/;
+    ok(RateLimitTest::wait_until(sub {
+           $new->count_log($asked) >= $WORKERS
+               && $old->count_log($asked) >= $WORKERS }, 5),
+       "$name: every worker connected and chose the command or the script");
+
+    for my $zone (qw(slide fixed)) {
+        my @statuses;
+        for my $round (1 .. $ROUNDS) {
+            for my $u (1 .. $SUBJECTS) {
+                my $server = ($round + $u) % 2 ? $old : $new;
+                push @statuses, $server->get("/$zone/index.html",
+                                             { 'X-Api-Key' => "u$u" });
+            }
+        }
+        is(status_line(@statuses),
+           join(' ', ('200') x ($ROUNDS * $SUBJECTS)),
+           "$name, $zone: no request failed nor was limited");
+        is(counts_in_redis($zone), join(' ', ($ROUNDS) x $SUBJECTS),
+           "$name, $zone: each subject counted once a request, in Redis");
+    }
+
+    my @small = map {
+        ($_ % 2 ? $old : $new)->get('/small/index.html',
+                                    { 'X-Api-Key' => 'lim' })
+    } 1 .. 8;
+    is(status_line(@small), '200 200 200 200 200 429 429 429',
+       "$name: a limit of 5 shared by both servers admits 5 in all");
+
+    my $stats = $new->redis('INFO', 'commandstats');
+    diag("$name: Redis ran " . join(', ', $stats
+         =~ /^cmdstat_(ratelimit\.decide|evalsha|eval):calls=(\d+)/mg));
+
+    $old->stop_nginx;
+    $new->stop_nginx;
+    $new->stop_redis;
+}
+
+phase('no Redis module');
+SKIP: {
+    skip 'RATELIMIT_OLD_REDIS_MODULE (the release before, built) not set', 7
+        unless $OLD_REDIS && -f $OLD_REDIS;
+    phase("the old release's Redis module", '--loadmodule', $OLD_REDIS);
+}
+SKIP: {
+    skip "this tree's Redis module not built", 7 unless $NEW_REDIS;
+    phase("this tree's Redis module", '--loadmodule', $NEW_REDIS);
+}
+
+done_testing;
