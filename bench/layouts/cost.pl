@@ -170,7 +170,8 @@ for i = 0, 6 do
 end
 s = s .. struct.pack('<I8', 35)
 for _, k in ipairs(KEYS) do
-  redis.call('SET', k, s, 'PXAT', string.format('%d', (b + ARGV[2]) * ARGV[1]))
+  redis.call('SET', k, s, 'PXAT',
+             string.format('%d', (b + ARGV[2]) * ARGV[1]))
 end
 PACKED
     for (my $i = 0; $i < @subjects; $i += 256) {
@@ -193,9 +194,11 @@ if ($SCENARIO eq 'new') {
 }
 
 command('CONFIG', 'RESETSTAT');
-system("callgrind_control -z $pid >/dev/null 2>&1") == 0 or die "callgrind zero\n";
+system("callgrind_control -z $pid >/dev/null 2>&1") == 0
+    or die "callgrind zero\n";
 each_once('');
-system("callgrind_control -d $pid >/dev/null 2>&1") == 0 or die "callgrind dump\n";
+system("callgrind_control -d $pid >/dev/null 2>&1") == 0
+    or die "callgrind dump\n";
 my $stats = command('INFO', 'commandstats');
 my $memory = command('MEMORY', 'USAGE', $subjects[0]);
 print {$s} request('SHUTDOWN', 'NOSAVE');
@@ -206,7 +209,8 @@ my ($total) = `callgrind_annotate $dump` =~ /^\s*([\d,]+)\s.*PROGRAM TOTALS/m;
 $total =~ tr/,//d;
 my %calls;
 for (split /\r?\n/, $stats) {
-    $calls{$1} = $2 if /^cmdstat_([^:]+):calls=(\d+)/ && $1 ne 'config|resetstat';
+    $calls{$1} = $2
+        if /^cmdstat_([^:]+):calls=(\d+)/ && $1 ne 'config|resetstat';
 }
 printf "%s %s, %d a call: %.0f instructions a request; commands a request:"
     . " %s; MEMORY USAGE %s\n", $CASE, $SCENARIO, $PER_CALL,
