@@ -3,7 +3,8 @@
 # instructions (callgrind, which load does not change) and the commands
 # Redis ran (INFO commandstats), for today's hash through the window script
 # and the Redis module's command, and for the candidates of this folder: a
-# packed string through packed_set.lua, packed_range.lua and
+# packed string through packed.lua (script_set: every write a SET;
+# script_range: a count in the newest bucket a SETRANGE) and
 # proto_command.cpp (built here against redis_module/api/).
 #
 #   perl -I t/lib bench/layouts/cost.pl CASE SCENARIO [PER_CALL] [SUBJECTS]
@@ -104,11 +105,13 @@ sub slurp {
     return scalar <$fh>;
 }
 
+my $packed = slurp("$Bin/packed.lua");
+(my $packed_set = $packed) =~ s/^local in_place = true$/local in_place = false/m
+    or die "packed.lua: no 'local in_place = true'\n";
 my %sha = (
     script_hash  => command('SCRIPT', 'LOAD', window_script()),
-    script_set   => command('SCRIPT', 'LOAD', slurp("$Bin/packed_set.lua")),
-    script_range => command('SCRIPT', 'LOAD',
-                            slurp("$Bin/packed_range.lua")),
+    script_set   => command('SCRIPT', 'LOAD', $packed_set),
+    script_range => command('SCRIPT', 'LOAD', $packed),
 );
 my ($BUCKET_MS, $SPAN, $KIND) =
     $SCENARIO eq 'new'   ? (1000, 60, 's')

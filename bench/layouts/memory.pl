@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # Redis's bytes per subject (MEMORY USAGE) of a sliding window's key with
 # 1, 10 and 60 live buckets of 5: today's hash, and the packed string of
-# packed_range.lua with counts of 1 and 4 bytes, made whole by one SET (the
+# packed.lua with counts of 1 and 4 bytes, made whole by one SET (the
 # script's new bucket) and grown bucket by bucket in place (SETRANGE past
 # its end, as the command's StringTruncate: the allocator's slack stays).
 # The key, rl:z60: and 13 bytes, gives the hash the figures of

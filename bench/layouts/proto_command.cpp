@@ -2,7 +2,7 @@
 // cost.pl; not the Redis module): PROTO.DECIDE limit bucket_ms span kind
 // key..., a counted request of one zone per key, decided as the window
 // script's fast path decides it, on the packed string of
-// packed_range.lua, read and changed in place through StringDMA: no object
+// packed.lua, read and changed in place through StringDMA: no object
 // per field.  Its reply is the script's (now, then per key rejected,
 // count, oldest bucket, over).  No slide, settle, lease or error path: the
 // scenarios measured need none.

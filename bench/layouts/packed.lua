@@ -7,9 +7,12 @@
 -- A sliding key: '<' B w (bytes a count), I8 base bucket, then per live
 -- bucket, oldest first, I2 (its number - base) and I<w> its count, and
 -- last I8 the total.  A fixed key: I8 the window's number, I8 its count.
--- GET reads it; every write is one SET ... PXAT of the whole string
--- (packed_range.lua writes a count in the newest bucket with SETRANGE).
--- No slide, settle, lease or error path: the scenarios measured need none.
+-- GET reads it; a new bucket, window or key is one SET ... PXAT of the
+-- whole string, and so is a count in the newest bucket (or window) unless
+-- `in_place`: then one SETRANGE of the bytes that change, at the end
+-- (cost.pl runs both, setting it).  No slide, settle, lease or error path:
+-- the scenarios measured need none.
+local in_place = true
 local call, fmt = redis.call, string.format
 local pack, unpack = struct.pack, struct.unpack
 local time = call('TIME')
@@ -36,6 +39,8 @@ local function decide_fixed(key, s, r)
   end
   if 1 > limit - t then
     return answer(r, true, t, bucket)
+  elseif n == bucket and in_place then
+    call('SETRANGE', key, 8, pack('<I8', t + 1))
   else
     call('SET', key, pack('<I8I8', bucket, t + 1), 'PXAT', expire)
   end
@@ -54,6 +59,9 @@ local function decide_sliding(key, s, r)
   local oldest = base + unpack('<I2', s, 10)
   if 1 > limit - t then
     return answer(r, true, t, oldest)
+  elseif base + id == bucket and in_place then
+    call('SETRANGE', key, len - 8 - w, pack('<' .. cw .. 'I8', here + 1,
+                                            t + 1))
   elseif base + id == bucket then
     call('SET', key, string.sub(s, 1, len - 8 - w)
          .. pack('<' .. cw .. 'I8', here + 1, t + 1), 'PXAT', expire)
