@@ -14,7 +14,12 @@
 #   (a peek, which reads whatever layout the key is in), is the number of
 #   requests sent for it;
 # - a limit of 5 shared by the two servers admits exactly 5 requests of a
-#   subject in all, whichever server each reached.
+#   subject in all, whichever server each reached;
+# - the old release's Redis module replaced by this tree's in the running
+#   Redis (MODULE UNLOAD, then MODULE LOAD), under both servers' live
+#   connections, with requests between the two and after: each counted
+#   once, none failed (a call the unloaded command refused ran nothing and
+#   is sent again as the script).
 # Skipped without RATELIMIT_OLD_MODULE; the phase with the old Redis
 # module without RATELIMIT_OLD_REDIS_MODULE.
 
@@ -83,7 +88,9 @@ sub counts_in_redis {
 
 sub status_line { join ' ', map { $_->{status} } @_ }
 
-sub phase {
+# Starts Redis (with `module_args`) and both servers, each worker of
+# each connected and told whether it uses the command or the script.
+sub start_fleet {
     my ($name, @module_args) = @_;
     RateLimitTest::sleep_until_phase(60, 0) if time % 3600 >= 3540;
     $new->start_redis(redis_module => 0, args => \@module_args);
@@ -92,26 +99,41 @@ sub phase {
     $old->write_conf($CONF, module => $OLD);
     $new->start_nginx;
     $old->start_nginx;
-
-    # Each worker of each server has asked whether Redis has the command.
     my $asked = qr/this connection uses/;
     ok(RateLimitTest::wait_until(sub {
            $new->count_log($asked) >= $WORKERS
                && $old->count_log($asked) >= $WORKERS }, 5),
        "$name: every worker connected and chose the command or the script");
+}
+
+sub stop_fleet {
+    $old->stop_nginx;
+    $new->stop_nginx;
+    $new->stop_redis;
+}
+
+# `rounds` requests a subject in `zone`, each subject's alternating between
+# the servers: every answer a 200.
+sub send_rounds {
+    my ($name, $zone, $rounds) = @_;
+    my @statuses;
+    for my $round (1 .. $rounds) {
+        for my $u (1 .. $SUBJECTS) {
+            my $server = ($round + $u) % 2 ? $old : $new;
+            push @statuses, $server->get("/$zone/index.html",
+                                         { 'X-Api-Key' => "u$u" });
+        }
+    }
+    is(status_line(@statuses), join(' ', ('200') x ($rounds * $SUBJECTS)),
+       "$name, $zone: no request failed nor was limited");
+}
+
+sub phase {
+    my ($name, @module_args) = @_;
+    start_fleet($name, @module_args);
 
     for my $zone (qw(slide fixed)) {
-        my @statuses;
-        for my $round (1 .. $ROUNDS) {
-            for my $u (1 .. $SUBJECTS) {
-                my $server = ($round + $u) % 2 ? $old : $new;
-                push @statuses, $server->get("/$zone/index.html",
-                                             { 'X-Api-Key' => "u$u" });
-            }
-        }
-        is(status_line(@statuses),
-           join(' ', ('200') x ($ROUNDS * $SUBJECTS)),
-           "$name, $zone: no request failed nor was limited");
+        send_rounds($name, $zone, $ROUNDS);
         is(counts_in_redis($zone), join(' ', ($ROUNDS) x $SUBJECTS),
            "$name, $zone: each subject counted once a request, in Redis");
     }
@@ -127,20 +149,46 @@ sub phase {
     diag("$name: Redis ran " . join(', ', $stats
          =~ /^cmdstat_(ratelimit\.decide|evalsha|eval):calls=(\d+)/mg));
 
-    $old->stop_nginx;
-    $new->stop_nginx;
-    $new->stop_redis;
+    stop_fleet();
+}
+
+# The old release's Redis module replaced by this tree's in the running
+# Redis, under both servers' live connections.
+sub module_replaced {
+    my $name = 'the Redis module replaced in place';
+    start_fleet($name, '--loadmodule', $OLD_REDIS,
+                '--enable-module-command', 'yes');
+    send_rounds("$name, before", 'slide', 2);
+    is($new->redis('MODULE', 'UNLOAD', 'ratelimit'), 'OK',
+       "$name: the old release's unloaded");
+    send_rounds("$name, unloaded", 'slide', 2);
+    my $lost = qr/no longer knows ratelimit\.decide/;
+    ok($new->count_log($lost) >= 1 && $old->count_log($lost) >= 1,
+       "$name: a call of each server refused as unknown, and said so");
+    like($new->redis('INFO', 'commandstats'), qr/^cmdstat_eval:calls=[1-9]/m,
+         "$name: the refused calls sent again as the script (EVAL)");
+    is($new->redis('MODULE', 'LOAD', $NEW_REDIS), 'OK',
+       "$name: this tree's loaded");
+    send_rounds("$name, after", 'slide', 2);
+    is(counts_in_redis('slide'), join(' ', (6) x $SUBJECTS),
+       "$name: each subject counted once a request, in Redis");
+    stop_fleet();
 }
 
 phase('no Redis module');
 SKIP: {
-    skip 'RATELIMIT_OLD_REDIS_MODULE (the release before, built) not set', 7
+    skip 'RATELIMIT_OLD_REDIS_MODULE (the release before, built) not set', 6
         unless $OLD_REDIS && -f $OLD_REDIS;
     phase("the old release's Redis module", '--loadmodule', $OLD_REDIS);
 }
 SKIP: {
-    skip "this tree's Redis module not built", 7 unless $NEW_REDIS;
+    skip "this tree's Redis module not built", 6 unless $NEW_REDIS;
     phase("this tree's Redis module", '--loadmodule', $NEW_REDIS);
+}
+SKIP: {
+    skip 'both releases\' Redis modules needed', 9
+        unless $NEW_REDIS && $OLD_REDIS && -f $OLD_REDIS;
+    module_replaced();
 }
 
 done_testing;
