@@ -41,6 +41,8 @@ use RateLimitTest::Env qw(window_script);
 
 my ($CASE, $SCENARIO, $PER_CALL, $SUBJECTS) = @ARGV;
 die "usage: $0 CASE SCENARIO [PER_CALL] [SUBJECTS]\n" unless $SCENARIO;
+die "$0: no scenario $SCENARIO\n"
+    unless $SCENARIO =~ /^(?:same|mix7|new|fresh|fixed)$/;
 $PER_CALL ||= 16;
 $SUBJECTS ||= 2048;
 my $ROOT = "$Bin/../..";
@@ -64,6 +66,14 @@ if (!$pid) {
         '--loadmodule', $proto,
         $CASE eq 'command_packed_inplace' ? 'inplace' : ();
     die "exec valgrind: $!\n";
+}
+
+# A run that dies stops its redis-server.
+END {
+    if ($pid && kill 0, $pid) {
+        kill 'TERM', $pid;
+        waitpid $pid, 0;
+    }
 }
 
 my $s;

@@ -29,6 +29,14 @@ if (!$pid) {
     die "exec valgrind: $!\n";
 }
 
+# A run that dies stops its redis-server.
+END {
+    if ($pid && kill 0, $pid) {
+        kill 'TERM', $pid;
+        waitpid $pid, 0;
+    }
+}
+
 my $s;
 for (1 .. 600) {
     last if $s = IO::Socket::UNIX->new(Peer => "$dir/redis.sock");
