@@ -58,7 +58,8 @@
 #   (the window).  Every call that reads a key deletes the buckets that left
 #   its window (the others stay until then), and the key expires exactly when
 #   its newest bucket leaves the window (PEXPIRETIME);
-# - a request with a key of another type (a string), in any of its zones,
+# - a request with a key of another type (a string not of the packed
+#   layout's shape), in any of its zones,
 #   gets an error in place of `rejected` and zeros after it, changes no key
 #   (the buckets an earlier zone's window slid past are still there), and
 #   the other requests of the batch are decided as usual; the string is left
@@ -175,10 +176,11 @@ my @SUBJECTS = (('s0') x 8, ('s1') x 6, ('s2') x 4, ('s3') x 2);
 my $fresh = 0;
 sub gen_subject { rand() < 0.08 ? 'new' . $fresh++ : $SUBJECTS[rand @SUBJECTS] }
 
-# Each window zone's key of the subject "wrong" is a string.  m:clock is
+# Each window zone's key of the subject "wrong" is a string of no window's
+# shape (not the 16 bytes of a packed fixed window).  m:clock is
 # a TAT far ahead: a peek of it in zone g, first in every batch, answers
 # that TAT less Redis's time in us, which the model of GCRA zones needs.
-my %STRINGS = map { ("$_->{prefix}:wrong" => "not a hash ($_->{prefix})") }
+my %STRINGS = map { ("$_->{prefix}:wrong" => "not a window ($_->{prefix})") }
               grep { !gcra($_) } @ZONES;
 my $CLOCK_KEY = 'm:clock';
 

@@ -32,6 +32,8 @@ bool load_api(Ctx *ctx) noexcept
            && get("RedisModule_KeyType", &KeyType)
            && get("RedisModule_DeleteKey", &DeleteKey)
            && get("RedisModule_SetAbsExpire", &SetAbsExpire)
+           && get("RedisModule_StringDMA", &StringDMA)
+           && get("RedisModule_StringTruncate", &StringTruncate)
            && get("RedisModule_Call", &Call)
            && get("RedisModule_FreeCallReply", &FreeCallReply)
            && get("RedisModule_CallReplyType", &CallReplyType)

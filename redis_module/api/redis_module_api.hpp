@@ -42,6 +42,7 @@ constexpr int kWrite = 1 << 1;
 
 // KeyType results.
 constexpr int kKeyEmpty = 0;
+constexpr int kKeyString = 1;
 constexpr int kKeyHash = 3;
 
 // HashGet / HashSet flags: fields given as C strings.
@@ -60,6 +61,7 @@ constexpr Event kEventRoleChanged = {0, 1};
 
 // NotifyKeyspaceEvent classes.
 constexpr int kNotifyGeneric = 1 << 2;
+constexpr int kNotifyString = 1 << 3;
 constexpr int kNotifyHash = 1 << 6;
 
 // KeyAtPosWithFlags: the key is read and written, its data used and
@@ -94,6 +96,8 @@ inline void (*CloseKey)(Key *key);
 inline int (*KeyType)(Key *key);
 inline int (*DeleteKey)(Key *key);
 inline int (*SetAbsExpire)(Key *key, long long expire_ms);
+inline char *(*StringDMA)(Key *key, std::size_t *len, int mode);
+inline int (*StringTruncate)(Key *key, std::size_t len);
 inline RedisModuleCallReply *(*Call)(Ctx *ctx, const char *command,
                                      const char *format, ...);
 inline void (*FreeCallReply)(RedisModuleCallReply *reply);

@@ -65,6 +65,7 @@ const char *parse_zone(redis::String *const *args, double now_ms,
                      ? zone->bucket_ms * 1000 / zone->limit
                      : 0;
     zone->enforce = view(args[4]) == std::string_view(&kZoneEnforced, 1);
+    zone->packed = false;  // the call does not say the layout yet
     zone->bucket = std::floor(now_ms / zone->bucket_ms);
     zone->first_bucket = window_rules::first_bucket(zone->bucket,
                                                     zone->span);

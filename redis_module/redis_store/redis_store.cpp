@@ -1,5 +1,6 @@
 #include "redis_store/redis_store.hpp"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace ratelimit {
@@ -328,6 +329,72 @@ CallError RedisStore::set_pxat(KeyNumber key, const char *value_text,
         redis::FreeCallReply(reply);
     }
 
+    return nullptr;
+}
+
+// A string's bytes read where they are: the command's own read of a window
+// zone's key, with no object made.
+KeyLayout RedisStore::read_layout(KeyNumber key, std::string_view *bytes)
+{
+    redis::Key *open_key = open(key);
+    int type = redis::KeyType(open_key);
+    *bytes = {};
+
+    if (type == redis::kKeyEmpty) {
+        return KeyLayout::kNone;
+    }
+
+    if (type != redis::kKeyString) {
+        return KeyLayout::kHash;
+    }
+
+    std::size_t len;
+    const char *at = redis::StringDMA(open_key, &len, redis::kRead);
+    *bytes = {at, len};
+    return KeyLayout::kPacked;
+}
+
+CallError RedisStore::setrange(KeyNumber key, std::size_t offset,
+                               std::string_view bytes)
+{
+    if (CallError error = may_write(true)) {
+        return error;
+    }
+
+    std::size_t len;
+    redis::Key *open_key = open(key);
+    char *at = redis::StringDMA(open_key, &len, redis::kWrite);
+    std::memcpy(at + offset, bytes.data(), bytes.size());
+    replicate("SETRANGE", "slb", keys_[key], static_cast<long long>(offset),
+              bytes.data(), bytes.size());
+    notify(redis::kNotifyString, "setrange", key);
+    return nullptr;
+}
+
+// Made at its exact size: a string StringTruncate makes on an empty key
+// has no slack, where one grown in place keeps the allocator's.
+CallError RedisStore::set_bytes(KeyNumber key, std::string_view bytes,
+                                const char *at_ms)
+{
+    if (CallError error = may_write(true)) {
+        return error;
+    }
+
+    std::size_t len;
+    redis::Key *open_key = open(key);
+
+    if (redis::KeyType(open_key) != redis::kKeyEmpty) {
+        redis::DeleteKey(open_key);
+    }
+
+    redis::StringTruncate(open_key, bytes.size());
+    char *at = redis::StringDMA(open_key, &len, redis::kWrite);
+    std::memcpy(at, bytes.data(), bytes.size());
+    redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
+    replicate("SET", "sbcc", keys_[key], bytes.data(), bytes.size(), "PXAT",
+              at_ms);
+    notify(redis::kNotifyString, "set", key);
+    notify(redis::kNotifyGeneric, "expire", key);
     return nullptr;
 }
 

@@ -7,15 +7,6 @@ namespace ratelimit::test {
 
 namespace {
 
-// The reply of a request of one zone from element `r`: rejected, count,
-// oldest bucket, over.
-std::vector<double> one(const std::vector<ReplyElement> &reply,
-                        std::size_t r = 1)
-{
-    return {reply[r].value, reply[r + 1].value, reply[r + 2].value,
-            reply[r + 3].value};
-}
-
 using V = std::vector<double>;
 
 class WindowTest : public DecideTest {};

@@ -23,6 +23,8 @@ struct ZoneParams {
     double gcra;            // a GCRA zone's emission interval (us), else 0;
                             // its `span` is its capacity, 1 + burst
     bool enforce;
+    bool packed;            // its new keys are packed strings
+                            // (zones/packed_window.hpp), else hashes
     double bucket;          // the current bucket: now / bucket_ms, floored
     double first_bucket;    // the window's oldest
     char bucket_field[lua::kMaxText];  // `bucket` as text, its field name

@@ -49,7 +49,7 @@ bool BatchDecider::fast(const Entry &entry)
     }
 
     if (decision.outcome == FastDecision::kCareful) {
-        careful(entry, decision.read);
+        careful(entry, decision.packed ? nullptr : decision.read);
         return true;
     }
 

@@ -28,6 +28,8 @@ CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
         was = z_.count;
     } else if (inside && at == z_.current) {
         was = z_.here;
+    } else if (inside && z_.layout == KeyLayout::kPacked) {
+        was = PackedZone::bucket_count(z_, at);
     } else if (inside) {
         if (CallError error = bucket_count(key, at, &was)) {
             return error;
@@ -39,6 +41,14 @@ CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
 
     if (!inside || now_at == was) {
         return window_.write_zone(key, zone, 0, &z_, count, oldest);
+    }
+
+    if (ZoneWindow::packed(zone, z_)) {
+        *count = z_.count + (now_at - was);
+        *oldest = zone.fixed || z_.oldest == 0 || at < z_.oldest
+                      ? at
+                      : z_.oldest;
+        return packed_.put_bucket(key, zone, &z_, at, now_at);
     }
 
     return zone.fixed ? settle_window(key, zone, now_at, count, oldest)

@@ -50,6 +50,16 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
     double count, oldest;
     bool take = true, same;
     out->outcome = FastDecision::kRaised;
+    std::string_view bytes;
+    KeyLayout layout = store_.read_layout(key, &bytes);
+
+    if (layout == KeyLayout::kPacked
+        || (layout == KeyLayout::kNone && zone.packed))
+    {
+        out->outcome = FastDecision::kCareful;
+        out->packed = true;
+        return;
+    }
 
     if (zone.fixed) {
         static const char *const kFields[] = {"t", "n"};

@@ -6,6 +6,7 @@
 
 #include "store/store.hpp"
 #include "zones/batch.hpp"
+#include "zones/packed_zone.hpp"
 #include "zones/settle.hpp"
 #include "zones/zone_kind.hpp"
 #include "zones/zone_window.hpp"
@@ -15,7 +16,8 @@ namespace ratelimit {
 class WindowKind final : public ZoneKind {
 public:
     explicit WindowKind(Store *store)
-        : store_(*store), window_(store), settler_(&window_, store) {}
+        : store_(*store), packed_(store), window_(store, &packed_),
+          settler_(&window_, &packed_, store) {}
 
     CallError read_zone(KeyNumber key, const ZoneParams &zone,
                         const FieldValue *read, ZoneRead *z) override
@@ -47,12 +49,14 @@ public:
 
     // kRaised where the script's run_window() raised, having written
     // nothing (or in the one write that failed); kCareful where it hands
-    // the request to careful() with what it read.
+    // the request to careful() with what it read, or a packed string's
+    // (or a new key of a packed zone) to be read there.
     void run(KeyNumber key, const ZoneParams &zone,
              FastDecision *out) override;
 
 private:
     Store &store_;
+    PackedZone packed_;
     ZoneWindow window_;
     Settler settler_;
 };

@@ -11,6 +11,7 @@
 
 #include "store/store.hpp"
 #include "zones/batch.hpp"
+#include "zones/packed_window.hpp"
 
 namespace ratelimit {
 
@@ -21,6 +22,11 @@ struct ZoneRead {
     bool slid;                       // the script's `gone` is a table
     std::vector<std::string> gone;   // fields to delete
     char field[lua::kMaxText];       // `current` as text
+    KeyLayout layout;                // what the key is written back as;
+                                     // kNone (no key, or one deleted as
+                                     // another zone's): the zone's new
+                                     // keys' layout
+    PackedWindow packed;             // a packed string's, slid
 };
 
 // What the fast path (the script's run(), a counted request of one zone)
@@ -35,7 +41,8 @@ struct FastDecision {
     Outcome outcome = kRaised;
     double reply[4] = {0, 0, 0, 0};
     CallError error = nullptr;  // in place of reply[0]
-    FieldValue read[4];
+    FieldValue read[4];         // a hash's; none of a packed string
+    bool packed = false;        // which careful() reads afresh
 };
 
 class ZoneKind {

@@ -35,6 +35,11 @@ CallError ZoneWindow::count_newest(KeyNumber key,
 {
     static const char *const kNewest[] = {"n"};
     FieldValue n;
+    std::string_view bytes;
+
+    if (store_.read_layout(key, &bytes) == KeyLayout::kPacked) {
+        return packed_.count_newest(bytes, zone, wanted, count);
+    }
 
     if (CallError error = store_.hmget(key, kNewest, 1, &n)) {
         return error;
@@ -63,14 +68,40 @@ CallError ZoneWindow::count_newest(KeyNumber key,
     return nullptr;
 }
 
+// What the key holds is asked first (the script's GET): a hash's fields
+// only then, and not at all where there is no key.
 CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
                                 const FieldValue *read, ZoneRead *z)
 {
+    static const FieldValue kNoKey[4];
     z->count = z->oldest = z->newest = z->here = 0;
     z->current = zone.bucket;
     z->slid = false;
     z->gone.clear();
+    z->layout = KeyLayout::kHash;
     std::memcpy(z->field, zone.bucket_field, sizeof(z->field));
+
+    if (read == nullptr) {
+        std::string_view bytes;
+        KeyLayout layout = store_.read_layout(key, &bytes);
+
+        if (layout == KeyLayout::kPacked) {
+            z->layout = KeyLayout::kNone;
+            return packed_.read_zone(key, zone, bytes, z);
+        }
+
+        if (layout == KeyLayout::kNone) {
+            z->layout = KeyLayout::kNone;
+            read = kNoKey;
+        }
+    }
+
+    return read_hash(key, zone, read, z);
+}
+
+CallError ZoneWindow::read_hash(KeyNumber key, const ZoneParams &zone,
+                                const FieldValue *read, ZoneRead *z)
+{
     FieldValue h[4];
 
     if (zone.fixed) {
@@ -94,7 +125,7 @@ CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
             z->count = count;
             z->oldest = z->newest = z->current;
         } else if (h[0].present() || h[1].present()) {
-            return store_.del(key);
+            return start_afresh(key, z);
         }
 
         return nullptr;
@@ -141,10 +172,18 @@ CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
             return slide(key, first, z);
         }
     } else if (h[0].present() || h[1].present() || h[2].present()) {
-        return store_.del(key);
+        return start_afresh(key, z);
     }
 
     return nullptr;
+}
+
+// A key of another bucket length or algorithm, deleted: the request's
+// write makes it anew in the zone's layout for new keys.
+CallError ZoneWindow::start_afresh(KeyNumber key, ZoneRead *z)
+{
+    z->layout = KeyLayout::kNone;
+    return store_.del(key);
 }
 
 CallError ZoneWindow::slide(KeyNumber key, double first, ZoneRead *z)
@@ -259,6 +298,10 @@ CallError ZoneWindow::write_zone(KeyNumber key, const ZoneParams &zone,
                                  double add, ZoneRead *z, double *count,
                                  double *oldest)
 {
+    if (packed(zone, *z)) {
+        return packed_.write_zone(key, zone, add, z, count, oldest);
+    }
+
     *count = z->count;
     *oldest = z->oldest;
 

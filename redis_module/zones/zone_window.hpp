@@ -2,7 +2,10 @@
 // does: each function here is the script's function of the same name
 // (scripts/window_script.cpp), made of the same Redis commands in the
 // same order.  Used by every entry of a call on a window zone: the requests
-// and leases (WindowKind) and the settles (Settler).
+// and leases (WindowKind) and the settles (Settler).  The layout follows
+// the key: a hash is read and written here, a packed string by PackedZone
+// (packed_zone.hpp), and a new key is made in the zone's layout for new
+// keys (ZoneParams::packed).
 #pragma once
 
 #include <string>
@@ -10,13 +13,15 @@
 
 #include "store/store.hpp"
 #include "zones/batch.hpp"
+#include "zones/packed_zone.hpp"
 #include "zones/zone_kind.hpp"
 
 namespace ratelimit {
 
 class ZoneWindow {
 public:
-    explicit ZoneWindow(Store *store) : store_(*store) {}
+    ZoneWindow(Store *store, PackedZone *packed)
+        : store_(*store), packed_(*packed) {}
 
     CallError read_zone(KeyNumber key, const ZoneParams &zone,
                         const FieldValue *read, ZoneRead *z);
@@ -27,6 +32,13 @@ public:
                          double add, ZoneRead *z, double *count,
                          double *oldest);
 
+    // Whether the zone read as `z` is written back as a packed string.
+    static bool packed(const ZoneParams &zone, const ZoneRead &z)
+    {
+        return z.layout == KeyLayout::kPacked
+               || (z.layout == KeyLayout::kNone && zone.packed);
+    }
+
     CallError drop(KeyNumber key, const std::vector<std::string> &ids);
     CallError count_newest(KeyNumber key, const ZoneParams &zone,
                            double wanted, double *count);
@@ -36,9 +48,13 @@ private:
     // number; its text names a line of the script, this one does not.
     static const char kNotANumber[];
 
+    CallError read_hash(KeyNumber key, const ZoneParams &zone,
+                        const FieldValue *read, ZoneRead *z);
+    CallError start_afresh(KeyNumber key, ZoneRead *z);
     CallError slide(KeyNumber key, double first, ZoneRead *z);
 
     Store &store_;
+    PackedZone &packed_;
     FieldPairs all_;  // HGETALL's
 };
 
