@@ -193,6 +193,10 @@ my %junk;       # key => 1: holds junk fields until the next call reads it
 my %seen;       # situation => times
 my %tat;        # GCRA key => [TAT (us), expiry (ms)], as the script left it
 my %is_hash;    # GCRA key => 1: a hash until the next call reads it
+my %layout;     # window key => 'p' (a packed string) or 'h' (a hash): as
+                # it was made, kept while it holds buckets
+my %packing;    # packed key => [width of a count, base bucket]
+my $new_layout; # what the batch asks new keys to be: 'p', else hashes
 my @leased;     # [zone, key, bucket, units, batch] of each lease granted:
                 # its unused units are settled in that batch
 my $batch_no;   # the batch being made or checked
@@ -219,6 +223,9 @@ sub model_read {
               : exists $buckets->{$cur} ? 'same bucket'
               :                          'new bucket';
     delete @$buckets{ grep { $_ < $first } @ids };
+    # A key found with no live bucket is gone: made anew, in the batch's
+    # layout for new keys.
+    delete @{ $_ }{$key} for %$buckets ? () : (\%layout, \%packing);
     return ($found, $cur);
 }
 
@@ -514,9 +521,53 @@ sub model_hash {
     return ('', -2) unless $buckets && %$buckets;
     my $z = $zone_of{$key};
     my @ids = sort { $a <=> $b } keys %$buckets;
+    return (packed_text($z, $key, @ids), ($ids[-1] + $z->{span}) * $z->{width})
+        if ($layout{$key} // '') eq 'p';
     my %h = (t => model_count($key), n => $ids[-1]);
     %h = (%h, o => $ids[0], %$buckets) if $z->{kind} eq 's';
     return (join(' ', map { "$_=$h{$_}" } sort keys %h), ($ids[-1] + $z->{span}) * $z->{width});
+}
+
+# The bytes of packed key `key` of zone `z` as the model has it, buckets
+# `ids` (little-endian; see src/scripts/lua/window.lua), in hex.
+sub packed_text {
+    my ($z, $key, @ids) = @_;
+    my $buckets = $state{$key};
+    return 'packed ' . unpack('H*', pack('Q<Q<', $ids[0], $buckets->{ $ids[0] }))
+        if $z->{kind} eq 'f';
+    my ($width, $base) = @{ $packing{$key} };
+    my %format = (1 => 'C', 2 => 'S<', 4 => 'L<', 8 => 'Q<');
+    return 'packed ' . unpack('H*', pack('CQ<', $width, $base)
+        . join('', map { pack("S<$format{$width}", $_ - $base, $buckets->{$_}) } @ids)
+        . pack('Q<', model_count($key)));
+}
+
+# After a request: the layout of `key`, made in the batch's layout for new
+# keys; a packed key's width, the smallest holding every count it held, and
+# its base, its oldest bucket where that is older or the newest 65,536 or
+# more past it.
+sub model_layout {
+    my ($key) = @_;
+    my @ids = sort { $a <=> $b } keys %{ $state{$key} // {} };
+    if (!@ids) {
+        delete $layout{$key};
+        delete $packing{$key};
+        return;
+    }
+    if (!$layout{$key}) {
+        $layout{$key} = $new_layout eq 'p' ? 'p' : 'h';
+        $seen{ $layout{$key} eq 'p' ? 'a key made a packed string' : 'a key made a hash' }++;
+    } elsif ($layout{$key} ne ($new_layout eq 'p' ? 'p' : 'h')) {
+        $seen{ $layout{$key} eq 'p' ? 'a string kept where new keys are hashes'
+                                     : 'a hash kept where new keys are strings' }++;
+    }
+    return if $layout{$key} ne 'p';
+    my ($width, $base) = @{ $packing{$key} // [1, $ids[0]] };
+    for my $count (values %{ $state{$key} }) {
+        $width = max($width, $count < 2**8 ? 1 : $count < 2**16 ? 2 : $count < 2**32 ? 4 : 8);
+    }
+    $base = $ids[0] if $ids[0] < $base || $ids[-1] - $base >= 65536;
+    $packing{$key} = [$width, $base];
 }
 
 # Compares the keys' hashes and expiry times with the model; a key may be
@@ -524,9 +575,12 @@ sub model_hash {
 sub check_keys {
     my ($where, @keys) = @_;
     my @got = map {
-        my %h = $zone_of{$_} && gcra($zone_of{$_}) ? () : @{ rcmd('HGETALL', $_) };
+        my $gcra = $zone_of{$_} && gcra($zone_of{$_});
+        my $string = !$gcra && rcmd('TYPE', $_) eq 'string';
+        my %h = $gcra || $string ? () : @{ rcmd('HGETALL', $_) };
         my $fields = %h ? join(' ', map { "$_=$h{$_}" } sort keys %h)
-                   : $zone_of{$_} && gcra($zone_of{$_}) ? rcmd('GET', $_) // '' : '';
+                   : $string ? 'packed ' . unpack('H*', rcmd('GET', $_))
+                   : $gcra ? rcmd('GET', $_) // '' : '';
         [$_, $fields, rcmd('PEXPIRETIME', $_)];
     } @keys;
     my $after = $t->redis_time_ms;
@@ -754,7 +808,7 @@ sub run_model {
     $STRINGS{$CLOCK_KEY} = sprintf '%d', ($t->redis_time_ms + 1e9) * 1000;
     rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
     srand($SEED);
-    %state = %zone_of = %junk = %seen = %tat = %is_hash = ();
+    %state = %zone_of = %junk = %seen = %tat = %is_hash = %layout = %packing = ();
     @leased = ();
     $fresh = 0;
 
@@ -803,7 +857,10 @@ sub run_model {
         my @zones = shuffle grep { !$number{ $_->{name} }++ } map { @{ $_->{zones} } } @reqs;
         @number{ map { $_->{name} } @zones } = 0 .. $#zones;
         my @keys = map { @{ $_->{keys} } } @reqs;
-        my $reply = $call->(scalar @keys, @keys, scalar @zones,
+        # New keys hashes or packed strings, asked for or by a call of the
+        # release before, which says nothing.
+        $new_layout = (qw(p h), '')[rand 3];
+        my $reply = $call->(scalar @keys, @keys, scalar(@zones) . $new_layout,
             (map { @$_{qw(limit width span kind enforce)} } @zones),
             map { entry($_, \%number) } @reqs);
 
@@ -821,6 +878,7 @@ sub run_model {
         for my $i (0 .. $#reqs) {
             my $q = $reqs[$i];
             my @want = model_request($q, $now);
+            model_layout($_) for grep { $zone_of{$_} && !gcra($zone_of{$_}) } @{ $q->{keys} };
             for my $z (grep { !$q->{peek} && !$q->{settle} && !$q->{lease} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
                 $limits{ $q->{keys}[$z] }{ $q->{zones}[$z]{limit} }++;
             }
@@ -838,6 +896,8 @@ sub run_model {
         $seen{'one key counted under two limits in one batch'} += grep { keys %$_ > 1 } values %limits;
 
         my %touched = map { $_ => 1 } grep { !$STRINGS{$_} } @keys;
+        my %kinds = map { $_ => 1 } map { $layout{$_} // () } keys %touched;
+        $seen{'a batch with keys of both layouts'}++ if keys %kinds > 1;
         push @bad_keys, check_keys("after batch $batch", sort keys %touched);
 
         sleep(rand() < 0.3 ? 0 : rand 0.12);
@@ -861,6 +921,11 @@ sub run_model {
 
     note("$_: $seen{$_}") for sort keys %seen;
     for my $situation ('fast-path requests',
+                       'a key made a packed string',
+                       'a key made a hash',
+                       'a hash kept where new keys are strings',
+                       'a string kept where new keys are hashes',
+                       'a batch with keys of both layouts',
                        'fast path, sliding: same bucket',
                        'fast path, sliding: new bucket',
                        'fast path, sliding: new key',

@@ -21,11 +21,7 @@ ZoneParams params(const ZoneSpec &spec, double now_ms)
     zone.enforce = spec.enforce;
     zone.packed = spec.packed && packed_fits(zone.fixed, zone.span);
     zone.bucket = std::floor(now_ms / spec.bucket_ms);
-    zone.first_bucket = window_rules::first_bucket(zone.bucket, zone.span);
     lua::format(zone.bucket, zone.bucket_field);
-    lua::format(window_rules::expiry_ms(zone.bucket, zone.span,
-                                        zone.bucket_ms),
-                zone.expire_at);
     return zone;
 }
 

@@ -75,6 +75,19 @@ TEST_F(WindowTest, FixedResetsAsTheNextWindowStarts)
     EXPECT_EQ(expire_at("0"), (w + 2) * 60000);
 }
 
+// The largest window's bucket is numbered 0: a new key is no key counted
+// in bucket 0 (a cost entry goes the careful path, as the hash's every
+// request does), and gets its expiry time.
+TEST_F(WindowTest, ANewKeyOfBucketZeroExpiresWithIt)
+{
+    zones = {{3, 604800000000000, 1, 'f'}};
+    Entry costs = entry('w', kZone0);
+    costs.costs = {1};
+    EXPECT_EQ(one(decide({costs})), (V{0, 1, 0, 0}));
+    EXPECT_EQ(field("0", "n"), "0");
+    EXPECT_EQ(expire_at("0"), 604800000000000);
+}
+
 TEST_F(WindowTest, PeekCountsNothing)
 {
     zones = {{3, 1000, 10, 's'}};

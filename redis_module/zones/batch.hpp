@@ -26,9 +26,7 @@ struct ZoneParams {
     bool packed;            // its new keys are packed strings
                             // (zones/packed_window.hpp), else hashes
     double bucket;          // the current bucket: now / bucket_ms, floored
-    double first_bucket;    // the window's oldest
     char bucket_field[lua::kMaxText];  // `bucket` as text, its field name
-    char expire_at[lua::kMaxText];     // when a key counted now expires
 };
 
 struct Entry {

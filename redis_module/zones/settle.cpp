@@ -16,7 +16,7 @@ CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
                           double delta, double at, double *count,
                           double *oldest, double *applied)
 {
-    if (CallError error = window_.read_zone(key, zone, nullptr, &z_)) {
+    if (CallError error = window_.read_zone(key, zone, &z_)) {
         return error;
     }
 
@@ -98,7 +98,7 @@ CallError Settler::settle_bucket(KeyNumber key, const ZoneParams &zone,
     lua::format(now_at, value);
     lua::format(*count, total);
     lua::format(*oldest, first);
-    bool newer = z_.newest == 0 || z_.newest < at;
+    bool newer = z_.newest < at;
     const char *const pairs[] = {name, value, "t", total,
                                  "o", first, "n", name};
 

@@ -20,9 +20,9 @@ public:
           settler_(&window_, &packed_, store) {}
 
     CallError read_zone(KeyNumber key, const ZoneParams &zone,
-                        const FieldValue *read, ZoneRead *z) override
+                        ZoneRead *z) override
     {
-        return window_.read_zone(key, zone, read, z);
+        return window_.read_zone(key, zone, z);
     }
 
     // The count and `cost` (at least 1) over the limit.
@@ -47,10 +47,11 @@ public:
                            double wanted, double count,
                            double *out) override;
 
-    // kRaised where the script's run_window() raised, having written
-    // nothing (or in the one write that failed); kCareful where it hands
-    // the request to careful() with what it read, or a packed string's
-    // (or a new key of a packed zone) to be read there.
+    // A packed string whose newest bucket (or fixed window) is the
+    // current one with none to cut, or no key where new keys are strings:
+    // counted in place, or made.  kRaised where the script's run_window()
+    // raised, having written nothing (or in the one write that failed),
+    // or hands the request to careful(), a hash's among them.
     void run(KeyNumber key, const ZoneParams &zone,
              FastDecision *out) override;
 
@@ -59,6 +60,7 @@ private:
     PackedZone packed_;
     ZoneWindow window_;
     Settler settler_;
+    ZoneRead fast_;  // what run() read
 };
 
 }  // namespace ratelimit

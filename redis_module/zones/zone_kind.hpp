@@ -16,7 +16,8 @@
 namespace ratelimit {
 
 // A zone's key as read(): `count` what the reply carries and over() judges
-// (a GCRA zone's backlog, us); the rest is a window's.
+// (a GCRA zone's backlog, us); the rest is a window's, `newest` -1 where
+// it has no bucket (bucket 0 is one).
 struct ZoneRead {
     double count, oldest, newest, here, current;
     bool slid;                       // the script's `gone` is a table
@@ -34,23 +35,20 @@ struct ZoneRead {
 struct FastDecision {
     enum Outcome {
         kDecided,  // reply[] and error are the request's reply
-        kRaised,   // the script's run() raised: decided afresh, read anew
-        kCareful   // decided by the careful path, from read[]
+        kRaised    // not decided here: the script's run() raised or
+                   // handed it to careful(), which decides it afresh
     };
 
     Outcome outcome = kRaised;
     double reply[4] = {0, 0, 0, 0};
     CallError error = nullptr;  // in place of reply[0]
-    FieldValue read[4];         // a hash's; none of a packed string
-    bool packed = false;        // which careful() reads afresh
 };
 
 class ZoneKind {
 public:
-    // Reads zone `zone` from `key` into `z`; `read`, if not nullptr, is
-    // what the fast path read of it.
+    // Reads zone `zone` from `key` into `z`.
     virtual CallError read_zone(KeyNumber key, const ZoneParams &zone,
-                           const FieldValue *read, ZoneRead *z) = 0;
+                                ZoneRead *z) = 0;
 
     // Whether a request of `cost` units does not fit in the zone read as
     // `z`: a cost of 0 checks whether one unit would.

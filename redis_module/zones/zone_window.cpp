@@ -71,32 +71,30 @@ CallError ZoneWindow::count_newest(KeyNumber key,
 // What the key holds is asked first (the script's GET): a hash's fields
 // only then, and not at all where there is no key.
 CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
-                                const FieldValue *read, ZoneRead *z)
+                                ZoneRead *z)
 {
     static const FieldValue kNoKey[4];
-    z->count = z->oldest = z->newest = z->here = 0;
+    z->count = z->oldest = z->here = 0;
+    z->newest = -1;  // none: bucket numbers start at 0
     z->current = zone.bucket;
     z->slid = false;
     z->gone.clear();
     z->layout = KeyLayout::kHash;
     std::memcpy(z->field, zone.bucket_field, sizeof(z->field));
+    std::string_view bytes;
+    KeyLayout layout = store_.read_layout(key, &bytes);
 
-    if (read == nullptr) {
-        std::string_view bytes;
-        KeyLayout layout = store_.read_layout(key, &bytes);
-
-        if (layout == KeyLayout::kPacked) {
-            z->layout = KeyLayout::kNone;
-            return packed_.read_zone(key, zone, bytes, z);
-        }
-
-        if (layout == KeyLayout::kNone) {
-            z->layout = KeyLayout::kNone;
-            read = kNoKey;
-        }
+    if (layout == KeyLayout::kPacked) {
+        z->layout = KeyLayout::kNone;
+        return packed_.read_zone(key, zone, bytes, z);
     }
 
-    return read_hash(key, zone, read, z);
+    if (layout == KeyLayout::kNone) {
+        z->layout = KeyLayout::kNone;
+        return read_hash(key, zone, kNoKey, z);
+    }
+
+    return read_hash(key, zone, nullptr, z);
 }
 
 CallError ZoneWindow::read_hash(KeyNumber key, const ZoneParams &zone,

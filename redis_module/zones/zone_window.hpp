@@ -23,8 +23,7 @@ public:
     ZoneWindow(Store *store, PackedZone *packed)
         : store_(*store), packed_(*packed) {}
 
-    CallError read_zone(KeyNumber key, const ZoneParams &zone,
-                        const FieldValue *read, ZoneRead *z);
+    CallError read_zone(KeyNumber key, const ZoneParams &zone, ZoneRead *z);
 
     // Counts `add` units (a request's cost, 0 for none) in the current
     // bucket, after deleting those the window slid past.

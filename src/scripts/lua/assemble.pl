@@ -4,9 +4,10 @@
 #   perl assemble.pl LUA_DIR PROTOCOL_HEADER OUT.cpp
 #
 # joins the parts in LUA_DIR in the order below, drops their comments
-# (lines of their own starting with "--") and the blank lines these leave,
-# and writes each @kName@ as batch_protocol.hpp's constant kName (a
-# character as itself, @kName.byte@ as its code, a number as its digits),
+# (lines of their own starting with "--"), blank lines and every line's
+# indentation (Lua needs none), and writes each @kName@ as
+# batch_protocol.hpp's constant kName (a character as itself, @kName.byte@
+# as its code, a number as its digits),
 # so that the text Redis gets stays under kMaxScriptSize
 # (window_script.hpp).  Run by the nginx build (config.make) and CMake
 # (src/CMakeLists.txt); it refuses a part missing from its order, a comment
@@ -55,7 +56,8 @@ for my $part (@PARTS) {
             $value{$1} // die "$path: $1 is not in $header\n"
         }ge;
         die "$path: an unknown placeholder: $line\n" if $line =~ /@/;
-        $text .= "$line\n";
+        $line =~ s/^\s+//;
+        $text .= "$line\n" if $line ne '';
     }
     $script .= "\n$text";
 }

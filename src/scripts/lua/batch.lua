@@ -127,81 +127,37 @@ local function run_gcra(d)
   a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
 end
 
--- run()'s counted request of one window zone, taken here when its key
--- needs nothing deleted: counted in the bucket (or fixed window) it was
--- last counted in, or in a new bucket, or a new key.  That is most
--- requests; taken here, a request costs Redis a sixth (sliding) to a
--- quarter (fixed) fewer instructions (callgrind), mostly function calls
--- and pcalls saved, and "+ 0" converts a field once where tonumber() does
--- it twice.  Everything else goes to careful(), with what was read.
+-- run()'s counted request of one window zone, taken here when its key is
+-- a packed string whose newest bucket (or fixed window) is the current
+-- one with none to cut, or no key where new keys are strings: counted in
+-- place (SETRANGE) or made (SET).  That is most requests; taken here, a
+-- request costs Redis a sixth (sliding) to a quarter (fixed) fewer
+-- instructions than through careful() (callgrind, on hashes), mostly
+-- function calls and pcalls saved.  Everything else, a hash's request
+-- among them, goes to careful(), with what GET answered.
 local function run_window(d)
-  local take = d ~= nil
-  local key, field, h, count, oldest, same, fixed_window
-  if take then
-    key, field, fixed_window = keys[k], bucket_field[d], fixed[d]
-    if fixed_window then
-      h = call('HMGET', key, 't', 'n')
-      same = h[2] == field
-      if same then
-        count, oldest = h[1] + 0, bucket[d]
-      else
-        count, oldest = 0, 0
-        take = not (h[1] or h[2])
-      end
-    else
-      h = call('HMGET', key, 't', 'o', 'n', field)
-      local newest = h[3]
-      if newest then
-        count, oldest = h[1] + 0, h[2] + 0
-        same = newest == field
-        if not same then
-          newest = newest + 0
-          same = newest == bucket[d]
-          take = newest <= bucket[d] and newest >= first_bucket[d]
-        end
-        take = take and oldest >= first_bucket[d]
-      else
-        count, oldest, same = 0, 0, false
-        take = not (h[1] or h[2])
-      end
-    end
+  local key = keys[k]
+  local s = d and redis.pcall('GET', key)
+  local p = type(s) == 'string' and unpacked(s, d)
+  local ids = p and p.ids
+  if p then
+    p.s = ids[#ids] == bucket[d] and ids[1] > bucket[d] - span[d]
+  elseif s == false and packed[d] then
+    p = fresh()
   end
-
-  if not take then
-    careful(h)
-  elseif 1 > limit[d] - count then
-    replies[r] = enforce[d] and 1 or 0
-    replies[r + 1], replies[r + 2], replies[r + 3] = count, oldest, 1
-    a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
-  else
-    local total = fmt('%d', count + 1)
-    if same and fixed_window then
-      call('HSET', key, 't', total)
-    elseif same then
-      call('HSET', key, field, fmt('%d', h[4] + 1), 't', total)
-    else
-      if oldest == 0 then
-        oldest = bucket[d]
-      end
-      if fixed_window then
-        call('HSET', key, 't', total, 'n', field)
-      else
-        call('HSET', key, field, '1', 't', total,
-             'o', fmt('%d', oldest), 'n', field)
-      end
-    end
-    replies[r] = 0
-    replies[r + 1], replies[r + 2], replies[r + 3] =
-        count + 1, oldest, 0
-    if not same then
-      local w = redis.pcall('PEXPIREAT', key, expire_at[d])
-      if type(w) == 'table' then
-        replies[r] = w
-        replies[r + 1], replies[r + 2], replies[r + 3] = 0, 0, 0
-      end
-    end
-    a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
+  if not p or s and not p.s then
+    return careful(s)
   end
+  local count, oldest = p.t, p.s and ids[1] or bucket[d]
+  local out = 1 > limit[d] - count
+  if not out then
+    put_bucket(key, d, p, bucket[d],
+               (fixed[d] and count or p.s and p.counts[#ids] or 0) + 1)
+  end
+  replies[r], replies[r + 1], replies[r + 2], replies[r + 3] =
+      out and enforce[d] and 1 or 0, out and count or count + 1, oldest,
+      out and 1 or 0
+  a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
 end
 
 -- The requests one after another, as if each were its own call, but at

@@ -4,7 +4,7 @@
 -- assemble.pl writes in place of the @names@.
 --
 -- The text stays within kMaxScriptSize (window_script.hpp) once
--- assemble.pl has dropped the comments: it is indented 2 spaces a level.
+-- assemble.pl has dropped the comments and the indentation.
 -- The Redis module's command (redis_module/batch_decider.cpp) is this
 -- script in C++, function for function and Redis command for Redis
 -- command: a change here is made there too, and t/19 holds both to one
@@ -24,12 +24,16 @@ local now_us = time[1] * 1000000 + time[2]
 -- an infinite or too large expiry time made Redis delete a key as soon as
 -- written or keep it for ever, and a limit of NaN let every request pass.
 -- The zones of the batch are read once: a zone's current bucket number is
--- also kept as text, the field name, and so is the time its keys expire
--- at if counted now; `first_bucket` is the oldest bucket in the window.
--- A GCRA zone's gcra[d] is its emission interval in us (else false).
-local zones = tonumber(ARGV[1])
+-- also kept as text, the field name.  A GCRA zone's gcra[d] is its
+-- emission interval in us (else false).
+-- packed[d]: the zone's new keys are packed strings (window.lua), as the
+-- letter after the number of zones asks, but a sliding zone's of more
+-- buckets than a string's 2-byte bucket numbers reach.
+local zones, layout = string.match(
+    ARGV[1], '^(.-)([@kLayoutPacked@@kLayoutHash@]?)$')
+zones = tonumber(zones)
 local limit, width, span, fixed, enforce, gcra = {}, {}, {}, {}, {}, {}
-local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
+local packed, bucket, bucket_field = {}, {}, {}
 local W = 604800000000000
 
 local function whole(x, most)
@@ -50,10 +54,9 @@ for d = 1, zones do
   fixed[d] = ARGV[z + 3] == '@kZoneFixed@'
   gcra[d] = ARGV[z + 3] == '@kZoneGcra@' and width[d] * 1000 / limit[d]
   enforce[d] = ARGV[z + 4] == '@kZoneEnforced@'
+  packed[d] = layout == '@kLayoutPacked@' and (fixed[d] or span[d] <= 65536)
   bucket[d] = math.floor(now / width[d])
   bucket_field[d] = fmt('%d', bucket[d])
-  first_bucket[d] = bucket[d] - span[d] + 1
-  expire_at[d] = fmt('%d', (bucket[d] + span[d]) * width[d])
 end
 
 local byte = string.byte

@@ -1,6 +1,9 @@
 -- The window script, part 3 of 7: a zone's key read and written.
 --
--- A window zone's key is a hash.  Sliding window: "t" the count of the
+-- A window zone's key is a hash or a packed string (below), the layout
+-- following the key: a hash stays a hash, a string a string, and a new key
+-- (or one started afresh) takes the layout the call asks (packed[d]).  A
+-- hash, sliding window: "t" the count of the
 -- live buckets, "o" the oldest non-empty bucket, "n" the newest one, and
 -- one field per non-empty bucket, named by its absolute number, holding
 -- its count (a settle that gave units back may leave one holding 0).
@@ -92,12 +95,149 @@ local function ahead(current, newest, span)
   return current
 end
 
+-- A packed string (redis_module/zones/packed_window.hpp): little-endian
+-- integers.  Sliding: a byte, the width of a count (1, 2, 4 or 8 bytes),
+-- the base bucket number (8), then per live bucket, oldest first, its
+-- number less the base (2) and its count, last the total (8).  Fixed: the
+-- window's number and its count (8 each).  Read into a table p: w width,
+-- b base, ids and counts the buckets, t total, s true where the key holds
+-- it, slid where buckets were cut.  A string of another shape is another
+-- type's key: WRONGTYPE (Redis's own, an HGET raises it), left alone.  A
+-- new key's width is the smallest that holds its counts, widened as a
+-- count outgrows it, never narrowed; its base the oldest bucket where that
+-- is older or the newest 65,536 or more past it.  A count in the newest
+-- bucket is changed in place (SETRANGE); any other write makes the string
+-- anew at its exact size (SET ... PXAT), expiring when its newest bucket
+-- leaves the window.
+local spack, sunpack = struct.pack, struct.unpack
+
+local function fresh()
+  return {w = 1, b = 0, ids = {}, counts = {}, t = 0}
+end
+
+local function width_of(c)
+  return c < 256 and 1 or c < 65536 and 2 or c < 4294967296 and 4 or 8
+end
+
+local function unpacked(s, d)
+  local n, w = #s, byte(s, 1)
+  if fixed[d] then
+    if n == 16 then
+      local id, t = sunpack('<I8I8', s)
+      return {ids = {id}, counts = {t}, t = t}
+    end
+    return
+  end
+  local k = (n - 17) / (2 + (w or 1))
+  if not (w == 1 or w == 2 or w == 4 or w == 8) or k < 1 or k % 1 ~= 0 then
+    return
+  end
+  local p = {w = w, b = sunpack('<I8', s, 2), ids = {}, counts = {},
+             t = sunpack('<I8', s, n - 7)}
+  for i = 1, k do
+    local id, c = sunpack('<I2I' .. w, s, 8 + i * (2 + w) - w)
+    p.ids[i], p.counts[i] = p.b + id, c
+  end
+  return p
+end
+
+local function rewrite(key, d, p)
+  local ids, k = p.ids, #p.ids
+  local s
+  if fixed[d] then
+    s = spack('<I8I8', ids[1], p.t)
+  else
+    for i = 1, k do
+      p.w = math.max(p.w, width_of(p.counts[i]))
+    end
+    if ids[1] < p.b or ids[k] - p.b >= 65536 then
+      p.b = ids[1]
+    end
+    local parts = {spack('<BI8', p.w, p.b)}
+    for i = 1, k do
+      parts[i + 1] = spack('<I2I' .. p.w, ids[i] - p.b, p.counts[i])
+    end
+    parts[k + 2] = spack('<I8', p.t)
+    s = table.concat(parts)
+  end
+  call('SET', key, s, 'PXAT', fmt('%d', (ids[k] + span[d]) * width[d]))
+end
+
+-- Where bucket `at` is or goes in p, and whether it is there.
+local function find(p, at)
+  local ids, i = p.ids, 1
+  while ids[i] and ids[i] < at do
+    i = i + 1
+  end
+  return i, ids[i] == at
+end
+
+-- Bucket `at` of p (a fixed window: its window) holds `value` units, the
+-- total changed by as many: in place where it is the newest bucket of the
+-- string read, nothing slid, and its width holds `value`.
+local function put_bucket(key, d, p, at, value)
+  local ids, counts, k = p.ids, p.counts, #p.ids
+  local i, found = find(p, at)
+  p.t = p.t + (value - (found and counts[i] or 0))
+  if not found then
+    table.insert(ids, i, at)
+    table.insert(counts, i, value)
+    return rewrite(key, d, p)
+  end
+  counts[i] = value
+  if not p.s or p.slid or i < k
+     or not fixed[d] and width_of(value) > p.w then
+    return rewrite(key, d, p)
+  end
+  if fixed[d] then
+    call('SETRANGE', key, 8, spack('<I8', value))
+  else
+    call('SETRANGE', key, 9 + (2 + p.w) * k - p.w,
+         spack('<I' .. p.w .. 'I8', value, p.t))
+  end
+end
+
+-- read_zone() of a packed string `s` (false: no key): as a hash's, the
+-- window's buckets slid past cut from p, written by write_zone().
+local function read_packed(key, d, s)
+  local current, field = bucket[d], bucket_field[d]
+  local p = s and unpacked(s, d)
+  if s and not p then
+    call('HGET', key, 't')
+  elseif not p then
+    return 0, 0, -1, 0, fresh(), current, field
+  end
+  local ids, counts, k = p.ids, p.counts, #p.ids
+  local m = ids[k]
+  current = ahead(current, m, span[d])
+  if current ~= bucket[d] then
+    field = fmt('%d', current)
+  end
+  local first = current - span[d] + 1
+  if m < first or m > current or not fixed[d] and span[d] > 65536 then
+    call('DEL', key)
+    return 0, 0, -1, 0, packed[d] and fresh(), current, field
+  end
+  p.s = true
+  local i = 1
+  while ids[i] < first do
+    p.t, i = p.t - counts[i], i + 1
+  end
+  if i > 1 then
+    p.ids, p.counts, p.slid = {unpack(ids, i)}, {unpack(counts, i)}, true
+  end
+  return p.t, p.ids[1], m, not fixed[d] and m == current and counts[k] or 0,
+      p, current, field
+end
+
 -- Reads zone `d` of a request, its key `key`: returns the count in the
--- window, the oldest and newest buckets (0 if none), the count of the
+-- window, the oldest and newest buckets (0 and -1 if none: bucket 0 is
+-- one, of a window of 604800000000000 ms), the count of the
 -- current bucket, the buckets to delete as the window slid (false if it
--- did not), the current bucket and its field name; of a GCRA zone, its
--- backlog in us.  Writes nothing but a DEL of a key it starts afresh.
--- `read`, if given, is what run() read of the zone.
+-- did not; a packed string's or new packed key's: p), the current bucket
+-- and its field name; of a GCRA zone, its backlog in us.  Writes nothing
+-- but a DEL of a key it starts afresh.  `read`, if given, is what GET
+-- answered run() (false: no key, read again).
 local function read_zone(key, d, read)
   if gcra[d] then
     local tat = redis.pcall('GET', key)
@@ -107,8 +247,13 @@ local function read_zone(key, d, read)
     tat = tonumber(tat) or 0
     return math.max(tat - now_us, 0), 0, 0, 0, false, 0, ''
   end
+  read = read or redis.pcall('GET', key)
+  if type(read) == 'string' or not read and packed[d] then
+    return read_packed(key, d, read)
+  end
+  read = not read and {}
   local current, field = bucket[d], bucket_field[d]
-  local count, oldest, newest, here, gone = 0, 0, 0, 0, false
+  local count, oldest, newest, here, gone = 0, 0, -1, 0, false
 
   if fixed[d] then
     local h = read or call('HMGET', key, 't', 'n')
@@ -120,6 +265,7 @@ local function read_zone(key, d, read)
       count, oldest, newest = tonumber(h[1]), current, current
     elseif h[1] or h[2] then
       call('DEL', key)
+      gone = packed[d] and fresh()
     end
   else
     local h = read or call('HMGET', key, 't', 'o', 'n', field)
@@ -137,6 +283,7 @@ local function read_zone(key, d, read)
       end
     elseif h[1] or h[2] or h[3] then
       call('DEL', key)
+      gone = packed[d] and fresh()
     end
   end
 
@@ -157,6 +304,15 @@ local function write_zone(key, d, add, count, oldest, newest, here, gone,
       set_tat(key, d, count)
     end
     return math.floor(count + 0.5), 0
+  end
+  if gone and gone.t then
+    if add > 0 then
+      put_bucket(key, d, gone, current, (fixed[d] and count or here) + add)
+      return count + add, oldest == 0 and current or oldest
+    elseif gone.slid then
+      rewrite(key, d, gone)
+    end
+    return count, oldest
   end
   if gone then
     drop(key, gone)
