@@ -223,12 +223,14 @@ sub flat_reply {
 # one request's elements for one zone: rejected, count, oldest, over
 sub verdict { [4, ints(@_)] }
 
-# each request's zone count: after the keys, the zone count, 5 arguments per
-# zone, then one argument per request, its mode and a byte per zone
+# each request's zone count: after the keys, the zone count (and the
+# layout letter after it), 5 arguments per zone, then one argument per
+# request, its mode and a byte per zone
 sub batch_zones {
     my ($argv) = @_;
     my $zones_at = 3 + $argv->[2];
-    my @entries = @$argv[$zones_at + 1 + 5 * $argv->[$zones_at] .. $#$argv];
+    my ($zones) = $argv->[$zones_at] =~ /^(\d+)/;
+    my @entries = @$argv[$zones_at + 1 + 5 * $zones .. $#$argv];
     return map { length($_) - 1 } @entries;
 }
 

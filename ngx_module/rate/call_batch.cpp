@@ -7,6 +7,7 @@
 #include "redis/redis_connection.hpp"
 #include "redis/redis_link.hpp"
 #include "request/request_state.hpp"
+#include "scripts/decide_command.hpp"
 #include "scripts/window_script.hpp"
 
 namespace ratelimit {
@@ -33,11 +34,11 @@ void tell_link_of_script_error(RedisLink *link,
     link->on_error_reply(error);
 }
 
-CallBatcher::CallBatcher(RedisLink *link, bool cross_slot,
-                         const BatchSink &sink, ngx_msec_t timeout,
-                         ngx_log_t *log) noexcept
-    : link_(link), cross_slot_(cross_slot), sink_(sink),
-      settles_({send_held, this}, timeout, log)
+CallBatcher::CallBatcher(RedisLink *link, const RedisTarget &target,
+                         const BatchSink &sink, ngx_log_t *log) noexcept
+    : link_(link), cross_slot_(target.cluster && target.cross_slot),
+      packed_(target.packed), sink_(sink),
+      settles_({send_held, this}, target.timeout, log)
 {
     init_event(&turn_end_, on_turn_end, this, log);
     link->on_up(on_link_up, this);
@@ -448,7 +449,7 @@ const char *CallBatcher::send(Batch *batch, ScriptBatch::Form form) noexcept
 {
     batch->form = form;
 
-    if (!batch->call.write_command(form, &command_, cross_slot_)) {
+    if (!batch->call.write_command(form, &command_, cross_slot_, packed_)) {
         return "no memory for the call to redis";
     }
 
@@ -510,9 +511,13 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
         return;
 
     case BatchReply::Kind::kError:
-        // The module unloaded: the command ran nothing, the script can.
+        // The module unloaded, or replaced by the release before's, which
+        // refuses this release's number of zones before any key: the
+        // command ran nothing, the script can.  Never on any other error:
+        // the call may have counted.
         if (batch->form == ScriptBatch::Form::kDecideCommand
-            && decoded.error.substr(0, 19) == "ERR unknown command")
+            && (decoded.error.substr(0, 19) == "ERR unknown command"
+                || decoded.error == kZoneCountRefused))
         {
             link_->module_command_lost(batch->slot);
 

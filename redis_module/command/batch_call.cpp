@@ -4,6 +4,7 @@
 
 #include "limits/window_rules.hpp"
 #include "protocol/batch_protocol.hpp"
+#include "scripts/decide_command.hpp"
 #include "zones/packed_window.hpp"
 
 namespace ratelimit {
@@ -296,7 +297,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
         || !zone_count_of(argv[at], &zone_count, &packed)
         || zone_count > (argc - at - 1) / kArgsPerZone)
     {
-        return "ERR ratelimit: the number of zones is missing or too large";
+        return kZoneCountRefused;
     }
 
     zones.resize(zone_count);
