@@ -15,12 +15,21 @@
 #   requests sent for it;
 # - a limit of 5 shared by the two servers admits exactly 5 requests of a
 #   subject in all, whichever server each reached;
+#   This tree's server has layout=hash (new keys hashes, which the old
+#   release reads): with the old release's Redis module its probe is
+#   refused whole, and its calls go to the script;
 # - the old release's Redis module replaced by this tree's in the running
 #   Redis (MODULE UNLOAD, then MODULE LOAD), under both servers' live
 #   connections, with requests between the two and after: each counted
 #   once, none failed (a call the unloaded command refused ran nothing and
-#   is sent again as the script).
-# Skipped without RATELIMIT_OLD_MODULE; the phase with the old Redis
+#   is sent again as the script); and the other way, this tree's replaced
+#   by the old release's: this tree's server's calls, refused whole by it,
+#   sent again as the script;
+# - then the switch: the old server replaced by one of this tree's, both
+#   with layout=packed, in the same Redis: each subject's count goes on
+#   from its hash (still a hash), a new subject's key is a packed string,
+#   the limit of 5 already reached stays reached.
+# Skipped without RATELIMIT_OLD_MODULE; the phases with the old Redis
 # module without RATELIMIT_OLD_REDIS_MODULE.
 
 use strict;
@@ -69,14 +78,19 @@ my %ZONE = (
 my $SUBJECTS = 8;
 my $ROUNDS = 6;
 
+# This tree's server: new keys hashes while the old release shares Redis
+# (the old one does not know the parameter).
+(my $HASH_CONF = $CONF) =~ s/timeout=2s;/timeout=2s layout=hash;/ or die;
+(my $PACKED_CONF = $CONF) =~ s/timeout=2s;/timeout=2s layout=packed;/ or die;
+
 my $SHA;
 
 # The count of each subject's key of `zone` in Redis, by a peek ("p" and
 # the zone's byte 0) of this tree's script; "error" where it could not read
-# the key.
+# the key.  Subjects u1 to u8, or `prefix`1 to 8.
 sub counts_in_redis {
-    my ($zone) = @_;
-    my @keys = map { "rl:$zone:u$_" } 1 .. $SUBJECTS;
+    my ($zone, $prefix) = @_;
+    my @keys = map { "rl:$zone:" . ($prefix // 'u') . $_ } 1 .. $SUBJECTS;
     my $r = $new->redis('EVALSHA', $SHA, scalar @keys, @keys, 1,
                         @{ $ZONE{$zone} }, ("p\0") x @keys);
     die "peek: $$r\n" if RateLimitTest::is_redis_error($r);
@@ -95,8 +109,15 @@ sub start_fleet {
     RateLimitTest::sleep_until_phase(60, 0) if time % 3600 >= 3540;
     $new->start_redis(redis_module => 0, args => \@module_args);
     $SHA = $new->redis('SCRIPT', 'LOAD', RateLimitTest::window_script());
-    $new->write_conf($CONF);
+    $new->write_conf($HASH_CONF);
     $old->write_conf($CONF, module => $OLD);
+    start_servers($name);
+}
+
+# Both servers started, each worker of each connected and told whether it
+# uses the command or the script.
+sub start_servers {
+    my ($name) = @_;
     $new->start_nginx;
     $old->start_nginx;
     my $asked = qr/this connection uses/;
@@ -113,23 +134,26 @@ sub stop_fleet {
 }
 
 # `rounds` requests a subject in `zone`, each subject's alternating between
-# the servers: every answer a 200.
+# the servers: every answer a 200.  Subjects u1 to u8, or `prefix`1 to 8.
 sub send_rounds {
-    my ($name, $zone, $rounds) = @_;
+    my ($name, $zone, $rounds, $prefix) = @_;
     my @statuses;
     for my $round (1 .. $rounds) {
         for my $u (1 .. $SUBJECTS) {
             my $server = ($round + $u) % 2 ? $old : $new;
             push @statuses, $server->get("/$zone/index.html",
-                                         { 'X-Api-Key' => "u$u" });
+                                         { 'X-Api-Key' => ($prefix // 'u') . $u });
         }
     }
     is(status_line(@statuses), join(' ', ('200') x ($rounds * $SUBJECTS)),
        "$name, $zone: no request failed nor was limited");
 }
 
+# A fleet of the two releases on a Redis started with `module_args`;
+# `check`, if given, run before it stops.
 sub phase {
     my ($name, @module_args) = @_;
+    my $check = ref $module_args[0] eq 'CODE' ? shift @module_args : undef;
     start_fleet($name, @module_args);
 
     for my $zone (qw(slide fixed)) {
@@ -138,18 +162,39 @@ sub phase {
            "$name, $zone: each subject counted once a request, in Redis");
     }
 
+    send_small($name, '200 200 200 200 200 429 429 429',
+               'a limit of 5 shared by both servers admits 5 in all');
+    diag_calls($name);
+    $check->() if $check;
+    stop_fleet();
+}
+
+# Requests of one subject in zone small, to the two servers in turn.
+sub send_small {
+    my ($name, $want, $what) = @_;
     my @small = map {
         ($_ % 2 ? $old : $new)->get('/small/index.html',
                                     { 'X-Api-Key' => 'lim' })
-    } 1 .. 8;
-    is(status_line(@small), '200 200 200 200 200 429 429 429',
-       "$name: a limit of 5 shared by both servers admits 5 in all");
+    } 1 .. split / /, $want;
+    is(status_line(@small), $want, "$name: $what");
+}
 
+sub diag_calls {
+    my ($name) = @_;
     my $stats = $new->redis('INFO', 'commandstats');
     diag("$name: Redis ran " . join(', ', $stats
          =~ /^cmdstat_(ratelimit\.decide|evalsha|eval):calls=(\d+)/mg));
+}
 
-    stop_fleet();
+# With the old release's Redis module, this tree's probe is refused whole
+# (its number of zones carries a layout letter): the script.
+sub old_module_refuses {
+    my $refused = qr/cannot run ratelimit\.decide \(ERR ratelimit: the number of zones is missing or too large\): this connection uses the window script/;
+    phase("the old release's Redis module", sub {
+        is($new->count_log($refused), $WORKERS,
+           "the old release's Redis module: it refused this tree's probe"
+           . ' whole, each worker uses the script');
+    }, '--loadmodule', $OLD_REDIS);
 }
 
 # The old release's Redis module replaced by this tree's in the running
@@ -163,8 +208,11 @@ sub module_replaced {
        "$name: the old release's unloaded");
     send_rounds("$name, unloaded", 'slide', 2);
     my $lost = qr/no longer knows ratelimit\.decide/;
-    ok($new->count_log($lost) >= 1 && $old->count_log($lost) >= 1,
-       "$name: a call of each server refused as unknown, and said so");
+    ok($old->count_log($lost) >= 1,
+       "$name: a call of the old server refused as unknown, and said so");
+    is($new->count_log($lost), 0,
+       "$name: this tree's server was on the script, the old module having"
+       . ' refused its probe');
     like($new->redis('INFO', 'commandstats'), qr/^cmdstat_eval:calls=[1-9]/m,
          "$name: the refused calls sent again as the script (EVAL)");
     is($new->redis('MODULE', 'LOAD', $NEW_REDIS), 'OK',
@@ -175,20 +223,88 @@ sub module_replaced {
     stop_fleet();
 }
 
+# This tree's Redis module replaced by the old release's, under both
+# servers' live connections: this tree's server's calls, refused whole,
+# go to the script.
+sub module_downgraded {
+    my $name = "this tree's Redis module replaced by the old release's";
+    start_fleet($name, '--loadmodule', $NEW_REDIS,
+                '--enable-module-command', 'yes');
+    send_rounds("$name, before", 'slide', 2);
+    is($new->redis('MODULE', 'UNLOAD', 'ratelimit'), 'OK',
+       "$name: this tree's unloaded");
+    is($new->redis('MODULE', 'LOAD', $OLD_REDIS), 'OK',
+       "$name: the old release's loaded");
+    my $eval = sub { ($new->redis('INFO', 'commandstats')
+                      =~ /^cmdstat_eval:calls=(\d+)/m)[0] // 0 };
+    send_rounds("$name, after", 'slide', 4);
+    is($new->count_log(qr/no longer knows ratelimit\.decide/), $WORKERS,
+       "$name: this tree's server's calls refused, each worker said so");
+    ok($eval->() >= 1, "$name: the refused calls sent again as the script"
+       . ' (EVAL)');
+    is(counts_in_redis('slide'), join(' ', (6) x $SUBJECTS),
+       "$name: each subject counted once a request, in Redis");
+    stop_fleet();
+}
+
+# The old server gone: both servers this tree's with layout=packed, in the
+# Redis the mixed fleet counted in (with `module_args`).
+sub switched {
+    my ($name, @module_args) = @_;
+    start_fleet($name, @module_args);
+    send_rounds("$name, mixed", 'slide', 2);
+    send_rounds("$name, mixed", 'fixed', 2);
+    send_small("$name, mixed", '200 200 200 200', 'counted');
+    $old->stop_nginx;
+    $new->stop_nginx;
+    $new->write_conf($PACKED_CONF);
+    $old->write_conf($PACKED_CONF);
+    start_servers("$name, switched");
+
+    for my $zone (qw(slide fixed)) {
+        send_rounds("$name, switched", $zone, 4);
+        is(counts_in_redis($zone), join(' ', (6) x $SUBJECTS),
+           "$name, $zone: each subject's count went on from its hash");
+        is(join(' ', map { $new->redis('TYPE', "rl:$zone:u$_") }
+                         1 .. $SUBJECTS),
+           join(' ', ('hash') x $SUBJECTS),
+           "$name, $zone: the hashes kept their layout");
+        send_rounds("$name, switched", $zone, 3, 'v');
+        is(counts_in_redis($zone, 'v'), join(' ', (3) x $SUBJECTS),
+           "$name, $zone: new subjects counted");
+        is(join(' ', map { $new->redis('TYPE', "rl:$zone:v$_") }
+                         1 .. $SUBJECTS),
+           join(' ', ('string') x $SUBJECTS),
+           "$name, $zone: new subjects' keys packed strings");
+    }
+
+    send_small("$name, switched", '200 429 429',
+               'the limit of 5 goes on from the 4 counted before');
+    diag_calls($name);
+    stop_fleet();
+}
+
 phase('no Redis module');
 SKIP: {
-    skip 'RATELIMIT_OLD_REDIS_MODULE (the release before, built) not set', 6
+    skip 'RATELIMIT_OLD_REDIS_MODULE (the release before, built) not set', 7
         unless $OLD_REDIS && -f $OLD_REDIS;
-    phase("the old release's Redis module", '--loadmodule', $OLD_REDIS);
+    old_module_refuses();
 }
 SKIP: {
     skip "this tree's Redis module not built", 6 unless $NEW_REDIS;
     phase("this tree's Redis module", '--loadmodule', $NEW_REDIS);
 }
 SKIP: {
-    skip 'both releases\' Redis modules needed', 9
+    skip 'both releases\' Redis modules needed', 23
         unless $NEW_REDIS && $OLD_REDIS && -f $OLD_REDIS;
     module_replaced();
+    module_downgraded();
+}
+switched('the switch to packed strings, no Redis module');
+SKIP: {
+    skip "this tree's Redis module not built", 16 unless $NEW_REDIS;
+    switched("the switch to packed strings, this tree's Redis module",
+             '--loadmodule', $NEW_REDIS);
 }
 
 done_testing;
