@@ -53,11 +53,20 @@
 # - an interval peek ("i", a bucket count K per zone) is a peek whose reply
 #   goes on with, per zone, the sum of its buckets numbered current - K + 1
 #   to current (a fixed window: its count, whatever K);
-# - a sliding key is a hash of "t" (the count), "o" and "n" (oldest and newest
-#   bucket) and one field per non-empty bucket; a fixed one of "t" and "n"
-#   (the window).  Every call that reads a key deletes the buckets that left
-#   its window (the others stay until then), and the key expires exactly when
-#   its newest bucket leaves the window (PEXPIRETIME);
+# - a key is made (new, or started afresh) in the layout its batch asks for
+#   (the letter after the number of zones: "p" packed strings, "h" or none
+#   hashes) and keeps it while it holds buckets, whatever later batches ask;
+# - a sliding hash is "t" (the count), "o" and "n" (oldest and newest
+#   bucket) and one field per non-empty bucket; a fixed one "t" and "n"
+#   (the window).  A sliding packed string is, little-endian, a byte (the
+#   width of a count: the smallest that held every count since the key was
+#   made), the base bucket (the oldest, moved only to an older one or when
+#   the newest is 65,536 past it), per bucket oldest first its number less
+#   the base (2 bytes) and its count, and the count (8); a fixed one the
+#   window and the count (8 bytes each).  Every call that reads a key
+#   deletes the buckets that left its window (the others stay until then),
+#   and the key expires exactly when its newest bucket leaves the window
+#   (PEXPIRETIME);
 # - a request with a key of another type (a string not of the packed
 #   layout's shape), in any of its zones,
 #   gets an error in place of `rejected` and zeros after it, changes no key
