@@ -37,7 +37,8 @@ void BatchDecider::run()
 }
 
 // run() for one request.  False where the script's run() raised, having
-// written nothing (or in the one write that failed).
+// written nothing (or in the one write that failed), or left the request
+// to careful().
 bool BatchDecider::fast(const Entry &entry)
 {
     const ZoneParams &zone = zone_of(entry, 0);
@@ -48,9 +49,7 @@ bool BatchDecider::fast(const Entry &entry)
         return false;
     }
 
-    reply_[r_] = {decision.reply[0], decision.error};
-
-    for (std::size_t j = 1; j <= kRepliesPerZone; j++) {
+    for (std::size_t j = 0; j <= kRepliesPerZone; j++) {
         set(r_ + j, decision.reply[j]);
     }
 

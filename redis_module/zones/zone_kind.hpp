@@ -34,14 +34,13 @@ struct ZoneRead {
 // made of a request.
 struct FastDecision {
     enum Outcome {
-        kDecided,  // reply[] and error are the request's reply
+        kDecided,  // reply[] is the request's reply
         kRaised    // not decided here: the script's run() raised or
                    // handed it to careful(), which decides it afresh
     };
 
     Outcome outcome = kRaised;
     double reply[4] = {0, 0, 0, 0};
-    CallError error = nullptr;  // in place of reply[0]
 };
 
 class ZoneKind {
