@@ -79,22 +79,19 @@ CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
     z->current = zone.bucket;
     z->slid = false;
     z->gone.clear();
-    z->layout = KeyLayout::kHash;
     std::memcpy(z->field, zone.bucket_field, sizeof(z->field));
     std::string_view bytes;
     KeyLayout layout = store_.read_layout(key, &bytes);
+    // A string is kPacked once read as one; a hash stays kHash unless
+    // started afresh.
+    z->layout = layout == KeyLayout::kHash ? layout : KeyLayout::kNone;
 
     if (layout == KeyLayout::kPacked) {
-        z->layout = KeyLayout::kNone;
         return packed_.read_zone(key, zone, bytes, z);
     }
 
-    if (layout == KeyLayout::kNone) {
-        z->layout = KeyLayout::kNone;
-        return read_hash(key, zone, kNoKey, z);
-    }
-
-    return read_hash(key, zone, nullptr, z);
+    return read_hash(key, zone, layout == KeyLayout::kNone ? kNoKey : nullptr,
+                     z);
 }
 
 CallError ZoneWindow::read_hash(KeyNumber key, const ZoneParams &zone,

@@ -47,6 +47,7 @@ private:
     // number; its text names a line of the script, this one does not.
     static const char kNotANumber[];
 
+    // `read`: the fields as no key answers them, or nullptr to ask.
     CallError read_hash(KeyNumber key, const ZoneParams &zone,
                         const FieldValue *read, ZoneRead *z);
     CallError start_afresh(KeyNumber key, ZoneRead *z);
