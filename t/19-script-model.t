@@ -1039,6 +1039,33 @@ sub run_model {
     }
 
     # ---------------------------------------------------------------------------
+    # a zone whose algorithm changed: the other kind's packed string
+
+    # A fixed window's string met by a sliding zone, a sliding one's by a
+    # fixed zone, and a string of neither shape.  Expected: the first two
+    # started afresh, each request counted as the first (its key then its
+    # zone's kind), the third the request's WRONGTYPE, left alone.
+    {
+        my $now = $t->redis_time_ms;
+        my ($b, $w) = (floor($now / 1000), floor($now / 60000));
+        rcmd('SET', 'm2:was-fixed', pack('Q<Q<', $w, 3));
+        rcmd('SET', 'm2:was-sliding', pack('CQ<S<CQ<', 1, $w - 2, 2, 3, 3));
+        rcmd('SET', 'm2:no-window', 'x' x 20);
+        my $r = $call->(3, 'm2:was-fixed', 'm2:was-sliding', 'm2:no-window', '2p',
+                        5, 1000, 100, 's', '1', 5, 60000, 1, 'f', '1',
+                        "c\x00", "c\x01", "c\x00");
+        ($b, $w) = (floor($r->[0] / 1000), floor($r->[0] / 60000));
+        is("@$r[1 .. 8]", "0 1 $b 0 0 1 $w 0",
+           'the other kind of window\'s string: started afresh, counted as the first');
+        like("$r->[9]", qr/^WRONGTYPE/, 'a string of neither shape: the request\'s error');
+        is(unpack('H*', rcmd('GET', 'm2:was-fixed')), unpack('H*', pack('CQ<S<CQ<', 1, $b, 0, 1, 1)),
+           'the sliding zone\'s string made anew');
+        is(unpack('H*', rcmd('GET', 'm2:was-sliding')), unpack('H*', pack('Q<Q<', $w, 1)),
+           'the fixed zone\'s string made anew');
+        is(rcmd('GET', 'm2:no-window'), 'x' x 20, 'the string of neither shape left alone');
+    }
+
+    # ---------------------------------------------------------------------------
     # a hand-edited key whose newest bucket has no field
 
     # "o" left the window, "n" did not, and no field holds either: the slide

@@ -239,6 +239,22 @@ TEST_F(PackedTest, AnotherShapeIsWrongTypeAnotherLengthStartsAfresh)
     EXPECT_EQ(text("0"), sliding(b, {{0, 1}}, 1));
 }
 
+// A zone whose algorithm changed meets the other kind's string: started
+// afresh, as the hash of another kind is.
+TEST_F(PackedTest, AnotherKindOfWindowStartsAfresh)
+{
+    zones = {{3, 1000, 10, 's', true, true}, {3, 60000, 1, 'f', true, true}};
+    double b = bucket(1000), w = bucket(60000);
+    store.names = {"was fixed", "was sliding"};
+    store.keys["was fixed"] = MemoryStore::Value{
+        false, {}, le(w, 8) + le(3, 8), -1};
+    store.keys["was sliding"] = MemoryStore::Value{
+        false, {}, sliding(w, {{0, 3}}, 3), -1};
+    decide({entry('c', kZone0), entry('c', kZone1)});
+    EXPECT_EQ(text("was fixed"), sliding(b, {{0, 1}}, 1));
+    EXPECT_EQ(text("was sliding"), le(w, 8) + le(1, 8));
+}
+
 TEST_F(PackedTest, IntervalPeekSumsTheNewestBuckets)
 {
     zones = {{9, 1000, 10, 's', true, true}};

@@ -25,16 +25,18 @@ bool before(const PackedBucket &bucket, double id)
 
 }  // namespace
 
-// As the hash's read_zone(): a newest bucket outside the window (another
-// bucket length's) starts the key afresh; the buckets the window slid
-// past are cut from the front, in memory, until the write.
+// As the hash's read_zone(): the other kind of window's string (another
+// algorithm's), or a newest bucket outside the window (another bucket
+// length's), starts the key afresh; the buckets the window slid past are
+// cut from the front, in memory, until the write.
 CallError PackedZone::read_zone(KeyNumber key, const ZoneParams &zone,
                                 std::string_view bytes, ZoneRead *z)
 {
     PackedWindow &w = z->packed;
 
     if (!packed_read(bytes, zone.fixed, &w)) {
-        return kWrongType;
+        return packed_read(bytes, !zone.fixed, &w) ? store_.del(key)
+                                                   : kWrongType;
     }
 
     double newest = w.newest();

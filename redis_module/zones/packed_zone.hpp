@@ -2,11 +2,12 @@
 // written back as the window script's packed functions do
 // (scripts/lua/window.lua), with the hash's rules (zone_window.hpp): the
 // window slides, a clock stepped back counts in the newest bucket, a key
-// of another bucket length starts afresh.  A count in the newest bucket
-// (or a fixed window's) is changed in place, SETRANGE; any other write
-// makes the string anew at its exact size, SET ... PXAT, expiring when its
-// newest bucket leaves the window.  A string of another shape is another
-// type's: WRONGTYPE, left alone, as a string was before the layout.
+// of another bucket length or kind of window starts afresh.  A count in
+// the newest bucket (or a fixed window's) is changed in place, SETRANGE;
+// any other write makes the string anew at its exact size, SET ... PXAT,
+// expiring when its newest bucket leaves the window.  A string of neither
+// kind's shape is another type's: WRONGTYPE, left alone, as a string was
+// before the layout.
 #pragma once
 
 #include <string>

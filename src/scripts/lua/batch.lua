@@ -138,7 +138,7 @@ end
 local function run_window(d)
   local key = keys[k]
   local s = d and redis.pcall('GET', key)
-  local p = type(s) == 'string' and unpacked(s, d)
+  local p = type(s) == 'string' and unpacked(s, fixed[d])
   local ids = p and p.ids
   if p then
     p.s = ids[#ids] == bucket[d] and ids[1] > bucket[d] - span[d]

@@ -43,7 +43,7 @@ end
 local function count_newest(key, d, wanted)
   local p, count, newest, all = redis.pcall('GET', key), 0
   if type(p) == 'string' then
-    p, all = unpacked(p, d), {}
+    p, all = unpacked(p, fixed[d]), {}
     newest = p.ids[#p.ids]
     for i = 1, #p.ids do
       all[2 * i - 1], all[2 * i] = p.ids[i], p.counts[i]

@@ -116,12 +116,12 @@ local function fresh()
 end
 
 local function width_of(c)
-  return c < 256 and 1 or c < 65536 and 2 or c < 4294967296 and 4 or 8
+  return c < 2^8 and 1 or c < 2^16 and 2 or c < 2^32 and 4 or 8
 end
 
-local function unpacked(s, d)
+local function unpacked(s, f)
   local n, w = #s, byte(s, 1)
-  if fixed[d] then
+  if f then
     if n == 16 then
       local id, t = sunpack('<I8I8', s)
       return {ids = {id}, counts = {t}, t = t}
@@ -143,10 +143,8 @@ end
 
 local function rewrite(key, d, p)
   local ids, k = p.ids, #p.ids
-  local s
-  if fixed[d] then
-    s = spack('<I8I8', ids[1], p.t)
-  else
+  local s = spack('<I8I8', ids[1], p.t)
+  if not fixed[d] then
     for i = 1, k do
       p.w = math.max(p.w, width_of(p.counts[i]))
     end
@@ -182,10 +180,9 @@ local function put_bucket(key, d, p, at, value)
   if not found then
     table.insert(ids, i, at)
     table.insert(counts, i, value)
-    return rewrite(key, d, p)
   end
   counts[i] = value
-  if not p.s or p.slid or i < k
+  if not (found and p.s) or p.slid or i < k
      or not fixed[d] and width_of(value) > p.w then
     return rewrite(key, d, p)
   end
@@ -198,26 +195,31 @@ local function put_bucket(key, d, p, at, value)
 end
 
 -- read_zone() of a packed string `s` (false: no key): as a hash's, the
--- window's buckets slid past cut from p, written by write_zone().
+-- window's buckets slid past cut from p, written by write_zone().  A
+-- string of the other kind of window (sliding, fixed) is started afresh.
 local function read_packed(key, d, s)
-  local current, field = bucket[d], bucket_field[d]
-  local p = s and unpacked(s, d)
-  if s and not p then
+  local current, field, first, m = bucket[d], bucket_field[d]
+  local p = s and unpacked(s, fixed[d])
+  if s and not (p or unpacked(s, not fixed[d])) then
     call('HGET', key, 't')
-  elseif not p then
-    return 0, 0, -1, 0, fresh(), current, field
+  elseif p then
+    m = p.ids[#p.ids]
+    current = ahead(current, m, span[d])
+    first = current - span[d] + 1
+    if m < first or m > current or not fixed[d] and span[d] > 65536 then
+      p = nil
+    end
   end
-  local ids, counts, k = p.ids, p.counts, #p.ids
-  local m = ids[k]
-  current = ahead(current, m, span[d])
   if current ~= bucket[d] then
     field = fmt('%d', current)
   end
-  local first = current - span[d] + 1
-  if m < first or m > current or not fixed[d] and span[d] > 65536 then
-    call('DEL', key)
+  if not p then
+    if s then
+      call('DEL', key)
+    end
     return 0, 0, -1, 0, packed[d] and fresh(), current, field
   end
+  local ids, counts, k = p.ids, p.counts, #p.ids
   p.s = true
   local i = 1
   while ids[i] < first do
