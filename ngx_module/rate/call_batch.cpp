@@ -4,6 +4,7 @@
 
 #include "cluster/cluster_slot.hpp"
 #include "metrics/metrics.hpp"
+#include "redis/decide_probe.hpp"
 #include "redis/redis_connection.hpp"
 #include "redis/redis_link.hpp"
 #include "request/request_state.hpp"
@@ -512,7 +513,7 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
     case BatchReply::Kind::kError:
         // The module unloaded: the command ran nothing, the script can.
         if (batch->form == ScriptBatch::Form::kDecideCommand
-            && decoded.error.substr(0, 19) == "ERR unknown command")
+            && is_unknown_command(decoded.error))
         {
             link_->module_command_lost(batch->slot);
 
