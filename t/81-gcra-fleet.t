@@ -183,9 +183,13 @@ my $SUBJ = 'k-5f3a9c1e2b7d40';    # 16 bytes, as an API key might be
     ok(abs($n - 56) <= 1, sprintf 'nodelay: %d admitted in %.3f s, 6 + 50 expected (+-1)', $n, $last - $first);
     my @byt = sort { $a->{sent} <=> $b->{sent} } @r;
     turns_ok('nodelay', $n, @byt);
-    my @first6 = @byt[0 .. 5];
-    is(join(' ', map { $_->{status} } @first6), '200 200 200 200 200 200',
-        'nodelay: the first 6 requests (1 + burst) admitted at once');
+    # The first 7 sent span 24 ms, a quarter of a turn: 1 + burst of them
+    # are admitted, one rejected.  Which one Redis sees 7th is the two
+    # servers' race: sends 4 ms apart through two nginx servers on a busy
+    # machine reach Redis in either order.
+    my @first7 = map { $_->{status} } @byt[0 .. 6];
+    is(join(' ', sort @first7), '200 200 200 200 200 200 429',
+        "nodelay: of the first 7 requests, sent within 24 ms, 6 (1 + burst) admitted at once (@first7)");
     my @v = early_admissions(@adm);
     is(scalar @v, 0, 'nodelay: no admission before its turn (the j-th, j > 6, at least (j - 6) x 100 ms after the first)')
         or diag(join '; ', @v[0 .. ($#v < 9 ? $#v : 9)]);
