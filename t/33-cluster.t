@@ -343,6 +343,19 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
             "/$loc/: once the undos landed a and b hold exactly the $p passed: the rejected are counted in neither");
     }
 
+    # One part counted the request, the other got no answer in time (its
+    # master stopped): failed closed, the request is refused, and the part
+    # that counted it undoes that.  (The stopped master may still run its
+    # part when it resumes: an outcome unknown, never undone nor resent.)
+    my $Ks = $c->key_in($m1, 'stallK', 'a');
+    my $Us = $c->key_in($m2, 'stallU', 'b');
+    kill 'STOP', $c->pid($m2);
+    my $stalled = FaultTest::raw_get($T[0]->port('PORT'), '/two/index.html', { 'X-Api-Key' => $Ks, 'X-User' => $Us });
+    kill 'CONT', $c->pid($m2);
+    is(FaultTest::sr($stalled), '503/ERROR', "zone b's master stopped: failed closed, 503");
+    settled_is(sub { $c->hash_total(key('a', $Ks)) }, 0,
+        'refused for the part that failed: not counted in a, the part that admitted it');
+
     # one subject in zones a and c: one slot, one master, decided atomically
     my $K4 = 'same-subject';
     is(ClusterTest::keyslot(key('a', $K4)), ClusterTest::keyslot(key('c', $K4)), 'zones a and c of one subject: one slot');
