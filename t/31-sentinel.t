@@ -105,8 +105,7 @@ sub wait_lines_per_worker {
 }
 
 # When a worker did not move: what each server's workers logged of Redis and
-# the sentinels lately, and who the sentinels say is the master (the census
-# saw this once, 2026-11-28, beside other test files, and not since).
+# the sentinels lately, and who the sentinels say is the master.
 sub explain_moves {
     for my $i (0 .. $#T) {
         my @l = grep { /ratelimit: / } split /\n/, $T[$i]->error_log;
