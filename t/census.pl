@@ -30,7 +30,7 @@ for my $round (1 .. $rounds) {
     my $log = "$out/round-$round.log";
     system("prove -I t/lib -j $jobs --timer @ARGV > $log 2>&1");
     my $text = do { local (@ARGV, $/) = $log; <> };
-    $runs{$_}++ for @ARGV;
+    $runs{ name_of($_) }++ for @ARGV;
     push @loads, load();
     record(\%failed, $text, $round);
     write_table();
@@ -44,20 +44,23 @@ sub record {
     my ($failed, $text, $round) = @_;
     my %seen;
     while ($text =~ /#\s+Failed test '([^']*)'\n#\s+at (\S+) line/g) {
-        my ($name, $file) = ($1, $2);
-        $file =~ s{.*/(t/[^/]+\.t)$}{$1};
+        my ($name, $file) = ($1, name_of($2));
         $failed->{$file}{$name}{count}++;
         push @{ $failed->{$file}{$name}{rounds} }, $round;
         $seen{$file} = 1;
     }
     while ($text =~ m{^(\S*t/[^/\s]+\.t)\s+\(Wstat: (\d+)}mg) {
-        my ($file, $wstat) = ($1, $2);
-        $file =~ s{.*/(t/[^/]+\.t)$}{$1};
+        my ($file, $wstat) = (name_of($1), $2);
         next if $seen{$file};
         my $name = "(exited, wait status $wstat, no failed test named)";
         $failed->{$file}{$name}{count}++;
         push @{ $failed->{$file}{$name}{rounds} }, $round;
     }
+}
+
+# A file as the tables name it, "t/NN-name.t", however it was given.
+sub name_of {
+    return $_[0] =~ s{.*/(t/[^/]+\.t)$}{$1}r;
 }
 
 sub load {
@@ -75,13 +78,12 @@ sub write_table {
         my $tests = $failed{$file};
         for my $name (sort keys %$tests) {
             printf $fh "| %s | %d | %d | %s (%s) |\n", $file,
-                $runs{ (grep { m{\Q$file\E$} } keys %runs)[0] // '' } // 0,
+                $runs{$file} // 0,
                 $tests->{$name}{count}, $name,
                 join(',', @{ $tests->{$name}{rounds} });
         }
     }
-    my $clean = grep { my $f = $_; !grep { $f =~ m{\Q$_\E$} } keys %failed }
-        keys %runs;
+    my $clean = grep { !$failed{$_} } keys %runs;
     print $fh "\n$clean of " . scalar(keys %runs)
         . " files never failed in " . scalar(@loads) . " rounds.\n";
     close $fh;
