@@ -92,6 +92,9 @@ sub conf_of {
          . "\n}\n}\n";
 }
 
+# An nginx built from source logs to PREFIX/logs/ until the configuration
+# says otherwise (Debian's to /var/log/nginx/): nginx -t opens those files.
+mkdir "$TMP/logs" or die "$TMP/logs: $!";
 open my $empty, '>', "$TMP/empty.conf" or die $!;
 close $empty;
 

@@ -104,6 +104,16 @@ sub wait_lines_per_worker {
     return undef;
 }
 
+# When a worker did not move: what each server's workers logged of Redis and
+# the sentinels lately, and who the sentinels say is the master.
+sub explain_moves {
+    for my $i (0 .. $#T) {
+        my @l = grep { /ratelimit: / } split /\n/, $T[$i]->error_log;
+        diag("server " . ($i + 1) . ": $_") for @l[($#l > 14 ? $#l - 14 : 0) .. $#l];
+    }
+    diag('sentinel 0 says: ' . join ' ', map { ref $_ ? @$_ : $_ } eval { $s->sentinel(0, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster') } // "($@)");
+}
+
 # --- discovery ----------------------------------------------------------------------
 
 for my $t (@T) {
@@ -169,7 +179,7 @@ $t_promo2 //= time;
 # before: counts written to B meanwhile would be lost with its data.
 my $MOVED_BA = qr/ratelimit: redis master "mymaster" moved from 127\.0\.0\.1:$PB to 127\.0\.0\.1:$PA\b/;
 my @moved2 = map { wait_lines_per_worker($_, $MOVED_BA, 5) } @T;
-ok(!(grep { !defined } @moved2), 'every worker of both servers moved to A');
+ok(!(grep { !defined } @moved2), 'every worker of both servers moved to A') or explain_moves();
 my ($moved_last) = sort { $b <=> $a } map { $_ // time } @moved2;
 cmp_ok($moved_last - $t_promo2, '<=', 2.5,
     sprintf('SENTINEL FAILOVER: every worker on A %.2fs after the promotion, B still a master', $moved_last - $t_promo2));
@@ -197,7 +207,7 @@ ok(defined $ex4 && $ex4 - $t_promo3 <= 3,
     sprintf('SIGSTOP of A: exact limit from both servers %.2fs after the promotion (<= 3s; %d tries, last %s)',
         ($ex4 // time) - $t_promo3, $n4, $last4));
 my @moved3 = map { wait_lines_per_worker($_, $MOVED_AB, 5, 2) } @T;
-ok(!(grep { !defined } @moved3), 'SIGSTOP of A: every worker of both servers moved to B');
+ok(!(grep { !defined } @moved3), 'SIGSTOP of A: every worker of both servers moved to B') or explain_moves();
 is($s->node('B', 'EXISTS', "rl:api:stop-" . ($n4 - 1)), 1, 'SIGSTOP of A: the counts are on B');
 $s->kill_node('A', 'KILL');
 sleep 0.5;

@@ -189,6 +189,9 @@ for my $i (0, 1) {
     my $t = $T[$i];
     $t->stop_nginx;
     $t->final_checks('server ' . ($i + 1) . ': no [alert] or [emerg]');
+    # Redis went away, but no location has `ratelimit_fail local`.
+    is($t->count_log(qr/ratelimit_fail local/), 0,
+       'server ' . ($i + 1) . ': no line of "ratelimit_fail local" requests, which it has none of');
 }
 $s->kill_node('B', 'TERM');
 $t1->stop_process($_, 'TERM', 3) for @{ $s->{spids} };

@@ -159,14 +159,17 @@ void wait_in_queue(PermitHold *hold)
 }
 
 // From the permit's release (by the releasing worker's clock, as the wake-up
-// said) to now.  Clocks of two servers may disagree: a hand-off "before"
-// its release counts as 0.  Unknown when no wake-up came.
-void time_handoff(PermitHold *hold)
+// said; else when Redis gave it, `given_ms`, as a check's answer said) to
+// now.  Clocks of two servers may disagree: a hand-off "before" its release
+// counts as 0.
+void time_handoff(PermitHold *hold, std::uint64_t given_ms = 0)
 {
-    if (hold->hinted_freed_us != 0) {
-        std::uint64_t now_us = wall_clock_us();
-        hold->handoff_us = now_us > hold->hinted_freed_us
-                           ? now_us - hold->hinted_freed_us : 0;
+    std::uint64_t freed_us = hold->hinted_freed_us != 0
+                             ? hold->hinted_freed_us : given_ms * 1000;
+    std::uint64_t now_us = wall_clock_us();
+
+    if (freed_us != 0) {
+        hold->handoff_us = now_us > freed_us ? now_us - freed_us : 0;
     }
 }
 
@@ -283,7 +286,7 @@ void on_permit_answer(void *waiter, const PermitReply *reply) noexcept
     switch (reply->code) {
     case PermitCode::kHeld:
         if (checking) {
-            time_handoff(hold);
+            time_handoff(hold, reply->number);
             granted_after_wait(hold);
             resume_later(hold);
         } else {

@@ -59,7 +59,7 @@ struct PermitHold {
     ngx_msec_t asked_msec;
     ngx_msec_t queue_ms;     // waited in the queue, if outcome says so
     std::uint64_t handoff_us;  // the permit's release to the resumption, if
-                               // Pub/Sub told it; else kUnknownHandoff
+                               // it waited; else kUnknownHandoff
     std::uint64_t hinted_freed_us;  // the last wake-up's release time, us
     bool check_again;        // a wake-up or a new subscription came while
                              // the ask or a check was out

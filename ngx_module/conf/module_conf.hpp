@@ -174,9 +174,11 @@ struct MainConf {
     // forgiven subjects (rate/forgive_listener.hpp).
     bool forgive;
     ngx_shm_zone_t *metrics_zone;  // its counters, when it has
-    // `ratelimit_fail local`: some location applies a zone with it, or a
-    // zone has `lease=` (whose shares need the live servers it learns);
-    // the size of the shared memory that counts locally, in bytes
+    // Some location applies a zone with `ratelimit_fail local`.
+    bool fail_local;
+    // The live servers are learnt and counts kept locally: `fail_local`,
+    // or a zone has `lease=` (whose shares need the live servers); the
+    // size of the shared memory that counts locally, in bytes
     // (`ratelimit_local_memory`), and that memory once added.
     bool local;
     size_t local_memory;

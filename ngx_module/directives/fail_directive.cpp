@@ -105,6 +105,7 @@ void merge_fail(ngx_conf_t *cf, LocConf *conf, const LocConf *prev) noexcept
     {
         auto *mcf = static_cast<MainConf *>(
             ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
+        mcf->fail_local = true;
         mcf->local = true;
     }
 }

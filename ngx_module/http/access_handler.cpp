@@ -165,7 +165,17 @@ void reject_blocked(RequestState *state, ngx_uint_t i)
 ngx_int_t act_on(RequestState *state)
 {
     // No verdict from Redis: under `fail local`, this server's.
+    bool failed = state->result == Result::kError;
     decide_locally(state);
+
+    // Refused for want of a verdict, the parts of its call that counted it
+    // (answered before another part failed or timed out) undo it.
+    if (failed && (state->result == Result::kRejected
+                   || (state->result == Result::kError
+                       && state->lcf->fail == kFailClosed)))
+    {
+        take_back_reservations(state);
+    }
 
     state->stage = RequestState::Stage::kDone;
     record_request_decision(state);

@@ -91,7 +91,9 @@ void LocalBreaker::turn(bool open) noexcept
     open_ = open;
     metrics::record_local_state(open);
 
-    if ((open ? open_log_ : close_log_).allow()) {
+    // Only `fail local` requests turn with it: with leases alone (the
+    // other reason for a breaker) the link's own lines tell of Redis.
+    if (mcf_.fail_local && (open ? open_log_ : close_log_).allow()) {
         ngx_log_error(NGX_LOG_WARN, log_, 0, open
                       ? "ratelimit: redis cannot be reached, deciding "
                         "\"ratelimit_fail local\" requests locally"

@@ -4,6 +4,7 @@
 
 #include "cluster/cluster_slot.hpp"
 #include "metrics/metrics.hpp"
+#include "redis/decide_probe.hpp"
 #include "redis/redis_connection.hpp"
 #include "redis/redis_link.hpp"
 #include "request/request_state.hpp"
@@ -516,7 +517,7 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
         // command ran nothing, the script can.  Never on any other error:
         // the call may have counted.
         if (batch->form == ScriptBatch::Form::kDecideCommand
-            && (decoded.error.substr(0, 19) == "ERR unknown command"
+            && (is_unknown_command(decoded.error)
                 || decoded.error == kZoneCountRefused))
         {
             link_->module_command_lost(batch->slot);

@@ -71,9 +71,13 @@ bool client_left(const ngx_http_request_t *r)
 void take_back_reservations(RequestState *state) noexcept
 {
     for (ngx_uint_t p = 0; p < state->parts; p++) {
-        const RequestState::Part &part = state->part[p];
+        RequestState::Part &part = state->part[p];
 
-        for (ngx_uint_t j = 0; !part.rejected && j < part.zones; j++) {
+        // A part that failed may or may not have counted it: unknown,
+        // so never undone.
+        for (ngx_uint_t j = 0; part.answered && !part.rejected
+                               && j < part.zones; j++)
+        {
             ngx_uint_t i = part.zone[j];
 
             // A zone the request did not fit (dry run) did not count it.
@@ -82,6 +86,9 @@ void take_back_reservations(RequestState *state) noexcept
                             -static_cast<std::int64_t>(state->costs[i]));
             }
         }
+
+        // Undone: a later refusal of the request undoes nothing again.
+        part.answered = false;
     }
 }
 

@@ -9,8 +9,9 @@
 
 namespace ratelimit {
 
-// A request rejected by the zone of one part was counted by the parts
-// that admitted it: each of their zones gives its cost back.
+// A request refused after some parts of its call admitted it (another
+// part rejected it, or failed and the request was refused for that) was
+// counted by those parts: each of their zones gives its cost back.
 void take_back_reservations(RequestState *state) noexcept;
 
 // At the log phase, once per request: for each `ratelimit_settle` of the

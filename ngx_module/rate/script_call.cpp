@@ -260,6 +260,7 @@ void take_part_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
             state->counts[part.zone[j]] = counts[j];
         }
         part.now_ms = now_ms;
+        part.answered = true;
         part.rejected = decoded.rejected;
         break;
     case ScriptReply::Kind::kError:

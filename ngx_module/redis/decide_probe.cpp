@@ -8,12 +8,12 @@
 
 namespace ratelimit {
 
-namespace {
+bool is_unknown_command(std::string_view error) noexcept
+{
+    constexpr std::string_view kUnknownCommand = "ERR unknown command";
 
-// How Redis (and Valkey) answer a command they do not have.
-constexpr std::string_view kUnknownCommand = "ERR unknown command";
-
-}  // namespace
+    return error.substr(0, kUnknownCommand.size()) == kUnknownCommand;
+}
 
 bool DecideProbe::ask(RedisConnection *conn, ngx_log_t *log) noexcept
 {
@@ -63,10 +63,8 @@ void DecideProbe::on_reply(void *data, const Reply *reply) noexcept
     // A Redis without the module is the usual case, not a fault: told at
     // info.  Any other refusal (an ACL, an answer not the command's) may
     // be one.
-    ngx_uint_t level = error.substr(0, kUnknownCommand.size())
-                               == kUnknownCommand
-                       ? NGX_LOG_INFO
-                       : NGX_LOG_NOTICE;
+    ngx_uint_t level = is_unknown_command(error) ? NGX_LOG_INFO
+                                                 : NGX_LOG_NOTICE;
 
     ngx_log_error(level, probe->log_, 0,
                   "ratelimit: redis at \"%V\" cannot run %s (%V): this "

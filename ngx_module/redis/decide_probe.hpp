@@ -6,9 +6,15 @@
 // One probe per connection: in a cluster each node answers for itself.
 #pragma once
 
+#include <string_view>
+
 #include "conf/module_conf.hpp"
 
 namespace ratelimit {
+
+// Whether `error` is how Redis (and Valkey) answer a command they do not
+// have: it ran nothing.
+bool is_unknown_command(std::string_view error) noexcept;
 
 class RedisConnection;
 

@@ -22,6 +22,7 @@ struct RatePart {
         std::uint8_t zones;  // how many of the request's zones it decides
         std::uint8_t zone[kMaxZonesPerRequest];  // their indexes
         std::uint64_t now_ms;                    // Redis time of its reply
+        bool answered;       // Redis decided it: it counted, or rejected
         bool rejected;
     };
 

@@ -74,8 +74,9 @@ if op == 's' then
 end
 
 if op == 'c' then
-    if call('ZSCORE', held, token) then
-        return {1, 0}
+    local lease_end = call('ZSCORE', held, token)
+    if lease_end then
+        return {1, tonumber(lease_end) - lease}
     end
     local place = call('ZRANK', queue, token)
     if place then

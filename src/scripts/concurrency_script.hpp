@@ -60,6 +60,8 @@ enum class PermitCode : long long {
     kRefused = -1,   // acquire: the queue is full; check: no longer queued
     kQueued = 0,     // acquire, check: waiting; the number is its place
     kHeld = 1,       // acquire, check: holds a permit; renew, release: done
+                     // (a check's number: when Redis gave it the permit,
+                     // ms since the epoch, by Redis's clock)
     kWouldWait = 2,  // acquire with dry run: would have waited
 };
 

@@ -88,28 +88,18 @@ sub subject_key {
                                   : "$prefix:$zone:$tag$subject";
 }
 
-# A port P with P and its cluster bus port P + 10000 free, both below the
-# kernel's ephemeral range (32768 and up), where outgoing connections could
-# take them between this check and the node's bind.
+# A port P with P and its cluster bus port P + 10000 free and claimed, both
+# below the kernel's ephemeral range (see free_port).
 sub _cluster_port {
     my ($t, $name) = @_;
-    my %used = map { $_ => 1 } grep { defined } values %{ $t->{ports} };
     for (1 .. 1000) {
         my $p = 12000 + int(rand(10700));
-        next if $used{$p} || $used{ $p + 10000 } || $used{ $p - 10000 };
-        next unless _bindable($p) && _bindable($p + 10000);
+        next unless RateLimitTest::Process::claim_port($p)
+            && RateLimitTest::Process::claim_port($p + 10000);
         $t->{ports}{$name} = $p;
         return $p;
     }
     die "no free port pair for $name";
-}
-
-sub _bindable {
-    my ($p) = @_;
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p, Proto => 'tcp',
-        Listen => 1, ReuseAddr => 1) or return 0;
-    close $s;
-    return 1;
 }
 
 sub new {

@@ -8,13 +8,14 @@ package RateLimitTest::Process;
 use strict;
 use warnings;
 
+use Fcntl qw(O_RDWR O_CREAT :flock);
 use IO::Socket::INET;
 use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(time sleep);
 use Exporter 'import';
 use RateLimitTest::Env qw(_read_file);
 
-our @EXPORT_OK = qw(_alive _terminate _children_of free_port _port_open _kill_all);
+our @EXPORT_OK = qw(_alive _terminate _children_of free_port claim_port _port_open _kill_all);
 
 our $OWNER_PID = $$;
 our %CHILDREN;                 # pid (== pgid) => description
@@ -101,13 +102,39 @@ sub _children_of {
     return sort { $a <=> $b } @kids;
 }
 
+# A free loopback port, below the kernel's ephemeral range (32768 and up by
+# default), so that no outgoing connection takes it between this choice and
+# the server's bind, and claimed with a lock held until this process exits,
+# so that no other test running beside this one picks it too.
+my $PORT_LOCKS = '/tmp/ratelimit-test-ports';
+my %CLAIMED;                   # port => its lock's file handle
+
 sub free_port {
-    my $s = IO::Socket::INET->new(
-        LocalAddr => '127.0.0.1', LocalPort => 0, Proto => 'tcp', Listen => 1, ReuseAddr => 1,
-    ) or die "cannot bind a free port: $!";
-    my $p = $s->sockport;
+    for (1 .. 1000) {
+        my $p = 12000 + int(rand(20700));
+        return $p if claim_port($p);
+    }
+    die "no free loopback port between 12000 and 32699";
+}
+
+# True if $port is now this process's: bindable on 127.0.0.1 and no other
+# test process holds its lock.  The lock goes with this process, however it
+# ends.
+sub claim_port {
+    my ($p) = @_;
+    return 0 if $CLAIMED{$p};
+    if (!-d $PORT_LOCKS) {
+        mkdir $PORT_LOCKS;
+        chmod 01777, $PORT_LOCKS;
+    }
+    my $lock = "$PORT_LOCKS/$p";
+    sysopen(my $fh, $lock, O_RDWR | O_CREAT, 0666) or die "cannot open $lock: $!";
+    return 0 unless flock($fh, LOCK_EX | LOCK_NB);
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p, Proto => 'tcp',
+        Listen => 1, ReuseAddr => 1) or return 0;
     close $s;
-    return $p;
+    $CLAIMED{$p} = $fh;
+    return 1;
 }
 
 # Named loopback ports, allocated lazily: port() / port('PORT2') / port('REDIS_PORT') ...
