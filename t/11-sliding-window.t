@@ -79,7 +79,7 @@ $t->get_as('sl', 'warmup');
     sleep($t0 + 3.2 - time);
     my @s2 = map { $t->get_as('sl', 's1')->{status} } 1 .. 3;
     is("@s2", '200 200 429', 't0+3.2s: exactly 2 admitted again');
-    is($t->redis_hash_total('rl:sl:s1') >= 4, 1, 'redis holds at least the counted requests');
+    is($t->redis_window_total('rl:sl:s1') >= 4, 1, 'redis holds at least the counted requests');
 }
 
 sub elapsed_ok {
@@ -171,7 +171,7 @@ sub elapsed_ok {
        'sparse buckets: the 1st left the window: one more admitted, then rejected');
     is(hdr($r[0], 'X-RateLimit-Remaining'), 0, 'sparse buckets: remaining 0 (2 counted)');
     cmp_ok($calls->(), '>', $before, 'sparse buckets: the hash was read once instead of stepping');
-    is($t->redis_hash_total('rl:fine:f1'), 2, 'sparse buckets: Redis holds the 2 live counts');
+    is($t->redis_window_total('rl:fine:f1'), 2, 'sparse buckets: Redis holds the 2 live counts');
 }
 
 # Redis's clock stepped back (a failover to a replica 2 s behind): the key's

@@ -83,7 +83,7 @@ is($t->commandstat('evalsha') + $t->commandstat('eval'), 0, 'no script called');
     is(statuses(map { $t->req('open', 'k3') } 1 .. 2), '200 429', 'the script counts on the keys the command wrote');
     my @k2more = map { $t->req('open', 'k2') } 1 .. 2;
     is(statuses(@k2more), '200 429', 'the script keeps the limit');
-    is($t->redis_hash_total('rl:api:k2'), 3, 'counted once each, none twice');
+    is($t->redis_window_total('rl:api:k2'), 3, 'counted once each, none twice');
     ok($t->wait_log(qr/ratelimit: redis at "127\.0\.0\.1:$RPORT" no longer knows ratelimit\.decide: this connection uses the window script/, 1, 2),
        'the connection says it uses the script now');
     is($t->redis('MODULE', 'LOAD', $SO), 'OK', 'module loaded again');
