@@ -31,8 +31,10 @@ sub printable { my $s = shift; $s =~ s/([^\x21-\x7e])/sprintf '\\x%02x', ord $1/
 # ---------------------------------------------------------------------------
 
 $t->start_redis;
+# New keys hashes: the packed layout writes a window with SET, and the count
+# of SETs at the end is the check that no key injected one.
 $t->write_conf(<<'EOC');
-ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=2s;
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=2s layout=hash;
 ratelimit_zone zh key=$http_x_api_key limit=2 window=60s;
 ratelimit_zone za key=$arg_k limit=2 window=60s;
 ratelimit_zone zu key=$uri limit=2 window=60s;
