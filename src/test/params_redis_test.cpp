@@ -19,11 +19,11 @@ TEST(ParseRedisParams, Defaults)
     EXPECT_EQ(r.params.connect_timeout_ms, 1000u);
     EXPECT_FALSE(r.params.cluster);
     EXPECT_TRUE(r.params.password.empty());
-    EXPECT_FALSE(r.params.packed);
+    EXPECT_TRUE(r.params.packed);
 }
 
-// New window keys: hashes, which the release before reads too, unless
-// `layout=packed`.
+// New window keys: packed strings, unless `layout=hash` (which the release
+// before reads too).
 TEST(ParseRedisParams, Layout)
 {
     auto r = parse_redis_params({"a:1", "layout=hash"});
