@@ -27,9 +27,9 @@ package ClusterTest;
 #   $c->node($port, @argv)        one command to one node (plain port)
 #   $c->cmd($key, @argv)          one keyed command, MOVED / ASK followed
 #   $c->window_total($key)        sum of a window key's bucket counts, either
-#                                 layout (0 if absent; RateLimitTest's read_window)
-#   $c->window_count_on($port, $key)   the count stored in a window key on one
-#                                 node, either layout (RateLimitTest's window_count)
+#                                 layout (0 if absent; read_window)
+#   $c->window_count_on($port, $key)   the count stored in a window key on
+#                                 one node, either layout (window_count)
 #   $c->key_in($master_port, $prefix)  a fresh name "$prefix-N" of a subject
 #                                 whose hash-tagged key lands on that master
 #                                 (see subject_key below; the fleet secret:

@@ -28,7 +28,8 @@ package RateLimitTest;
 #   redis_window($key[, $db])      a window key's fields (t, n, o, a bucket's
 #                                  number => its count) in either layout
 #   redis_window_count($key[, $db])   its stored count, t (undef if absent)
-#   redis_window_total($key[, $db])   the sum of its buckets' counts (0 if absent)
+#   redis_window_total($key[, $db])   the sum of its buckets' counts (0 if
+#                                  absent)
 #   read_window($run, $key), window_count($run, $key)   the same through
 #                                  $run->(@argv), a command on any Redis (a
 #                                  node, redis_at)

@@ -17,8 +17,8 @@ use Exporter 'import';
 use RateLimitTest::Env qw(redis_bin _module_args _read_file _write_file);
 use RateLimitTest::Process qw(_alive _terminate);
 
-our @EXPORT_OK = qw(redis_at is_redis_error read_window window_count unpack_window
-    bucket_sum);
+our @EXPORT_OK = qw(redis_at is_redis_error read_window window_count
+    unpack_window bucket_sum);
 
 sub redis_port { $_[0]->port('REDIS_PORT') }
 
