@@ -26,8 +26,7 @@ int luac_parse(std::string_view text, const std::string &name)
     return status;
 }
 
-// Both texts: the cross-slot one is the window script behind a line, and
-// the window script is within 200 bytes of the bound.
+// Both texts: the cross-slot one is the window script behind a line.
 TEST(WindowScriptText, FitsAnUnauthenticatedBulk)
 {
     EXPECT_LE(window_script().size(), kMaxScriptSize);

@@ -4,8 +4,9 @@
 #   perl assemble.pl LUA_DIR PROTOCOL_HEADER OUT.cpp
 #
 # joins the parts in LUA_DIR in the order below, drops their comments
-# (lines of their own starting with "--"), blank lines and every line's
-# indentation (Lua needs none), and writes each @kName@ as
+# (lines of their own starting with "--"), blank lines, every line's
+# indentation and the spaces beside punctuation outside quotes (Lua needs
+# none of them), and writes each @kName@ as
 # batch_protocol.hpp's constant kName (a character as itself, @kName.byte@
 # as its code, a number as its digits),
 # so that the text Redis gets stays under kMaxScriptSize
@@ -38,6 +39,31 @@ for (split /\n/, slurp($header)) {
     }
 }
 
+# Lua needs a space between two words or numbers only: beside these it
+# needs none.  Not beside "-" ("- -" made "--", a comment) nor "." ("1 .."
+# made "1..", a malformed number).
+my $PUNCT = quotemeta '=,(){}[]+*/<>~;:#%^';
+
+# `line` (of `path`) without the spaces beside $PUNCT outside its quoted
+# strings.
+sub squeeze {
+    my ($line, $path) = @_;
+    my $out = '';
+    while ($line =~ /\G('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^'"]+)/gc) {
+        my $part = $1;
+        if ($part !~ /^['"]/) {
+            $part =~ s/ +(?=[$PUNCT])//g;
+            $part =~ s/(?<=[$PUNCT]) +//g;
+            die "$path: a long bracket (not squeezed): $line\n"
+                if $part =~ /\[[=\[]/;
+        }
+        $out .= $part;
+    }
+    die "$path: a string left open: $line\n"
+        if (pos($line) // 0) != length $line;
+    return $out;
+}
+
 my %known = map { ("$_.lua" => 1) } @PARTS;
 opendir my $dh, $dir or die "$dir: $!\n";
 for (grep { /\.lua$/ } readdir $dh) {
@@ -57,7 +83,7 @@ for my $part (@PARTS) {
         }ge;
         die "$path: an unknown placeholder: $line\n" if $line =~ /@/;
         $line =~ s/^\s+//;
-        $text .= "$line\n" if $line ne '';
+        $text .= squeeze($line, $path) . "\n" if $line ne '';
     }
     $script .= "\n$text";
 }
