@@ -1,5 +1,6 @@
 #include "redis_store/redis_store.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -7,7 +8,8 @@ namespace ratelimit {
 
 namespace {
 
-// The most pairs an HSET of the script sets.
+// The most pairs one HashSet call sets: the request's own HSETs (a
+// window written whole sets more, in several calls).
 constexpr std::size_t kMostPairs = 4;
 
 bool holds_hash_or_nothing(redis::Key *key)
@@ -32,8 +34,9 @@ bool same_text(const char *a, const char *b)
     return false;
 }
 
-// The fields set one after another, as HSET does, in one HashSet call:
-// Redis's work per call (type checks, deleting a key left empty) done once.
+// The fields set one after another, as HSET does, up to kMostPairs in one
+// HashSet call: Redis's work per call (type checks, deleting a key left
+// empty) done once.
 void set_pairs(redis::Key *key, redis::String *const *a, std::size_t pairs)
 {
     switch (pairs) {
@@ -200,16 +203,19 @@ CallError RedisStore::hset(KeyNumber key,
         return kWrongType;
     }
 
-    redis::String *args[2 * kMostPairs];
-    pairs = pairs < kMostPairs ? pairs : kMostPairs;
+    pairs_.clear();
 
-    for (std::size_t i = 0; i < pairs; i++) {
-        args[2 * i] = field(fields_values[2 * i]);
-        args[2 * i + 1] = value(fields_values[2 * i + 1]);
+    for (std::size_t i = 0; i < 2 * pairs; i += 2) {
+        pairs_.push_back(field(fields_values[i]));
+        pairs_.push_back(value(fields_values[i + 1]));
     }
 
-    set_pairs(open_key, args, pairs);
-    replicate("HSET", "sv", keys_[key], args, 2 * pairs);
+    for (std::size_t i = 0; i < pairs; i += kMostPairs) {
+        set_pairs(open_key, pairs_.data() + 2 * i,
+                  std::min(kMostPairs, pairs - i));
+    }
+
+    replicate("HSET", "sv", keys_[key], pairs_.data(), pairs_.size());
     notify(redis::kNotifyHash, "hset", key);
     return nullptr;
 }

@@ -106,6 +106,7 @@ private:
     Name names_[kMostNames];
     std::size_t name_count_ = 0;
     std::vector<redis::String *> made_;
+    std::vector<redis::String *> pairs_;  // an HSET's fields and values
 };
 
 }  // namespace ratelimit

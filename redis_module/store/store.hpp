@@ -62,8 +62,8 @@ public:
     // HGETALL key.
     virtual CallError hgetall(KeyNumber key, FieldPairs *out) = 0;
 
-    // HSET key field value ..., `pairs` (at most 4) fields each followed
-    // by its value.
+    // HSET key field value ..., `pairs` fields each followed by its
+    // value.
     virtual CallError hset(KeyNumber key, const char *const *fields_values,
                            std::size_t pairs) = 0;
 
