@@ -55,7 +55,11 @@
 #   to current (a fixed window: its count, whatever K);
 # - a key is made (new, or started afresh) in the layout its batch asks for
 #   (the letter after the number of zones: "p" packed strings, "h" or none
-#   hashes) and keeps it while it holds buckets, whatever later batches ask;
+#   hashes); a request that writes a key of the other layout (counts in it,
+#   settles it, or deletes the buckets that left its window) leaves it in
+#   its batch's, the same buckets and expiry (a string's width then the
+#   smallest that holds them, its base its oldest bucket); one that writes
+#   nothing leaves it as it was;
 # - a sliding hash is "t" (the count), "o" and "n" (oldest and newest
 #   bucket) and one field per non-empty bucket; a fixed one "t" and "n"
 #   (the window).  A sliding packed string is, little-endian, a byte (the
@@ -203,9 +207,10 @@ my %seen;       # situation => times
 my %tat;        # GCRA key => [TAT (us), expiry (ms)], as the script left it
 my %is_hash;    # GCRA key => 1: a hash until the next call reads it
 my %layout;     # window key => 'p' (a packed string) or 'h' (a hash): as
-                # it was made, kept while it holds buckets
+                # it was made or last written
 my %packing;    # packed key => [width of a count, base bucket]
 my $new_layout; # what the batch asks new keys to be: 'p', else hashes
+my %wrote;      # window key => 1: the request being checked wrote it
 my @leased;     # [zone, key, bucket, units, batch] of each lease granted:
                 # its unused units are settled in that batch
 my $batch_no;   # the batch being made or checked
@@ -232,6 +237,8 @@ sub model_read {
               : exists $buckets->{$cur} ? 'same bucket'
               :                          'new bucket';
     delete @$buckets{ grep { $_ < $first } @ids };
+    # Deleting the buckets that left the window writes the key.
+    $wrote{$key} = 1 if $found =~ /^slide/;
     # A key found with no live bucket is gone: made anew, in the batch's
     # layout for new keys.
     delete @{ $_ }{$key} for %$buckets ? () : (\%layout, \%packing);
@@ -295,7 +302,7 @@ sub model_request {
             model_gcra_situations($q, $i, $rejected, $over[$i], $add);
             next;
         }
-        $state{ $keys[$i] }{ $cur[$i] } += $add if $add > 0;
+        ($state{ $keys[$i] }{ $cur[$i] } += $add, $wrote{ $keys[$i] } = 1) if $add > 0;
         push @reply, model_count($keys[$i]), model_oldest($keys[$i]), $over[$i];
     }
     model_cost_situations($q, $rejected, \@found, \@over) if $q->{cost};
@@ -367,7 +374,7 @@ sub model_settle {
     my $inside = $at <= $cur && $at > $cur - $z->{span};
     my $was = !$inside ? 0 : $fixed ? model_count($key) : $buckets->{$at} // 0;
     my $applied = $inside ? max(0, $was + $delta) - $was : 0;
-    $buckets->{$at} = $was + $applied if $applied != 0;
+    ($buckets->{$at} = $was + $applied, $wrote{$key} = 1) if $applied != 0;
 
     my $kind = $KIND{ $z->{kind} };
     $seen{ !$inside ? 'lease: unused units after its bucket left the window, nothing'
@@ -413,7 +420,7 @@ sub model_lease {
     my ($found, $cur) = model_read($z, $key, $now);
     my $count = model_count($key);
     my $granted = min($asked, max($z->{limit} - $count, 0));
-    $state{$key}{$cur} += $granted if $granted > 0;
+    ($state{$key}{$cur} += $granted, $wrote{$key} = 1) if $granted > 0;
     # Given back in one of the next 3 batches, or, now and then, after the
     # window (1 s) has slid past it.
     push @leased, [$z, $key, $cur, $granted, $batch_no + (rand() < 0.2 ? 16 + int rand 6 : 1 + int rand 3)]
@@ -551,10 +558,11 @@ sub packed_text {
         . pack('Q<', model_count($key)));
 }
 
-# After a request: the layout of `key`, made in the batch's layout for new
-# keys; a packed key's width, the smallest holding every count it held, and
-# its base, its oldest bucket where that is older or the newest 65,536 or
-# more past it.
+# After a request: the layout of `key`, made, or written by the request
+# (%wrote), in the batch's layout for new keys; a packed key's width, the
+# smallest holding every count it held since it was made a string, and its
+# base, its oldest bucket where that is older or the newest 65,536 or more
+# past it.
 sub model_layout {
     my ($key) = @_;
     my @ids = sort { $a <=> $b } keys %{ $state{$key} // {} };
@@ -563,12 +571,17 @@ sub model_layout {
         delete $packing{$key};
         return;
     }
+    my $want = $new_layout eq 'p' ? 'p' : 'h';
     if (!$layout{$key}) {
-        $layout{$key} = $new_layout eq 'p' ? 'p' : 'h';
-        $seen{ $layout{$key} eq 'p' ? 'a key made a packed string' : 'a key made a hash' }++;
-    } elsif ($layout{$key} ne ($new_layout eq 'p' ? 'p' : 'h')) {
-        $seen{ $layout{$key} eq 'p' ? 'a string kept where new keys are hashes'
-                                     : 'a hash kept where new keys are strings' }++;
+        $layout{$key} = $want;
+        $seen{ $want eq 'p' ? 'a key made a packed string' : 'a key made a hash' }++;
+    } elsif ($layout{$key} ne $want && $wrote{$key}) {
+        $seen{ $want eq 'p' ? 'a hash written: made a string' : 'a string written: made a hash' }++;
+        $layout{$key} = $want;
+        delete $packing{$key};
+    } elsif ($layout{$key} ne $want) {
+        $seen{ $want eq 'p' ? 'a hash read, nothing written: kept where new keys are strings'
+                            : 'a string read, nothing written: kept where new keys are hashes' }++;
     }
     return if $layout{$key} ne 'p';
     my ($width, $base) = @{ $packing{$key} // [1, $ids[0]] };
@@ -886,6 +899,7 @@ sub run_model {
         my %limits;    # a key of a and a-hi => the limits it was counted under
         for my $i (0 .. $#reqs) {
             my $q = $reqs[$i];
+            %wrote = ();
             my @want = model_request($q, $now);
             model_layout($_) for grep { $zone_of{$_} && !gcra($zone_of{$_}) } @{ $q->{keys} };
             for my $z (grep { !$q->{peek} && !$q->{settle} && !$q->{lease} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
@@ -932,8 +946,10 @@ sub run_model {
     for my $situation ('fast-path requests',
                        'a key made a packed string',
                        'a key made a hash',
-                       'a hash kept where new keys are strings',
-                       'a string kept where new keys are hashes',
+                       'a hash written: made a string',
+                       'a string written: made a hash',
+                       'a hash read, nothing written: kept where new keys are strings',
+                       'a string read, nothing written: kept where new keys are hashes',
                        'a batch with keys of both layouts',
                        'fast path, sliding: same bucket',
                        'fast path, sliding: new bucket',
@@ -1063,6 +1079,65 @@ sub run_model {
         is(unpack('H*', rcmd('GET', 'm2:was-sliding')), unpack('H*', pack('Q<Q<', $w, 1)),
            'the fixed zone\'s string made anew');
         is(rcmd('GET', 'm2:no-window'), 'x' x 20, 'the string of neither shape left alone');
+    }
+
+    # ---------------------------------------------------------------------------
+    # a busy subject's key of the other layout
+
+    # A sliding window's hash of three buckets and a fixed window's (a week
+    # long), met by calls whose new keys are strings.  Expected: a peek and
+    # a request rejected (a cost above what is left) write nothing and leave
+    # them hashes; the next counted request makes each the string of its
+    # buckets and its count after it, expiring when its newest bucket
+    # leaves the window.  Then calls whose new keys are hashes: the next
+    # counted request makes each the hash of its buckets again, as the hash's
+    # own writes leave it.
+    {
+        my @slide = (9, 1000, 100, 's', '1');
+        my @fixed = (9, 604800000, 1, 'f', '1');
+        my @keys = ('m2:busy', 'm2:busy-f');
+        my $now = $t->redis_time_ms;
+        my ($cur, $w) = (floor($now / 1000), floor($now / 604800000));
+        my @old = ($cur - 5, $cur - 3, $cur - 1);
+        rcmd('DEL', @keys);
+        rcmd('HSET', 'm2:busy', t => 3, o => $old[0], n => $old[-1], map { ($_ => 1) } @old);
+        rcmd('PEXPIREAT', 'm2:busy', ($old[-1] + 100) * 1000);
+        rcmd('HSET', 'm2:busy-f', t => 4, n => $w);
+        rcmd('PEXPIREAT', 'm2:busy-f', ($w + 1) * 604800000);
+        my $types = sub { join ' ', map { rcmd('TYPE', $_) } @keys };
+        my $r = $call->(2, @keys, '2p', @slide, @fixed, "p\x00", "p\x01");
+        is("@$r[2, 6]", '3 4', 'a hash where new keys are strings: a peek reads its counts');
+        $r = $call->(2, @keys, '2p', @slide, @fixed, "w9:\x00", "w9:\x01");
+        is("@$r[1, 2, 5, 6, 8]", '1 3 1 4 1', 'a hash where new keys are strings: a cost above what is left rejected');
+        is($types->(), 'hash hash', 'a hash where new keys are strings: a read that writes nothing leaves it a hash');
+
+        $r = $call->(2, @keys, '2p', @slide, @fixed, "c\x00", "c\x01");
+        my $at = floor($r->[0] / 1000);
+        is("@$r[2, 6]", '4 5', 'a hash where new keys are strings: the counted request counted on from its count');
+        is($types->(), 'string string', 'a hash where new keys are strings: made a string by the counted request');
+        is(unpack('H*', rcmd('GET', 'm2:busy')),
+           unpack('H*', pack('CQ<', 1, $old[0]) . join('', map { pack('S<C', $_ - $old[0], 1) } @old, $at)
+                        . pack('Q<', 4)),
+           'a sliding hash made a string: its buckets and the one counted, its count');
+        is(rcmd('PEXPIRETIME', 'm2:busy'), ($at + 100) * 1000, 'a sliding hash made a string: its expiry');
+        is(unpack('H*', rcmd('GET', 'm2:busy-f')), unpack('H*', pack('Q<Q<', $w, 5)),
+           'a fixed hash made a string: its window and count');
+        is(rcmd('PEXPIRETIME', 'm2:busy-f'), ($w + 1) * 604800000, 'a fixed hash made a string: its expiry');
+
+        $r = $call->(2, @keys, '2h', @slide, @fixed, "c\x00", "c\x01");
+        my $next = floor($r->[0] / 1000);
+        is("@$r[2, 6]", '5 6', 'a string where new keys are hashes: counted on');
+        is($types->(), 'hash hash', 'a string where new keys are hashes: made a hash by the counted request');
+        my $hash = sub {
+            join ' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', $_[0]) });
+        };
+        my %want = (t => 5, o => $old[0], n => $next, map { ($_ => 1) } @old, $at);
+        $want{$next}++;
+        is($hash->('m2:busy'), join(' ', map { "$_=$want{$_}" } sort keys %want),
+           'a string made a sliding hash: its buckets, "t", "o" and "n"');
+        is($hash->('m2:busy-f'), "n=$w t=6", 'a string made a fixed hash: "t" and "n"');
+        is(rcmd('PEXPIRETIME', 'm2:busy') . ' ' . rcmd('PEXPIRETIME', 'm2:busy-f'),
+           ($next + 100) * 1000 . ' ' . ($w + 1) * 604800000, 'made hashes: their expiry');
     }
 
     # ---------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 // Window zones whose keys are packed strings (zones/packed_zone.hpp),
 // decided against the store in memory: the bytes each write leaves, a
 // count changed in place, buckets added and slid past, settles, leases and
-// interval peeks; and the layout following the key: a hash met where new
-// keys are strings stays a hash, and a string met where they are hashes
-// stays a string.
+// interval peeks; and a key written in the layout of new keys: a hash met
+// where new keys are strings is made a string by its first write, and a
+// string met where they are hashes a hash; a read that writes nothing
+// leaves either as it is.
 #include "test/decide_fixture.hpp"
 #include "test/packed_bytes.hpp"
 
@@ -79,26 +80,45 @@ TEST_F(PackedTest, FixedCountsInPlaceAndStartsAfreshEachWindow)
     EXPECT_EQ(expire_at("0"), (w + 2) * 60000);
 }
 
-// The layout follows the key: a hash made before the switch is read and
-// counted as a hash, its window sliding as a hash's does.
-TEST_F(PackedTest, AHashMetWhereNewKeysArePackedStaysAHash)
+// A hash made before the switch, met where new keys are strings: a peek
+// leaves it a hash; the first count makes it the string of its buckets and
+// expiry, which the next count changes in place.
+TEST_F(PackedTest, AHashIsMadeAStringByItsFirstWrite)
 {
-    zones = {{3, 1000, 10, 's'}, {5, 60000, 1, 'f'}};
-    double b = bucket(1000);
+    zones = {{5, 1000, 10, 's'}, {5, 60000, 1, 'f'}};
+    double b = bucket(1000), w = bucket(60000);
     decide({entry('c', kZones01)});
+    now_ms += 2000;
     decide({entry('c', kZones01)});
     zones[0].packed = zones[1].packed = true;
-    now_ms += 5000;
-    EXPECT_EQ(decide({entry('c', kZones01)})[2].value, 3);
-    EXPECT_EQ(field("0", "t"), "3");
-    EXPECT_EQ(field("1", "t"), "3");
-    EXPECT_EQ(text("0") + text("1"), "");
+    store.writes.clear();
+    EXPECT_EQ(decide({entry('p', kZones01)})[2].value, 2);
+    EXPECT_EQ(field("0", "t") + field("1", "t"), "22");
+    EXPECT_EQ(store.writes, std::vector<std::string>{});
 
-    now_ms += 5000;
-    EXPECT_EQ(one(decide({entry('c', kZone0)})), (V{0, 2, b + 5, 0}));
-    EXPECT_EQ(field("0", std::to_string(static_cast<long long>(b))), "");
-    EXPECT_EQ(field("0", "o"), std::to_string(static_cast<long long>(b + 5)));
-    EXPECT_EQ(expire_at("0"), (b + 20) * 1000);
+    now_ms += 3000;
+    EXPECT_EQ(decide({entry('c', kZones01)})[2].value, 3);
+    EXPECT_EQ(text("0"), sliding(b, {{0, 1}, {2, 1}, {5, 1}}, 3));
+    EXPECT_EQ(expire_at("0"), (b + 15) * 1000);
+    EXPECT_EQ(text("1"), le(w, 8) + le(3, 8));
+    EXPECT_EQ(expire_at("1"), (w + 1) * 60000);
+    EXPECT_EQ(decide({entry('c', kZones01)})[5].value, 4);
+    EXPECT_EQ(text("0"), sliding(b, {{0, 1}, {2, 1}, {5, 2}}, 4));
+    EXPECT_EQ(text("1"), le(w, 8) + le(4, 8));
+    EXPECT_EQ(store.writes, (std::vector<std::string>{"SET", "SET",
+                                                      "SETRANGE",
+                                                      "SETRANGE"}));
+}
+
+// A hash whose counts 8 bytes do not hold (here below 0) is read and
+// written as a hash, as before the layout.
+TEST_F(PackedTest, AHashOfCountsNoStringHoldsStaysAHash)
+{
+    zones = {{3, 1000, 10, 's', true, true}};
+    std::string b = std::to_string(static_cast<long long>(bucket(1000)));
+    store.keys["0"].fields = {{"t", "-5"}, {"o", b}, {"n", b}, {b, "-5"}};
+    EXPECT_EQ(one(decide({entry('c', kZone0)})), (V{0, -4, bucket(1000), 0}));
+    EXPECT_EQ(field("0", "t") + " " + field("0", b), "-4 -4");
 }
 
 // A hash of none of the window's fields is no window's to delete: it is
@@ -114,16 +134,67 @@ TEST_F(PackedTest, AHashOfOtherFieldsStaysAHash)
     EXPECT_EQ(field("0", "x"), "1");
 }
 
-TEST_F(PackedTest, AStringMetWhereNewKeysAreHashesStaysAString)
+// A string met where new keys are hashes (a server of the release before
+// about to share the Redis): a peek leaves it a string; the first count
+// makes it the hash of its buckets and expiry, which the release before
+// reads.  Then, new keys strings again, a peek that slides the window
+// writes it, and so makes it a string.
+TEST_F(PackedTest, AStringIsMadeAHashByItsFirstWrite)
 {
-    zones = {{3, 1000, 10, 's', true, true}};
-    double b = bucket(1000);
-    count(1);
-    zones[0].packed = false;
+    zones = {{3, 1000, 10, 's', true, true}, {5, 60000, 1, 'f', true, true}};
+    double b = bucket(1000), w = bucket(60000);
+    auto text_of = [](double x) {
+        return std::to_string(static_cast<long long>(x));
+    };
+    decide({entry('c', kZones01)});
     now_ms += 1000;
-    count(1);
+    decide({entry('c', kZones01)});
+    zones[0].packed = zones[1].packed = false;
+    store.writes.clear();
+    decide({entry('p', kZones01)});
     EXPECT_EQ(text("0"), sliding(b, {{0, 1}, {1, 1}}, 2));
-    EXPECT_EQ(field("0", "t"), "");
+    EXPECT_EQ(store.writes, std::vector<std::string>{});
+
+    now_ms += 1000;
+    decide({entry('c', kZones01)});
+    EXPECT_EQ(text("0") + text("1"), "");
+    EXPECT_EQ(store.keys["0"].fields,
+              (std::map<std::string, std::string>{
+                  {"t", "3"}, {"o", text_of(b)}, {"n", text_of(b + 2)},
+                  {text_of(b), "1"}, {text_of(b + 1), "1"},
+                  {text_of(b + 2), "1"}}));
+    EXPECT_EQ(expire_at("0"), (b + 12) * 1000);
+    EXPECT_EQ(store.keys["1"].fields,
+              (std::map<std::string, std::string>{{"t", "3"},
+                                                  {"n", text_of(w)}}));
+    EXPECT_EQ(expire_at("1"), (w + 1) * 60000);
+    EXPECT_EQ(store.writes,
+              (std::vector<std::string>{"DEL", "HSET", "PEXPIREAT", "DEL",
+                                        "HSET", "PEXPIREAT"}));
+
+    zones[0].packed = true;
+    now_ms += 8000;
+    EXPECT_EQ(one(decide({entry('p', kZone0)})), (V{0, 2, b + 1, 0}));
+    EXPECT_EQ(text("0"), sliding(b + 1, {{0, 1}, {1, 1}}, 2));
+}
+
+// A window of more buckets than an HSET sets (256) made a hash: one HSET
+// for each 256 fields.
+TEST_F(PackedTest, AStringOfManyBucketsIsMadeAHashInSeveralHsets)
+{
+    zones = {{1000, 1000, 400, 's', true, true}};
+
+    for (int i = 0; i < 300; i++, now_ms += 1000) {
+        count(1);
+    }
+
+    zones[0].packed = false;
+    store.writes.clear();
+    EXPECT_EQ(one(decide({entry('c', kZone0)}))[1], 301);
+    EXPECT_EQ(store.keys["0"].fields.size(), 3 + 301U);
+    EXPECT_EQ(field("0", "t"), "301");
+    EXPECT_EQ(store.writes, (std::vector<std::string>{"DEL", "HSET", "HSET",
+                                                      "PEXPIREAT"}));
 }
 
 // Keys of both layouts in one request: each written as it was.

@@ -31,6 +31,14 @@ struct PackedWindow {
 
     double oldest() const { return buckets.front().id; }
     double newest() const { return buckets.back().id; }
+
+    // As a new key's: no bucket, counts of 1 byte, base 0.
+    void clear()
+    {
+        width = 1;
+        base = total = 0;
+        buckets.clear();
+    }
 };
 
 // Bucket numbers are stored in 2 bytes less the base: a sliding zone of

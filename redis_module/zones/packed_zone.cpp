@@ -26,19 +26,26 @@ bool before(const PackedBucket &bucket, double id)
 }  // namespace
 
 // As the hash's read_zone(): the other kind of window's string (another
-// algorithm's), or a newest bucket outside the window (another bucket
-// length's), starts the key afresh; the buckets the window slid past are
-// cut from the front, in memory, until the write.
+// algorithm's) starts the key afresh.
 CallError PackedZone::read_zone(KeyNumber key, const ZoneParams &zone,
                                 std::string_view bytes, ZoneRead *z)
 {
-    PackedWindow &w = z->packed;
-
-    if (!packed_read(bytes, zone.fixed, &w)) {
-        return packed_read(bytes, !zone.fixed, &w) ? store_.del(key)
-                                                   : kWrongType;
+    if (!packed_read(bytes, zone.fixed, &z->packed)) {
+        return packed_read(bytes, !zone.fixed, &z->packed)
+                   ? start_afresh(key, zone, z)
+                   : kWrongType;
     }
 
+    return read_window(key, zone, z);
+}
+
+// A newest bucket outside the window (another bucket length's) starts the
+// key afresh; the buckets the window slid past are cut from the front, in
+// memory, until the write.
+CallError PackedZone::read_window(KeyNumber key, const ZoneParams &zone,
+                                  ZoneRead *z)
+{
+    PackedWindow &w = z->packed;
     double newest = w.newest();
     z->current = counted_in(zone, w);
 
@@ -51,10 +58,9 @@ CallError PackedZone::read_zone(KeyNumber key, const ZoneParams &zone,
     if (newest < first || newest > z->current
         || (!zone.fixed && zone.span > kMostPackedBuckets))
     {
-        return store_.del(key);
+        return start_afresh(key, zone, z);
     }
 
-    z->layout = KeyLayout::kPacked;
     z->count = w.total;
     z->oldest = w.oldest();
     z->newest = newest;
@@ -78,6 +84,15 @@ CallError PackedZone::read_zone(KeyNumber key, const ZoneParams &zone,
     return nullptr;
 }
 
+CallError PackedZone::start_afresh(KeyNumber key, const ZoneParams &zone,
+                                   ZoneRead *z)
+{
+    z->layout = KeyLayout::kNone;
+    z->whole = zone.packed;
+    z->packed.clear();
+    return store_.del(key);
+}
+
 CallError PackedZone::write_zone(KeyNumber key, const ZoneParams &zone,
                                  double add, ZoneRead *z, double *count,
                                  double *oldest)
@@ -99,18 +114,16 @@ CallError PackedZone::write_zone(KeyNumber key, const ZoneParams &zone,
     return failed;
 }
 
-// In place where the bucket is the newest of the string as read, nothing
-// slid, and its width holds `value`: the bytes of its count and the total
-// (a fixed window: its count) and no others.
+// In place where new keys are strings and the bucket is the newest of the
+// string as read, nothing slid, and its width holds `value`: the bytes of
+// its count and the total (a fixed window: its count) and no others.
 CallError PackedZone::put_bucket(KeyNumber key, const ZoneParams &zone,
                                  ZoneRead *z, double at, double value)
 {
     PackedWindow &w = z->packed;
 
-    if (z->layout != KeyLayout::kPacked) {
-        w.buckets.clear();
-        w.width = 1;
-        w.base = w.total = 0;
+    if (z->layout == KeyLayout::kNone) {
+        w.clear();
     }
 
     auto it = std::lower_bound(w.buckets.begin(), w.buckets.end(), at,
@@ -126,8 +139,8 @@ CallError PackedZone::put_bucket(KeyNumber key, const ZoneParams &zone,
         w.buckets.insert(it, PackedBucket{at, value});
     }
 
-    if (z->layout != KeyLayout::kPacked || z->slid || !newest
-        || (!zone.fixed && packed_width(value) > w.width))
+    if (z->layout != KeyLayout::kPacked || !zone.packed || z->slid
+        || !newest || (!zone.fixed && packed_width(value) > w.width))
     {
         return rewrite(key, zone, z);
     }
@@ -148,12 +161,57 @@ CallError PackedZone::put_bucket(KeyNumber key, const ZoneParams &zone,
 CallError PackedZone::rewrite(KeyNumber key, const ZoneParams &zone,
                               ZoneRead *z)
 {
-    packed_write(&z->packed, zone.fixed, &bytes_);
     char at_ms[lua::kMaxText];
     lua::format(window_rules::expiry_ms(z->packed.newest(), zone.span,
                                         zone.bucket_ms),
                 at_ms);
+
+    if (!zone.packed) {
+        return rewrite_hash(key, zone, z->packed, at_ms);
+    }
+
+    packed_write(&z->packed, zone.fixed, &bytes_);
     return store_.set_bytes(key, bytes_, at_ms);
+}
+
+// The hash the hash's writes would have left: "t" and "n", and a sliding
+// window's "o" and a field per bucket, set 256 a call once the string is
+// deleted.
+CallError PackedZone::rewrite_hash(KeyNumber key, const ZoneParams &zone,
+                                   const PackedWindow &w, const char *at_ms)
+{
+    constexpr std::size_t kPairsPerCall = 256;
+    std::size_t buckets = zone.fixed ? 0 : w.buckets.size();
+    texts_.resize(3 + 2 * buckets);
+    lua::format(w.total, texts_[0].data());
+    lua::format(w.newest(), texts_[1].data());
+    fields_.assign({"t", texts_[0].data(), "n", texts_[1].data()});
+
+    if (!zone.fixed) {
+        lua::format(w.oldest(), texts_[2].data());
+        fields_.insert(fields_.end(), {"o", texts_[2].data()});
+    }
+
+    for (std::size_t i = 0; i < buckets; i++) {
+        char *id = texts_[3 + 2 * i].data(), *count = texts_[4 + 2 * i].data();
+        lua::format(w.buckets[i].id, id);
+        lua::format(w.buckets[i].count, count);
+        fields_.insert(fields_.end(), {id, count});
+    }
+
+    if (CallError error = store_.del(key)) {
+        return error;
+    }
+
+    for (std::size_t i = 0; i < fields_.size(); i += 2 * kPairsPerCall) {
+        std::size_t pairs = std::min(kPairsPerCall, (fields_.size() - i) / 2);
+
+        if (CallError error = store_.hset(key, fields_.data() + i, pairs)) {
+            return error;
+        }
+    }
+
+    return store_.pexpireat(key, at_ms);
 }
 
 CallError PackedZone::count_newest(std::string_view bytes,

@@ -28,7 +28,7 @@ CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
         was = z_.count;
     } else if (inside && at == z_.current) {
         was = z_.here;
-    } else if (inside && z_.layout == KeyLayout::kPacked) {
+    } else if (inside && z_.whole) {
         was = PackedZone::bucket_count(z_, at);
     } else if (inside) {
         if (CallError error = bucket_count(key, at, &was)) {
@@ -43,7 +43,7 @@ CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
         return window_.write_zone(key, zone, 0, &z_, count, oldest);
     }
 
-    if (ZoneWindow::packed(zone, z_)) {
+    if (z_.whole) {
         *count = z_.count + (now_at - was);
         *oldest = zone.fixed || z_.oldest == 0 || at < z_.oldest
                       ? at

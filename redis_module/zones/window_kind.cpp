@@ -46,7 +46,7 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
     z.slid = false;
     out->outcome = FastDecision::kRaised;
     PackedWindow &w = z.packed;
-    bool taken = z.layout == KeyLayout::kPacked
+    bool taken = z.layout == KeyLayout::kPacked && zone.packed
                  && packed_read(bytes, zone.fixed, &w)
                  && w.newest() == zone.bucket
                  && w.oldest() > zone.bucket - zone.span;

@@ -23,11 +23,14 @@ struct ZoneRead {
     bool slid;                       // the script's `gone` is a table
     std::vector<std::string> gone;   // fields to delete
     char field[lua::kMaxText];       // `current` as text
-    KeyLayout layout;                // what the key is written back as;
-                                     // kNone (no key, or one deleted as
-                                     // another zone's): the zone's new
-                                     // keys' layout
-    PackedWindow packed;             // a packed string's, slid
+    KeyLayout layout;                // what the key held: kNone also for
+                                     // one deleted as another zone's
+    bool whole;                      // the window is in `packed` (the
+                                     // script's `gone` is its p), written
+                                     // back whole in the zone's layout
+                                     // for new keys
+    PackedWindow packed;             // a string's, or where new keys are
+                                     // strings a hash's read whole; slid
 };
 
 // What the fast path (the script's run(), a counted request of one zone)

@@ -1,6 +1,7 @@
 #include "zones/zone_window.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "limits/window_rules.hpp"
@@ -17,6 +18,13 @@ using window_rules::clock_stepped_back;
 bool field_number(const std::string &text, double *out)
 {
     return lua::to_number(text.data(), text.size(), out);
+}
+
+// The script's natural(): a whole number from 0 to 2^63, a hash's bucket
+// number or count that 8 bytes hold.
+bool natural(double x)
+{
+    return x >= 0 && x <= 0x1p63 && x == std::floor(x);
 }
 
 // The script's ahead().
@@ -79,19 +87,80 @@ CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
     z->current = zone.bucket;
     z->slid = false;
     z->gone.clear();
+    z->packed.clear();
     std::memcpy(z->field, zone.bucket_field, sizeof(z->field));
     std::string_view bytes;
-    KeyLayout layout = store_.read_layout(key, &bytes);
-    // A string is kPacked once read as one; a hash stays kHash unless
-    // started afresh.
-    z->layout = layout == KeyLayout::kHash ? layout : KeyLayout::kNone;
+    z->layout = store_.read_layout(key, &bytes);
+    z->whole = zone.packed || z->layout == KeyLayout::kPacked;
 
-    if (layout == KeyLayout::kPacked) {
+    if (z->layout == KeyLayout::kPacked) {
         return packed_.read_zone(key, zone, bytes, z);
     }
 
-    return read_hash(key, zone, layout == KeyLayout::kNone ? kNoKey : nullptr,
-                     z);
+    if (z->layout == KeyLayout::kHash && zone.packed) {
+        if (CallError error = unhashed(key, zone, &z->packed, &z->whole)) {
+            return error;
+        }
+
+        if (z->whole) {
+            return packed_.read_window(key, zone, z);
+        }
+    }
+
+    return read_hash(key, zone,
+                     z->layout == KeyLayout::kNone ? kNoKey : nullptr, z);
+}
+
+// A hash read whole into `w`, where new keys are strings: a fixed
+// window's "n" and "t", a sliding one's buckets (fields named by whole
+// numbers) if "t", "o" and "n" are numbers, as read_hash() wants them, and
+// its total their sum.  Not `found` where it holds no bucket of natural()
+// numbers, or a total above 2^63 (a hash of junk, or of other fields:
+// read as a hash).
+CallError ZoneWindow::unhashed(KeyNumber key, const ZoneParams &zone,
+                               PackedWindow *w, bool *found)
+{
+    static const char *const kFixed[] = {"n", "t"};
+    FieldValue h[2];
+    all_.clear();
+
+    if (zone.fixed) {
+        if (CallError error = store_.hmget(key, kFixed, 2, h)) {
+            return error;
+        }
+
+        all_.emplace_back(h[0].text, h[1].text);
+    } else if (CallError error = store_.hgetall(key, &all_)) {
+        return error;
+    }
+
+    bool t = false, o = false, n = false;
+    sums_.clear();
+
+    for (const auto &[name, value] : all_) {
+        double id, count;
+        bool counted = field_number(value, &count);
+        t = name == "t" ? counted : t;
+        o = name == "o" ? counted : o;
+        n = name == "n" ? counted : n;
+
+        if (field_number(name, &id) && natural(id) && counted
+            && natural(count))
+        {
+            sums_[id] = sums_[id] + count;
+        }
+    }
+
+    w->clear();
+
+    for (const auto &[id, count] : sums_) {
+        w->buckets.push_back({id, count});
+        w->total = w->total + count;
+    }
+
+    *found = (zone.fixed || (t && o && n)) && !w->buckets.empty()
+             && natural(w->total);
+    return nullptr;
 }
 
 CallError ZoneWindow::read_hash(KeyNumber key, const ZoneParams &zone,
@@ -120,7 +189,7 @@ CallError ZoneWindow::read_hash(KeyNumber key, const ZoneParams &zone,
             z->count = count;
             z->oldest = z->newest = z->current;
         } else if (h[0].present() || h[1].present()) {
-            return start_afresh(key, z);
+            return packed_.start_afresh(key, zone, z);
         }
 
         return nullptr;
@@ -167,18 +236,10 @@ CallError ZoneWindow::read_hash(KeyNumber key, const ZoneParams &zone,
             return slide(key, first, z);
         }
     } else if (h[0].present() || h[1].present() || h[2].present()) {
-        return start_afresh(key, z);
+        return packed_.start_afresh(key, zone, z);
     }
 
     return nullptr;
-}
-
-// A key of another bucket length or algorithm, deleted: the request's
-// write makes it anew in the zone's layout for new keys.
-CallError ZoneWindow::start_afresh(KeyNumber key, ZoneRead *z)
-{
-    z->layout = KeyLayout::kNone;
-    return store_.del(key);
 }
 
 CallError ZoneWindow::slide(KeyNumber key, double first, ZoneRead *z)
@@ -293,7 +354,7 @@ CallError ZoneWindow::write_zone(KeyNumber key, const ZoneParams &zone,
                                  double add, ZoneRead *z, double *count,
                                  double *oldest)
 {
-    if (packed(zone, *z)) {
+    if (z->whole) {
         return packed_.write_zone(key, zone, add, z, count, oldest);
     }
 

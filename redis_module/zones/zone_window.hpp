@@ -2,12 +2,14 @@
 // does: each function here is the script's function of the same name
 // (scripts/window_script.cpp), made of the same Redis commands in the
 // same order.  Used by every entry of a call on a window zone: the requests
-// and leases (WindowKind) and the settles (Settler).  The layout follows
-// the key: a hash is read and written here, a packed string by PackedZone
-// (packed_zone.hpp), and a new key is made in the zone's layout for new
-// keys (ZoneParams::packed).
+// and leases (WindowKind) and the settles (Settler).  A key is written in
+// the zone's layout for new keys (ZoneParams::packed): a hash is read and
+// written here where new keys are hashes; a string, or a hash read whole
+// where new keys are strings (unhashed()), by PackedZone
+// (packed_zone.hpp), which writes it back whole in that layout.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,13 +33,6 @@ public:
                          double add, ZoneRead *z, double *count,
                          double *oldest);
 
-    // Whether the zone read as `z` is written back as a packed string.
-    static bool packed(const ZoneParams &zone, const ZoneRead &z)
-    {
-        return z.layout == KeyLayout::kPacked
-               || (z.layout == KeyLayout::kNone && zone.packed);
-    }
-
     CallError drop(KeyNumber key, const std::vector<std::string> &ids);
     CallError count_newest(KeyNumber key, const ZoneParams &zone,
                            double wanted, double *count);
@@ -50,12 +45,14 @@ private:
     // `read`: the fields as no key answers them, or nullptr to ask.
     CallError read_hash(KeyNumber key, const ZoneParams &zone,
                         const FieldValue *read, ZoneRead *z);
-    CallError start_afresh(KeyNumber key, ZoneRead *z);
+    CallError unhashed(KeyNumber key, const ZoneParams &zone,
+                       PackedWindow *w, bool *found);
     CallError slide(KeyNumber key, double first, ZoneRead *z);
 
     Store &store_;
     PackedZone &packed_;
-    FieldPairs all_;  // HGETALL's
+    FieldPairs all_;                 // HGETALL's
+    std::map<double, double> sums_;  // unhashed()'s buckets
 };
 
 }  // namespace ratelimit

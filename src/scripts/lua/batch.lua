@@ -127,10 +127,10 @@ local function run_gcra(d)
   a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
 end
 
--- run()'s counted request of one window zone, taken here when its key is
--- a packed string whose newest bucket (or fixed window) is the current
--- one with none to cut, or no key where new keys are strings: counted in
--- place (SETRANGE) or made (SET).  That is most requests; taken here, a
+-- run()'s counted request of one window zone, taken here where new keys
+-- are strings when its key is a packed string whose newest bucket (or
+-- fixed window) is the current one with none to cut, or no key: counted
+-- in place (SETRANGE) or made (SET).  That is most requests; taken here, a
 -- request costs Redis a sixth (sliding) to a quarter (fixed) fewer
 -- instructions than through careful() (callgrind, on hashes), mostly
 -- function calls and pcalls saved.  Everything else, a hash's request
@@ -141,7 +141,8 @@ local function run_window(d)
   local p = type(s) == 'string' and unpacked(s, fixed[d])
   local ids = p and p.ids
   if p then
-    p.s = ids[#ids] == bucket[d] and ids[1] > bucket[d] - span[d]
+    p.s = packed[d] and ids[#ids] == bucket[d]
+          and ids[1] > bucket[d] - span[d]
   elseif s == false and packed[d] then
     p = fresh()
   end

@@ -1,18 +1,20 @@
 -- The window script, part 3 of 7: a zone's key read and written.
 --
--- A window zone's key is a hash or a packed string (below), the layout
--- following the key: a hash stays a hash, a string a string, and a new key
--- (or one started afresh) takes the layout the call asks (packed[d]).  A
--- hash, sliding window: "t" the count of the
--- live buckets, "o" the oldest non-empty bucket, "n" the newest one, and
--- one field per non-empty bucket, named by its absolute number, holding
--- its count (a settle that gave units back may leave one holding 0).
--- Buckets older than the window are deleted as the window slides past
--- them, each exactly once, so the work per call does not grow with the
--- number of buckets in a window; "t" saves summing them.  Fixed window:
--- "t" the count and "n" the window's number.  Either way the key expires
--- when its newest count leaves the window, so idle subjects cost nothing,
--- and a key written under another algorithm or bucket length is
+-- A window zone's key is a hash or a packed string (below), written in
+-- the layout the call asks for new keys (packed[d]): where that is a
+-- string, a hash is read whole (unhashed()) and any write (a count, a
+-- settle, a slide) makes it the string of the same counts and expiry;
+-- where it is a hash, a string's write makes it that hash.  A read that
+-- writes nothing leaves the key as it is.  A hash, sliding window: "t"
+-- the count of the live buckets, "o" the oldest non-empty bucket, "n" the
+-- newest one, and one field per non-empty bucket, named by its absolute
+-- number, holding its count (a settle that gave units back may leave one
+-- holding 0).  Buckets older than the window are deleted as the window
+-- slides past them, each exactly once, so the work per call does not grow
+-- with the number of buckets in a window; "t" saves summing them.  Fixed
+-- window: "t" the count and "n" the window's number.  Either way the key
+-- expires when its newest count leaves the window, so idle subjects cost
+-- nothing, and a key written under another algorithm or bucket length is
 -- recognised and started afresh.  A GCRA zone's key: see gcra.lua.
 --
 -- A request of cost c (1 for a counted entry, each zone's own for one of
@@ -101,9 +103,10 @@ end
 -- number less the base (2) and its count, last the total (8).  Fixed: the
 -- window's number and its count (8 each).  Read into a table p: w width,
 -- b base, ids and counts the buckets, t total, s true where the key holds
--- it, slid where buckets were cut.  A string of another shape is another
--- type's key: WRONGTYPE (Redis's own, an HGET raises it), left alone.  A
--- new key's width is the smallest that holds its counts, widened as a
+-- it as a string and new keys are strings (it may change in place), slid
+-- where buckets were cut.  A string of another shape is another type's
+-- key: WRONGTYPE (Redis's own, an HGET raises it), left alone.  A new
+-- key's width is the smallest that holds its counts, widened as a
 -- count outgrows it, never narrowed; its base the oldest bucket where that
 -- is older or the newest 65,536 or more past it.  A count in the newest
 -- bucket is changed in place (SETRANGE); any other write makes the string
@@ -141,10 +144,62 @@ local function unpacked(s, f)
   return p
 end
 
+-- Whether x is a whole number from 0 to 2^63: a hash's bucket number or
+-- count that 8 bytes hold.
+local function natural(x)
+  return x and x >= 0 and x <= 2^63 and x % 1 == 0
+end
+
+-- A hash read whole into p, where new keys are strings: a fixed window's
+-- "n" and "t", a sliding one's buckets (fields named by whole numbers) if
+-- "t", "o" and "n" are numbers, as the hash's own read wants them, and its
+-- total their sum; nil where it holds no bucket of natural() numbers, or
+-- a total above 2^63 (a hash of junk, or of other fields: read as a hash).
+local function unhashed(key, d)
+  local all = fixed[d] and call('HMGET', key, 'n', 't')
+              or call('HGETALL', key)
+  local p, c = fresh(), {}
+  for j = 1, #all, 2 do
+    local id, n = tonumber(all[j]), tonumber(all[j + 1])
+    c[all[j]] = n
+    if natural(id) and natural(n) then
+      if not c[id] then
+        p.ids[#p.ids + 1] = id
+      end
+      c[id] = (c[id] or 0) + n
+    end
+  end
+  table.sort(p.ids)
+  for i, id in ipairs(p.ids) do
+    p.counts[i], p.t = c[id], p.t + c[id]
+  end
+  return (fixed[d] or c.t and c.o and c.n) and p.ids[1] and natural(p.t)
+         and p
+end
+
+-- Writes p whole in the layout of new keys: a string (SET ... PXAT), or
+-- where new keys are hashes, the hash of its buckets (DEL, HSET, 256
+-- fields a call, PEXPIREAT), either expiring when its newest bucket leaves
+-- the window.
 local function rewrite(key, d, p)
   local ids, k = p.ids, #p.ids
+  local at = fmt('%d', (ids[k] + span[d]) * width[d])
   local s = spack('<I8I8', ids[1], p.t)
-  if not fixed[d] then
+  if not packed[d] then
+    local h = {'t', fmt('%d', p.t), 'n', fmt('%d', ids[k])}
+    if not fixed[d] then
+      h[5], h[6] = 'o', fmt('%d', ids[1])
+      for i = 1, k do
+        h[5 + 2 * i] = fmt('%d', ids[i])
+        h[6 + 2 * i] = fmt('%d', p.counts[i])
+      end
+    end
+    call('DEL', key)
+    for i = 1, #h, 512 do
+      call('HSET', key, unpack(h, i, math.min(i + 511, #h)))
+    end
+    return call('PEXPIREAT', key, at)
+  elseif not fixed[d] then
     for i = 1, k do
       p.w = math.max(p.w, width_of(p.counts[i]))
     end
@@ -158,7 +213,7 @@ local function rewrite(key, d, p)
     parts[k + 2] = spack('<I8', p.t)
     s = table.concat(parts)
   end
-  call('SET', key, s, 'PXAT', fmt('%d', (ids[k] + span[d]) * width[d]))
+  call('SET', key, s, 'PXAT', at)
 end
 
 -- Where bucket `at` is or goes in p, and whether it is there.
@@ -194,12 +249,13 @@ local function put_bucket(key, d, p, at, value)
   end
 end
 
--- read_zone() of a packed string `s` (false: no key): as a hash's, the
--- window's buckets slid past cut from p, written by write_zone().  A
--- string of the other kind of window (sliding, fixed) is started afresh.
-local function read_packed(key, d, s)
+-- read_zone() of a packed string `s` (false: no key), or of a hash read
+-- whole into `p` (`s` GET's error): as a hash's, the window's buckets slid
+-- past cut from p, written by write_zone().  A string of the other kind of
+-- window (sliding, fixed) is started afresh.
+local function read_packed(key, d, s, p)
   local current, field, first, m = bucket[d], bucket_field[d]
-  local p = s and unpacked(s, fixed[d])
+  p = p or s and unpacked(s, fixed[d])
   if s and not (p or unpacked(s, not fixed[d])) then
     call('HGET', key, 't')
   elseif p then
@@ -220,7 +276,7 @@ local function read_packed(key, d, s)
     return 0, 0, -1, 0, packed[d] and fresh(), current, field
   end
   local ids, counts, k = p.ids, p.counts, #p.ids
-  p.s = true
+  p.s = packed[d] and type(s) == 'string'
   local i = 1
   while ids[i] < first do
     p.t, i = p.t - counts[i], i + 1
@@ -250,8 +306,9 @@ local function read_zone(key, d, read)
     return math.max(tat - now_us, 0), 0, 0, 0, false, 0, ''
   end
   read = read or redis.pcall('GET', key)
-  if type(read) == 'string' or not read and packed[d] then
-    return read_packed(key, d, read)
+  local p = type(read) == 'table' and packed[d] and unhashed(key, d)
+  if p or type(read) == 'string' or not read and packed[d] then
+    return read_packed(key, d, read, p)
   end
   read = not read and {}
   local current, field = bucket[d], bucket_field[d]
