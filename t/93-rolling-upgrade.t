@@ -27,8 +27,12 @@
 #   sent again as the script;
 # - then the switch: the old server replaced by one of this tree's, both
 #   with layout=packed, in the same Redis: each subject's count goes on
-#   from its hash (still a hash), a new subject's key is a packed string,
-#   the limit of 5 already reached stays reached.
+#   from its hash, which its first request there made a packed string, a
+#   new subject's key is a packed string, the limit of 5 already reached
+#   stays reached;
+# - and back: this tree's server with layout=hash again, one request of
+#   each new subject there (which makes its packed string a hash), then the
+#   old server back beside it: each request counted once, none failed.
 # Skipped without RATELIMIT_OLD_MODULE; the phases with the old Redis
 # module without RATELIMIT_OLD_REDIS_MODULE.
 
@@ -265,23 +269,56 @@ sub switched {
         send_rounds("$name, switched", $zone, 4);
         is(counts_in_redis($zone), join(' ', (6) x $SUBJECTS),
            "$name, $zone: each subject's count went on from its hash");
-        is(join(' ', map { $new->redis('TYPE', "rl:$zone:u$_") }
-                         1 .. $SUBJECTS),
-           join(' ', ('hash') x $SUBJECTS),
-           "$name, $zone: the hashes kept their layout");
+        is(types($zone), join(' ', ('string') x $SUBJECTS),
+           "$name, $zone: each subject's hash made a packed string by its"
+           . ' first request');
         send_rounds("$name, switched", $zone, 3, 'v');
         is(counts_in_redis($zone, 'v'), join(' ', (3) x $SUBJECTS),
            "$name, $zone: new subjects counted");
-        is(join(' ', map { $new->redis('TYPE', "rl:$zone:v$_") }
-                         1 .. $SUBJECTS),
-           join(' ', ('string') x $SUBJECTS),
+        is(types($zone, 'v'), join(' ', ('string') x $SUBJECTS),
            "$name, $zone: new subjects' keys packed strings");
     }
 
     send_small("$name, switched", '200 429 429',
                'the limit of 5 goes on from the 4 counted before');
+    gone_back($name);
     diag_calls($name);
     stop_fleet();
+}
+
+# The types of the subjects' keys of `zone` (u1 to u8, or `prefix`1 to 8).
+sub types {
+    my ($zone, $prefix) = @_;
+    return join ' ', map {
+        $new->redis('TYPE', "rl:$zone:" . ($prefix // 'u') . $_)
+    } 1 .. $SUBJECTS;
+}
+
+# Back to the release before (docs/operations.md, "Upgrading"), from the
+# switch: this tree's server with layout=hash, the old server beside it;
+# one request of each new subject (v1 to v8, whose keys the switch made
+# packed strings) reaches this tree's server first.
+sub gone_back {
+    my ($name) = @_;
+    $name = "$name, gone back";
+    $old->stop_nginx;
+    $new->stop_nginx;
+    $new->write_conf($HASH_CONF);
+    $old->write_conf($CONF, module => $OLD);
+    start_servers($name);
+
+    for my $zone (qw(slide fixed)) {
+        my @first = map {
+            $new->get("/$zone/index.html", { 'X-Api-Key' => "v$_" })
+        } 1 .. $SUBJECTS;
+        is(status_line(@first), join(' ', ('200') x $SUBJECTS),
+           "$name, $zone: a request of each subject to this tree's server");
+        is(types($zone, 'v'), join(' ', ('hash') x $SUBJECTS),
+           "$name, $zone: each subject's string made a hash by it");
+        send_rounds($name, $zone, 2, 'v');
+        is(counts_in_redis($zone, 'v'), join(' ', (6) x $SUBJECTS),
+           "$name, $zone: each subject's count went on from its string");
+    }
 }
 
 phase('no Redis module');
@@ -302,7 +339,7 @@ SKIP: {
 }
 switched('the switch to packed strings, no Redis module');
 SKIP: {
-    skip "this tree's Redis module not built", 16 unless $NEW_REDIS;
+    skip "this tree's Redis module not built", 27 unless $NEW_REDIS;
     switched("the switch to packed strings, this tree's Redis module",
              '--loadmodule', $NEW_REDIS);
 }
