@@ -5,19 +5,10 @@
 #include "limits/window_rules.hpp"
 #include "protocol/batch_protocol.hpp"
 #include "scripts/decide_command.hpp"
-#include "zones/packed_window.hpp"
 
 namespace ratelimit {
 
 namespace {
-
-// The same text as the script's.
-const char kBadZoneNumbers[] =
-    "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
-    "from 1, the limit at most 2^53, bucket * span at most 604800000000000 "
-    "ms";
-static_assert(window_rules::kMaxLimit == 9007199254740992
-              && window_rules::kMaxWindowMs == 604800000000000);
 
 std::string_view view(redis::String *str)
 {
@@ -29,11 +20,6 @@ std::string_view view(redis::String *str)
 bool text_number(std::string_view text, double *out)
 {
     return lua::to_number(text.data(), text.size(), out);
-}
-
-bool arg_number(redis::String *str, double *out)
-{
-    return text_number(view(str), out);
 }
 
 // A count of arguments: a whole number, 0 or more.
@@ -64,32 +50,6 @@ bool zone_count_of(redis::String *str, std::size_t *out, bool *packed)
     }
 
     return count_of(text, out);
-}
-
-// A zone's numbers are what nginx can send (window_rules.hpp): NaN, an
-// infinity or a bucket of 1e-300 made an expiry time Redis would not take,
-// and a key written with none.
-const char *parse_zone(redis::String *const *args, double now_ms,
-                       bool packed, ZoneParams *zone)
-{
-    if (!arg_number(args[0], &zone->limit)
-        || !arg_number(args[1], &zone->bucket_ms)
-        || !arg_number(args[2], &zone->span)
-        || !window_rules::zone_numbers_valid(zone->limit, zone->bucket_ms,
-                                             zone->span))
-    {
-        return kBadZoneNumbers;
-    }
-
-    zone->fixed = view(args[3]) == std::string_view(&kZoneFixed, 1);
-    zone->gcra = view(args[3]) == std::string_view(&kZoneGcra, 1)
-                     ? zone->bucket_ms * 1000 / zone->limit
-                     : 0;
-    zone->enforce = view(args[4]) == std::string_view(&kZoneEnforced, 1);
-    zone->packed = packed && packed_fits(zone->fixed, zone->span);
-    zone->bucket = std::floor(now_ms / zone->bucket_ms);
-    lua::format(zone->bucket, zone->bucket_field);
-    return nullptr;
 }
 
 // Whether `text` is a decimal: digits only, at least one.
@@ -304,11 +264,15 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
     at++;
 
     for (ZoneParams &zone : zones) {
-        if (const char *error = parse_zone(argv + at, now, packed, &zone)) {
-            return error;
+        std::string_view args[kArgsPerZone];
+
+        for (std::string_view &arg : args) {
+            arg = view(argv[at++]);
         }
 
-        at += kArgsPerZone;
+        if (const char *error = parse_zone(args, now, packed, &zone)) {
+            return error;
+        }
     }
 
     entries.resize(static_cast<std::size_t>(argc) - at);
