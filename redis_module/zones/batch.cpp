@@ -15,6 +15,7 @@ const char kBadZoneNumbers[] =
     "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
     "from 1, the limit at most 2^53, bucket * span at most 604800000000000 "
     "ms";
+const char kUnknownZone[] = "ERR ratelimit: unknown zone kind or mode";
 static_assert(window_rules::kMaxLimit == 9007199254740992
               && window_rules::kMaxWindowMs == 604800000000000);
 
@@ -32,7 +33,8 @@ bool is(std::string_view text, char code)
 }  // namespace
 
 // NaN, an infinity or a bucket of 1e-300 made an expiry time Redis would
-// not take, and a key written with none.
+// not take, and a key written with none; an unknown kind was read as a
+// sliding window, an unknown mode as dry run.
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone)
 {
@@ -42,6 +44,13 @@ const char *parse_zone(const std::string_view *args, double now_ms,
                                              zone->span))
     {
         return kBadZoneNumbers;
+    }
+
+    if (!(is(args[3], kZoneSliding) || is(args[3], kZoneFixed)
+          || is(args[3], kZoneGcra))
+        || !(is(args[4], kZoneEnforced) || is(args[4], kZoneDryRun)))
+    {
+        return kUnknownZone;
     }
 
     zone->fixed = is(args[3], kZoneFixed);

@@ -34,7 +34,7 @@ struct ZoneParams {
 // them, its new keys packed strings where the call asks (`packed`) and
 // they fit: nullptr, or the error that refuses the whole call (the
 // script's text) where they are not what nginx sends: numbers
-// zone_numbers_valid() refuses.
+// zone_numbers_valid() refuses, an unknown kind or mode.
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone);
 

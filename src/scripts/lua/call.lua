@@ -20,9 +20,11 @@ local now = time[1] * 1000 + math.floor(time[2] / 1000)
 local now_us = time[1] * 1000000 + time[2]
 
 -- A zone's limit, bucket length and span are what nginx sends
--- (window_rules.hpp, zone_numbers_valid()), or the whole call is refused:
--- an infinite or too large expiry time made Redis delete a key as soon as
--- written or keep it for ever, and a limit of NaN let every request pass.
+-- (window_rules.hpp, zone_numbers_valid()), and its kind and mode one of
+-- the protocol's, or the whole call is refused: an infinite or too large
+-- expiry time made Redis delete a key as soon as written or keep it for
+-- ever, a limit of NaN let every request pass, and an unknown kind was
+-- read as a sliding window, an unknown mode as dry run.
 -- The zones of the batch are read once: a zone's current bucket number is
 -- also kept as text, the field name.  A GCRA zone's gcra[d] is its
 -- emission interval in us (else false).
@@ -50,6 +52,12 @@ for d = 1, zones do
     return {err = "ERR ratelimit: a zone's limit, bucket and span must "
                   .. 'be whole numbers from 1, the limit at most 2^53, '
                   .. 'bucket * span at most 604800000000000 ms'}
+  end
+  if not (string.match(ARGV[z + 3] or '',
+                       '^[@kZoneSliding@@kZoneFixed@@kZoneGcra@]$')
+          and string.match(ARGV[z + 4] or '',
+                           '^[@kZoneEnforced@@kZoneDryRun@]$')) then
+    return {err = 'ERR ratelimit: unknown zone kind or mode'}
   end
   fixed[d] = ARGV[z + 3] == '@kZoneFixed@'
   gcra[d] = ARGV[z + 3] == '@kZoneGcra@' and width[d] * 1000 / limit[d]
