@@ -174,9 +174,12 @@ private:
     bool held(const Batch *batch) const noexcept;
     static void on_batch_reply(void *data, const Reply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it
-    // need not send it.
+    // need not send it.  An error answering that setup (`command`) is
+    // logged, and the connection made anew.
     static void on_link_up(void *data) noexcept;
+    static void on_ping_reply(void *data, const Reply *reply) noexcept;
     static void on_script_loaded(void *data, const Reply *reply) noexcept;
+    void refused(const char *command, const Reply *reply) noexcept;
 
     void send_open(ngx_uint_t i) noexcept;
     void send_batch(Batch *batch) noexcept;

@@ -66,10 +66,12 @@ namespace ratelimit {
 // list and the per-request arrays.
 constexpr std::size_t kMaxZonesPerRequest = 16;
 
-// The script's text is at most this long: Redis 7 drops a connection that
-// has not authenticated when it sends a longer argument ("Protocol error:
+// A script that may be a connection's first command (the concurrency
+// script's EVAL) is at most this long: Redis 7 drops a connection that has
+// not authenticated when it sends a longer argument ("Protocol error:
 // unauthenticated bulk length"), so a Redis that wants a password the
-// configuration lacks would be reported as that instead of NOAUTH.
+// configuration lacks would be reported as that instead of NOAUTH.  The
+// window script is longer: a PING goes first (CallBatcher::on_link_up).
 constexpr std::size_t kMaxScriptSize = 16384;
 
 // The script's text: the parts in src/scripts/lua/, joined and stripped of

@@ -26,13 +26,6 @@ int luac_parse(std::string_view text, const std::string &name)
     return status;
 }
 
-// Both texts: the cross-slot one is the window script behind a line.
-TEST(WindowScriptText, FitsAnUnauthenticatedBulk)
-{
-    EXPECT_LE(window_script().size(), kMaxScriptSize);
-    EXPECT_LE(cross_slot_script().size(), kMaxScriptSize);
-}
-
 TEST(WindowScriptText, HoldsNoCommentNorPlaceholder)
 {
     std::string_view script = window_script();

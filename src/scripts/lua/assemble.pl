@@ -9,8 +9,7 @@
 # none of them), and writes each @kName@ as
 # batch_protocol.hpp's constant kName (a character as itself, @kName.byte@
 # as its code, a number as its digits),
-# so that the text Redis gets stays under kMaxScriptSize
-# (window_script.hpp).  Run by the nginx build (config.make) and CMake
+# so that Redis gets less text to load and compile.  Run by the nginx build (config.make) and CMake
 # (src/CMakeLists.txt); it refuses a part missing from its order, a comment
 # after code, and a name the header does not define.
 

@@ -3,8 +3,6 @@
 -- call and its reply, batch_protocol.hpp for the codes and widths that
 -- assemble.pl writes in place of the @names@.
 --
--- The text stays within kMaxScriptSize (window_script.hpp) once
--- assemble.pl has dropped the comments and the indentation.
 -- The Redis module's command (redis_module/batch_decider.cpp) is this
 -- script in C++, function for function and Redis command for Redis
 -- command: a change here is made there too, and t/19 holds both to one
