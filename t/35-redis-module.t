@@ -143,9 +143,10 @@ is($t->commandstat('evalsha') + $t->commandstat('eval'), 0, 'no script called');
     is(ref $ok eq 'ARRAY' ? scalar @$ok : "$ok", 5, 'keys inside the pattern: decided');
 }
 
-# A cluster of one node serving half the slots.
+# A cluster of one node serving half the slots (its bus port, + 10000, free
+# too).
 {
-    my $port = $t->free_port;
+    my $port = $t->cluster_port('CLUSTER');
     my $pid = $t->start_redis_server(name => 'cluster', port => $port, redis_module => 1,
         args => ['--cluster-enabled', 'yes', '--cluster-config-file', $t->tmp . '/nodes.conf']);
     my $node = sub { RateLimitTest::redis_at({ host => '127.0.0.1', port => $port }, @_) };

@@ -208,6 +208,14 @@ sub lr_delays {
     return %delay;
 }
 
+# The $p-th percentile of sorted numbers (the nearest rank); 0 of none.
+sub percentile {
+    my ($sorted, $p) = @_;
+    return 0 unless @$sorted;
+    my $rank = int($p / 100 * @$sorted + 0.999999);
+    return $sorted->[ ($rank < 1 ? 1 : $rank) - 1 ];
+}
+
 sub read_log {
     my %log;
     for (split /\n/, _read_file($t->tmp . '/trace.log')) {
@@ -257,7 +265,7 @@ for my $round (@ROUNDS) {
         my $name = $o->{name};
         my $params = $o->{rl};
         my @ids = sort { $planned{$a} <=> $planned{$b} } grep { /^\Q$name\E\./ } keys %planned;
-        my (%n, @diff, @ddiff, @waited, %models, %prev_dev, %diverged);
+        my (%n, @diff, @ddiff, @waited, @lr_late, %models, %prev_dev, %diverged);
         my ($diverged_count, $both_delayed) = (0, 0);
         my %extra;    # a subject's last module request: $request_time - $ratelimit_delay
         for my $id (@ids) {
@@ -317,6 +325,7 @@ for my $round (@ROUNDS) {
                 next;
             }
             push @waited, $rl if $lo eq 'delayed' && $rl->{rd} =~ /^\d+$/;
+            push @lr_late, $lr->{rt} - $lr_delay{$id} if $lo eq 'delayed' && defined $lr_delay{$id};
         }
         my $total = @ids;
         my $pct = $total ? 100 * ($total - $diverged_count) / $total : 0;
@@ -342,17 +351,25 @@ for my $round (@ROUNDS) {
         next unless $can_delay;
         # where the module delayed a request, it waited that long: $request_time
         # is $ratelimit_delay plus the Redis round trip, never less; more by
-        # a timer that fired late on a busy machine: the median within 2 ms,
-        # 95% within 5 ms
+        # a timer that fired late.  How late nginx's timers fire is the
+        # machine's (a loaded core's time slices), and limit_req's delayed
+        # requests of this run measure it: its $request_time less the delay
+        # it chose.  The module's median is within 2 ms of limit_req's, and
+        # its 95th percentile within 5 ms (the round trip) of limit_req's
+        # (on an idle machine limit_req's are 0 or 1 ms: the bounds were
+        # 2 and 5 ms, met; at a load of 3.5, limit_req's own timers fired
+        # up to 14 ms late, and 7.5% of the module's more than 5 ms late)
         my @early = grep { $_->{rt} < $_->{rd} - 1 } @waited;
         my @over = sort { $a <=> $b } map { $_->{rt} - $_->{rd} } @waited;
-        my @slow = grep { $_ > $DELAY_TOL } @over;
-        my $med = @over ? $over[ int($#over / 2) ] : 0;
+        my @lr_over = sort { $a <=> $b } @lr_late;
+        my ($med, $p95) = (percentile(\@over, 50), percentile(\@over, 95));
+        my ($lr_med, $lr_p95) = (percentile(\@lr_over, 50), percentile(\@lr_over, 95));
         is(scalar @early, 0, sprintf '%s: no delayed request (%d) answered before its $ratelimit_delay', $name, scalar @waited)
             or diag(join ', ', map { "rd=$_->{rd} rt=$_->{rt}" } @early[0 .. ($#early < 9 ? $#early : 9)]);
-        ok(@waited && $med <= 2 && @slow <= 0.05 * @waited,
-            sprintf '%s: delayed requests took $ratelimit_delay + %d ms (median), %d of %d over + %d ms (<= 5%%), the most + %d ms',
-            $name, $med, scalar @slow, scalar @waited, $DELAY_TOL, @over ? $over[-1] : 0);
+        ok(@waited && @lr_over && $med <= $lr_med + 2 && $p95 <= $lr_p95 + $DELAY_TOL,
+            sprintf '%s: %d delayed requests took $ratelimit_delay + %d ms (median), + %d ms (95%%), the most + %d ms;'
+            . ' limit_req\'s %d its chosen delay + %d ms, + %d ms, + %d ms', $name, scalar @waited, $med, $p95,
+            @over ? $over[-1] : 0, scalar @lr_over, $lr_med, $lr_p95, @lr_over ? $lr_over[-1] : 0);
     }
 }
 

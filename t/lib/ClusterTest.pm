@@ -91,20 +91,6 @@ sub subject_key {
                                   : "$prefix:$zone:$tag$subject";
 }
 
-# A port P with P and its cluster bus port P + 10000 free and claimed, both
-# below the kernel's ephemeral range (see free_port).
-sub _cluster_port {
-    my ($t, $name) = @_;
-    for (1 .. 1000) {
-        my $p = 12000 + int(rand(10700));
-        next unless RateLimitTest::Process::claim_port($p)
-            && RateLimitTest::Process::claim_port($p + 10000);
-        $t->{ports}{$name} = $p;
-        return $p;
-    }
-    die "no free port pair for $name";
-}
-
 sub new {
     my ($class, $t, %o) = @_;
     my $self = bless {
@@ -122,9 +108,9 @@ sub new {
     }, $class;
     my $n = $self->{n_masters} * (1 + $self->{n_replicas});
     for my $i (1 .. $n) {
-        my $p = _cluster_port($t, "CLUSTER_NODE_$i");
+        my $p = $t->cluster_port("CLUSTER_NODE_$i");
         push @{ $self->{ports} }, $p;
-        $self->{tls}{$p} = _cluster_port($t, "CLUSTER_TLS_$i") if $self->{pki};
+        $self->{tls}{$p} = $t->cluster_port("CLUSTER_TLS_$i") if $self->{pki};
     }
     return $self;
 }

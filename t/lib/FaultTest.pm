@@ -233,7 +233,7 @@ sub exact_each {
 
 # Forked load generator.  Each client loops until finish_load (or the hard
 # deadline / request cap), one request at a time, and writes one line per
-# request: "start end status rs location err".
+# request: "start end status rs nginx-time location err".
 #   clients, max_seconds, max_requests, pause (s between requests),
 #   pick => sub { my ($client, $i) = @_; return ($location, $key) }
 sub start_load {
@@ -255,8 +255,9 @@ sub start_load {
                 my $t0 = time;
                 my $r = $self->req($loc, $key);
                 my $err = $r->{err}; $err =~ s/\s+/_/g;
-                printf {$fh} "%.4f %.4f %d %s %s %s\n", $t0, time, $r->{status},
-                    (rhdr($r, 'X-RL-Status') // '-'), $loc, ($err eq '' ? '-' : $err);
+                printf {$fh} "%.4f %.4f %d %s %s %s %s\n", $t0, time, $r->{status},
+                    (rhdr($r, 'X-RL-Status') // '-'), (rhdr($r, 'X-RL-Time') // '-'), $loc,
+                    ($err eq '' ? '-' : $err);
                 sleep $o{pause} if $o{pause};
             }
             close $fh;
@@ -269,7 +270,9 @@ sub start_load {
 }
 
 # Stops the clients of start_load and waits for them; returns one record per
-# request: { t0, t1, el, status, rs, loc, err }.
+# request: { t0, t1, el, status, rs, nt, loc, err }: el the client's time
+# from connecting to the response's end, nt nginx's ($request_time, when a
+# response carried it: fail_policy_server), both in seconds.
 sub finish_load {
     my ($self, $load) = @_;
     open my $fh, '>', $load->{stop} or die "$load->{stop}: $!";
@@ -286,9 +289,9 @@ sub finish_load {
         open my $fh, '<', $self->tmp . "/load.$c" or next;
         while (<$fh>) {
             chomp;
-            my ($t0, $t1, $st, $rs, $loc, $err) = split / /;
+            my ($t0, $t1, $st, $rs, $nt, $loc, $err) = split / /;
             push @rec, { t0 => $t0, t1 => $t1, el => $t1 - $t0, status => $st, rs => $rs,
-                loc => $loc, err => $err };
+                nt => ($nt eq '-' ? undef : $nt), loc => $loc, err => $err };
         }
     }
     return @rec;

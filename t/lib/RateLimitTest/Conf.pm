@@ -9,7 +9,8 @@ package RateLimitTest::Conf;
 #     /open/ (the zone, failing open by default), /closed/ (the zone,
 #     ratelimit_fail closed), with closed_status => N, /closed_n/
 #     (ratelimit_fail closed status=N) and, with free => 1, /free/ (no
-#     limit); every response carries X-RL-Status: $ratelimit_status.
+#     limit); every response carries X-RL-Status: $ratelimit_status and
+#     X-RL-Time: $request_time (nginx's own time for it, in seconds).
 #   fail_policy_server(free => 1, closed_status => N)  that server block
 #     alone.
 
@@ -30,6 +31,7 @@ sub fail_policy_server {
 server {
     listen 127.0.0.1:%%PORT%%;
     add_header X-RL-Status "$ratelimit_status" always;
+    add_header X-RL-Time "$request_time" always;
     location /open/   { ratelimit zone=api; alias %%TMP%%/html/; }
     location /closed/ { ratelimit zone=api; ratelimit_fail closed; alias %%TMP%%/html/; }
 EOF

@@ -117,6 +117,21 @@ sub free_port {
     die "no free loopback port between 12000 and 32699";
 }
 
+# A named port P (as port()) whose Redis Cluster bus port, P + 10000, is
+# claimed too, both below the ephemeral range.
+sub cluster_port {
+    my ($self, $name) = @_;
+    $self->{ports}{$name} //= do {
+        my $p;
+        for (1 .. 1000) {
+            $p = 12000 + int(rand(10700));
+            last if claim_port($p) && claim_port($p + 10000);
+            undef $p;
+        }
+        $p // die "no free port pair for $name";
+    };
+}
+
 # True if $port is now this process's: bindable on 127.0.0.1 and no other
 # test process holds its lock.  The lock goes with this process, however it
 # ends.
