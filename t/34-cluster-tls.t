@@ -137,10 +137,20 @@ is($t1->hammer(\@T, 10, '/closed/index.html', { 'X-Api-Key' => $c->key_in($GOOD[
 
 my ($sid) = map { $_->{id} } grep { $_->{port} == $STRANGER } $c->nodes;
 my ($rep) = map { $_->{port} } grep { $_->{master} eq $sid } $c->nodes;
+# A manual failover waits for the replica to reach the master's offset,
+# and Redis gives it up after 5 s: the replica's link must be up first.
+# (Once, in CI, the replica was not promoted within 10 s; what the two
+# nodes said then is printed if it happens again.)
+my $linked = RateLimitTest::wait_until(
+    sub { ($c->node($rep, 'INFO', 'replication') // '') =~ /^master_link_status:up/m }, 10);
+ok(defined $linked, "the stranger's replica is linked to it");
 my $t_fo = time;
 is($c->node($rep, 'CLUSTER', 'FAILOVER'), 'OK', 'CLUSTER FAILOVER on the replica of the stranger');
 my $t_promo = $c->wait_role($rep, 'master', 10);
-ok(defined $t_promo, sprintf('replica promoted after %.2fs', ($t_promo // time) - $t_fo));
+ok(defined $t_promo, sprintf('replica promoted after %.2fs', ($t_promo // time) - $t_fo))
+    or diag(join "\n", map { my $p = $_; "node $p: " . join(' ', grep { /role|link|offset|failover|sync/ }
+        split /\r?\n/, ($c->node($p, 'INFO', 'replication') // '')) . "\n"
+        . ($c->node($p, 'CLUSTER', 'NODES') // '') } $rep, $STRANGER);
 $t_promo //= time;
 $c->wait_ok(5);
 my ($ex, $last, $s);
