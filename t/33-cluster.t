@@ -539,6 +539,7 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     my $r = $plain_replica_of{ $m->{id} };
     my $loads = start_loads('fo');
     sleep 0.5;
+    $c->wait_failover_ready($r, 10);
     my $t_fo = time;
     is($c->node($r, 'CLUSTER', 'FAILOVER'), 'OK', "CLUSTER FAILOVER on the replica $r of $m->{port}");
     my $t_promo = $c->wait_role($r, 'master', 10);

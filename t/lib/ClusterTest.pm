@@ -322,6 +322,7 @@ sub window_count_on {
 sub key_in {
     my ($self, $port, $prefix, $zone, $key_prefix) = @_;
     my $own = $self->_owners;
+    die "key_in: $port serves no slot\n" unless grep { $_ == $port } values %$own;
     $self->{serial}{$prefix} //= 0;
     while (1) {
         my $s = "$prefix-" . $self->{serial}{$prefix}++;
@@ -346,6 +347,24 @@ sub role {
     my ($self, $port) = @_;
     my $r = eval { $self->node($port, 'ROLE') };
     return ref $r eq 'ARRAY' ? $r->[0] : undef;
+}
+
+# Waits until replica $port is ready for a manual failover (CLUSTER
+# FAILOVER): its master lists it as its replica, and its replication link is
+# up.  A master ignores the failover's request from a node it does not yet
+# know as its replica (the cluster bus tells it some time after CLUSTER
+# REPLICATE), and the replica gives the failover up after 5 s.
+sub wait_failover_ready {
+    my ($self, $port, $timeout) = @_;
+    return RateLimitTest::wait_until(sub {
+        my @mine = $self->nodes($port);
+        my ($me) = grep { $_->{port} == $port } @mine;
+        my ($m) = grep { $_->{id} eq ($me->{master} // '') } @mine;
+        return 0 unless $me && $m;
+        my ($seen) = grep { $_->{id} eq $me->{id} } $self->nodes($m->{port});
+        return $seen && $seen->{role} eq 'slave' && $seen->{master} eq $me->{master}
+            && ($self->node($port, 'INFO', 'replication') // '') =~ /^master_link_status:up/m;
+    }, $timeout);
 }
 
 sub wait_role {
