@@ -347,10 +347,9 @@ for my $round (@ROUNDS) {
         # machine's (a loaded core's time slices), and limit_req's delayed
         # requests of this run measure it: its $request_time less the delay
         # it chose.  The module's median is within 2 ms of limit_req's, and
-        # its 95th percentile within 5 ms (the round trip) of limit_req's
-        # (on an idle machine limit_req's are 0 or 1 ms: the bounds were
-        # 2 and 5 ms, met; at a load of 3.5, limit_req's own timers fired
-        # up to 14 ms late, and 7.5% of the module's more than 5 ms late)
+        # its 95th percentile within 5 ms (the round trip) of limit_req's:
+        # on an idle machine, where limit_req's timers are on time, 2 and
+        # 5 ms as before
         my @early = grep { $_->{rt} < $_->{rd} - 1 } @waited;
         my @over = sort { $a <=> $b } map { $_->{rt} - $_->{rd} } @waited;
         my @lr_over = sort { $a <=> $b } @lr_late;
