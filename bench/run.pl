@@ -52,7 +52,7 @@ use warnings;
 
 use FindBin qw($Bin);
 use lib "$Bin/../t/lib";
-use RateLimitTest;
+use RateLimitTest qw(percentile);
 use TestCerts;
 use ClusterTest;
 use Digest::SHA qw(sha1_hex);
@@ -1011,15 +1011,6 @@ sub uri_files {
         push @files, $f;
     }
     return $c->{uri_files} = \@files;
-}
-
-sub percentile {
-    my ($p, @v) = @_;    # @v sorted
-    return undef unless @v;
-    my $i = int($p / 100 * @v + 0.999999) - 1;
-    $i = 0 if $i < 0;
-    $i = $#v if $i > $#v;
-    return $v[$i];
 }
 
 sub run_open {

@@ -101,7 +101,7 @@ BEGIN { require RateLimitTest::Warnings if $0 =~ /\.t\z/ }
 our @ISA = qw(RateLimitTest::Process RateLimitTest::Redis RateLimitTest::Nginx
     RateLimitTest::HTTP RateLimitTest::Log);
 our @EXPORT_OK = qw(parse_ratelimit parse_policy sleep_until_phase hdr
-    fail_policy_http fail_policy_server);
+    fail_policy_http fail_policy_server percentile);
 
 # The names the tests use for the process table and the owner.
 {
@@ -173,6 +173,17 @@ sub wait_until {
         return undef if time > $deadline;
         sleep 0.05;
     }
+}
+
+# The $p-th percentile of sorted numbers @v (the nearest rank); undef of
+# none.
+sub percentile {
+    my ($p, @v) = @_;
+    return undef unless @v;
+    my $i = int($p / 100 * @v + 0.999999) - 1;
+    $i = 0 if $i < 0;
+    $i = $#v if $i > $#v;
+    return $v[$i];
 }
 
 # Sleep until (time mod $period) == $offset (both in seconds), e.g. just after a

@@ -15,7 +15,7 @@ use Time::HiRes qw(time sleep);
 use Exporter 'import';
 use RateLimitTest::Env qw(_read_file);
 
-our @EXPORT_OK = qw(_alive _terminate _children_of free_port claim_port _port_open _kill_all);
+our @EXPORT_OK = qw(_alive _terminate _children_of free_port _port_open _kill_all);
 
 our $OWNER_PID = $$;
 our %CHILDREN;                 # pid (== pgid) => description
@@ -110,26 +110,25 @@ my $PORT_LOCKS = '/tmp/ratelimit-test-ports';
 my %CLAIMED;                   # port => its lock's file handle
 
 sub free_port {
-    for (1 .. 1000) {
-        my $p = 12000 + int(rand(20700));
-        return $p if claim_port($p);
-    }
-    die "no free loopback port between 12000 and 32699";
+    return claim_random(20700) // die "no free loopback port between 12000 and 32699";
 }
 
 # A named port P (as port()) whose Redis Cluster bus port, P + 10000, is
 # claimed too, both below the ephemeral range.
 sub cluster_port {
     my ($self, $name) = @_;
-    $self->{ports}{$name} //= do {
-        my $p;
-        for (1 .. 1000) {
-            $p = 12000 + int(rand(10700));
-            last if claim_port($p) && claim_port($p + 10000);
-            undef $p;
-        }
-        $p // die "no free port pair for $name";
-    };
+    $self->{ports}{$name} //= claim_random(10700, 10000) // die "no free port pair for $name";
+}
+
+# A port from 12000 on, of `span`, claimed (and P + `bus` too if given); undef
+# after 1000 tries.
+sub claim_random {
+    my ($span, $bus) = @_;
+    for (1 .. 1000) {
+        my $p = 12000 + int(rand($span));
+        return $p if claim_port($p) && (!$bus || claim_port($p + $bus));
+    }
+    return undef;
 }
 
 # True if $port is now this process's: bindable on 127.0.0.1 and no other
