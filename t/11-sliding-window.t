@@ -156,6 +156,10 @@ sub elapsed_ok {
 # means stepping over 1500 empty bucket numbers; in a hash the script gives
 # up stepping after 64 and reads the hash once, a packed string it reads
 # whole; the counts stay exact.  Subject `subject`, new keys in `layout`.
+# With the Redis module loaded its command decides, and reads a hash
+# through the module API: no HGETALL to count.
+my $command = grep { ref $_ eq 'ARRAY' && "@$_" =~ /\bratelimit\b/ }
+    @{ $t->redis('MODULE', 'LIST') };
 sub sparse_buckets {
     my ($subject, $layout) = @_;
     my $calls = sub {
@@ -174,7 +178,11 @@ sub sparse_buckets {
        "sparse buckets, $layout: the 1st left the window: one more admitted, then rejected");
     is(hdr($r[0], 'X-RateLimit-Remaining'), 0, "sparse buckets, $layout: remaining 0 (2 counted)");
     if ($layout eq 'hash') {
-        cmp_ok($calls->(), '>', $before, 'sparse buckets, hash: the hash was read once instead of stepping');
+        SKIP: {
+            skip 'the Redis module\'s command reads a hash through the module API, no HGETALL', 1
+                if $command;
+            cmp_ok($calls->(), '>', $before, 'sparse buckets, hash: the hash was read once instead of stepping');
+        }
     } else {
         is($calls->(), $before, 'sparse buckets, packed: the string read whole, no HGETALL');
     }

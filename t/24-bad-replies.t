@@ -238,6 +238,7 @@ sub fake_reply {
     my ($mode, $argv) = @_;
     my $cmd = uc $argv->[0];
     return "+OK\r\n" if $cmd eq 'AUTH' || $cmd eq 'SELECT';
+    return "+PONG\r\n" if $cmd eq 'PING';
     return '$40' . "\r\n" . ('a' x 40) . "\r\n" if $cmd eq 'SCRIPT';
     # a Redis without the Redis module: the batches go to the script
     return "-ERR unknown command '$argv->[0]'\r\n" if $cmd eq 'RATELIMIT.DECIDE';

@@ -30,7 +30,8 @@ sub noscript_errors {
 
 # ---------------------------------------------------------------------------
 
-$t->start_redis;
+# The script's path: with the Redis module loaded its command decides.
+$t->start_redis(redis_module => 0);
 $t->write_conf(<<'EOC');
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=2s;
 ratelimit_zone api key=$http_x_api_key limit=5 window=60s;
