@@ -128,17 +128,21 @@ local function run_gcra(d)
 end
 
 -- What run_window() makes of a packed string `s` of zone d, reading only
--- its ends (a request's cost does not grow with its live buckets): the
--- count in the window, its oldest bucket, and where a request's unit goes:
--- the byte of the newest count (from 1), which SETRANGE changes with the
--- total; or for a new bucket (sliding), the byte from which the buckets
--- are kept, those before it slid past, and `cut` their units.  nil where
--- careful() must take it: another shape, another window (fixed), a newest
--- bucket ahead of the clock, a count outgrowing its width, a base to move.
+-- its ends (a request's cost does not grow with its live buckets), each in
+-- one unpack: the count in the window, its oldest bucket, and where a
+-- request's unit goes: the byte of the newest count (from 1) and that
+-- count, which SETRANGE changes with the total; or for a new bucket
+-- (sliding), the byte from which the buckets are kept, those before it
+-- slid past, and `cut` their units.  nil where careful() must take it:
+-- another shape, another window (fixed), a newest bucket ahead of the
+-- clock, a count outgrowing its width, a base to move.
 local function glance(s, d)
   local n, current = #s, bucket[d]
   if fixed[d] then
-    local id, t = n == 16 and sunpack('<I8I8', s)
+    if n ~= 16 then
+      return
+    end
+    local id, t = sunpack('<I8I8', s)
     if id == current then
       return t, id, 9, false
     end
@@ -149,14 +153,13 @@ local function glance(s, d)
   if not (w == 1 or w == 2 or w == 4 or w == 8) or k < 1 or k % 1 ~= 0 then
     return
   end
-  local b, t = sunpack('<I8', s, 2), sunpack('<I8', s, n - 7)
-  local newest, c = sunpack('<I2I' .. w, s, n - 9 - w)
-  local first, oldest = current - span[d] + 1, b + sunpack('<I2', s, 10)
-  local at, cut = 10, 0
-  newest = b + newest
+  local b, oldest = sunpack('<I8I2', s, 2)
+  local newest, c, t = sunpack(tail_format[w], s, n - 9 - w)
+  local first, at, cut = current - span[d] + 1, 10, 0
+  newest, oldest = b + newest, b + oldest
   if newest == current then
-    if oldest >= first and c + 1 < 256 ^ w then
-      return t, oldest, n - 7 - w, false
+    if oldest >= first and width_of(c + 1) <= w then
+      return t, oldest, n - 7 - w, false, c
     end
     return
   end
@@ -164,26 +167,30 @@ local function glance(s, d)
     return
   end
   while b + sunpack('<I2', s, at) < first do
-    cut = cut + sunpack('<I' .. w, s, at + 2)
+    cut = cut + sunpack(count_format[w], s, at + 2)
     at = at + 2 + w
   end
   return t - cut, b + sunpack('<I2', s, at), at, cut
 end
 
 -- One unit counted in zone d's key as glance() read it (`s` false: no
--- key): in place, or the string made with a new bucket at its end.
-local function count_in(key, d, s, count, at, cut)
+-- key): in place (the newest count c), or the string made with a new
+-- bucket at its end.
+local function count_in(key, d, s, count, at, cut, c)
+  if s and not cut then
+    return call('SETRANGE', key, fmt('%d', at - 1), fixed[d]
+                and spack('<I8', count + 1)
+                or spack(pair_format[byte(s, 1)], c + 1, count + 1))
+  end
+  local at_ms = fmt('%d', (bucket[d] + span[d]) * width[d])
   if not s then
-    return put_bucket(key, d, fresh(), bucket[d], 1)
-  elseif not cut then
-    return call('SETRANGE', key, at - 1, fixed[d] and spack('<I8', count + 1)
-                or spack('<I' .. byte(s, 1) .. 'I8',
-                         sunpack('<I' .. byte(s, 1), s, at) + 1, count + 1))
+    return call('SET', key, fixed[d] and spack('<I8I8', bucket[d], 1)
+                or spack('<BI8I2I1I8', 1, bucket[d], 0, 1, 1), 'PXAT', at_ms)
   end
   call('SET', key, string.sub(s, 1, 9) .. string.sub(s, at, #s - 8)
-       .. spack('<I2I' .. byte(s, 1) .. 'I8',
+       .. spack(tail_format[byte(s, 1)],
                 bucket[d] - sunpack('<I8', s, 2), 1, count + 1),
-       'PXAT', fmt('%d', (bucket[d] + span[d]) * width[d]))
+       'PXAT', at_ms)
 end
 
 -- run()'s counted request of one window zone, taken here where new keys
@@ -197,9 +204,9 @@ end
 local function run_window(d)
   local key = keys[k]
   local s = d and redis.pcall('GET', key)
-  local count, oldest, at, cut
+  local count, oldest, at, cut, c
   if packed[d] and type(s) == 'string' then
-    count, oldest, at, cut = glance(s, d)
+    count, oldest, at, cut, c = glance(s, d)
   elseif packed[d] and s == false then
     count, oldest = 0, bucket[d]
   end
@@ -208,7 +215,7 @@ local function run_window(d)
     return careful(s)
   end
   if not out then
-    count_in(key, d, s, count, at, cut)
+    count_in(key, d, s, count, at, cut, c)
   end
   replies[r], replies[r + 1], replies[r + 2], replies[r + 3] =
       out and enforce[d] and 1 or 0, out and count or count + 1, oldest,
