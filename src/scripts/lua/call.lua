@@ -1,4 +1,4 @@
--- The window script, part 1 of 7 (assemble.pl joins the parts in its
+-- The window script, part 1 of 9 (assemble.pl joins the parts in its
 -- order): the call's time and its zones.  See window_script.hpp for the
 -- call and its reply, batch_protocol.hpp for the codes and widths that
 -- assemble.pl writes in place of the @names@.
@@ -23,17 +23,22 @@ local now_us = time[1] * 1000000 + time[2]
 -- expiry time made Redis delete a key as soon as written or keep it for
 -- ever, a limit of NaN let every request pass, and an unknown kind was
 -- read as a sliding window, an unknown mode as dry run.
--- The zones of the batch are read once: a zone's current bucket number is
--- also kept as text, the field name.  A GCRA zone's gcra[d] is its
--- emission interval in us (else false).
+-- The zones of the batch are read once, each with its current bucket
+-- number.  A GCRA zone's gcra[d] is its emission interval in us (else
+-- false).  The number of zones is a number, or one followed by the layout
+-- letter: compared, not matched by a pattern, as are a zone's kind and
+-- mode (every call reads them; a pattern match costs more).
 -- packed[d]: the zone's new keys are packed strings (window.lua), as the
 -- letter after the number of zones asks, but a sliding zone's of more
 -- buckets than a string's 2-byte bucket numbers reach.
-local zones, layout = string.match(
-    ARGV[1], '^(.-)([@kLayoutPacked@@kLayoutHash@]?)$')
-zones = tonumber(zones)
+local zones, layout = tonumber(ARGV[1])
+if not zones then
+  layout = string.sub(ARGV[1], -1)
+  zones = (layout == '@kLayoutPacked@' or layout == '@kLayoutHash@')
+          and tonumber(string.sub(ARGV[1], 1, -2))
+end
 local limit, width, span, fixed, enforce, gcra = {}, {}, {}, {}, {}, {}
-local packed, bucket, bucket_field = {}, {}, {}
+local packed, bucket = {}, {}
 local W = 604800000000000
 
 local function whole(x, most)
@@ -51,18 +56,17 @@ for d = 1, zones do
                   .. 'be whole numbers from 1, the limit at most 2^53, '
                   .. 'bucket * span at most 604800000000000 ms'}
   end
-  if not (string.match(ARGV[z + 3] or '',
-                       '^[@kZoneSliding@@kZoneFixed@@kZoneGcra@]$')
-          and string.match(ARGV[z + 4] or '',
-                           '^[@kZoneEnforced@@kZoneDryRun@]$')) then
+  local kind, mode = ARGV[z + 3], ARGV[z + 4]
+  if not ((kind == '@kZoneSliding@' or kind == '@kZoneFixed@'
+           or kind == '@kZoneGcra@')
+          and (mode == '@kZoneEnforced@' or mode == '@kZoneDryRun@')) then
     return {err = 'ERR ratelimit: unknown zone kind or mode'}
   end
-  fixed[d] = ARGV[z + 3] == '@kZoneFixed@'
-  gcra[d] = ARGV[z + 3] == '@kZoneGcra@' and width[d] * 1000 / limit[d]
-  enforce[d] = ARGV[z + 4] == '@kZoneEnforced@'
+  fixed[d] = kind == '@kZoneFixed@'
+  gcra[d] = kind == '@kZoneGcra@' and width[d] * 1000 / limit[d]
+  enforce[d] = mode == '@kZoneEnforced@'
   packed[d] = layout == '@kLayoutPacked@' and (fixed[d] or span[d] <= 65536)
   bucket[d] = math.floor(now / width[d])
-  bucket_field[d] = fmt('%d', bucket[d])
 end
 
 local byte = string.byte

@@ -1,4 +1,4 @@
--- The window script, part 5 of 7: a settle.
+-- The window script, part 6 of 9: a settle.
 --
 -- A settle adds its delta to its bucket if that bucket is still in the
 -- window, never below 0, and answers the count and oldest bucket after it
