@@ -10,7 +10,8 @@
 #   perl -I t/lib bench/layouts/cost.pl CASE SCENARIO [PER_CALL] [SUBJECTS]
 #
 # CASE: script_hash, command_hash (the module's script and command, from
-# this tree: build/ratelimit_redis.so), script_set, script_range,
+# this tree: build/ratelimit_redis.so; LAYOUT=p in the environment asks
+# them for packed new keys, the default hashes), script_set, script_range,
 # command_packed, command_packed_inplace (a new bucket grows the string in
 # place), incr (the floor: PER_CALL INCRs pipelined).
 # SCENARIO, each request a counted request of one zone, limit 10^9, on a
@@ -35,7 +36,8 @@ use warnings;
 
 use FindBin qw($Bin);
 use File::Temp qw(tempdir);
-use IO::Socket::UNIX;
+use lib $Bin;
+use CallgrindRedis;
 use Time::HiRes qw(sleep time);
 use RateLimitTest::Env qw(window_script);
 
@@ -54,60 +56,9 @@ system('g++', '-O2', '-g', '-fPIC', '-shared', '-std=c++17',
        "$ROOT/redis_module/api/redis_module_api.cpp", '-o', $proto) == 0
     or die "proto_command.cpp did not build\n";
 
-my $sock = "$dir/redis.sock";
-my $pid = fork // die "fork: $!\n";
-if (!$pid) {
-    open STDOUT, '>', "$dir/valgrind.out";
-    open STDERR, '>&', \*STDOUT;
-    exec 'valgrind', '--tool=callgrind', "--callgrind-out-file=$dir/cg",
-        'redis-server', '--port', '0', '--unixsocket', $sock,
-        '--save', '', '--appendonly', 'no',
-        '--loadmodule', "$ROOT/build/ratelimit_redis.so",
-        '--loadmodule', $proto,
-        $CASE eq 'command_packed_inplace' ? 'inplace' : ();
-    die "exec valgrind: $!\n";
-}
-
-# A run that dies stops its redis-server.
-END {
-    if ($pid && kill 0, $pid) {
-        kill 'TERM', $pid;
-        waitpid $pid, 0;
-    }
-}
-
-my $s;
-for (1 .. 600) {
-    last if $s = IO::Socket::UNIX->new(Peer => $sock);
-    sleep 0.1;
-}
-die "redis-server under valgrind did not come up\n" unless $s;
-
-sub request {
-    my $r = '*' . @_ . "\r\n";
-    $r .= '$' . length($_) . "\r\n$_\r\n" for @_;
-    return $r;
-}
-
-sub reply {
-    my $line = <$s> // die "redis closed\n";
-    $line =~ s/\r\n$//;
-    my $type = substr($line, 0, 1, '');
-    return $line if $type eq '+' || $type eq ':';
-    die "redis: $line\n" if $type eq '-';
-    if ($type eq '$') {
-        return undef if $line < 0;
-        read($s, my $bytes, $line + 2);
-        return substr($bytes, 0, $line);
-    }
-    return [map { reply() } 1 .. $line] if $type eq '*';
-    die "not RESP: $type$line\n";
-}
-
-sub command {
-    print {$s} request(@_);
-    return reply();
-}
+my $redis = CallgrindRedis->start(
+    '--loadmodule', "$ROOT/build/ratelimit_redis.so", '--loadmodule', $proto,
+    $CASE eq 'command_packed_inplace' ? 'inplace' : ());
 
 sub slurp {
     open my $fh, '<', $_[0] or die "$_[0]: $!\n";
@@ -119,9 +70,9 @@ my $packed = slurp("$Bin/packed.lua");
 (my $packed_set = $packed) =~ s/^local in_place = true$/local in_place = false/m
     or die "packed.lua: no 'local in_place = true'\n";
 my %sha = (
-    script_hash  => command('SCRIPT', 'LOAD', window_script()),
-    script_set   => command('SCRIPT', 'LOAD', $packed_set),
-    script_range => command('SCRIPT', 'LOAD', $packed),
+    script_hash  => $redis->command('SCRIPT', 'LOAD', window_script()),
+    script_set   => $redis->command('SCRIPT', 'LOAD', $packed_set),
+    script_range => $redis->command('SCRIPT', 'LOAD', $packed),
 );
 my ($BUCKET_MS, $SPAN, $KIND) =
     $SCENARIO eq 'new'   ? (1000, 60, 's')
@@ -129,7 +80,8 @@ my ($BUCKET_MS, $SPAN, $KIND) =
   : $SCENARIO eq 'mix7'  ? (3600000, 60, 's')
   :                        (3600000, 2, 's');
 my $LIMIT = 1_000_000_000;
-my @ZONE = (1, $LIMIT, $BUCKET_MS, $SPAN, $KIND, '1');
+my @ZONE = ('1' . ($ENV{LAYOUT} // ''), $LIMIT, $BUCKET_MS, $SPAN, $KIND,
+    '1');
 
 # One call of a request per key (the entries are the window script's; the
 # candidates' scripts and command count 1 a key whatever they say).
@@ -137,15 +89,16 @@ sub decide {
     my @keys = @_;
     my $n = @keys;
     if ($CASE eq 'incr') {
-        print {$s} join '', map { request('INCR', $_) } @keys;
-        reply() for @keys;
+        $redis->send_raw(join '', map { $redis->request('INCR', $_) } @keys);
+        $redis->reply for @keys;
         return;
     }
     my $r = $CASE eq 'command_hash'
-        ? command('RATELIMIT.DECIDE', $n, @keys, @ZONE, ("c\0") x $n)
+        ? $redis->command('RATELIMIT.DECIDE', $n, @keys, @ZONE, ("c\0") x $n)
       : $CASE =~ /^command_packed/
-        ? command('PROTO.DECIDE', $LIMIT, $BUCKET_MS, $SPAN, $KIND, @keys)
-      : command('EVALSHA', $sha{$CASE} // die("no case $CASE\n"), $n,
+        ? $redis->command('PROTO.DECIDE', $LIMIT, $BUCKET_MS, $SPAN, $KIND,
+                          @keys)
+      : $redis->command('EVALSHA', $sha{$CASE} // die("no case $CASE\n"), $n,
                 @keys, @ZONE, ("c\0") x $n);
     die "not a decision: @$r\n"
         unless @$r == 1 + 4 * $n && !grep { $r->[1 + 4 * $_] } 0 .. $n - 1;
@@ -189,7 +142,8 @@ end
 PACKED
     for (my $i = 0; $i < @subjects; $i += 256) {
         my @keys = grep { defined } @subjects[$i .. $i + 255];
-        command('EVAL', $script, scalar @keys, @keys, $BUCKET_MS, $SPAN);
+        $redis->command('EVAL', $script, scalar @keys, @keys, $BUCKET_MS,
+                        $SPAN);
     }
 }
 
@@ -206,20 +160,14 @@ if ($SCENARIO eq 'new') {
     sleep 0.01 while int(time) == $second;
 }
 
-command('CONFIG', 'RESETSTAT');
-system("callgrind_control -z $pid >/dev/null 2>&1") == 0
-    or die "callgrind zero\n";
+$redis->command('CONFIG', 'RESETSTAT');
+$redis->zero;
 each_once('');
-system("callgrind_control -d $pid >/dev/null 2>&1") == 0
-    or die "callgrind dump\n";
-my $stats = command('INFO', 'commandstats');
-my $memory = command('MEMORY', 'USAGE', $subjects[0]);
-print {$s} request('SHUTDOWN', 'NOSAVE');
-waitpid $pid, 0;
+my $total = $redis->instructions;
+my $stats = $redis->command('INFO', 'commandstats');
+my $memory = $redis->command('MEMORY', 'USAGE', $subjects[0]);
+$redis->stop;
 
-my ($dump) = grep { !/\/cg$/ } glob("$dir/cg.*");
-my ($total) = `callgrind_annotate $dump` =~ /^\s*([\d,]+)\s.*PROGRAM TOTALS/m;
-$total =~ tr/,//d;
 my %calls;
 for (split /\r?\n/, $stats) {
     $calls{$1} = $2
