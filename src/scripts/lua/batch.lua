@@ -152,6 +152,76 @@ local function run_window(d)
   a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
 end
 
+-- run()'s counted request of one window zone whose new keys are hashes
+-- (layout=hash while a fleet is upgraded, or a sliding zone of more
+-- buckets than a string holds): the hash's fields read by one HMGET and
+-- counted by one HSET, when it needs nothing deleted: counted in the
+-- bucket (or fixed window) it was last counted in, in a new bucket, or in
+-- a new key.  "+ 0" raises on a field that is not a number, as HMGET on a
+-- string raises WRONGTYPE, before anything is written; after the HSET
+-- nothing raises.  Everything else goes to careful(), which reads again.
+local function run_hash(d)
+  local key, current = keys[k], bucket[d]
+  local field, first = fmt('%d', current), current - span[d] + 1
+  local take, h, count, oldest, same = true
+  if fixed[d] then
+    h = call('HMGET', key, 't', 'n')
+    same = h[2] == field
+    if same then
+      count, oldest = h[1] + 0, current
+    else
+      count, oldest, take = 0, 0, not (h[1] or h[2])
+    end
+  else
+    h = call('HMGET', key, 't', 'o', 'n', field)
+    local newest = h[3]
+    if newest then
+      count, oldest = h[1] + 0, h[2] + 0
+      same = newest == field
+      if not same then
+        newest = newest + 0
+        same = newest == current
+        take = newest <= current and newest >= first
+      end
+      take = take and oldest >= first
+    else
+      count, oldest, same, take = 0, 0, false, not (h[1] or h[2])
+    end
+  end
+  if not take then
+    return careful(nil)
+  end
+  local out = 1 > limit[d] - count
+  if not out then
+    local total = fmt('%d', count + 1)
+    if oldest == 0 then
+      oldest = current
+    end
+    if fixed[d] and same then
+      call('HSET', key, 't', total)
+    elseif fixed[d] then
+      call('HSET', key, 't', total, 'n', field)
+    elseif same then
+      call('HSET', key, field, fmt('%d', h[4] + 1), 't', total)
+    else
+      call('HSET', key, field, '1', 't', total, 'o', fmt('%d', oldest),
+           'n', field)
+    end
+  end
+  replies[r], replies[r + 1], replies[r + 2], replies[r + 3] =
+      out and enforce[d] and 1 or 0, out and count or count + 1, oldest,
+      out and 1 or 0
+  if not (out or same) then
+    local w = redis.pcall('PEXPIREAT', key,
+                          fmt('%d', (current + span[d]) * width[d]))
+    if type(w) == 'table' then
+      replies[r], replies[r + 1], replies[r + 2], replies[r + 3] =
+          w, 0, 0, 0
+    end
+  end
+  a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
+end
+
 -- The requests one after another, as if each were its own call, but at
 -- one Redis time, into one flat reply.  Anything in run() that raises (a
 -- field that is not a number, a key of another type, OOM) does so before
@@ -162,6 +232,8 @@ local function run()
     local d = solo[ARGV[a]]
     if d and gcra[d] then
       run_gcra(d)
+    elseif d and not packed[d] then
+      run_hash(d)
     else
       run_window(d)
     end
