@@ -25,7 +25,11 @@
 #   BENCH_BASELINE_MODULE=path  another build of the module (before a
 #                         change): every case of the module runs twice,
 #                         CASE and CASE_base with that build, round-robin
-#                         in the same rounds
+#                         in the same rounds; a single Redis's baseline
+#                         keys in its db 1, apart from this build's
+#   BENCH_BASELINE_REDIS_MODULE=path  that build's Redis module: the
+#                         baseline of the cases of the Redis module's
+#                         command runs on a redis-server of its own with it
 #   BENCH_PEERS=dir       the peers' tarballs (default ../shared/peers)
 #   NGINX_SRC=dir         the nginx tree the peer's module is built against
 #                         (default /usr/share/nginx/src, as build.sh)
@@ -208,6 +212,17 @@ my $MODULE_CLUSTER = ClusterTest->new($rt_module, masters => 3, replicas => 0, n
     redis_module => { 1 => 1, 2 => 1, 3 => 1 });
 $MODULE_CLUSTER->start(30) or die "the bench's Redis Cluster with the module did not come up\n";
 my @MODULE_CLUSTER_MASTERS = map { $_->{port} } $MODULE_CLUSTER->masters;
+
+# The baseline build's Redis module, on a redis-server of its own: the two
+# releases' modules name one command.
+my ($rt_base_module, $BASE_MODULE_RPORT);
+if (my $so = $ENV{BENCH_BASELINE_REDIS_MODULE}) {
+    $so = abs_path($so) // die "$ENV{BENCH_BASELINE_REDIS_MODULE} not found\n";
+    note "starting redis-server with the baseline's Redis module";
+    $rt_base_module = RateLimitTest->new(workers => 1);
+    $rt_base_module->start_redis(redis_module => 0, args => ['--loadmodule', $so]);
+    $BASE_MODULE_RPORT = $rt_base_module->redis_port;
+}
 
 # ---------------------------------------------------------------------------
 # The GCRA case's peer: weserv's rate-limit-nginx-module, whose GCRA is
@@ -687,13 +702,27 @@ my @CASES = (
 if (my $base = $ENV{BENCH_BASELINE_MODULE}) {
     $base = abs_path($base) // die "$ENV{BENCH_BASELINE_MODULE} not found\n";
     @CASES = map {
-        $_->{no_module} || $_->{lua} || $_->{peer} ? $_
-            : ($_, { %$_, id => "$_->{id}_base",
-                     label => "$_->{label} (baseline build)",
-                     load => "load_module $base;" })
+        $_->{no_module} || $_->{lua} || $_->{peer} ? $_ : ($_, baseline_of($_, $base))
     } @CASES;
 }
 my %CASE = map { $_->{id} => $_ } @CASES;
+
+# Case `c` with the baseline build `so`: on a single Redis its keys in db 1,
+# so that neither build meets the other's; a case of the Redis module's
+# command on the baseline's Redis module, if given.
+sub baseline_of {
+    my ($c, $so) = @_;
+    my %b = (%$c, id => "$c->{id}_base", label => "$c->{label} (baseline build)",
+        load => "load_module $so;");
+    return \%b if $c->{redis_nodes};
+    if ($rt_base_module && ($c->{redis} // 0) == $rt_module) {
+        $b{redis} = $rt_base_module;
+        $b{http} =~ s/:$MODULE_RPORT\b/:$BASE_MODULE_RPORT/;
+    }
+    $b{http} =~ s/^(    ratelimit_redis \S+) /$1 db=1 /m or die "$c->{id}: no ratelimit_redis line\n";
+    $b{db} = 1;
+    return \%b;
+}
 
 # The latency pass's cases: each its own nginx, the same configuration keyed
 # by $arg_key (h2load sends one set of headers; the subjects go in the URI).
@@ -869,37 +898,45 @@ my @LAT = map { +{ %{ $CASE{$_} }, id => "${_}_c1", conns => 1, seconds => $LAT_
     qw(plain sliding lua_sliding);
 my @MEAS = (@CASES, @LAT);
 
-# Redis bytes per subject of the 60 s / 1 s zone, on the Redis of case `c`,
-# sampled right after its last run, before its keys expire.
+# Redis bytes per subject of the 60 s / 1 s zone, on the Redis of case `c`
+# (in its db), sampled right after its last run, before its keys expire;
+# "fields" a key's live buckets, in either layout.
 sub sample_memory {
     my ($c) = @_;
     my $at = $c->{redis} // $rt;
+    my $ask = sub { $c->{db} ? $at->redis_db($c->{db}, @_) : $at->redis(@_) };
+    my $run = sub {
+        my $r = $ask->(@_);
+        die "redis $_[0]: $$r\n" if RateLimitTest::is_redis_error($r);
+        return $r;
+    };
     note "sampling MEMORY USAGE of z60 keys (subjects k1..k) of case $c->{id}";
     my (@mem, @fields, @keys, %seen);
     my $cursor = 0;
     do {
-        my $r = rcmd_at($at, 'SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 1000);
+        my $r = $run->('SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 1000);
         $cursor = $r->[0];
         $seen{$_} = 1 for @{ $r->[1] };
     } while ($cursor ne '0' && keys %seen < 500);
     @keys = (sort keys %seen)[0 .. ((keys %seen) < 500 ? (keys %seen) - 1 : 499)];
     for my $k (@keys) {
-        my $m = rcmd_at($at, 'MEMORY', 'USAGE', $k, 'SAMPLES', 0);
+        my $m = $run->('MEMORY', 'USAGE', $k, 'SAMPLES', 0);
         next unless defined $m;
         push @mem, $m;
-        push @fields, rcmd_at($at, 'HLEN', $k);
+        my $w = RateLimitTest::Redis::read_window($ask, $k);
+        push @fields, scalar grep { /^\d+$/ } keys %$w;
     }
     my $count = 0;
     $cursor = 0;
     do {
-        my $r = rcmd_at($at, 'SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 5000);
+        my $r = $run->('SCAN', $cursor, 'MATCH', 'rl:z60:k*', 'COUNT', 5000);
         $cursor = $r->[0];
         $count += @{ $r->[1] };
     } while ($cursor ne '0');
     return {
         avg => @mem ? sum(@mem) / @mem : undef, sampled => \@mem,
         fields_avg => @fields ? sum(@fields) / @fields : undef, keys => $count,
-        encoding => @keys ? rcmd_at($at, 'OBJECT', 'ENCODING', $keys[0]) : undef,
+        encoding => @keys ? $run->('OBJECT', 'ENCODING', $keys[0]) : undef,
     };
 }
 
@@ -913,7 +950,7 @@ for my $round (1 .. $ROUNDS) {
         $m->{round} = $round;
         push @{ $res{ $c->{id} } }, $m;
         $memory{ $c->{id} } = sample_memory($c)
-            if $round == $ROUNDS && ($c->{id} eq 'sliding' || $c->{id} eq 'native');
+            if $round == $ROUNDS && $c->{id} =~ /^(?:sliding|native)(?:_base)?$/;
         note sprintf("round %d %-12s %8.0f req/s p50 %6.3f ms p99 %6.3f ms non2xx %5.1f%% redis %.2f cmd/req %.2f us/req  [%s]",
             $round, $c->{id}, $m->{rps}, $m->{p50} / 1000, $m->{p99} / 1000,
             100 * $m->{non2xx}, $m->{calls}, $m->{usec}, $m->{detail});
@@ -922,9 +959,6 @@ for my $round (1 .. $ROUNDS) {
 
 my $mem_avg    = $memory{sliding}{avg};
 my $fields_avg = $memory{sliding}{fields_avg};
-my $encoding   = $memory{sliding}{encoding};
-my $z60_keys   = $memory{sliding}{keys} // 0;
-my @mem        = @{ $memory{sliding}{sampled} // [] };
 
 # ---------------------------------------------------------------------------
 # worker RSS before/after many distinct subjects (module, 60 s zone)
@@ -1121,6 +1155,7 @@ if (my $mc = $CASE{sliding_metrics}) {
 for my $c (@CASES, @OPEN) { $c->{t}->stop_nginx }
 $rt->stop_redis;
 $rt_module->stop_redis;
+$rt_base_module->stop_redis if $rt_base_module;
 $rt_weserv->stop_redis if $rt_weserv;
 
 # ---------------------------------------------------------------------------
@@ -1233,15 +1268,16 @@ push @out, "";
 my $z60_bytes = $mem_avg;
 push @out, "## Memory";
 push @out, "";
-push @out, sprintf("- Redis, 60 s window of 1 s buckets: %s bytes per active subject (MEMORY USAGE SAMPLES 0, average over %d of %d keys, encoding %s), "
-    . "%s hash fields per key on average (3 bookkeeping fields + %s non-empty buckets: each subject was hit in that many distinct seconds; "
-    . "a key touched in all 60 seconds of its window holds up to 60 buckets).",
-    f('%.0f', $mem_avg), scalar(@mem), $z60_keys, $encoding // '?', f('%.1f', $fields_avg),
-    f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef));
+# One line per case sampled (sliding, native and their baselines).
+for my $id (grep { $memory{$_} } qw(sliding sliding_base native native_base)) {
+    my $m = $memory{$id};
+    push @out, sprintf("- Redis, 60 s window of 1 s buckets, case %s: %s bytes per active subject "
+        . "(MEMORY USAGE SAMPLES 0, average over %d of %d keys, encoding %s), %s live buckets per key on average "
+        . "(each subject was hit in that many distinct seconds; a key touched in all 60 seconds of its window "
+        . "holds up to 60).", $id, f('%.0f', $m->{avg}), scalar(@{ $m->{sampled} }), $m->{keys} // 0,
+        $m->{encoding} // '?', f('%.1f', $m->{fields_avg}));
+}
 my $rss_growth = $u ? $rss_after - $rss_before : undef;
-push @out, sprintf("- The same zone decided by the Redis module's command, on its own Redis: %s bytes per active subject, "
-    . "%s hash fields per key (the same hashes; the figure differs with how many seconds each subject was seen in).",
-    f('%.0f', $memory{native}{avg}), f('%.1f', $memory{native}{fields_avg}));
 if ($u) {
     push @out, sprintf("- nginx worker (module, 60 s zone) VmRSS: %d kB before, %d kB after %d requests for %d distinct subjects "
         . "(%.0f req/s over %.1f s, %d non-2xx; peak during the run %d kB): %+d kB.",
@@ -1325,7 +1361,7 @@ target("p99 added over plain <= 0.5 ms ($CONNS connections)", defined $p99d ? $p
         f('%.3f', median(col('sliding', 'p99')) / 1000), f('%.3f', median(col('plain', 'p99')) / 1000),
         f('%+.3f', defined $p99l ? $p99l / 1000 : undef)));
 target('Redis bytes per subject <= 200', defined $z60_bytes ? $z60_bytes <= 200 : undef,
-    sprintf('%s bytes (%s buckets per key)', f('%.0f', $z60_bytes), f('%.1f', defined $fields_avg ? $fields_avg - 3 : undef)));
+    sprintf('%s bytes (%s buckets per key)', f('%.0f', $z60_bytes), f('%.1f', $fields_avg)));
 target('worker RSS flat (growth <= 1024 kB)', $u ? $rss_growth <= 1024 : undef,
     $u ? sprintf('%+d kB over %d distinct subjects', $rss_growth, $u->{requests}) : '-');
 

@@ -103,11 +103,8 @@ ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
         return NGX_ERROR;
     }
 
-    bool cross_slot = mcf->redis->cluster && mcf->redis->cross_slot;
-
-    worker.calls = new (std::nothrow) CallBatcher(worker.link, cross_slot,
+    worker.calls = new (std::nothrow) CallBatcher(worker.link, *mcf->redis,
                                                   rate_reply_sink(),
-                                                  mcf->redis->timeout,
                                                   cycle->log);
 
     if (worker.calls == nullptr) {

@@ -27,6 +27,7 @@ my $HEADER = 'protocol/batch_protocol.hpp';
 # module's command: each takes the protocol from the header.
 my @SPEAKERS = qw(src/scripts/script_batch.cpp src/scripts/window_script.cpp
                   redis_module/command/batch_call.cpp
+                  redis_module/zones/batch.cpp
                   redis_module/zones/batch_decider.cpp);
 
 my %sources;

@@ -113,6 +113,16 @@ ratelimit_redis unix:%%TMP%%/redis.sock db=1;
 ratelimit_zone api key=$http_x_api_key limit=3 window=10s;
 EOF
 
+conf_ok('new keys hashes', <<'EOF' . server());
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% layout=hash;
+ratelimit_zone api key=$http_x_api_key limit=3 window=10s;
+EOF
+
+conf_ok('new keys packed strings', <<'EOF' . server());
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% layout=packed;
+ratelimit_zone api key=$http_x_api_key limit=3 window=10s;
+EOF
+
 # --- invalid configurations -----------------------------------------------
 
 conf_err('unknown zone', <<"EOF" . server('ratelimit zone=nope;'),
@@ -157,6 +167,12 @@ ratelimit_redis 127.0.0.1:%%REDIS_PORT%% foo=bar;
 ratelimit_zone api key=$binary_remote_addr rate=10r/s;
 EOF
     qr/foo=bar/, ['ratelimit_redis', 'foo=bar'], 'invalid parameter "foo=bar"');
+
+conf_err('a layout of new keys that is none', <<'EOF' . server(),
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% layout=string;
+ratelimit_zone api key=$binary_remote_addr rate=10r/s;
+EOF
+    qr/layout=string/, ['ratelimit_redis', 'layout=string'], 'invalid parameter "layout=string"');
 
 conf_err('bad redis address', <<'EOF' . server(),
 ratelimit_redis 127.0.0.1:notaport;

@@ -215,7 +215,7 @@ sub run_nginx {
     ok(defined $when, 'password_file: the first line is the password: PASSED');
     my @s = map { $t->req('closed', 'pwf-exact')->{status} } 1 .. 3;
     is("@s", '200 200 429', 'password_file: exact limit');
-    is($t->redis_hash_total('rl:api:pwf-exact'), 2, 'password_file: counted in redis');
+    is($t->redis_window_total('rl:api:pwf-exact'), 2, 'password_file: counted in redis');
     unlike($t->error_log . $out, qr/pw-from-file-7Q/, 'password_file: the secret is in no log line (debug level)');
 }
 
@@ -263,7 +263,7 @@ for my $len (2000, 16384) {
     ok(defined(($t->wait_passed('open', "warm-$len", 3))[0]), "password_file with a password of $len bytes: PASSED");
     my @s = map { $t->req('closed', "long-$len")->{status} } 1 .. 3;
     is("@s", '200 200 429', "password_file with a password of $len bytes: authenticated, the limit holds");
-    is($t->redis_hash_total("rl:api:long-$len"), 2, "password_file with a password of $len bytes: counted in redis");
+    is($t->redis_window_total("rl:api:long-$len"), 2, "password_file with a password of $len bytes: counted in redis");
 }
 
 $t->stop_nginx;

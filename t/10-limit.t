@@ -122,9 +122,9 @@ for my $i (4 .. 5) {
 }
 
 # redis state: rejected requests are not counted
-is($t->redis('TYPE', 'rl:api:k1'), 'hash', 'rl:api:k1 is a hash');
-is($t->redis_hash_total('rl:api:k1'), 3, 'rl:api:k1 counts 3 (rejections not counted)');
-is($t->redis_hash_total('rl:api:k2'), 1, 'rl:api:k2 counts 1');
+is($t->redis('TYPE', 'rl:api:k1'), 'string', 'rl:api:k1 is a string (the default layout, packed)');
+is($t->redis_window_total('rl:api:k1'), 3, 'rl:api:k1 counts 3 (rejections not counted)');
+is($t->redis_window_total('rl:api:k2'), 1, 'rl:api:k2 counts 1');
 
 # one log line per rejection, at [error] by default
 is($t->wait_log(qr/limiting requests by zone "api"/, 2), 2, 'two "limiting requests" lines');

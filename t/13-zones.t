@@ -80,8 +80,8 @@ sub rl_str {
     is($r->{status}, 429, 'two zones: 4th rejected by a');
     is(rl_str($r), 'a;r=0', 'two zones: 429 names zone a');
     is(hdr($r, 'X-RL-Status'), 'REJECTED', 'two zones: REJECTED');
-    is($t->redis_hash_total('rl:a:k1'), 3, 'zone a counted 3');
-    is($t->redis_hash_total('rl:b:u1'), 3, 'zone b counted 3 (request rejected by a not counted in b)');
+    is($t->redis_window_total('rl:a:k1'), 3, 'zone a counted 3');
+    is($t->redis_window_total('rl:b:u1'), 3, 'zone b counted 3 (request rejected by a not counted in b)');
 
     %h = ('X-Api-Key' => 'k2', 'X-User' => 'u1');
     $r = get('/two/index.html', %h);
@@ -95,8 +95,8 @@ sub rl_str {
     is($r->{status}, 429, 'two zones, k2: rejected by b');
     is(rl_str($r), 'b;r=0', 'two zones: 429 names zone b');
     is(hdr($r, 'X-RateLimit-Remaining'), 0, 'two zones: remaining 0');
-    is($t->redis_hash_total('rl:a:k2'), 2, 'zone a counted 2 for k2 (request rejected by b not counted in a)');
-    is($t->redis_hash_total('rl:b:u1'), 5, 'zone b counted 5');
+    is($t->redis_window_total('rl:a:k2'), 2, 'zone a counted 2 for k2 (request rejected by b not counted in a)');
+    is($t->redis_window_total('rl:b:u1'), 5, 'zone b counted 5');
 
     $r = get('/rev/index.html', 'X-Api-Key' => 'k3', 'X-User' => 'u3');
     is($r->{status}, 200, 'reversed order: 200');
@@ -111,7 +111,7 @@ sub rl_str {
     is(policy_str($r), 'a;q=3;w=60', 'location without ratelimit inherits server zone a');
     $r = get('/own/index.html', 'X-Api-Key' => 'k10', 'X-User' => 'u10');
     is(policy_str($r), 'b;q=5;w=60', 'location with its own ratelimit uses only zone b');
-    is($t->redis_hash_total('rl:a:k10'), 1, 'zone a not applied in /own/');
+    is($t->redis_window_total('rl:a:k10'), 1, 'zone a not applied in /own/');
     my @s = map { get('/inh/index.html', 'X-Api-Key' => 'k10')->{status} } 1 .. 3;
     is("@s", '200 200 429', 'inherited zone a enforces its limit');
 
@@ -154,9 +154,9 @@ sub rl_str {
     is($r->{status}, 200, 'binary key: 200');
     is(hdr($r, 'X-RateLimit-Remaining'), 99, 'binary key: remaining 99');
     is($t->redis('EXISTS', "rl:ip:\x7f\x00\x00\x01"), 1, 'binary key: redis key rl:ip:\\x7f\\x00\\x00\\x01');
-    is($t->redis_hash_total("rl:ip:\x7f\x00\x00\x01"), 1, 'binary key: counted 1');
+    is($t->redis_window_total("rl:ip:\x7f\x00\x00\x01"), 1, 'binary key: counted 1');
     get('/ip/index.html');
-    is($t->redis_hash_total("rl:ip:\x7f\x00\x00\x01"), 2, 'binary key: counted 2');
+    is($t->redis_window_total("rl:ip:\x7f\x00\x00\x01"), 2, 'binary key: counted 2');
     my @k = $t->redis_keys('rl:ip:*');
     is(scalar @k, 1, 'binary key: a single key for the zone');
 }
@@ -181,7 +181,7 @@ sub rl_str {
         . (@keys ? length($keys[0]) : '-'));
     ok(@keys && index($keys[0], 'rl:') == 0, '300-byte key: keeps the rl: prefix');
     ok(@keys && index($keys[0], 'x' x 32) < 0, '300-byte key: raw subject not in the redis key');
-    is(@keys && $t->redis_hash_total($keys[0]), 2, '300-byte key: counted 2 under the hashed key');
+    is(@keys && $t->redis_window_total($keys[0]), 2, '300-byte key: counted 2 under the hashed key');
     $r = get('/long/index.html', 'X-Api-Key' => $lb);
     is($r->{status}, 200, 'different 300-byte key (same 299-byte prefix): separate counter');
     is(hdr($r, 'X-RateLimit-Remaining'), 1, 'different 300-byte key: remaining 1');
@@ -202,7 +202,7 @@ $t->start_nginx;
     # counters continue under the new prefix only
     $r = get('/inh/index.html', 'X-Api-Key' => 'k1');
     is($r->{status}, 200, 'prefix: k1 (limited under rl:) is fresh under myapp:');
-    is($t->redis_hash_total('myapp:a:k1'), 1, 'prefix: myapp:a:k1 counted 1');
+    is($t->redis_window_total('myapp:a:k1'), 1, 'prefix: myapp:a:k1 counted 1');
 }
 
 $t->stop_nginx;

@@ -110,7 +110,7 @@ sub check {
         "$path: remaining decreases by one per request");
     is($r[0]{content}, $content, "$path: content") if defined $content;
     is(hdr($r[0], 'X-RL-Status'), 'PASSED', "$path: \$ratelimit_status PASSED");
-    is($t->redis_hash_total("rl:api:$key"), 3, "$path: redis counts 3");
+    is($t->redis_window_total("rl:api:$key"), 3, "$path: redis counts 3");
     my $w = $t->count_log(qr/limiting requests by zone "api", key "\Q$key\E"/);
     is($w, 1, "$path: one log line for the one rejection");
     return @r;
@@ -142,7 +142,7 @@ check('/rw/a.html', 'rw', "page a\n");
     my @r = map { $t->get('/e429/a.html', { 'X-Api-Key' => 'e429' }) } 1 .. 5;
     is(join(' ', map { $_->{status} } @r), '200 200 200 429 429', 'error_page 429: statuses');
     is($r[3]{content}, "slow down\n", 'error_page 429: custom page served');
-    is($t->redis_hash_total('rl:api:e429'), 3, 'error_page 429: redis counts 3');
+    is($t->redis_window_total('rl:api:e429'), 3, 'error_page 429: redis counts 3');
 }
 
 # from an unlimited location into a limited one: the limit applies once
@@ -152,7 +152,7 @@ check('/u/x', 'u', "page a\n");
 {
     my $r = $t->get('/lim/x.html', { 'X-Api-Key' => 'direct' });
     is(hdr($r, 'X-RateLimit-Remaining'), 2, 'direct request: counted');
-    is($t->redis_hash_total('rl:api:direct'), 1, 'direct request: redis counts 1');
+    is($t->redis_window_total('rl:api:direct'), 1, 'direct request: redis counts 1');
 }
 
 $t->stop_nginx;

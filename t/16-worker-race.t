@@ -37,7 +37,7 @@ $t->start_nginx;
     my %rs;
     $rs{ $_->{headers}{'x-rl-status'} // '' }++ for @res;
     is($rs{ERROR} // 0, 0, 'no redis errors') or diag(explain \%rs);
-    is($t->redis_hash_total('rl:api:conc'), 50, 'redis counts 50');
+    is($t->redis_window_total('rl:api:conc'), 50, 'redis counts 50');
 
     # remaining values of the admitted requests are 49..0, each exactly once
     my @rem = sort { $a <=> $b } map { $_->{headers}{'x-ratelimit-remaining'} // -1 }
@@ -59,8 +59,8 @@ $t->start_nginx;
     my $rej = grep { $_->{status} == 429 } @res;
     is($ok, 60, 'two subjects: exactly 2 x 30 admitted');
     is($rej, 100, 'two subjects: the rest rejected');
-    is($t->redis_hash_total('rl:two:ka'), 30, 'subject ka counts 30');
-    is($t->redis_hash_total('rl:two:kb'), 30, 'subject kb counts 30');
+    is($t->redis_window_total('rl:two:ka'), 30, 'subject ka counts 30');
+    is($t->redis_window_total('rl:two:kb'), 30, 'subject kb counts 30');
 }
 
 $t->stop_nginx;

@@ -36,7 +36,7 @@ $t->start_nginx;
 
 sub total {
     my ($zone, $subject) = @_;
-    return $t->redis('HGET', "rl:$zone:$subject", 't') // 0;
+    return $t->redis_window_count("rl:$zone:$subject") // 0;
 }
 
 # Rounds of 24 requests sent at once over 2 subjects and all 3 locations,

@@ -249,7 +249,7 @@ my $N = $CLIENTS * $PER;
         my $l = $LIMIT{ zone_of($j) };
         my $m = extra_of($j);
         my $want = 1 + ($m < $l - 1 ? $m : $l - 1);
-        my $got = $t->redis_hash_total('rl:z' . zone_of($j) . ":k$j") // 'none';
+        my $got = $t->redis_window_total('rl:z' . zone_of($j) . ":k$j") // 'none';
         push @wrong_redis, "k$j: $got, want $want" if $got ne $want;
         last if time - $t0 > 10;
     }

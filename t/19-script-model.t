@@ -53,12 +53,26 @@
 # - an interval peek ("i", a bucket count K per zone) is a peek whose reply
 #   goes on with, per zone, the sum of its buckets numbered current - K + 1
 #   to current (a fixed window: its count, whatever K);
-# - a sliding key is a hash of "t" (the count), "o" and "n" (oldest and newest
-#   bucket) and one field per non-empty bucket; a fixed one of "t" and "n"
-#   (the window).  Every call that reads a key deletes the buckets that left
-#   its window (the others stay until then), and the key expires exactly when
-#   its newest bucket leaves the window (PEXPIRETIME);
-# - a request with a key of another type (a string), in any of its zones,
+# - a key is made (new, or started afresh) in the layout its batch asks for
+#   (the letter after the number of zones: "p" packed strings, "h" or none
+#   hashes); a request that writes a key of the other layout (counts in it,
+#   settles it, or deletes the buckets that left its window) leaves it in
+#   its batch's, the same buckets and expiry (a string's width then the
+#   smallest that holds them, its base its oldest bucket); one that writes
+#   nothing leaves it as it was;
+# - a sliding hash is "t" (the count), "o" and "n" (oldest and newest
+#   bucket) and one field per non-empty bucket; a fixed one "t" and "n"
+#   (the window).  A sliding packed string is, little-endian, a byte (the
+#   width of a count: the smallest that held every count since the key was
+#   made), the base bucket (the oldest, moved only to an older one or when
+#   the newest is 65,536 past it), per bucket oldest first its number less
+#   the base (2 bytes) and its count, and the count (8); a fixed one the
+#   window and the count (8 bytes each).  Every call that reads a key
+#   deletes the buckets that left its window (the others stay until then),
+#   and the key expires exactly when its newest bucket leaves the window
+#   (PEXPIRETIME);
+# - a request with a key of another type (a string not of the packed
+#   layout's shape), in any of its zones,
 #   gets an error in place of `rejected` and zeros after it, changes no key
 #   (the buckets an earlier zone's window slid past are still there), and
 #   the other requests of the batch are decided as usual; the string is left
@@ -175,10 +189,11 @@ my @SUBJECTS = (('s0') x 8, ('s1') x 6, ('s2') x 4, ('s3') x 2);
 my $fresh = 0;
 sub gen_subject { rand() < 0.08 ? 'new' . $fresh++ : $SUBJECTS[rand @SUBJECTS] }
 
-# Each window zone's key of the subject "wrong" is a string.  m:clock is
+# Each window zone's key of the subject "wrong" is a string of no window's
+# shape (not the 16 bytes of a packed fixed window).  m:clock is
 # a TAT far ahead: a peek of it in zone g, first in every batch, answers
 # that TAT less Redis's time in us, which the model of GCRA zones needs.
-my %STRINGS = map { ("$_->{prefix}:wrong" => "not a hash ($_->{prefix})") }
+my %STRINGS = map { ("$_->{prefix}:wrong" => "not a window ($_->{prefix})") }
               grep { !gcra($_) } @ZONES;
 my $CLOCK_KEY = 'm:clock';
 
@@ -191,6 +206,11 @@ my %junk;       # key => 1: holds junk fields until the next call reads it
 my %seen;       # situation => times
 my %tat;        # GCRA key => [TAT (us), expiry (ms)], as the script left it
 my %is_hash;    # GCRA key => 1: a hash until the next call reads it
+my %layout;     # window key => 'p' (a packed string) or 'h' (a hash): as
+                # it was made or last written
+my %packing;    # packed key => [width of a count, base bucket]
+my $new_layout; # what the batch asks new keys to be: 'p', else hashes
+my %wrote;      # window key => 1: the request being checked wrote it
 my @leased;     # [zone, key, bucket, units, batch] of each lease granted:
                 # its unused units are settled in that batch
 my $batch_no;   # the batch being made or checked
@@ -217,6 +237,11 @@ sub model_read {
               : exists $buckets->{$cur} ? 'same bucket'
               :                          'new bucket';
     delete @$buckets{ grep { $_ < $first } @ids };
+    # Deleting the buckets that left the window writes the key.
+    $wrote{$key} = 1 if $found =~ /^slide/;
+    # A key found with no live bucket is gone: made anew, in the batch's
+    # layout for new keys.
+    delete @{ $_ }{$key} for %$buckets ? () : (\%layout, \%packing);
     return ($found, $cur);
 }
 
@@ -277,7 +302,7 @@ sub model_request {
             model_gcra_situations($q, $i, $rejected, $over[$i], $add);
             next;
         }
-        $state{ $keys[$i] }{ $cur[$i] } += $add if $add > 0;
+        ($state{ $keys[$i] }{ $cur[$i] } += $add, $wrote{ $keys[$i] } = 1) if $add > 0;
         push @reply, model_count($keys[$i]), model_oldest($keys[$i]), $over[$i];
     }
     model_cost_situations($q, $rejected, \@found, \@over) if $q->{cost};
@@ -349,7 +374,7 @@ sub model_settle {
     my $inside = $at <= $cur && $at > $cur - $z->{span};
     my $was = !$inside ? 0 : $fixed ? model_count($key) : $buckets->{$at} // 0;
     my $applied = $inside ? max(0, $was + $delta) - $was : 0;
-    $buckets->{$at} = $was + $applied if $applied != 0;
+    ($buckets->{$at} = $was + $applied, $wrote{$key} = 1) if $applied != 0;
 
     my $kind = $KIND{ $z->{kind} };
     $seen{ !$inside ? 'lease: unused units after its bucket left the window, nothing'
@@ -395,7 +420,7 @@ sub model_lease {
     my ($found, $cur) = model_read($z, $key, $now);
     my $count = model_count($key);
     my $granted = min($asked, max($z->{limit} - $count, 0));
-    $state{$key}{$cur} += $granted if $granted > 0;
+    ($state{$key}{$cur} += $granted, $wrote{$key} = 1) if $granted > 0;
     # Given back in one of the next 3 batches, or, now and then, after the
     # window (1 s) has slid past it.
     push @leased, [$z, $key, $cur, $granted, $batch_no + (rand() < 0.2 ? 16 + int rand 6 : 1 + int rand 3)]
@@ -512,9 +537,59 @@ sub model_hash {
     return ('', -2) unless $buckets && %$buckets;
     my $z = $zone_of{$key};
     my @ids = sort { $a <=> $b } keys %$buckets;
+    return (packed_text($z, $key, @ids), ($ids[-1] + $z->{span}) * $z->{width})
+        if ($layout{$key} // '') eq 'p';
     my %h = (t => model_count($key), n => $ids[-1]);
     %h = (%h, o => $ids[0], %$buckets) if $z->{kind} eq 's';
     return (join(' ', map { "$_=$h{$_}" } sort keys %h), ($ids[-1] + $z->{span}) * $z->{width});
+}
+
+# The bytes of packed key `key` of zone `z` as the model has it, buckets
+# `ids` (little-endian; see src/scripts/lua/window.lua), in hex.
+sub packed_text {
+    my ($z, $key, @ids) = @_;
+    my $buckets = $state{$key};
+    return 'packed ' . unpack('H*', pack('Q<Q<', $ids[0], $buckets->{ $ids[0] }))
+        if $z->{kind} eq 'f';
+    my ($width, $base) = @{ $packing{$key} };
+    my %format = (1 => 'C', 2 => 'S<', 4 => 'L<', 8 => 'Q<');
+    return 'packed ' . unpack('H*', pack('CQ<', $width, $base)
+        . join('', map { pack("S<$format{$width}", $_ - $base, $buckets->{$_}) } @ids)
+        . pack('Q<', model_count($key)));
+}
+
+# After a request: the layout of `key`, made, or written by the request
+# (%wrote), in the batch's layout for new keys; a packed key's width, the
+# smallest holding every count it held since it was made a string, and its
+# base, its oldest bucket where that is older or the newest 65,536 or more
+# past it.
+sub model_layout {
+    my ($key) = @_;
+    my @ids = sort { $a <=> $b } keys %{ $state{$key} // {} };
+    if (!@ids) {
+        delete $layout{$key};
+        delete $packing{$key};
+        return;
+    }
+    my $want = $new_layout eq 'p' ? 'p' : 'h';
+    if (!$layout{$key}) {
+        $layout{$key} = $want;
+        $seen{ $want eq 'p' ? 'a key made a packed string' : 'a key made a hash' }++;
+    } elsif ($layout{$key} ne $want && $wrote{$key}) {
+        $seen{ $want eq 'p' ? 'a hash written: made a string' : 'a string written: made a hash' }++;
+        $layout{$key} = $want;
+        delete $packing{$key};
+    } elsif ($layout{$key} ne $want) {
+        $seen{ $want eq 'p' ? 'a hash read, nothing written: kept where new keys are strings'
+                            : 'a string read, nothing written: kept where new keys are hashes' }++;
+    }
+    return if $layout{$key} ne 'p';
+    my ($width, $base) = @{ $packing{$key} // [1, $ids[0]] };
+    for my $count (values %{ $state{$key} }) {
+        $width = max($width, $count < 2**8 ? 1 : $count < 2**16 ? 2 : $count < 2**32 ? 4 : 8);
+    }
+    $base = $ids[0] if $ids[0] < $base || $ids[-1] - $base >= 65536;
+    $packing{$key} = [$width, $base];
 }
 
 # Compares the keys' hashes and expiry times with the model; a key may be
@@ -522,9 +597,12 @@ sub model_hash {
 sub check_keys {
     my ($where, @keys) = @_;
     my @got = map {
-        my %h = $zone_of{$_} && gcra($zone_of{$_}) ? () : @{ rcmd('HGETALL', $_) };
+        my $gcra = $zone_of{$_} && gcra($zone_of{$_});
+        my $string = !$gcra && rcmd('TYPE', $_) eq 'string';
+        my %h = $gcra || $string ? () : @{ rcmd('HGETALL', $_) };
         my $fields = %h ? join(' ', map { "$_=$h{$_}" } sort keys %h)
-                   : $zone_of{$_} && gcra($zone_of{$_}) ? rcmd('GET', $_) // '' : '';
+                   : $string ? 'packed ' . unpack('H*', rcmd('GET', $_))
+                   : $gcra ? rcmd('GET', $_) // '' : '';
         [$_, $fields, rcmd('PEXPIRETIME', $_)];
     } @keys;
     my $after = $t->redis_time_ms;
@@ -752,7 +830,7 @@ sub run_model {
     $STRINGS{$CLOCK_KEY} = sprintf '%d', ($t->redis_time_ms + 1e9) * 1000;
     rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
     srand($SEED);
-    %state = %zone_of = %junk = %seen = %tat = %is_hash = ();
+    %state = %zone_of = %junk = %seen = %tat = %is_hash = %layout = %packing = ();
     @leased = ();
     $fresh = 0;
 
@@ -801,7 +879,10 @@ sub run_model {
         my @zones = shuffle grep { !$number{ $_->{name} }++ } map { @{ $_->{zones} } } @reqs;
         @number{ map { $_->{name} } @zones } = 0 .. $#zones;
         my @keys = map { @{ $_->{keys} } } @reqs;
-        my $reply = $call->(scalar @keys, @keys, scalar @zones,
+        # New keys hashes or packed strings, asked for or by a call of the
+        # release before, which says nothing.
+        $new_layout = (qw(p h), '')[rand 3];
+        my $reply = $call->(scalar @keys, @keys, scalar(@zones) . $new_layout,
             (map { @$_{qw(limit width span kind enforce)} } @zones),
             map { entry($_, \%number) } @reqs);
 
@@ -818,7 +899,9 @@ sub run_model {
         my %limits;    # a key of a and a-hi => the limits it was counted under
         for my $i (0 .. $#reqs) {
             my $q = $reqs[$i];
+            %wrote = ();
             my @want = model_request($q, $now);
+            model_layout($_) for grep { $zone_of{$_} && !gcra($zone_of{$_}) } @{ $q->{keys} };
             for my $z (grep { !$q->{peek} && !$q->{settle} && !$q->{lease} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
                 $limits{ $q->{keys}[$z] }{ $q->{zones}[$z]{limit} }++;
             }
@@ -836,6 +919,8 @@ sub run_model {
         $seen{'one key counted under two limits in one batch'} += grep { keys %$_ > 1 } values %limits;
 
         my %touched = map { $_ => 1 } grep { !$STRINGS{$_} } @keys;
+        my %kinds = map { $_ => 1 } map { $layout{$_} // () } keys %touched;
+        $seen{'a batch with keys of both layouts'}++ if keys %kinds > 1;
         push @bad_keys, check_keys("after batch $batch", sort keys %touched);
 
         sleep(rand() < 0.3 ? 0 : rand 0.12);
@@ -859,6 +944,13 @@ sub run_model {
 
     note("$_: $seen{$_}") for sort keys %seen;
     for my $situation ('fast-path requests',
+                       'a key made a packed string',
+                       'a key made a hash',
+                       'a hash written: made a string',
+                       'a string written: made a hash',
+                       'a hash read, nothing written: kept where new keys are strings',
+                       'a string read, nothing written: kept where new keys are hashes',
+                       'a batch with keys of both layouts',
                        'fast path, sliding: same bucket',
                        'fast path, sliding: new bucket',
                        'fast path, sliding: new key',
@@ -960,6 +1052,92 @@ sub run_model {
            'a string in the second zone: the first zone\'s key is left as it was');
         $r = $call->(1, 'm2:slid', 1, @zone, "p\x00");
         is("@$r[1 .. 4]", '0 2 ' . ($cur - 1) . ' 0', 'the first zone then counts its one live bucket');
+    }
+
+    # ---------------------------------------------------------------------------
+    # a zone whose algorithm changed: the other kind's packed string
+
+    # A fixed window's string met by a sliding zone, a sliding one's by a
+    # fixed zone, and a string of neither shape.  Expected: the first two
+    # started afresh, each request counted as the first (its key then its
+    # zone's kind), the third the request's WRONGTYPE, left alone.
+    {
+        my $now = $t->redis_time_ms;
+        my ($b, $w) = (floor($now / 1000), floor($now / 60000));
+        rcmd('SET', 'm2:was-fixed', pack('Q<Q<', $w, 3));
+        rcmd('SET', 'm2:was-sliding', pack('CQ<S<CQ<', 1, $w - 2, 2, 3, 3));
+        rcmd('SET', 'm2:no-window', 'x' x 20);
+        my $r = $call->(3, 'm2:was-fixed', 'm2:was-sliding', 'm2:no-window', '2p',
+                        5, 1000, 100, 's', '1', 5, 60000, 1, 'f', '1',
+                        "c\x00", "c\x01", "c\x00");
+        ($b, $w) = (floor($r->[0] / 1000), floor($r->[0] / 60000));
+        is("@$r[1 .. 8]", "0 1 $b 0 0 1 $w 0",
+           'the other kind of window\'s string: started afresh, counted as the first');
+        like("$r->[9]", qr/^WRONGTYPE/, 'a string of neither shape: the request\'s error');
+        is(unpack('H*', rcmd('GET', 'm2:was-fixed')), unpack('H*', pack('CQ<S<CQ<', 1, $b, 0, 1, 1)),
+           'the sliding zone\'s string made anew');
+        is(unpack('H*', rcmd('GET', 'm2:was-sliding')), unpack('H*', pack('Q<Q<', $w, 1)),
+           'the fixed zone\'s string made anew');
+        is(rcmd('GET', 'm2:no-window'), 'x' x 20, 'the string of neither shape left alone');
+    }
+
+    # ---------------------------------------------------------------------------
+    # a busy subject's key of the other layout
+
+    # A sliding window's hash of three buckets and a fixed window's (a week
+    # long), met by calls whose new keys are strings.  Expected: a peek and
+    # a request rejected (a cost above what is left) write nothing and leave
+    # them hashes; the next counted request makes each the string of its
+    # buckets and its count after it, expiring when its newest bucket
+    # leaves the window.  Then calls whose new keys are hashes: the next
+    # counted request makes each the hash of its buckets again, as the hash's
+    # own writes leave it.
+    {
+        my @slide = (9, 1000, 100, 's', '1');
+        my @fixed = (9, 604800000, 1, 'f', '1');
+        my @keys = ('m2:busy', 'm2:busy-f');
+        my $now = $t->redis_time_ms;
+        my ($cur, $w) = (floor($now / 1000), floor($now / 604800000));
+        my @old = ($cur - 5, $cur - 3, $cur - 1);
+        rcmd('DEL', @keys);
+        rcmd('HSET', 'm2:busy', t => 3, o => $old[0], n => $old[-1], map { ($_ => 1) } @old);
+        rcmd('PEXPIREAT', 'm2:busy', ($old[-1] + 100) * 1000);
+        rcmd('HSET', 'm2:busy-f', t => 4, n => $w);
+        rcmd('PEXPIREAT', 'm2:busy-f', ($w + 1) * 604800000);
+        my $types = sub { join ' ', map { rcmd('TYPE', $_) } @keys };
+        my $r = $call->(2, @keys, '2p', @slide, @fixed, "p\x00", "p\x01");
+        is("@$r[2, 6]", '3 4', 'a hash where new keys are strings: a peek reads its counts');
+        $r = $call->(2, @keys, '2p', @slide, @fixed, "w9:\x00", "w9:\x01");
+        is("@$r[1, 2, 5, 6, 8]", '1 3 1 4 1', 'a hash where new keys are strings: a cost above what is left rejected');
+        is($types->(), 'hash hash', 'a hash where new keys are strings: a read that writes nothing leaves it a hash');
+
+        $r = $call->(2, @keys, '2p', @slide, @fixed, "c\x00", "c\x01");
+        my $at = floor($r->[0] / 1000);
+        is("@$r[2, 6]", '4 5', 'a hash where new keys are strings: the counted request counted on from its count');
+        is($types->(), 'string string', 'a hash where new keys are strings: made a string by the counted request');
+        is(unpack('H*', rcmd('GET', 'm2:busy')),
+           unpack('H*', pack('CQ<', 1, $old[0]) . join('', map { pack('S<C', $_ - $old[0], 1) } @old, $at)
+                        . pack('Q<', 4)),
+           'a sliding hash made a string: its buckets and the one counted, its count');
+        is(rcmd('PEXPIRETIME', 'm2:busy'), ($at + 100) * 1000, 'a sliding hash made a string: its expiry');
+        is(unpack('H*', rcmd('GET', 'm2:busy-f')), unpack('H*', pack('Q<Q<', $w, 5)),
+           'a fixed hash made a string: its window and count');
+        is(rcmd('PEXPIRETIME', 'm2:busy-f'), ($w + 1) * 604800000, 'a fixed hash made a string: its expiry');
+
+        $r = $call->(2, @keys, '2h', @slide, @fixed, "c\x00", "c\x01");
+        my $next = floor($r->[0] / 1000);
+        is("@$r[2, 6]", '5 6', 'a string where new keys are hashes: counted on');
+        is($types->(), 'hash hash', 'a string where new keys are hashes: made a hash by the counted request');
+        my $hash = sub {
+            join ' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', $_[0]) });
+        };
+        my %want = (t => 5, o => $old[0], n => $next, map { ($_ => 1) } @old, $at);
+        $want{$next}++;
+        is($hash->('m2:busy'), join(' ', map { "$_=$want{$_}" } sort keys %want),
+           'a string made a sliding hash: its buckets, "t", "o" and "n"');
+        is($hash->('m2:busy-f'), "n=$w t=6", 'a string made a fixed hash: "t" and "n"');
+        is(rcmd('PEXPIRETIME', 'm2:busy') . ' ' . rcmd('PEXPIRETIME', 'm2:busy-f'),
+           ($next + 100) * 1000 . ' ' . ($w + 1) * 604800000, 'made hashes: their expiry');
     }
 
     # ---------------------------------------------------------------------------

@@ -70,7 +70,7 @@ $t->start_redis(port => $dead);
     is(hdr($r, 'X-RL-Status'), 'PASSED', 'redis started later: requests PASSED again');
     my @s = map { $t->get_as('open', 'up1')->{status} } 1 .. 3;
     is("@s", '200 200 429', 'redis started later: limiting works');
-    is($t->redis_hash_total('rl:api:up1'), 2, 'redis started later: counted in redis');
+    is($t->redis_window_total('rl:api:up1'), 2, 'redis started later: counted in redis');
 }
 
 # --- redis hangs (SIGSTOP): timeout applies ---------------------------------------
@@ -120,7 +120,7 @@ $t->start_nginx;
     my @r = map { $t->get_as('open', 'ux') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'unix socket: limiting works');
     is(hdr($r[0], 'X-RL-Status'), 'PASSED', 'unix socket: PASSED');
-    is($t->redis_hash_total('rl:api:ux'), 2, 'unix socket: counted in redis');
+    is($t->redis_window_total('rl:api:ux'), 2, 'unix socket: counted in redis');
 }
 
 # --- redis answers with an error (key of the wrong type) -------------------------
@@ -158,7 +158,7 @@ $t->start_nginx;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'password + db=3: limiting works');
     is(hdr($r[0], 'X-RL-Status'), 'PASSED', 'password + db=3: PASSED');
     is($t->redis_db(3, 'EXISTS', 'rl:api:pw'), 1, 'db=3: key in db 3');
-    is($t->redis_hash_total('rl:api:pw', 3), 2, 'db=3: counted 2');
+    is($t->redis_window_total('rl:api:pw', 3), 2, 'db=3: counted 2');
     is($t->redis('EXISTS', 'rl:api:pw'), 0, 'db=3: key not in db 0');
 }
 $t->stop_nginx;
@@ -182,7 +182,7 @@ $t->start_nginx;
     my @r = map { $t->get_as('open', 'acl') } 1 .. 3;
     is(join(' ', map { $_->{status} } @r), '200 200 429', 'user + password: limiting works');
     is(hdr($r[0], 'X-RL-Status'), 'PASSED', 'user + password: PASSED');
-    is($t->redis_hash_total('rl:api:acl'), 2, 'user + password: counted in db 0');
+    is($t->redis_window_total('rl:api:acl'), 2, 'user + password: counted in db 0');
 }
 $t->stop_nginx;
 

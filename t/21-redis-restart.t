@@ -56,7 +56,7 @@ $t->start_nginx;
     my @s = map { $t->req('open', 'later-limit') } 1 .. 4;
     is(join(' ', map { $_->{status} } @s), '200 200 200 429', 'redis started later: exact limit');
     is(rems(@s), '2 1 0 0', 'redis started later: remaining');
-    is($t->redis_hash_total('rl:api:later-limit'), 3, 'redis started later: counted in redis');
+    is($t->redis_window_total('rl:api:later-limit'), 3, 'redis started later: counted in redis');
 }
 
 # --- 2. SIGKILL under load, restart empty on the same port -------------------
@@ -130,7 +130,7 @@ $t->start_nginx;
     my @s = map { $t->req('open', 'after-kill') } 1 .. 5;
     is(join(' ', map { $_->{status} } @s), '200 200 200 429 429', 'after restart: exact limit');
     is(join(' ', map { rhdr($_, 'X-RL-Status') // '-' } @s), 'PASSED PASSED PASSED REJECTED REJECTED', 'after restart: statuses');
-    is($t->redis_hash_total('rl:api:after-kill'), 3, 'after restart: counted in the new redis');
+    is($t->redis_window_total('rl:api:after-kill'), 3, 'after restart: counted in the new redis');
     ok(defined rhdr($s[3], 'Retry-After') && defined rhdr($s[3], 'RateLimit'), 'after restart: 429 carries the headers');
 
     my $deadline = time + 3;

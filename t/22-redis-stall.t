@@ -125,7 +125,7 @@ my $TIMEOUT = 0.1;
     is(join(' ', map { ($ok{$_}{200} // 0) . '/' . ($ok{$_}{429} // 0) } 0 .. 2), '3/7 3/7 3/7',
         'after SIGCONT: three subjects x 10 concurrent requests: exactly 3 passed each');
     for my $k (0 .. 2) {
-        is($t->redis_hash_total("rl:api:mix$k"), 3, "after SIGCONT: redis count of mix$k is 3");
+        is($t->redis_window_total("rl:api:mix$k"), 3, "after SIGCONT: redis count of mix$k is 3");
     }
 
     # a second, shorter stall: the link is still usable afterwards
@@ -141,7 +141,7 @@ my $TIMEOUT = 0.1;
     cmp_ok($s->{elapsed}, '<', $TIMEOUT + $MARGIN, 'second stall: within timeout + margin');
     is(sr($h), '200/ERROR', 'second stall: a request held behind the stalled call: fail open ERROR');
     sleep 0.3;
-    is($t->redis_hash_total('rl:api:held2'), 0, 'second stall: the held request was not counted once Redis resumed');
+    is($t->redis_window_total('rl:api:held2'), 0, 'second stall: the held request was not counted once Redis resumed');
     my @r2 = map { $t->req('lim', 'exact2') } 1 .. 3;
     # the stalled request was counted by redis once it resumed: 1 + 3 requests
     is(join(' ', map { $_->{status} } @r2), '200 200 429', 'second stall: the late-counted request is accounted, then exact limit');

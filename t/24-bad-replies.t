@@ -132,12 +132,12 @@ $t->start_nginx;
     my $h = $t->req('open', 'hjunk');
     is(sr($h), '200/PASSED', 'hash with junk fields: passes');
     is(rhdr($h, 'X-RateLimit-Remaining'), '2', 'hash with junk fields: counted afresh (remaining 2)');
-    is($t->redis('HGET', 'rl:api:hjunk', 't'), '1', 'hash with junk fields: the key holds the one count');
+    is($t->redis_window_count('rl:api:hjunk'), '1', 'hash with junk fields: the key holds the one count');
     # a junk total behind a valid newest bucket: read, found not a number
     my $bucket = int($t->redis_time_ms / 1000);
     $t->redis('HSET', 'rl:api:tjunk', 't', 'abc', 'o', $bucket, 'n', $bucket, $bucket, '1');
     is(sr($t->req('open', 'tjunk')), '200/PASSED', 'junk total in the current bucket: passes');
-    is($t->redis('HGET', 'rl:api:tjunk', 't'), '1', 'junk total in the current bucket: the key starts afresh');
+    is($t->redis_window_count('rl:api:tjunk'), '1', 'junk total in the current bucket: the key starts afresh');
 
     # hash claiming a huge count in the current bucket: rejected, remaining 0
     my $cur = int($t->redis_time_ms / 1000);
@@ -223,12 +223,14 @@ sub flat_reply {
 # one request's elements for one zone: rejected, count, oldest, over
 sub verdict { [4, ints(@_)] }
 
-# each request's zone count: after the keys, the zone count, 5 arguments per
-# zone, then one argument per request, its mode and a byte per zone
+# each request's zone count: after the keys, the zone count (and the
+# layout letter after it), 5 arguments per zone, then one argument per
+# request, its mode and a byte per zone
 sub batch_zones {
     my ($argv) = @_;
     my $zones_at = 3 + $argv->[2];
-    my @entries = @$argv[$zones_at + 1 + 5 * $argv->[$zones_at] .. $#$argv];
+    my ($zones) = $argv->[$zones_at] =~ /^(\d+)/;
+    my @entries = @$argv[$zones_at + 1 + 5 * $zones .. $#$argv];
     return map { length($_) - 1 } @entries;
 }
 
@@ -236,6 +238,7 @@ sub fake_reply {
     my ($mode, $argv) = @_;
     my $cmd = uc $argv->[0];
     return "+OK\r\n" if $cmd eq 'AUTH' || $cmd eq 'SELECT';
+    return "+PONG\r\n" if $cmd eq 'PING';
     return '$40' . "\r\n" . ('a' x 40) . "\r\n" if $cmd eq 'SCRIPT';
     # a Redis without the Redis module: the batches go to the script
     return "-ERR unknown command '$argv->[0]'\r\n" if $cmd eq 'RATELIMIT.DECIDE';

@@ -31,8 +31,10 @@ sub printable { my $s = shift; $s =~ s/([^\x21-\x7e])/sprintf '\\x%02x', ord $1/
 # ---------------------------------------------------------------------------
 
 $t->start_redis;
+# New keys hashes: the packed layout writes a window with SET, and the count
+# of SETs at the end is the check that no key injected one.
 $t->write_conf(<<'EOC');
-ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=2s;
+ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=2s layout=hash;
 ratelimit_zone zh key=$http_x_api_key limit=2 window=60s;
 ratelimit_zone za key=$arg_k limit=2 window=60s;
 ratelimit_zone zu key=$uri limit=2 window=60s;
@@ -80,7 +82,7 @@ $t->redis('SET', "rl:zh:other", 'not ours');
 {
     my @r = map { hkey('x') } 1 .. 3;
     is(statuses(@r), '200 200 429', '1-byte key: exact limit');
-    is($t->redis_hash_total('rl:zh:x'), 2, '1-byte key: stored as rl:zh:x');
+    is($t->redis_window_total('rl:zh:x'), 2, '1-byte key: stored as rl:zh:x');
 }
 
 # --- lengths around the 256-byte hashing threshold, and 8 KB -------------------------
@@ -90,7 +92,7 @@ for my $len (255, 256, 257, 1000, 8192) {
     is(statuses(@r), '200 200 429', "$len-byte key: exact limit");
     is(rhdr($r[0], 'X-RateLimit-Remaining'), '1', "$len-byte key: remaining 1 after the first");
     my $key = $len > 256 ? 'rl:zh#' . sha1_hex($subj) : "rl:zh:$subj";
-    is($t->redis_hash_total($key), 2, $len > 256 ? "$len-byte key: stored as rl:zh#<sha1 hex of the subject>"
+    is($t->redis_window_total($key), 2, $len > 256 ? "$len-byte key: stored as rl:zh#<sha1 hex of the subject>"
                                                  : "$len-byte key: stored as is");
     if ($len > 256) {
         my @k = grep { length($_) > length('rl:zh:') + 256 } $t->redis_keys('rl:zh*');
@@ -103,8 +105,8 @@ for my $len (255, 256, 257, 1000, 8192) {
     my @r1 = map { hkey($base . '1') } 1 .. 2;
     my @r2 = map { hkey($base . '2') } 1 .. 3;
     is(statuses(@r1, @r2), '200 200 200 200 429', '8 KB keys differing in the last byte: counted apart');
-    is($t->redis_hash_total('rl:zh#' . sha1_hex($base . '1')), 2, '8 KB key 1: its own hash key');
-    is($t->redis_hash_total('rl:zh#' . sha1_hex($base . '2')), 2, '8 KB key 2: its own hash key');
+    is($t->redis_window_total('rl:zh#' . sha1_hex($base . '1')), 2, '8 KB key 1: its own hash key');
+    is($t->redis_window_total('rl:zh#' . sha1_hex($base . '2')), 2, '8 KB key 2: its own hash key');
     my @keys = grep { /^rl:zh#/ } $t->redis_keys('rl:zh*');
     ok(!(grep { !/^rl:zh#[0-9a-f]{40}$/ } @keys), 'every hashed key is rl:zh#<40 hex>') or diag(join "\n", map { printable($_) } @keys);
 }
@@ -115,19 +117,19 @@ for my $len (255, 256, 257, 1000, 8192) {
     utf8::encode($utf8);
     my @r = map { hkey($utf8) } 1 .. 3;
     is(statuses(@r), '200 200 429', 'UTF-8 key: exact limit');
-    is($t->redis_hash_total("rl:zh:$utf8"), 2, 'UTF-8 key: stored byte for byte');
+    is($t->redis_window_total("rl:zh:$utf8"), 2, 'UTF-8 key: stored byte for byte');
 
     my $bytes = "a\x01\x7f\xfe\xff\tb";
     my @b = map { hkey($bytes) } 1 .. 3;
     is(statuses(@b), '200 200 429', 'control and 0xff bytes in a header key: exact limit');
-    is($t->redis_hash_total("rl:zh:$bytes"), 2, 'control bytes: stored byte for byte');
+    is($t->redis_window_total("rl:zh:$bytes"), 2, 'control bytes: stored byte for byte');
 }
 
 # --- $binary_remote_addr: a key with a NUL byte ----------------------------------
 {
     my @r = map { raw_get($t->port, '/bin/index.html', {}, 5) } 1 .. 4;
     is(statuses(@r), '200 200 200 429', '$binary_remote_addr (4 bytes with NULs): exact limit');
-    is($t->redis_hash_total("rl:zb:\x7f\x00\x00\x01"), 3, 'binary key stored byte for byte (rl:zb:\x7f\x00\x00\x01)');
+    is($t->redis_window_total("rl:zb:\x7f\x00\x00\x01"), 3, 'binary key stored byte for byte (rl:zb:\x7f\x00\x00\x01)');
     my @k = $t->redis_keys('rl:zb:*');
     is(scalar @k, 1, 'exactly one key in zone zb') or diag(join ', ', map { printable($_) } @k);
 }
@@ -136,12 +138,12 @@ for my $len (255, 256, 257, 1000, 8192) {
 {
     my @r = map { raw_get($t->port, '/a/index.html?k=a%00b', {}, 5) } 1 .. 3;
     is(statuses(@r), '200 200 429', '$arg_k "a%00b": exact limit');
-    is($t->redis_hash_total('rl:za:a%00b'), 2, '$arg_k: the raw text is the key');
+    is($t->redis_window_total('rl:za:a%00b'), 2, '$arg_k: the raw text is the key');
 
     my $inj = '%0D%0A*1%0D%0A$8%0D%0AFLUSHALL%0D%0A';
     my @i = map { raw_get($t->port, "/a/index.html?k=$inj", {}, 5) } 1 .. 3;
     is(statuses(@i), '200 200 429', '$arg_k with an encoded FLUSHALL: exact limit');
-    is($t->redis_hash_total("rl:za:$inj"), 2, '$arg_k with an encoded FLUSHALL: stored as the raw text');
+    is($t->redis_window_total("rl:za:$inj"), 2, '$arg_k with an encoded FLUSHALL: stored as the raw text');
 }
 
 # --- $uri: decoded, so real CR LF and NUL bytes -------------------------------------
@@ -150,7 +152,7 @@ for my $len (255, 256, 257, 1000, 8192) {
     (my $enc = $inj) =~ s/([^A-Za-z0-9\/])/sprintf '%%%02X', ord $1/ge;
     my @r = map { raw_get($t->port, $enc, {}, 5) } 1 .. 3;
     is(statuses(@r), '200 200 429', '$uri with CR LF and a FLUSHALL command: exact limit');
-    is($t->redis_hash_total("rl:zu:$inj"), 2, '$uri key with CR LF stored byte for byte');
+    is($t->redis_window_total("rl:zu:$inj"), 2, '$uri key with CR LF stored byte for byte');
 
     my $inj2 = "/u/x\r\n*3\r\n\$3\r\nSET\r\n\$15\r\nsentinel:string\r\n\$6\r\nhacked\r\n";
     (my $enc2 = $inj2) =~ s/([^A-Za-z0-9\/])/sprintf '%%%02X', ord $1/ge;
@@ -162,21 +164,21 @@ for my $len (255, 256, 257, 1000, 8192) {
 
     my @sp = map { raw_get($t->port, '/u/%22quoted%22%20%5C%20%23hash', {}, 5) } 1 .. 3;
     is(statuses(@sp), '200 200 429', '$uri with quotes, backslash, space, #: exact limit');
-    is($t->redis_hash_total("rl:zu:/u/\"quoted\" \\ #hash"), 2, 'quotes etc. stored byte for byte');
+    is($t->redis_window_total("rl:zu:/u/\"quoted\" \\ #hash"), 2, 'quotes etc. stored byte for byte');
 
     # a subject of "#..." cannot collide with a hashed key
     my $long = 'z' x 300;
     my $h = sha1_hex("/u/$long");
     my @l = map { raw_get($t->port, "/u/$long", {}, 5) } 1 .. 2;
     is(statuses(@l), '200 200', 'long $uri subject: passes twice');
-    is($t->redis_hash_total("rl:zu#$h"), 2, 'long $uri subject: hashed key');
+    is($t->redis_window_total("rl:zu#$h"), 2, 'long $uri subject: hashed key');
 }
 
 # --- two variables glued together --------------------------------------------------
 {
     my @r = map { raw_get($t->port, '/c/index.html?k=%0A', { 'X-Api-Key' => "\x{ff}" }, 5) } 1 .. 3;
     is(statuses(@r), '200 200 429', 'key from two variables with odd bytes: exact limit');
-    is($t->redis_hash_total("rl:zc:\xff%0A"), 2, 'combined key stored byte for byte');
+    is($t->redis_window_total("rl:zc:\xff%0A"), 2, 'combined key stored byte for byte');
 }
 
 # --- nothing was injected -----------------------------------------------------------

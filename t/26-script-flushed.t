@@ -30,7 +30,8 @@ sub noscript_errors {
 
 # ---------------------------------------------------------------------------
 
-$t->start_redis;
+# The script's path: with the Redis module loaded its command decides.
+$t->start_redis(redis_module => 0);
 $t->write_conf(<<'EOC');
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% timeout=2s;
 ratelimit_zone api key=$http_x_api_key limit=5 window=60s;
@@ -62,7 +63,7 @@ my @all;    # every response, to check that none was an ERROR
     is(statuses(@a, @b), '200 200 200 200 200 429 429', 'after SCRIPT FLUSH: exact limit (5)');
     is(rems(@a, @b), '4 3 2 1 0 0 0', 'after SCRIPT FLUSH: remaining continues where it was');
     is(join(' ', map { rhdr($_, 'X-RL-Status') // '-' } @b), 'PASSED PASSED PASSED REJECTED REJECTED', 'after SCRIPT FLUSH: statuses');
-    is($t->redis_hash_total('rl:api:seq'), 5, 'after SCRIPT FLUSH: redis count 5');
+    is($t->redis_window_total('rl:api:seq'), 5, 'after SCRIPT FLUSH: redis count 5');
     is(noscript_errors() - $ns0, 1, 'redis answered NOSCRIPT once');
     is($t->commandstat('eval') - $eval0, 1, 'the module resent the script with EVAL once; EVALSHA worked again afterwards');
     unlike($t->error_log, qr/does not have the script/, 'no "does not have the script" failure logged');
@@ -78,7 +79,7 @@ for my $round (1 .. 3) {
     is(($n{200} // 0) . '/' . ($n{429} // 0), '5/7', "round $round: 12 concurrent requests after SCRIPT FLUSH: exactly 5 admitted");
     my @rem = sort { $a <=> $b } map { rhdr($_, 'X-RateLimit-Remaining') } grep { $_->{status} == 200 } @b;
     is("@rem", '0 1 2 3 4', "round $round: admitted requests saw remaining 4..0 once each");
-    is($t->redis_hash_total("rl:api:conc$round"), 5, "round $round: redis count 5");
+    is($t->redis_window_total("rl:api:conc$round"), 5, "round $round: redis count 5");
 }
 
 # --- two zones in one call ------------------------------------------------------------
@@ -87,8 +88,8 @@ for my $round (1 .. 3) {
     my @r = map { $t->req('two', 'multi') } 1 .. 4;
     push @all, @r;
     is(statuses(@r), '200 200 200 429', 'two zones after SCRIPT FLUSH: the smaller limit (3) holds');
-    is($t->redis_hash_total('rl:api:multi'), 3, 'two zones: zone api counted 3');
-    is($t->redis_hash_total('rl:two:multi'), 3, 'two zones: zone two counted 3');
+    is($t->redis_window_total('rl:api:multi'), 3, 'two zones: zone api counted 3');
+    is($t->redis_window_total('rl:two:multi'), 3, 'two zones: zone two counted 3');
 }
 
 # --- fixed window, fail closed: never a 503 because of the flush -----------------

@@ -69,8 +69,8 @@ $t->reload;
 $r = req('r1');
 is($r->{status}, 200, 'other redis: fresh counts, admitted');
 is(hdr($r, 'X-RateLimit-Remaining'), 4, 'other redis: remaining 4');
-is($t2->redis_hash_total('rl:api:r1'), 1, 'other redis: counted there');
-is($t->redis_hash_total('rl:api:r1'), 5, 'first redis: unchanged');
+is($t2->redis_window_total('rl:api:r1'), 1, 'other redis: counted there');
+is($t->redis_window_total('rl:api:r1'), 5, 'first redis: unchanged');
 is(workers_settle(2, 5), 2, 'old workers exited after second reload');
 
 # --- several reloads in a row under light traffic -------------------------------

@@ -144,7 +144,7 @@ sub metrics_json {
         my $rej = grep { $_->{status} == 429 } @mine;
         is($ok, $l, "tier $tier: exactly $l admitted");
         is($rej, 80 - $l, "tier $tier: the rest rejected");
-        is($t->redis_hash_total("rl:plans:$tier-1"), $l, "tier $tier: Redis counts $l");
+        is($t->redis_window_total("rl:plans:$tier-1"), $l, "tier $tier: Redis counts $l");
         my @bad = grep {
             (hdr($_, 'ratelimit-policy') // '') ne qq{"plans";q=$l;w=60}
                 || (hdr($_, 'x-rl-limit') // '') ne $l
@@ -176,7 +176,7 @@ sub metrics_json {
     my @ok = grep { $_->{status} == 200 } @res;
     is(scalar @res, 80, 'one subject, two limits: 80 responses');
     is(scalar @ok, 30, 'one subject, two limits: 30 admitted, the higher limit');
-    is($t->redis_hash_total('rl:users:mixed'), 30, 'one subject, two limits: Redis counts 30');
+    is($t->redis_window_total('rl:users:mixed'), 30, 'one subject, two limits: Redis counts 30');
     # Each admitted request was counted after the ones before it: the count
     # after it (its limit minus what remained) is 1..30, once each, and no
     # higher than its own limit.
@@ -208,7 +208,7 @@ sub metrics_json {
     is(join(' ', map { $_->{status} } @r[13 .. 31]), join(' ', ('200') x 19), 'memory: pro admitted up to 30');
     is(join(' ', map { $_->{status} } @r[32 .. 34]), '429 429 429', 'memory: then pro and free rejected');
     is($r[33]{headers}{'x-ratelimit-limit'}, 10, 'memory: the free request rejected under its own limit, 10');
-    is($t->redis_hash_total('rl:users:dc'), 30, 'memory: Redis counts 30');
+    is($t->redis_window_total('rl:users:dc'), 30, 'memory: Redis counts 30');
     # The free request after the first rejection (12th), and the free and
     # pro ones after the rejection at 30, from memory; the first pro one
     # went to Redis.
@@ -313,7 +313,7 @@ sub metrics_json {
     is(hdr($r, 'X-RateLimit-Remaining'), 14, 'tier change: the count of 5 kept (remaining 14)');
     @s = map { get('/p/index.html', 'X-Api-Key' => 'moved-1', server => $_ % 2 ? $t2 : $t)->{status} } 1 .. 15;
     is("@s", join(' ', ('200') x 14, '429'), 'tier change: 20 in all, across both servers');
-    is($t->redis_hash_total('rl:plans:moved-1'), 20, 'tier change: Redis counts 20');
+    is($t->redis_window_total('rl:plans:moved-1'), 20, 'tier change: Redis counts 20');
 }
 
 # --- the status API and the peek header ----------------------------------------------

@@ -112,7 +112,7 @@ sub works {
     my $key = "exact-$name";
     $key =~ s/\W/_/g;
     is(hammer($key, $LIMIT + 4), "$LIMIT/4/0", "$name: $LIMIT + 4 concurrent requests: exactly $LIMIT passed, 4 rejected");
-    is($t->redis_hash_total("rl:api:$key", $o{db}), $LIMIT, "$name: counted in redis") if !$o{no_count};
+    is($t->redis_window_total("rl:api:$key", $o{db}), $LIMIT, "$name: counted in redis") if !$o{no_count};
     $t->stop_nginx;
     $t->final_checks;
     return $key;

@@ -193,9 +193,9 @@ for my $s (@SUBJ) {
     my $k = key('api', $s);
     my $m = $c->master_of($k);
     $on{$m}++;
-    my $h = $c->node($m, 'HGETALL', $k);
-    my %h = ref $h eq 'ARRAY' ? @$h : ();
-    push @wrong, "$k on $m: " . (ref $h ? "t=" . ($h{t} // '-') : "$h") unless ($h{t} // -1) == $LIMIT;
+    my $h = RateLimitTest::read_window(sub { $c->node($m, @_) }, $k);
+    my %h = ref $h eq 'HASH' ? %$h : ();
+    push @wrong, "$k on $m: " . (ref $h eq 'HASH' ? "t=" . ($h{t} // '-') : "$h") unless ($h{t} // -1) == $LIMIT;
 }
 is(scalar @wrong, 0, "every subject's key rl:api:{TAG}SUBJECT holds t=$LIMIT on the master of its slot")
     or diag(join "\n", @wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]);
@@ -226,7 +226,7 @@ is($c->cmd('rl:api:s0', 'EXISTS', 'rl:api:s0'), 0, 'no key without the hash tag 
 
 is($t1->hammer(\@T, 30, '/closed/index.html', { 'X-Api-Key' => 'hot' }), "$LIMIT/25/0",
     "one hot subject, 30 at once from both servers: exactly $LIMIT passed");
-is($c->hash_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redis");
+is($c->window_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redis");
 
 # Quota leases in a cluster: a lease's grants and give-backs go to the
 # master of its subject's key.  Hammered from both servers, never above the
@@ -245,7 +245,7 @@ is($c->hash_total(key('api', 'hot')), $LIMIT, "hot subject: count $LIMIT in Redi
     my $total = $p1 + $p2;
     ok($total <= 300 && $total >= 300 - 3 * 18,
         "leased zone: once the leases came back, $total in all ($p1 + $p2): 300 but for the bound");
-    my $count = $c->hash_total(key('ls', 'leased'));
+    my $count = $c->window_total(key('ls', 'leased'));
     ok($count >= $total && $count <= 300, "leased zone: count $count on its master, between the $total admitted and 300");
     diag("leased zone in a cluster: $total admitted of 300") if $total < 300;
 }
@@ -254,7 +254,7 @@ my $long = 'L' x 300;
 my @lr = map { $t1->req('closed', $long) } 1 .. $LIMIT + 2;
 is(tally(@lr), "$LIMIT/2/0", 'a 300-byte subject: exact limit');
 my $lk = key('api', $long);
-is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: $lk holds t=$LIMIT on its master");
+is($c->window_count_on($c->master_of($lk), $lk), $LIMIT, "a 300-byte subject: $lk holds t=$LIMIT on its master");
 
 # A concurrency zone's slot moved to another master behind nginx's back:
 # its call answered MOVED, which it follows (it did not run there), instead
@@ -315,7 +315,7 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
     my $U = $c->key_in($m2, 'mzU', 'b');
     my @r = map { FaultTest::raw_get($T[$_ % 2]->port('PORT'), '/two/index.html', { 'X-Api-Key' => $K, 'X-User' => $U }) } 1 .. 6;
     is(join(' ', map { $_->{status} } @r), '200 200 200 429 429 429', 'zones a (limit 3) and b (5) on two masters: 3 admitted, then rejected by a');
-    settled_is(sub { $c->hash_total(key('a', $K)) . '/' . $c->hash_total(key('b', $U)) }, '3/3',
+    settled_is(sub { $c->window_total(key('a', $K)) . '/' . $c->window_total(key('b', $U)) }, '3/3',
         'rejected by a: counted in neither (a=3, b=3 once the undo landed)');
 
     # b rejects, a admitted each time on a fresh subject: undone there
@@ -323,9 +323,9 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
     my @K2 = map { $c->key_in($m1, 'mzK2', 'a') } 1 .. 7;
     @r = map { FaultTest::raw_get($T[$_ % 2]->port('PORT'), '/rev/index.html', { 'X-Api-Key' => $K2[$_], 'X-User' => $U2 }) } 0 .. 6;
     is(join(' ', map { $_->{status} } @r), '200 200 200 200 200 429 429', 'zones b then a: 5 admitted, then rejected by b');
-    settled_is(sub { join(' ', map { $c->hash_total(key('a', $_)) } @K2) }, '1 1 1 1 1 0 0',
+    settled_is(sub { join(' ', map { $c->window_total(key('a', $_)) } @K2) }, '1 1 1 1 1 0 0',
         'rejected by b: not counted in a (the fresh subjects of the rejected requests hold 0)');
-    is($c->hash_total(key('b', $U2)), 5, 'b holds 5');
+    is($c->window_total(key('b', $U2)), 5, 'b holds 5');
 
     # at once from both servers
     for my $loc ('two', 'rev') {
@@ -339,7 +339,7 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
         my $got = $t1->hammer(\@T, 20, "/$loc/index.html", { 'X-Api-Key' => $K3, 'X-User' => $U3 });
         my ($p, $r, $o) = split m{/}, $got;
         ok($p <= 3 && $o == 0, "/$loc/: 20 at once from both servers: at most 3 passed ($got)");
-        settled_is(sub { $c->hash_total(key('a', $K3)) . '/' . $c->hash_total(key('b', $U3)) }, "$p/$p",
+        settled_is(sub { $c->window_total(key('a', $K3)) . '/' . $c->window_total(key('b', $U3)) }, "$p/$p",
             "/$loc/: once the undos landed a and b hold exactly the $p passed: the rejected are counted in neither");
     }
 
@@ -353,7 +353,7 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
     my $stalled = FaultTest::raw_get($T[0]->port('PORT'), '/two/index.html', { 'X-Api-Key' => $Ks, 'X-User' => $Us });
     kill 'CONT', $c->pid($m2);
     is(FaultTest::sr($stalled), '503/ERROR', "zone b's master stopped: failed closed, 503");
-    settled_is(sub { $c->hash_total(key('a', $Ks)) }, 0,
+    settled_is(sub { $c->window_total(key('a', $Ks)) }, 0,
         'refused for the part that failed: not counted in a, the part that admitted it');
 
     # one subject in zones a and c: one slot, one master, decided atomically
@@ -362,7 +362,7 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
     is($c->node($c->master_of(key('a', $K4)), 'CLUSTER', 'KEYSLOT', key('c', $K4)), ClusterTest::keyslot(key('a', $K4)),
         '... as CLUSTER KEYSLOT says');
     is($t1->hammer(\@T, 12, '/same/index.html', { 'X-Api-Key' => $K4 }), '3/9/0', 'zones a (3) and c (4), one subject, 12 at once: 3 passed');
-    is($c->hash_total(key('a', $K4)) . '/' . $c->hash_total(key('c', $K4)), '3/3',
+    is($c->window_total(key('a', $K4)) . '/' . $c->window_total(key('c', $K4)), '3/3',
         'same slot: a=3 and c=3 at once (no undo needed)');
 }
 
@@ -381,10 +381,10 @@ is($c->node($c->master_of($lk), 'HGET', $lk, 't'), $LIMIT, "a 300-byte subject: 
             { 'X-Api-Key' => $K, 'X-User' => $U, 'X-Cost' => $sent[$i][0], 'X-Used' => $sent[$i][1] });
         # its settle lands before the next request is sent
         $used += $sent[$i][1] if $i < 5;
-        RateLimitTest::wait_until(sub { $c->hash_total(key('tok', $K)) == $used }, 3);
+        RateLimitTest::wait_until(sub { $c->window_total(key('tok', $K)) == $used }, 3);
     }
     is(join(' ', map { $_->{status} } @r), '200 200 200 200 200 429', 'tok and b on two masters: 5 admitted, the 6th rejected by b');
-    settled_is(sub { $c->hash_total(key('tok', $K)) . '/' . $c->hash_total(key('b', $U)) }, '97/5',
+    settled_is(sub { $c->window_total(key('tok', $K)) . '/' . $c->window_total(key('b', $U)) }, '97/5',
         'tok holds what the 5 used (12+55+0+25+5), the 6th given back; b holds 5');
 }
 
@@ -528,7 +528,7 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     do { $s = $c->key_in($to, 'moved', 'api') } until $before{ ClusterTest::keyslot(key('api', $s)) };
     is($t1->hammer(\@T, $LIMIT + 5, '/closed/index.html', { 'X-Api-Key' => $s }), $EXACT,
         "after the reshard, a subject of a moved slot: exact limit from both servers");
-    is($c->node($to, 'HGET', key('api', $s), 't'), $LIMIT, '... counted on the master it moved to');
+    is($c->window_count_on($to, key('api', $s)), $LIMIT, '... counted on the master it moved to');
 }
 
 # --- 4. failover and SIGKILL under load ---------------------------------------------------
@@ -549,7 +549,7 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     my ($ex, $last, $n, $s) = wait_exact($r, 'fo', 5);
     ok(defined $ex && $ex - $t_promo <= 3, sprintf('CLUSTER FAILOVER: exact limit on the promoted master %.2fs after the promotion (<= 3s; %d tries, last %s)',
         ($ex // time) - $t_promo, $n, $last));
-    is($c->node($r, 'HGET', key('api', $s), 't'), $LIMIT, 'CLUSTER FAILOVER: counted on the promoted master');
+    is($c->window_count_on($r, key('api', $s)), $LIMIT, 'CLUSTER FAILOVER: counted on the promoted master');
 
     # SIGKILL of another master
     my ($k) = grep { $_->{port} != $r } $c->masters;
@@ -563,7 +563,7 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     my ($ex2, $last2, $n2, $s2) = wait_exact($kr, 'kill', 5);
     ok(defined $ex2 && $ex2 - $t_promo2 <= 3, sprintf('SIGKILL: exact limit on the promoted master %.2fs after the promotion (<= 3s; %d tries, last %s)',
         ($ex2 // time) - $t_promo2, $n2, $last2));
-    is($c->node($kr, 'HGET', key('api', $s2), 't'), $LIMIT, 'SIGKILL: counted on the promoted master');
+    is($c->window_count_on($kr, key('api', $s2)), $LIMIT, 'SIGKILL: counted on the promoted master');
     sleep 0.3;
     my ($rec, $plain) = finish_loads($loads);
     my @rec = @$rec;
@@ -595,7 +595,7 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     my @subj = map { $c->key_in($m[$_ % 3], 'xs', 'api') } 0 .. 29;
     $t1->exact_each(\@T, \@subj, $LIMIT, 3, '/closed/index.html',
         "cross_slot: 30 subjects over 3 masters x " . ($LIMIT + 3) . " from both servers: exactly $LIMIT passed each");
-    my @wrong = grep { $c->hash_total(key('api', $_)) != $LIMIT } @subj;
+    my @wrong = grep { $c->window_total(key('api', $_)) != $LIMIT } @subj;
     is(scalar @wrong, 0, "cross_slot: each count $LIMIT in Redis") or diag("@wrong");
 
     # zones a and b with subjects in two slots of one master: one call, atomic
@@ -604,14 +604,14 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     isnt(ClusterTest::keyslot(key('a', $K)), ClusterTest::keyslot(key('b', $U)), 'cross_slot: the two keys are in two slots of one master');
     is($t1->hammer(\@T, 20, '/two/index.html', { 'X-Api-Key' => $K, 'X-User' => $U }), '3/17/0',
         'cross_slot: zones a (3) and b (5) on one master, 20 at once: exactly 3 passed');
-    is($c->hash_total(key('a', $K)) . '/' . $c->hash_total(key('b', $U)), '3/3', 'cross_slot: a=3 and b=3 at once (one call, no undo)');
+    is($c->window_total(key('a', $K)) . '/' . $c->window_total(key('b', $U)), '3/3', 'cross_slot: a=3 and b=3 at once (one call, no undo)');
 
     # on two masters: decided apart, undone as without cross_slot
     my $K2 = $c->key_in($m[1], 'xsK', 'a');
     my $U2 = $c->key_in($m[2], 'xsU', 'b');
     my @st = map { FaultTest::raw_get($T[$_ % 2]->port('PORT'), '/two/index.html', { 'X-Api-Key' => $K2, 'X-User' => $U2 })->{status} } 1 .. 5;
     is("@st", '200 200 200 429 429', 'cross_slot: zones a and b on two masters: 3 admitted, then rejected by a');
-    settled_is(sub { $c->hash_total(key('a', $K2)) . '/' . $c->hash_total(key('b', $U2)) }, '3/3', 'cross_slot: rejected by a: counted in neither once the undo landed');
+    settled_is(sub { $c->window_total(key('a', $K2)) . '/' . $c->window_total(key('b', $U2)) }, '3/3', 'cross_slot: rejected by a: counted in neither once the undo landed');
 
     # A subject's slot moved, its key with it, to another master behind
     # nginx's back: the old master refuses the key inside the script (no
@@ -647,7 +647,7 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
         or diag("@after");
     cmp_ok($n{'503/ERROR'} // 0, '<=', 4, 'cross_slot: at most a request per worker got the fail policy meanwhile')
         or diag("@after");
-    is($c->hash_total($k), $LIMIT, "cross_slot: $LIMIT counted there");
+    is($c->window_total($k), $LIMIT, "cross_slot: $LIMIT counted there");
 }
 
 $T[$_]->stop_and_check('server ' . ($_ + 1)) for 0, 1;

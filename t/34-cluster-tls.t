@@ -101,7 +101,7 @@ for my $i (0, 1) {
 my @subj = map { $c->key_in($GOOD[$_ % 2], 'tls', 'api') } 0 .. 39;
 $t1->exact_each(\@T, \@subj, $LIMIT, 3, '/closed/index.html',
     "40 subjects on two masters x " . ($LIMIT + 3) . " from both servers over TLS: exactly $LIMIT passed each");
-my @wrong = grep { ($c->node($c->master_of(key('api', $_)), 'HGET', key('api', $_), 't') // -1) != $LIMIT } @subj;
+my @wrong = grep { ($c->window_count_on($c->master_of(key('api', $_)), key('api', $_)) // -1) != $LIMIT } @subj;
 is(scalar @wrong, 0, "each count is $LIMIT on the master of its slot") or diag("@wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]");
 my $hot = $c->key_in($GOOD[1], 'hot', 'api');
 is($t1->hammer(\@T, 30, '/closed/index.html', { 'X-Api-Key' => $hot }), "$LIMIT/25/0", "one hot subject, 30 at once from both servers: exactly $LIMIT passed");
@@ -160,7 +160,7 @@ while (time < $t_promo + 5) {
 }
 ok(defined $ex && $ex - $t_promo <= 3, sprintf('the slots of the stranger, now on its replica: exact %.2fs after the promotion (<= 3s; last %s)',
     ($ex // time) - $t_promo, $last));
-is($c->node($rep, 'HGET', key('api', $s), 't'), $LIMIT, 'counted on the promoted replica');
+is($c->window_count_on($rep, key('api', $s)), $LIMIT, 'counted on the promoted replica');
 
 $T[$_]->stop_and_check('server ' . ($_ + 1)) for 0, 1;
 

@@ -21,10 +21,11 @@
 #   keys of another node's slots with MOVED;
 # - zone numbers nginx never sends (infinities, NaN, 1e-300, 1e300,
 #   fractions, 0, a limit over 2^53, a window, bucket * span, over 1000000w
-#   in ms) and an interval peek of more buckets than that: the command and
-#   the script both answer an error, write no key and send replicas and the
-#   AOF nothing; the largest limit and window are decided, the key expiring
-#   at the end of its window.
+#   in ms), an unknown zone kind or mode (once read as a sliding window, as
+#   dry run) and an interval peek of more buckets than that: the command
+#   and the script both answer an error, the same for a kind or mode,
+#   write no key and send replicas and the AOF nothing; the largest limit
+#   and window are decided, the key expiring at the end of its window.
 
 use strict;
 use warnings;
@@ -83,7 +84,7 @@ is($t->commandstat('evalsha') + $t->commandstat('eval'), 0, 'no script called');
     is(statuses(map { $t->req('open', 'k3') } 1 .. 2), '200 429', 'the script counts on the keys the command wrote');
     my @k2more = map { $t->req('open', 'k2') } 1 .. 2;
     is(statuses(@k2more), '200 429', 'the script keeps the limit');
-    is($t->redis_hash_total('rl:api:k2'), 3, 'counted once each, none twice');
+    is($t->redis_window_total('rl:api:k2'), 3, 'counted once each, none twice');
     ok($t->wait_log(qr/ratelimit: redis at "127\.0\.0\.1:$RPORT" no longer knows ratelimit\.decide: this connection uses the window script/, 1, 2),
        'the connection says it uses the script now');
     is($t->redis('MODULE', 'LOAD', $SO), 'OK', 'module loaded again');
@@ -253,6 +254,17 @@ sub aof_commands {
             }
         }
         is(scalar @taken, 0, "the $name refuses every zone number nginx never sends (" . 2 * @bad . ')')
+            or diag(join "\n", @taken);
+        # kind, mode
+        my @unknown = (['x', '1'], ['S', '1'], ['', '1'], ['sf', '1'], ['gcra', '0'],
+                       ['s', '2'], ['f', ''], ['g', 'yes'], ['s', '10']);
+        @taken = ();
+        for my $zone (@unknown) {
+            my $r = $decide{$name}->(1, 'rl:bad:' . $n++, 1, 3, 1000, 60, @$zone, "c\x00");
+            push @taken, "[@$zone]: " . (ref $r eq 'ARRAY' ? "@$r" : "$r")
+                unless "$r" eq 'ERR ratelimit: unknown zone kind or mode';
+        }
+        is(scalar @taken, 0, "the $name refuses every unknown zone kind and mode (" . @unknown . ')')
             or diag(join "\n", @taken);
         my $r = $decide{$name}->(1, "rl:bad:$n", 1, 3, 1000, 60, 's', '1', "i604800000000001:\x00");
         my $error = ref $r eq 'ARRAY' ? $r->[1] : $r;

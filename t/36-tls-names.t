@@ -92,7 +92,7 @@ if (start_nginx_with('cluster, no ssl_name', "ratelimit_redis cluster " . $c->se
         '24 subjects on the three masters x ' . ($LIMIT + 3) . " at once: exactly $LIMIT passed each, 3 got 429");
     for my $i (0 .. 2) {
         my @here = grep { $c->master_of(key($_)) == $P[$i] } @subj;
-        my @counted = grep { ($c->node($P[$i], 'HGET', key($_), 't') // -1) == $LIMIT } @here;
+        my @counted = grep { ($c->window_count_on($P[$i], key($_)) // -1) == $LIMIT } @here;
         is(scalar @counted, scalar @here, "the keys of the 8 subjects on $IP[$i] are on that master, at $LIMIT")
             or diag("@here");
     }
@@ -161,7 +161,8 @@ sub sentinel_works {
     $key =~ s/\W/_/g;
     is($t->hammer([$t], $LIMIT + 4, '/closed/index.html', { 'X-Api-Key' => $key }), "$LIMIT/4/0",
         "$name: $LIMIT + 4 at once: exactly $LIMIT passed");
-    is(RateLimitTest::redis_at({ host => $IP[1], port => $MP }, 'HGET', "rl:api:$key", 't'), $LIMIT,
+    is(RateLimitTest::window_count(sub { RateLimitTest::redis_at({ host => $IP[1], port => $MP }, @_) },
+        "rl:api:$key"), $LIMIT,
         "$name: counted on the master");
     is($t->count_log(qr/certificate/), 0, "$name: no certificate failure logged") or diag(ratelimit_lines());
     $t->stop_and_check($name);

@@ -128,7 +128,7 @@ is_deeply(\%status, { 200 => 44 }, 'all 44 requests passed once Redis ran')
 cmp_ok(time - $t0, '<', 3, '... within 3 s');
 
 my $counted = 0;
-$counted += $t->redis_hash_total($_) for grep { !/warm/ } $t->redis_keys('*');
+$counted += $t->redis_window_total($_) for grep { !/warm/ } $t->redis_keys('*');
 is($counted, 44, 'Redis counted each request once');
 
 $t->stop_and_check('pipelined calls');

@@ -5,7 +5,11 @@
 # replicates again from the call after a SYNC or PSYNC.
 #
 # Expected: sliding, fixed and GCRA keys written by batches of the command
-# (64 requests, 200 subjects a zone), first with no replica, then with a
+# (64 requests, 200 subjects a zone; the windows' as hashes and as packed
+# strings, changed in place and copied as SETRANGE, or made anew and
+# copied as SET ... PXAT; and keys written in one layout, then in the
+# other: hashes made strings, copied as SET ... PXAT, strings made hashes,
+# copied as DEL, HSET and PEXPIREAT), first with no replica, then with a
 # replica attached (it asked with SYNC/PSYNC after the master had settled on
 # "nothing listens"), then with the replica's link cut and writes made
 # while it is away (it comes back with PSYNC, from the backlog): once the
@@ -33,17 +37,29 @@ srand(39);
 
 # One call of 64 requests of one zone: "s" sliding (1 s buckets, 60 of
 # them), "f" fixed, "g" GCRA (a window of 60 s, so its keys outlive the
-# test); the limits far above what is sent.
+# test); "S" and "F" sliding and fixed with new keys packed strings (the
+# number of zones "1p"); "m" and "M" sliding, "n" and "N" fixed, with new
+# keys as `layout` says ("p" strings, "h" hashes); the limits far above
+# what is sent.
 sub batch {
-    my ($kind) = @_;
+    my ($kind, $layout) = @_;
     my @keys = map { "rl39:$kind:" . int(rand(200)) } 1 .. 64;
-    my @zone = $kind eq 'g' ? (1000000, 60000, 1, 'g', '1') : (1000000, 1000, 60, $kind, '1');
-    my $r = $t->redis('RATELIMIT.DECIDE', scalar @keys, @keys, 1, @zone, ("c\0") x 64);
+    my @zone = $kind eq 'g' ? (1000000, 60000, 1, 'g', '1')
+             : (1000000, 1000, 60, $kind =~ /[fFnN]/ ? 'f' : 's', '1');
+    my $zones = 1 . ($layout // ($kind =~ /[SF]/ ? 'p' : ''));
+    my $r = $t->redis('RATELIMIT.DECIDE', scalar @keys, @keys, $zones, @zone, ("c\0") x 64);
     die "RATELIMIT.DECIDE: $$r\n" if ref $r ne 'ARRAY';
     return $r;
 }
 
-sub batches { batch($_) for map { ('s', 'f', 'g') } 1 .. $_[0] }
+# `rounds` batches of each zone, then the keys of "m" and "n" written as
+# hashes then as strings (made strings), those of "M" and "N" as strings
+# then as hashes (made hashes).
+sub batches {
+    batch($_) for map { ('s', 'f', 'g', 'S', 'F') } 1 .. $_[0];
+    batch(@$_) for [m => 'h'], [m => 'p'], [n => 'h'], [n => 'p'],
+                   [M => 'p'], [M => 'h'], [N => 'p'], [N => 'h'];
+}
 
 sub info_field {
     my ($port, $name) = @_;
@@ -92,7 +108,11 @@ wait_for('the replica to catch up', sub {
 
 my $on_master = $t->redis('EVAL', $DUMP, 0);
 my $on_replica = redis_at($replica, 'EVAL', $DUMP, 0);
-cmp_ok(scalar @$on_master, '>=', 3 * 150, 'the master holds keys of the three zones');
+cmp_ok(scalar @$on_master, '>=', 5 * 150, 'the master holds keys of the five zones');
+is(scalar(grep { /^rl39:[SF]:\d+ string / } @$on_master), scalar(grep { /^rl39:[SF]:/ } @$on_master),
+   'the packed zones\' keys are strings');
+ok((grep { /^rl39:[mn]:\d+ string / } @$on_master) && (grep { /^rl39:[MN]:\d+ hash / } @$on_master),
+   'keys written last in the other layout are in it');
 is_deeply($on_replica, $on_master, 'the replica holds the same keys, values and expiry times');
 
 done_testing;

@@ -390,7 +390,7 @@ subtest 'a rate zone and a concurrency zone: one refused counts in no rate zone'
         [ $t->port('PORT'), '/both/x?key=b1&seq=2&hold=10', 0.2 ],
     ]);
     is(join(' ', map { $_->[0] } @res), '200 200 429', 'held, waited, refused');
-    is($t->redis_hash_total('rl:rate:b1'), 2, 'the rate zone counted the two served, once each');
+    is($t->redis_window_total('rl:rate:b1'), 2, 'the rate zone counted the two served, once each');
     like(RateLimitTest::_read_file($t->tmp . "/queue.log"), qr{seq=1&hold=10 200 rs=PASSED qt="[1-9]\d*"}, '$ratelimit_queue_time of the waiter');
 };
 

@@ -111,7 +111,7 @@ my %ASKED = ('1s' => '1.000', '3s' => '3.000', '6s' => '6.000', '10s' => '10.000
              "interval=$interval: interval $ASKED{$interval}, summed $SUMMED{$interval} s");
         ok(!exists $o->{interval_note}, "interval=$interval: no note for a sliding window");
     }
-    is($t->redis('HGET', 'rl:ten:w1', 't'), 31, 'the queries counted nothing');
+    is($t->redis_window_count('rl:ten:w1'), 31, 'the queries counted nothing');
 }
 
 # --- counts made by requests --------------------------------------------------------

@@ -65,7 +65,7 @@ $t->start_nginx;
     is(join(' ', map { hdr($_, 'X-RL-Status') // '-' } @r), 'PASSED - - -',
         'limit_req: its rejections never reached the module');
     my ($key) = grep { /counted/ && /lr1/ } $t->redis_keys('*');
-    is(defined $key ? $t->redis_hash_total($key) : undef, 1,
+    is(defined $key ? $t->redis_window_total($key) : undef, 1,
         'limit_req: the zone counted only the request limit_req let through');
 }
 

@@ -128,7 +128,7 @@ sub st { my $r = shift; $r->{status} . '/' . (hdr($r, 'X-RL-Status') // '-') }
 
 sub redis_t {
     my ($key) = @_;
-    my $v = $t->redis('HGET', $key, 't');
+    my $v = $t->redis_window_count($key);
     return $v // 0;
 }
 
@@ -154,7 +154,7 @@ sub cost_line {
     is(join(' ', map { st($_) } @r), '200/PASSED 200/PASSED 200/PASSED', 'costs 1, 5 and 2 admitted');
     is(join(' ', map { hdr($_, 'X-RateLimit-Remaining') // '-' } @r), '99 94 92', 'remaining counts units: 99 94 92');
     is(redis_t('rl:api:d1'), 8, 'Redis counts 1 + 5 + 2 units');
-    is($t->redis_hash_total('rl:api:d1'), 8, 'the buckets hold 8 units');
+    is($t->redis_window_total('rl:api:d1'), 8, 'the buckets hold 8 units');
     my @e = $t->access_entries_for(sub { $_->{uri} =~ m{^/(?:one|c5|c)/index\.html} && $_->{rs} eq 'PASSED' }, 3);
     is(join(' ', map { $_->{rem} } @e[0 .. 2]), '99 94 92', '$ratelimit_remaining counts units');
     my $q = get('/ratelimit?key=d1', 'd1')->{content};
@@ -399,7 +399,7 @@ for my $one (0, 1) {
     $sum += $_->{headers}{'x-cost'} for @ok;
     ok($sum <= $limit, "hammer: units admitted ($sum) within the limit ($limit)");
     is(redis_t('rl:big:hammer'), $sum, 'hammer: Redis\'s t is the units admitted');
-    is($t->redis_hash_total('rl:big:hammer'), $sum, 'hammer: the buckets hold them');
+    is($t->redis_window_total('rl:big:hammer'), $sum, 'hammer: the buckets hold them');
     # Counted one after another: the counts after the admitted requests of
     # cost > 0, in order, grow by exactly their costs; those of cost 0 saw
     # a count under the limit.

@@ -334,7 +334,7 @@ sub get {
 
 sub st { my $r = shift; $r->{status} . '/' . (hdr($r, 'X-RL-Status') // '-') }
 
-sub redis_t { $t->redis('HGET', $_[0], 't') // 0 }
+sub redis_t { $t->redis_window_count($_[0]) // 0 }
 
 sub metric { PromText::value(PromText::scrape($t), @_) }
 
@@ -660,13 +660,13 @@ SKIP: {
     my $fin  = async_get('/fb/chat?max_tokens=10&lo=50&hi=50&hold=300', 'fb1');
     my $fout = async_get('/fb/chat?max_tokens=10&lo=50&hi=50&hold=2200', 'fb2');
     RateLimitTest::wait_until(sub { redis_t('rl:sb:sb1') == 10 }, 1);
-    my %h = @{ $t->redis('HGETALL', 'rl:sb:sb1') };
+    my %h = %{ $t->redis_window('rl:sb:sb1') };
     my @b = grep { /^\d+$/ } keys %h;
     is(scalar @b, 1, 'bucket: the reservation in one bucket') or diag(explain \%h);
     my $b = $b[0] // -1;
     is(collect($in), '200 50', 'bucket: a request using 50 after 1.3 s');
     is(wait_t('rl:sb:sb1', 50), 50, 'bucket: its settle counted (t 50)');
-    %h = @{ $t->redis('HGETALL', 'rl:sb:sb1') };
+    %h = %{ $t->redis_window('rl:sb:sb1') };
     is(join(',', map { "$_=$h{$_}" } sort grep { /^\d+$/ && $h{$_} } keys %h), "$b=50",
        'bucket: the 40 went to the bucket of the reservation, not the current one');
     is(collect($fin), '200 50', 'fixed: a request using 50 within its window');

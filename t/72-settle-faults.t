@@ -64,7 +64,7 @@ EOF
 LOC
 $t->start_nginx;
 
-sub redis_t { my $v = $t->redis('HGET', $_[0], 't'); return $v // 0 }
+sub redis_t { my $v = $t->redis_window_count($_[0]); return $v // 0 }
 
 sub metric { PromText::value(PromText::scrape($t), @_) }
 

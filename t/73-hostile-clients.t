@@ -195,7 +195,7 @@ sub status_rs {
     $r = $t->get('/tok/x?lo=700&hi=700', { 'X-Api-Key' => 'leaver' });
     is($r->{status}, 200, 'an answer of 700 tokens');
     my $used;
-    RateLimitTest::wait_until(sub { ($used = $t->redis_hash_total('rl:tok:leaver') // 0) == 5700 }, 3);
+    RateLimitTest::wait_until(sub { ($used = $t->redis_window_total('rl:tok:leaver') // 0) == 5700 }, 3);
     is($used, 5700, 'the leavers keep their 5 x 1000, the failed upstream is refunded, the answer settles at 700');
 }
 
@@ -213,7 +213,7 @@ sub status_rs {
     RateLimitTest::wait_until(sub {
         $admitted = grep { $_->{uri} eq '/ls/index.html' && $_->{rs} eq 'PASSED' } $t->access_entries;
         $counted = 0;
-        $counted += $t->redis_hash_total($_) // 0 for grep { /:ls:/ } @{ $t->redis('KEYS', '*') };
+        $counted += $t->redis_window_total($_) // 0 for grep { /:ls:/ } @{ $t->redis('KEYS', '*') };
         $counted == $admitted;
     }, 5);
     cmp_ok($admitted, '>', 2000, "wrk's subjects admitted ($admitted)");

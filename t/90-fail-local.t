@@ -104,7 +104,7 @@ sub hand_back {
         my $key = "$tag-back$i";
         my $at = RateLimitTest::wait_until(sub {
             $SERVERS[$i]->get_as('local', $key);
-            my $n = eval { $t->redis_hash_total("rl:api:$key") };
+            my $n = eval { $t->redis_window_total("rl:api:$key") };
             return $n && $n > 0;
         }, 5);
         ok(defined $at && $at - $since <= 1 + $MARGIN,
@@ -125,7 +125,7 @@ sub hand_back {
 
     my @r = burst($t, 'local', 'up', 3);
     is(join(' ', map { $_->[0] } @r), '200 200 200', 'redis up: passed');
-    is($t->redis_hash_total('rl:api:up'), 3, 'redis up: counted in redis');
+    is($t->redis_window_total('rl:api:up'), 3, 'redis up: counted in redis');
     is($r[0][2], 20, 'redis up: X-RateLimit-Limit is the fleet limit');
     sleep 1.2;    # every worker has read the count
 }

@@ -85,7 +85,7 @@ my $SUBJ = "fo-$$";
 my %KEY = (lz => "rl:lz:$SUBJ", ez => "rl:ez:$SUBJ");
 sub count_on {    # the subject's count in the window on a node (0 if none, undef if down)
     my ($node, $loc) = @_;
-    my $v = eval { $s->node($node, 'HGET', $KEY{$loc}, 't') };
+    my $v = eval { RateLimitTest::window_count(sub { $s->node($node, @_) }, $KEY{$loc}) };
     return undef if $@ || (defined $v && RateLimitTest::is_redis_error($v));
     return $v // 0;
 }

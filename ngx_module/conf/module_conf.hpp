@@ -81,6 +81,8 @@ struct RedisTarget {
     ngx_msec_t timeout;         // a request's wait for its verdict
     ngx_msec_t connect_timeout; // each step of a connect: TCP, TLS, asking
                                 // a sentinel, checking ROLE
+    bool packed;                // new window keys are packed strings, else
+                                // hashes (layout=)
     ngx_str_t file;             // where the directive stands
     ngx_uint_t line;
 

@@ -278,6 +278,7 @@ void set_target_params(const RedisParams &p, RedisTarget *target)
     target->sentinel.password = arg_string(p.sentinel_password);
     target->timeout = static_cast<ngx_msec_t>(p.timeout_ms);
     target->connect_timeout = static_cast<ngx_msec_t>(p.connect_timeout_ms);
+    target->packed = p.packed;
 }
 
 // `ratelimit_redis` as parse_redis_params() read it, into the

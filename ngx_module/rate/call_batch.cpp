@@ -8,6 +8,7 @@
 #include "redis/redis_connection.hpp"
 #include "redis/redis_link.hpp"
 #include "request/request_state.hpp"
+#include "scripts/decide_command.hpp"
 #include "scripts/window_script.hpp"
 
 namespace ratelimit {
@@ -34,11 +35,11 @@ void tell_link_of_script_error(RedisLink *link,
     link->on_error_reply(error);
 }
 
-CallBatcher::CallBatcher(RedisLink *link, bool cross_slot,
-                         const BatchSink &sink, ngx_msec_t timeout,
-                         ngx_log_t *log) noexcept
-    : link_(link), cross_slot_(cross_slot), sink_(sink),
-      settles_({send_held, this}, timeout, log)
+CallBatcher::CallBatcher(RedisLink *link, const RedisTarget &target,
+                         const BatchSink &sink, ngx_log_t *log) noexcept
+    : link_(link), cross_slot_(target.cluster && target.cross_slot),
+      packed_(target.packed), sink_(sink),
+      settles_({send_held, this}, target.timeout, log)
 {
     init_event(&turn_end_, on_turn_end, this, log);
     link->on_up(on_link_up, this);
@@ -48,11 +49,18 @@ void CallBatcher::on_link_up(void *data) noexcept
 {
     auto *batcher = static_cast<CallBatcher *>(data);
     std::string_view script = window_script();
+    const char *ping[1] = {"PING"};
+    size_t ping_len[1] = {4};
     const char *argv[3] = {"SCRIPT", "LOAD", script.data()};
     size_t lens[3] = {6, 4, script.size()};
 
-    if (!batcher->link_->send_argv(3, argv, lens, on_script_loaded,
-                                   batcher))
+    // PING first: a Redis that wants a password the configuration lacks
+    // answers it NOAUTH, where the script, longer than the 16 KB Redis 7
+    // takes from a client that has not authenticated, would get "Protocol
+    // error: unauthenticated bulk length" and the connection dropped.
+    if (!batcher->link_->send_argv(1, ping, ping_len, on_ping_reply, batcher)
+        || !batcher->link_->send_argv(3, argv, lens, on_script_loaded,
+                                      batcher))
     {
         batcher->link_->reconnect();
         return;
@@ -61,24 +69,32 @@ void CallBatcher::on_link_up(void *data) noexcept
     batcher->send_waiting_settles();
 }
 
+void CallBatcher::on_ping_reply(void *data, const Reply *reply) noexcept
+{
+    static_cast<CallBatcher *>(data)->refused("PING", reply);
+}
+
 void CallBatcher::on_script_loaded(void *data, const Reply *reply) noexcept
 {
-    auto *batcher = static_cast<CallBatcher *>(data);
+    static_cast<CallBatcher *>(data)->refused("SCRIPT LOAD", reply);
+}
 
+void CallBatcher::refused(const char *command, const Reply *reply) noexcept
+{
     if (reply == nullptr || reply->type != Reply::Type::kError) {
         return;
     }
 
     metrics::record_link_error(LinkError::kErrorReply);
 
-    if (batcher->link_->may_log()) {
+    if (link_->may_log()) {
         LoggedText error(reply->text);
-        ngx_log_error(NGX_LOG_ERR, batcher->turn_end_.log, 0,
-                      "ratelimit: redis at \"%V\" refused SCRIPT LOAD: %V",
-                      &batcher->link_->server(), error.str());
+        ngx_log_error(NGX_LOG_ERR, turn_end_.log, 0,
+                      "ratelimit: redis at \"%V\" refused %s: %V",
+                      &link_->server(), command, error.str());
     }
 
-    batcher->link_->reconnect();
+    link_->reconnect();
 }
 
 void CallBatcher::on_batch_reply(void *data, const Reply *reply) noexcept
@@ -449,7 +465,7 @@ const char *CallBatcher::send(Batch *batch, ScriptBatch::Form form) noexcept
 {
     batch->form = form;
 
-    if (!batch->call.write_command(form, &command_, cross_slot_)) {
+    if (!batch->call.write_command(form, &command_, cross_slot_, packed_)) {
         return "no memory for the call to redis";
     }
 
@@ -511,9 +527,13 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
         return;
 
     case BatchReply::Kind::kError:
-        // The module unloaded: the command ran nothing, the script can.
+        // The module unloaded, or replaced by the release before's, which
+        // refuses this release's number of zones before any key: the
+        // command ran nothing, the script can.  Never on any other error:
+        // the call may have counted.
         if (batch->form == ScriptBatch::Form::kDecideCommand
-            && is_unknown_command(decoded.error))
+            && (is_unknown_command(decoded.error)
+                || decoded.error == kZoneCountRefused))
         {
             link_->module_command_lost(batch->slot);
 

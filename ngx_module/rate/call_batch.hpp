@@ -90,12 +90,11 @@ void tell_link_of_script_error(RedisLink *link,
 
 class CallBatcher {
 public:
-    // `cross_slot`: the link is to a cluster whose calls go per master
-    // (`ratelimit_redis ... cross_slot`), not per slot.
-    // `timeout`: Redis's (RedisTarget::timeout), which an exiting worker
-    // waits for its settles.
-    CallBatcher(RedisLink *link, bool cross_slot, const BatchSink &sink,
-                ngx_msec_t timeout, ngx_log_t *log) noexcept;
+    // `target`: `ratelimit_redis`, whose calls go per master of a cluster
+    // with `cross_slot` (else per slot), ask for its layout of new keys,
+    // and whose timeout an exiting worker waits for its settles.
+    CallBatcher(RedisLink *link, const RedisTarget &target,
+                const BatchSink &sink, ngx_log_t *log) noexcept;
     ~CallBatcher();
 
     CallBatcher(const CallBatcher &) = delete;
@@ -175,9 +174,12 @@ private:
     bool held(const Batch *batch) const noexcept;
     static void on_batch_reply(void *data, const Reply *reply) noexcept;
     // Each new connection loads the script, so that the first calls on it
-    // need not send it.
+    // need not send it.  An error answering that setup (`command`) is
+    // logged, and the connection made anew.
     static void on_link_up(void *data) noexcept;
+    static void on_ping_reply(void *data, const Reply *reply) noexcept;
     static void on_script_loaded(void *data, const Reply *reply) noexcept;
+    void refused(const char *command, const Reply *reply) noexcept;
 
     void send_open(ngx_uint_t i) noexcept;
     void send_batch(Batch *batch) noexcept;
@@ -210,6 +212,7 @@ private:
 
     RedisLink *link_;
     bool cross_slot_;
+    bool packed_;               // the layout the calls ask for new keys
     BatchSink sink_;
     Batch *open_[kMaxOpen];     // being filled during this loop turn
     ngx_uint_t open_count_ = 0;

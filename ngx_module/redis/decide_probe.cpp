@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "protocol/batch_protocol.hpp"
 #include "scripts/decide_command.hpp"
 #include "redis/redis_connection.hpp"
 
@@ -17,8 +18,14 @@ bool is_unknown_command(std::string_view error) noexcept
 bool DecideProbe::ask(RedisConnection *conn, ngx_log_t *log) noexcept
 {
     // No keys, no zones, no request: answered with Redis's time alone.
-    static const char *const argv[3] = {kDecideCommand, "0", "0"};
-    static const size_t lens[3] = {sizeof(kDecideCommand) - 1, 1, 1};
+    // The number of zones carries a layout letter as every call's does:
+    // a Redis module of the release before refuses it, and the connection
+    // uses the script.
+    static const char none[] = "0";
+    static const char zones[] = {none[0], kLayoutHash};
+    static const char *const argv[3] = {kDecideCommand, none, zones};
+    static const size_t lens[3] = {sizeof(kDecideCommand) - 1, 1,
+                                   sizeof(zones)};
 
     conn_ = conn;
     log_ = log;

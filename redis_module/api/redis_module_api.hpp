@@ -12,7 +12,6 @@ struct RedisModuleCtx;
 struct RedisModuleKey;
 struct RedisModuleString;
 struct RedisModuleScanCursor;
-struct RedisModuleCallReply;
 struct RedisModuleServerInfoData;
 struct RedisModuleCommandFilterCtx;
 struct RedisModuleCommandFilter;
@@ -42,14 +41,11 @@ constexpr int kWrite = 1 << 1;
 
 // KeyType results.
 constexpr int kKeyEmpty = 0;
+constexpr int kKeyString = 1;
 constexpr int kKeyHash = 3;
 
 // HashGet / HashSet flags: fields given as C strings.
 constexpr int kHashCFields = 1 << 2;
-
-// CallReplyType results.
-constexpr int kReplyString = 0;
-constexpr int kReplyNull = 4;
 
 // GetContextFlags: the AOF is on; used memory is over maxmemory.
 constexpr int kCtxAof = 1 << 6;
@@ -60,6 +56,7 @@ constexpr Event kEventRoleChanged = {0, 1};
 
 // NotifyKeyspaceEvent classes.
 constexpr int kNotifyGeneric = 1 << 2;
+constexpr int kNotifyString = 1 << 3;
 constexpr int kNotifyHash = 1 << 6;
 
 // KeyAtPosWithFlags: the key is read and written, its data used and
@@ -94,12 +91,8 @@ inline void (*CloseKey)(Key *key);
 inline int (*KeyType)(Key *key);
 inline int (*DeleteKey)(Key *key);
 inline int (*SetAbsExpire)(Key *key, long long expire_ms);
-inline RedisModuleCallReply *(*Call)(Ctx *ctx, const char *command,
-                                     const char *format, ...);
-inline void (*FreeCallReply)(RedisModuleCallReply *reply);
-inline int (*CallReplyType)(RedisModuleCallReply *reply);
-inline const char *(*CallReplyStringPtr)(RedisModuleCallReply *reply,
-                                         std::size_t *len);
+inline char *(*StringDMA)(Key *key, std::size_t *len, int mode);
+inline int (*StringTruncate)(Key *key, std::size_t len);
 inline int (*HashGet)(Key *key, int flags, ...);
 inline int (*HashSet)(Key *key, int flags, ...);
 inline RedisModuleScanCursor *(*ScanCursorCreate)();

@@ -4,18 +4,11 @@
 
 #include "limits/window_rules.hpp"
 #include "protocol/batch_protocol.hpp"
+#include "scripts/decide_command.hpp"
 
 namespace ratelimit {
 
 namespace {
-
-// The same text as the script's.
-const char kBadZoneNumbers[] =
-    "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
-    "from 1, the limit at most 2^53, bucket * span at most 604800000000000 "
-    "ms";
-static_assert(window_rules::kMaxLimit == 9007199254740992
-              && window_rules::kMaxWindowMs == 604800000000000);
 
 std::string_view view(redis::String *str)
 {
@@ -24,18 +17,17 @@ std::string_view view(redis::String *str)
     return {bytes, len};
 }
 
-bool arg_number(redis::String *str, double *out)
+bool text_number(std::string_view text, double *out)
 {
-    std::string_view text = view(str);
     return lua::to_number(text.data(), text.size(), out);
 }
 
 // A count of arguments: a whole number, 0 or more.
-bool count_of(redis::String *str, std::size_t *out)
+bool count_of(std::string_view text, std::size_t *out)
 {
     double value;
 
-    if (!arg_number(str, &value) || !(value >= 0 && value < 1e9)
+    if (!text_number(text, &value) || !(value >= 0 && value < 1e9)
         || value != std::floor(value))
     {
         return false;
@@ -45,34 +37,19 @@ bool count_of(redis::String *str, std::size_t *out)
     return true;
 }
 
-// A zone's numbers are what nginx can send (window_rules.hpp): NaN, an
-// infinity or a bucket of 1e-300 made an expiry time Redis would not take,
-// and a key written with none.
-const char *parse_zone(redis::String *const *args, double now_ms,
-                       ZoneParams *zone)
+// The number of zones and the letter after it, if any: whether the window
+// zones' new keys are packed strings (batch_protocol.hpp).
+bool zone_count_of(redis::String *str, std::size_t *out, bool *packed)
 {
-    if (!arg_number(args[0], &zone->limit)
-        || !arg_number(args[1], &zone->bucket_ms)
-        || !arg_number(args[2], &zone->span)
-        || !window_rules::zone_numbers_valid(zone->limit, zone->bucket_ms,
-                                             zone->span))
-    {
-        return kBadZoneNumbers;
+    std::string_view text = view(str);
+    char layout = text.empty() ? '\0' : text.back();
+    *packed = layout == kLayoutPacked;
+
+    if (layout == kLayoutPacked || layout == kLayoutHash) {
+        text.remove_suffix(1);
     }
 
-    zone->fixed = view(args[3]) == std::string_view(&kZoneFixed, 1);
-    zone->gcra = view(args[3]) == std::string_view(&kZoneGcra, 1)
-                     ? zone->bucket_ms * 1000 / zone->limit
-                     : 0;
-    zone->enforce = view(args[4]) == std::string_view(&kZoneEnforced, 1);
-    zone->bucket = std::floor(now_ms / zone->bucket_ms);
-    zone->first_bucket = window_rules::first_bucket(zone->bucket,
-                                                    zone->span);
-    lua::format(zone->bucket, zone->bucket_field);
-    lua::format(window_rules::expiry_ms(zone->bucket, zone->span,
-                                        zone->bucket_ms),
-                zone->expire_at);
-    return nullptr;
+    return count_of(text, out);
 }
 
 // Whether `text` is a decimal: digits only, at least one.
@@ -250,7 +227,7 @@ long long declared_keys(redis::String **argv, int argc) noexcept
 {
     std::size_t keys;
 
-    if (argc < 2 || !count_of(argv[1], &keys)
+    if (argc < 2 || !count_of(view(argv[1]), &keys)
         || keys > static_cast<std::size_t>(argc - 2))
     {
         return -1;
@@ -264,6 +241,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
 {
     long long declared = declared_keys(argv, argc);
     std::size_t zone_count;
+    bool packed;
 
     if (declared < 0) {
         return "ERR ratelimit: numkeys is not a count of the keys given";
@@ -276,21 +254,25 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
     std::size_t at = 2 + key_count;
 
     if (at >= static_cast<std::size_t>(argc)
-        || !count_of(argv[at], &zone_count)
+        || !zone_count_of(argv[at], &zone_count, &packed)
         || zone_count > (argc - at - 1) / kArgsPerZone)
     {
-        return "ERR ratelimit: the number of zones is missing or too large";
+        return kZoneCountRefused;
     }
 
     zones.resize(zone_count);
     at++;
 
     for (ZoneParams &zone : zones) {
-        if (const char *error = parse_zone(argv + at, now, &zone)) {
-            return error;
+        std::string_view args[kArgsPerZone];
+
+        for (std::string_view &arg : args) {
+            arg = view(argv[at++]);
         }
 
-        at += kArgsPerZone;
+        if (const char *error = parse_zone(args, now, packed, &zone)) {
+            return error;
+        }
     }
 
     entries.resize(static_cast<std::size_t>(argc) - at);

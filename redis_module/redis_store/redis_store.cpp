@@ -1,12 +1,15 @@
 #include "redis_store/redis_store.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace ratelimit {
 
 namespace {
 
-// The most pairs an HSET of the script sets.
+// The most pairs one HashSet call sets: the request's own HSETs (a
+// window written whole sets more, in several calls).
 constexpr std::size_t kMostPairs = 4;
 
 bool holds_hash_or_nothing(redis::Key *key)
@@ -31,8 +34,9 @@ bool same_text(const char *a, const char *b)
     return false;
 }
 
-// The fields set one after another, as HSET does, in one HashSet call:
-// Redis's work per call (type checks, deleting a key left empty) done once.
+// The fields set one after another, as HSET does, up to kMostPairs in one
+// HashSet call: Redis's work per call (type checks, deleting a key left
+// empty) done once.
 void set_pairs(redis::Key *key, redis::String *const *a, std::size_t pairs)
 {
     switch (pairs) {
@@ -199,16 +203,19 @@ CallError RedisStore::hset(KeyNumber key,
         return kWrongType;
     }
 
-    redis::String *args[2 * kMostPairs];
-    pairs = pairs < kMostPairs ? pairs : kMostPairs;
+    pairs_.clear();
 
-    for (std::size_t i = 0; i < pairs; i++) {
-        args[2 * i] = field(fields_values[2 * i]);
-        args[2 * i + 1] = value(fields_values[2 * i + 1]);
+    for (std::size_t i = 0; i < 2 * pairs; i += 2) {
+        pairs_.push_back(field(fields_values[i]));
+        pairs_.push_back(value(fields_values[i + 1]));
     }
 
-    set_pairs(open_key, args, pairs);
-    replicate("HSET", "sv", keys_[key], args, 2 * pairs);
+    for (std::size_t i = 0; i < pairs; i += kMostPairs) {
+        set_pairs(open_key, pairs_.data() + 2 * i,
+                  std::min(kMostPairs, pairs - i));
+    }
+
+    replicate("HSET", "sv", keys_[key], pairs_.data(), pairs_.size());
     notify(redis::kNotifyHash, "hset", key);
     return nullptr;
 }
@@ -280,54 +287,110 @@ CallError RedisStore::pexpireat(KeyNumber key, const char *at_ms)
     return nullptr;
 }
 
-// GET itself, as for SET below: reading the value through the key would
-// turn the integer SET stored into a string (32 bytes more a subject).
+// GET through the key: a string's bytes where they are, no call and no
+// object made.  A number the script's SET stored as an integer is made text
+// by the first read (Redis's StringDMA), as the command's own writes store
+// it: 24 bytes more a subject than the integer, for a GET and a SET that
+// cost the command half of what calling them did.
 CallError RedisStore::get(KeyNumber key, FieldValue *out)
 {
-    close();
-    *out = FieldValue{};
-    RedisModuleCallReply *reply = redis::Call(ctx_, "GET", "s", keys_[key]);
-    int type = reply != nullptr ? redis::CallReplyType(reply)
-                                : redis::kReplyNull;
-
-    if (type == redis::kReplyString) {
-        std::size_t len;
-        const char *bytes = redis::CallReplyStringPtr(reply, &len);
-        made_.push_back(redis::CreateString(ctx_, bytes, len));
-        bytes = redis::StringPtrLen(made_.back(), &len);
-        *out = FieldValue{{bytes, len}, true};
-    }
-
-    if (reply != nullptr) {
-        redis::FreeCallReply(reply);
-    }
-
-    return type == redis::kReplyString || type == redis::kReplyNull
-               ? nullptr
-               : kWrongType;
+    std::string_view bytes;
+    KeyLayout layout = read_layout(key, &bytes);
+    *out = FieldValue{bytes, layout == KeyLayout::kPacked};
+    return layout == KeyLayout::kHash ? kWrongType : nullptr;
 }
 
-// SET itself, called as the script calls it, on the key closed: it stores
-// a number as an integer object, as SET does (a string set through the key
-// takes 32 bytes more), and replicates and notifies as SET.  The value
-// goes as text: a fresh object, which SET may encode.  "!" replicates it,
-// where anything listens.
-CallError RedisStore::set_pxat(KeyNumber key, const char *value_text,
-                              const char *at_ms)
+// SET through the key: a TAT's digits (as many from one day to the next)
+// changed in place with its expiry time, or the string made anew when its
+// length differs or the key held none.  Replicated and notified as SET.
+CallError RedisStore::set_pxat(KeyNumber key, const char *value,
+                               const char *at_ms)
+{
+    std::string_view text(value), held;
+
+    if (read_layout(key, &held) != KeyLayout::kPacked
+        || held.size() != text.size())
+    {
+        return set_bytes(key, text, at_ms);
+    }
+
+    if (CallError error = may_write(true)) {
+        return error;
+    }
+
+    std::size_t len;
+    char *at = redis::StringDMA(key_, &len, redis::kWrite);
+    std::memcpy(at, text.data(), text.size());
+    redis::SetAbsExpire(key_, std::strtoll(at_ms, nullptr, 10));
+    replicate("SET", "sccc", keys_[key], value, "PXAT", at_ms);
+    notify(redis::kNotifyString, "set", key);
+    notify(redis::kNotifyGeneric, "expire", key);
+    return nullptr;
+}
+
+// A string's bytes read where they are: the command's own read of a window
+// zone's key, with no object made.
+KeyLayout RedisStore::read_layout(KeyNumber key, std::string_view *bytes)
+{
+    redis::Key *open_key = open(key);
+    int type = redis::KeyType(open_key);
+    *bytes = {};
+
+    if (type == redis::kKeyEmpty) {
+        return KeyLayout::kNone;
+    }
+
+    if (type != redis::kKeyString) {
+        return KeyLayout::kHash;
+    }
+
+    std::size_t len;
+    const char *at = redis::StringDMA(open_key, &len, redis::kRead);
+    *bytes = {at, len};
+    return KeyLayout::kPacked;
+}
+
+CallError RedisStore::setrange(KeyNumber key, std::size_t offset,
+                               std::string_view bytes)
 {
     if (CallError error = may_write(true)) {
         return error;
     }
 
-    close();
-    RedisModuleCallReply *reply =
-        redis::Call(ctx_, "SET", propagate_ ? "!sccc" : "sccc", keys_[key],
-                    value_text, "PXAT", at_ms);
+    std::size_t len;
+    redis::Key *open_key = open(key);
+    char *at = redis::StringDMA(open_key, &len, redis::kWrite);
+    std::memcpy(at + offset, bytes.data(), bytes.size());
+    replicate("SETRANGE", "slb", keys_[key], static_cast<long long>(offset),
+              bytes.data(), bytes.size());
+    notify(redis::kNotifyString, "setrange", key);
+    return nullptr;
+}
 
-    if (reply != nullptr) {
-        redis::FreeCallReply(reply);
+// Made at its exact size: a string StringTruncate makes on an empty key
+// has no slack, where one grown in place keeps the allocator's.
+CallError RedisStore::set_bytes(KeyNumber key, std::string_view bytes,
+                                const char *at_ms)
+{
+    if (CallError error = may_write(true)) {
+        return error;
     }
 
+    std::size_t len;
+    redis::Key *open_key = open(key);
+
+    if (redis::KeyType(open_key) != redis::kKeyEmpty) {
+        redis::DeleteKey(open_key);
+    }
+
+    redis::StringTruncate(open_key, bytes.size());
+    char *at = redis::StringDMA(open_key, &len, redis::kWrite);
+    std::memcpy(at, bytes.data(), bytes.size());
+    redis::SetAbsExpire(open_key, std::strtoll(at_ms, nullptr, 10));
+    replicate("SET", "sbcc", keys_[key], bytes.data(), bytes.size(), "PXAT",
+              at_ms);
+    notify(redis::kNotifyString, "set", key);
+    notify(redis::kNotifyGeneric, "expire", key);
     return nullptr;
 }
 

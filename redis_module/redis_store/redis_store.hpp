@@ -4,10 +4,12 @@
 // errors, replication (each write sent to replicas and the AOF as the
 // command the script would have run, all of a call in one MULTI/EXEC, and
 // not built at all where Redis would drop it: command/propagation.hpp) and
-// keyspace notifications.  And the script's rule for out of memory: a
-// command that may grow memory (HSET) is refused with OOM when Redis was
-// over maxmemory as the call began, until the call has issued any write
-// command; after that nothing is refused, so that no call stops halfway.
+// keyspace notifications.  A window's packed string is read and changed
+// in place (StringDMA), no object per field.  And the script's rule for
+// out of memory: a command that may grow memory (HSET, SET, SETRANGE) is
+// refused with OOM when Redis was over maxmemory as the call began, until
+// the call has issued any write command; after that nothing is refused, so
+// that no call stops halfway.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +47,11 @@ public:
     CallError get(KeyNumber key, FieldValue *out) override;
     CallError set_pxat(KeyNumber key, const char *value,
                        const char *at_ms) override;
+    KeyLayout read_layout(KeyNumber key, std::string_view *bytes) override;
+    CallError setrange(KeyNumber key, std::size_t offset,
+                       std::string_view bytes) override;
+    CallError set_bytes(KeyNumber key, std::string_view bytes,
+                        const char *at_ms) override;
 
     // Frees the values the reads answered and closes the key.
     void release() noexcept override;
@@ -99,6 +106,7 @@ private:
     Name names_[kMostNames];
     std::size_t name_count_ = 0;
     std::vector<redis::String *> made_;
+    std::vector<redis::String *> pairs_;  // an HSET's fields and values
 };
 
 }  // namespace ratelimit

@@ -42,6 +42,12 @@ inline bool field_number(const FieldValue &value, double *out)
            && lua::to_number(value.text.data(), value.text.size(), out);
 }
 
+// What a window zone's key holds, as the script's redis.pcall('GET')
+// tells it: nothing (nil), a string (the packed layout: its bytes), or a
+// hash (an error; so does a key of any other type, which the hash
+// commands then answer with WRONGTYPE).
+enum class KeyLayout { kNone, kPacked, kHash };
+
 // A hash's fields and values, as HGETALL answers them.
 using FieldPairs = std::vector<std::pair<std::string, std::string>>;
 
@@ -56,8 +62,8 @@ public:
     // HGETALL key.
     virtual CallError hgetall(KeyNumber key, FieldPairs *out) = 0;
 
-    // HSET key field value ..., `pairs` (at most 4) fields each followed
-    // by its value.
+    // HSET key field value ..., `pairs` fields each followed by its
+    // value.
     virtual CallError hset(KeyNumber key, const char *const *fields_values,
                            std::size_t pairs) = 0;
 
@@ -69,12 +75,27 @@ public:
     // PEXPIREAT key at_ms, the time as the decimal text the script sends.
     virtual CallError pexpireat(KeyNumber key, const char *at_ms) = 0;
 
-    // GET key (a GCRA zone's string): out absent for no key.
+    // GET key (a GCRA zone's string): out absent for no key; its bytes
+    // valid until the key is written.
     virtual CallError get(KeyNumber key, FieldValue *out) = 0;
 
     // SET key value PXAT at_ms, both as the decimal text the script sends.
     virtual CallError set_pxat(KeyNumber key, const char *value,
                                const char *at_ms) = 0;
+
+    // GET key as a window zone reads it: what the key holds, and a
+    // string's bytes into `bytes`, valid until the key is written.
+    virtual KeyLayout read_layout(KeyNumber key, std::string_view *bytes) = 0;
+
+    // SETRANGE key offset bytes: a string's bytes from `offset` changed in
+    // place, its length and expiry time kept.
+    virtual CallError setrange(KeyNumber key, std::size_t offset,
+                               std::string_view bytes) = 0;
+
+    // SET key bytes PXAT at_ms: the string made anew at its exact size,
+    // whatever the key held.
+    virtual CallError set_bytes(KeyNumber key, std::string_view bytes,
+                                const char *at_ms) = 0;
 
     // The end of a request: what its reads answered may go.
     virtual void release() noexcept = 0;

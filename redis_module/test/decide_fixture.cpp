@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "limits/window_rules.hpp"
+#include "zones/packed_window.hpp"
 
 namespace ratelimit::test {
 
@@ -18,12 +19,9 @@ ZoneParams params(const ZoneSpec &spec, double now_ms)
     zone.fixed = spec.kind == 'f';
     zone.gcra = spec.kind == 'g' ? spec.bucket_ms * 1000 / spec.limit : 0;
     zone.enforce = spec.enforce;
+    zone.packed = spec.packed && packed_fits(zone.fixed, zone.span);
     zone.bucket = std::floor(now_ms / spec.bucket_ms);
-    zone.first_bucket = window_rules::first_bucket(zone.bucket, zone.span);
     lua::format(zone.bucket, zone.bucket_field);
-    lua::format(window_rules::expiry_ms(zone.bucket, zone.span,
-                                        zone.bucket_ms),
-                zone.expire_at);
     return zone;
 }
 
@@ -51,6 +49,13 @@ Entry lease_entry(double asked, std::string_view zone)
     Entry made = entry('l', zone);
     made.asked = asked;
     return made;
+}
+
+std::vector<double> one(const std::vector<ReplyElement> &reply,
+                        std::size_t r)
+{
+    return {reply[r].value, reply[r + 1].value, reply[r + 2].value,
+            reply[r + 3].value};
 }
 
 std::vector<ReplyElement> DecideTest::decide(
@@ -94,6 +99,12 @@ std::string DecideTest::field(const std::string &key,
 
     auto it = value->fields.find(name);
     return it == value->fields.end() ? "" : it->second;
+}
+
+std::string DecideTest::text(const std::string &key)
+{
+    const MemoryStore::Value *value = live(key);
+    return value == nullptr || value->hash ? "" : value->text;
 }
 
 double DecideTest::expire_at(const std::string &key)

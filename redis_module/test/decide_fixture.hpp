@@ -17,11 +17,13 @@
 namespace ratelimit::test {
 
 // A zone's arguments: its limit, bucket (ms) and span (buckets; a GCRA
-// zone's capacity), its kind ('s' sliding, 'f' fixed, 'g' GCRA).
+// zone's capacity), its kind ('s' sliding, 'f' fixed, 'g' GCRA), and
+// whether the call asks for packed strings as its new keys.
 struct ZoneSpec {
     double limit, bucket_ms, span;
     char kind;
     bool enforce = true;
+    bool packed = false;
 };
 
 // The zone bytes of an entry.
@@ -33,6 +35,11 @@ inline const std::string_view kZones01("\0\1", 2);
 Entry entry(char mode, std::string_view zones);
 Entry settle_entry(double delta, double at, std::string_view zone);
 Entry lease_entry(double asked, std::string_view zone);
+
+// The reply of a request of one zone from element `r`: rejected, count,
+// oldest bucket, over.
+std::vector<double> one(const std::vector<ReplyElement> &reply,
+                        std::size_t r = 1);
 
 class DecideTest : public ::testing::Test {
 protected:
@@ -54,6 +61,9 @@ protected:
     // Field `name` of key `key` ("" if none), its expiry time (-1 none).
     std::string field(const std::string &key, const std::string &name);
     double expire_at(const std::string &key);
+
+    // The bytes of string `key` ("" if none, or a hash).
+    std::string text(const std::string &key);
 };
 
 }  // namespace ratelimit::test

@@ -79,6 +79,7 @@ CallError MemoryStore::hgetall(KeyNumber key, FieldPairs *out)
 CallError MemoryStore::hset(KeyNumber key, const char *const *fields_values,
                             std::size_t pairs)
 {
+    writes.emplace_back("HSET");
     Value *value = live(key);
 
     if (value != nullptr && !value->hash) {
@@ -99,6 +100,7 @@ CallError MemoryStore::hset(KeyNumber key, const char *const *fields_values,
 CallError MemoryStore::hdel(KeyNumber key, const std::string *fields,
                             std::size_t count)
 {
+    writes.emplace_back("HDEL");
     Value *value = live(key);
 
     if (value != nullptr && !value->hash) {
@@ -122,12 +124,14 @@ CallError MemoryStore::hdel(KeyNumber key, const std::string *fields,
 
 CallError MemoryStore::del(KeyNumber key)
 {
+    writes.emplace_back("DEL");
     keys.erase(name_of(key));
     return nullptr;
 }
 
 CallError MemoryStore::pexpireat(KeyNumber key, const char *at_ms)
 {
+    writes.emplace_back("PEXPIREAT");
     if (Value *value = live(key)) {
         value->expire_at_ms = std::strtod(at_ms, nullptr);
     }
@@ -155,7 +159,40 @@ CallError MemoryStore::get(KeyNumber key, FieldValue *out)
 CallError MemoryStore::set_pxat(KeyNumber key, const char *text,
                                 const char *at_ms)
 {
-    keys[name_of(key)] = Value{false, {}, text, std::strtod(at_ms, nullptr)};
+    return set_bytes(key, text, at_ms);
+}
+
+KeyLayout MemoryStore::read_layout(KeyNumber key, std::string_view *bytes)
+{
+    Value *value = live(key);
+    *bytes = {};
+
+    if (value == nullptr) {
+        return KeyLayout::kNone;
+    }
+
+    if (value->hash) {
+        return KeyLayout::kHash;
+    }
+
+    *bytes = value->text;
+    return KeyLayout::kPacked;
+}
+
+CallError MemoryStore::setrange(KeyNumber key, std::size_t offset,
+                                std::string_view bytes)
+{
+    writes.emplace_back("SETRANGE");
+    live(key)->text.replace(offset, bytes.size(), bytes);
+    return nullptr;
+}
+
+CallError MemoryStore::set_bytes(KeyNumber key, std::string_view bytes,
+                                 const char *at_ms)
+{
+    writes.emplace_back("SET");
+    keys[name_of(key)] = Value{false, {}, std::string(bytes),
+                               std::strtod(at_ms, nullptr)};
     return nullptr;
 }
 

@@ -25,6 +25,7 @@ public:
     double now_ms = 0;                // the clock expiry is judged by
     std::vector<std::string> names;   // KeyNumber's names; else its digits
     std::map<std::string, Value> keys;
+    std::vector<std::string> writes;  // the write commands made, by name
 
     // The live key `name`, or nullptr.
     Value *find(const std::string &name);
@@ -41,6 +42,11 @@ public:
     CallError get(KeyNumber key, FieldValue *out) override;
     CallError set_pxat(KeyNumber key, const char *value,
                        const char *at_ms) override;
+    KeyLayout read_layout(KeyNumber key, std::string_view *bytes) override;
+    CallError setrange(KeyNumber key, std::size_t offset,
+                       std::string_view bytes) override;
+    CallError set_bytes(KeyNumber key, std::string_view bytes,
+                        const char *at_ms) override;
     void release() noexcept override { answered_.clear(); }
 
 private:

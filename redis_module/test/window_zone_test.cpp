@@ -7,15 +7,6 @@ namespace ratelimit::test {
 
 namespace {
 
-// The reply of a request of one zone from element `r`: rejected, count,
-// oldest bucket, over.
-std::vector<double> one(const std::vector<ReplyElement> &reply,
-                        std::size_t r = 1)
-{
-    return {reply[r].value, reply[r + 1].value, reply[r + 2].value,
-            reply[r + 3].value};
-}
-
 using V = std::vector<double>;
 
 class WindowTest : public DecideTest {};
@@ -82,6 +73,19 @@ TEST_F(WindowTest, FixedResetsAsTheNextWindowStarts)
     EXPECT_EQ(field("0", "n"), std::to_string(static_cast<long long>(w + 1)));
     EXPECT_EQ(field("0", "t"), "1");
     EXPECT_EQ(expire_at("0"), (w + 2) * 60000);
+}
+
+// The largest window's bucket is numbered 0: a new key is no key counted
+// in bucket 0 (a cost entry goes the careful path, as the hash's every
+// request does), and gets its expiry time.
+TEST_F(WindowTest, ANewKeyOfBucketZeroExpiresWithIt)
+{
+    zones = {{3, 604800000000000, 1, 'f'}};
+    Entry costs = entry('w', kZone0);
+    costs.costs = {1};
+    EXPECT_EQ(one(decide({costs})), (V{0, 1, 0, 0}));
+    EXPECT_EQ(field("0", "n"), "0");
+    EXPECT_EQ(expire_at("0"), 604800000000000);
 }
 
 TEST_F(WindowTest, PeekCountsNothing)

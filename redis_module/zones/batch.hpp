@@ -2,7 +2,7 @@
 // parameters (read once per call, as the script does) and the requests'
 // entries (see scripts/window_script.hpp for their syntax), their keys
 // named by their place among the call's (store/store.hpp).  Read from the
-// command's arguments by command/batch_call.hpp.
+// command's arguments by command/batch_call.hpp, a zone's by parse_zone().
 #pragma once
 
 #include <cstddef>
@@ -23,11 +23,20 @@ struct ZoneParams {
     double gcra;            // a GCRA zone's emission interval (us), else 0;
                             // its `span` is its capacity, 1 + burst
     bool enforce;
+    bool packed;            // its new keys are packed strings
+                            // (zones/packed_window.hpp), else hashes
     double bucket;          // the current bucket: now / bucket_ms, floored
-    double first_bucket;    // the window's oldest
     char bucket_field[lua::kMaxText];  // `bucket` as text, its field name
-    char expire_at[lua::kMaxText];     // when a key counted now expires
 };
+
+// A zone's kArgsPerZone arguments as text (limit, bucket in ms, buckets,
+// kind, mode) read into `zone` at Redis time `now_ms` as the script reads
+// them, its new keys packed strings where the call asks (`packed`) and
+// they fit: nullptr, or the error that refuses the whole call (the
+// script's text) where they are not what nginx sends: numbers
+// zone_numbers_valid() refuses, an unknown kind or mode.
+const char *parse_zone(const std::string_view *args, double now_ms,
+                       bool packed, ZoneParams *zone);
 
 struct Entry {
     char mode;                   // 'c' counts 1, 'w' its costs; 'i'

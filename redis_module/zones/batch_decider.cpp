@@ -29,7 +29,7 @@ void BatchDecider::run()
 {
     for (const Entry &entry : call_.entries) {
         if (!entry.solo || !fast(entry)) {
-            careful(entry, nullptr);
+            careful(entry);
         }
 
         store_.release();
@@ -37,7 +37,8 @@ void BatchDecider::run()
 }
 
 // run() for one request.  False where the script's run() raised, having
-// written nothing (or in the one write that failed).
+// written nothing (or in the one write that failed), or left the request
+// to careful().
 bool BatchDecider::fast(const Entry &entry)
 {
     const ZoneParams &zone = zone_of(entry, 0);
@@ -48,14 +49,7 @@ bool BatchDecider::fast(const Entry &entry)
         return false;
     }
 
-    if (decision.outcome == FastDecision::kCareful) {
-        careful(entry, decision.read);
-        return true;
-    }
-
-    reply_[r_] = {decision.reply[0], decision.error};
-
-    for (std::size_t j = 1; j <= kRepliesPerZone; j++) {
+    for (std::size_t j = 0; j <= kRepliesPerZone; j++) {
         set(r_ + j, decision.reply[j]);
     }
 
@@ -64,9 +58,9 @@ bool BatchDecider::fast(const Entry &entry)
     return true;
 }
 
-void BatchDecider::careful(const Entry &entry, const FieldValue *read)
+void BatchDecider::careful(const Entry &entry)
 {
-    if (CallError error = decide(k_, entry, r_, read)) {
+    if (CallError error = decide(k_, entry, r_)) {
         reply_[r_] = {0, error};
 
         for (std::size_t j = r_ + 1; j < r_ + entry.reply_size(); j++) {
@@ -79,7 +73,7 @@ void BatchDecider::careful(const Entry &entry, const FieldValue *read)
 }
 
 CallError BatchDecider::decide(std::size_t k, const Entry &entry,
-                               std::size_t r, const FieldValue *read)
+                               std::size_t r)
 {
     if (entry.error != nullptr) {
         return entry.error;
@@ -97,7 +91,7 @@ CallError BatchDecider::decide(std::size_t k, const Entry &entry,
         return lease(k, entry, r);
     }
 
-    return decide_zones(k, entry, r, read);
+    return decide_zones(k, entry, r);
 }
 
 // A settle, answered with 0 (never rejected), the zone's count and oldest
@@ -134,7 +128,7 @@ CallError BatchDecider::lease(std::size_t k, const Entry &entry,
     reads_.resize(std::max<std::size_t>(reads_.size(), 1));
     ZoneRead &z = reads_[0];
 
-    if (CallError error = window_.read_zone(k, zone, nullptr, &z)) {
+    if (CallError error = window_.read_zone(k, zone, &z)) {
         return error;
     }
 
@@ -159,14 +153,14 @@ CallError BatchDecider::lease(std::size_t k, const Entry &entry,
 
 // "c", "w", "p" and, its first part, "i".
 CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
-                                     std::size_t r, const FieldValue *read)
+                                     std::size_t r)
 {
     std::size_t n = entry.zones.size();
     bool counting = entry.mode == kEntryCount || entry.mode == kEntryCosts;
     reads_.resize(std::max(reads_.size(), n));
 
     if (n == 1) {
-        return decide_one(k, entry, counting, r, read);
+        return decide_one(k, entry, counting, r);
     }
 
     bool rejected = false;
@@ -175,7 +169,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
         const ZoneParams &zone = zone_of(entry, i);
         ZoneKind &zone_kind = kind(zone);
 
-        if (CallError error = zone_kind.read_zone(k + i, zone, nullptr,
+        if (CallError error = zone_kind.read_zone(k + i, zone,
                                                   &reads_[i]))
         {
             return error;
@@ -214,14 +208,13 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
 // decide_zones() of a request of one zone: nothing to hold while others
 // are read.
 CallError BatchDecider::decide_one(std::size_t k, const Entry &entry,
-                                   bool counting, std::size_t r,
-                                   const FieldValue *read)
+                                   bool counting, std::size_t r)
 {
     const ZoneParams &zone = zone_of(entry, 0);
     ZoneKind &zone_kind = kind(zone);
     ZoneRead &z = reads_[0];
 
-    if (CallError error = zone_kind.read_zone(k, zone, read, &z)) {
+    if (CallError error = zone_kind.read_zone(k, zone, &z)) {
         return error;
     }
 
@@ -247,7 +240,7 @@ CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,
 {
     std::size_t n = entry.zones.size();
 
-    if (CallError error = decide_zones(k, entry, r, nullptr)) {
+    if (CallError error = decide_zones(k, entry, r)) {
         return error;
     }
 

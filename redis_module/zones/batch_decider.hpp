@@ -41,13 +41,12 @@ private:
 
     ZoneKind &kind(const ZoneParams &zone);
     bool fast(const Entry &entry);
-    void careful(const Entry &entry, const FieldValue *read);
-    CallError decide(std::size_t k, const Entry &entry, std::size_t r,
-                     const FieldValue *read);
-    CallError decide_zones(std::size_t k, const Entry &entry, std::size_t r,
-                           const FieldValue *read);
+    void careful(const Entry &entry);
+    CallError decide(std::size_t k, const Entry &entry, std::size_t r);
+    CallError decide_zones(std::size_t k, const Entry &entry,
+                           std::size_t r);
     CallError decide_one(std::size_t k, const Entry &entry, bool counting,
-                         std::size_t r, const FieldValue *read);
+                         std::size_t r);
     CallError peek_interval(std::size_t k, const Entry &entry,
                             std::size_t r);
     CallError settle(std::size_t k, const Entry &entry, std::size_t r);

@@ -16,7 +16,7 @@ CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
                           double delta, double at, double *count,
                           double *oldest, double *applied)
 {
-    if (CallError error = window_.read_zone(key, zone, nullptr, &z_)) {
+    if (CallError error = window_.read_zone(key, zone, &z_)) {
         return error;
     }
 
@@ -28,6 +28,8 @@ CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
         was = z_.count;
     } else if (inside && at == z_.current) {
         was = z_.here;
+    } else if (inside && z_.whole) {
+        was = PackedZone::bucket_count(z_, at);
     } else if (inside) {
         if (CallError error = bucket_count(key, at, &was)) {
             return error;
@@ -39,6 +41,14 @@ CallError Settler::settle(KeyNumber key, const ZoneParams &zone,
 
     if (!inside || now_at == was) {
         return window_.write_zone(key, zone, 0, &z_, count, oldest);
+    }
+
+    if (z_.whole) {
+        *count = z_.count + (now_at - was);
+        *oldest = zone.fixed || z_.oldest == 0 || at < z_.oldest
+                      ? at
+                      : z_.oldest;
+        return packed_.put_bucket(key, zone, &z_, at, now_at);
     }
 
     return zone.fixed ? settle_window(key, zone, now_at, count, oldest)
@@ -88,7 +98,7 @@ CallError Settler::settle_bucket(KeyNumber key, const ZoneParams &zone,
     lua::format(now_at, value);
     lua::format(*count, total);
     lua::format(*oldest, first);
-    bool newer = z_.newest == 0 || z_.newest < at;
+    bool newer = z_.newest < at;
     const char *const pairs[] = {name, value, "t", total,
                                  "o", first, "n", name};
 

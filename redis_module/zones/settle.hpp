@@ -9,6 +9,7 @@
 
 #include "store/store.hpp"
 #include "zones/batch.hpp"
+#include "zones/packed_zone.hpp"
 #include "zones/zone_kind.hpp"
 #include "zones/zone_window.hpp"
 
@@ -16,8 +17,8 @@ namespace ratelimit {
 
 class Settler {
 public:
-    Settler(ZoneWindow *window, Store *store)
-        : window_(*window), store_(*store) {}
+    Settler(ZoneWindow *window, PackedZone *packed, Store *store)
+        : window_(*window), packed_(*packed), store_(*store) {}
 
     // Adds `delta` units to bucket `at` of `zone` in `key`; the zone's
     // count and oldest bucket after that into `count` and `oldest`, the
@@ -36,6 +37,7 @@ private:
                             double now_at, double *count, double *oldest);
 
     ZoneWindow &window_;
+    PackedZone &packed_;
     Store &store_;
     ZoneRead z_;  // the zone as read_zone() found it
 };

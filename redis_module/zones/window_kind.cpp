@@ -6,11 +6,6 @@ namespace ratelimit {
 
 namespace {
 
-bool text_is(const FieldValue &value, const char *text)
-{
-    return value.present() && value.text == text;
-}
-
 void decided(FastDecision *out, double rejected, double count, double oldest,
              double over)
 {
@@ -45,118 +40,33 @@ CallError WindowKind::count_newest(KeyNumber key, const ZoneParams &zone,
 void WindowKind::run(KeyNumber key, const ZoneParams &zone,
                      FastDecision *out)
 {
-    const char *field = zone.bucket_field;
-    FieldValue *h = out->read;
-    double count, oldest;
-    bool take = true, same;
+    std::string_view bytes;
+    ZoneRead &z = fast_;
+    z.layout = store_.read_layout(key, &bytes);
+    z.slid = false;
     out->outcome = FastDecision::kRaised;
+    PackedWindow &w = z.packed;
+    bool taken = z.layout == KeyLayout::kPacked && zone.packed
+                 && packed_read(bytes, zone.fixed, &w)
+                 && w.newest() == zone.bucket
+                 && w.oldest() > zone.bucket - zone.span;
 
-    if (zone.fixed) {
-        static const char *const kFields[] = {"t", "n"};
-
-        if (store_.hmget(key, kFields, 2, h) != nullptr) {
-            return;
-        }
-
-        same = text_is(h[1], field);
-
-        if (same) {
-            if (!field_number(h[0], &count)) {
-                return;
-            }
-            oldest = zone.bucket;
-        } else {
-            count = oldest = 0;
-            take = !(h[0].present() || h[1].present());
-        }
-    } else {
-        const char *const fields[] = {"t", "o", "n", field};
-
-        if (store_.hmget(key, fields, 4, h) != nullptr) {
-            return;
-        }
-
-        if (h[2].present()) {
-            if (!field_number(h[0], &count) || !field_number(h[1], &oldest)) {
-                return;
-            }
-
-            same = text_is(h[2], field);
-
-            if (!same) {
-                double newest;
-
-                if (!field_number(h[2], &newest)) {
-                    return;
-                }
-
-                same = newest == zone.bucket;
-                take = newest <= zone.bucket && newest >= zone.first_bucket;
-            }
-
-            take = take && oldest >= zone.first_bucket;
-        } else {
-            count = oldest = 0;
-            same = false;
-            take = !(h[0].present() || h[1].present());
-        }
-    }
-
-    if (!take) {
-        out->outcome = FastDecision::kCareful;
+    if (!taken && !(z.layout == KeyLayout::kNone && zone.packed)) {
         return;
     }
+
+    double count = taken ? w.total : 0;
+    double oldest = taken ? w.oldest() : zone.bucket;
 
     if (1 > zone.limit - count) {
         decided(out, zone.enforce ? 1 : 0, count, oldest, 1);
         return;
     }
 
-    char total[lua::kMaxText], text[lua::kMaxText];
-    lua::format(count + 1, total);
-    CallError failed;
+    double here = zone.fixed ? count : taken ? w.buckets.back().count : 0;
 
-    if (same && zone.fixed) {
-        const char *const pairs[] = {"t", total};
-        failed = store_.hset(key, pairs, 1);
-    } else if (same) {
-        double here;
-
-        if (!field_number(h[3], &here)) {
-            return;
-        }
-
-        lua::format(here + 1, text);
-        const char *const pairs[] = {field, text, "t", total};
-        failed = store_.hset(key, pairs, 2);
-    } else {
-        if (oldest == 0) {
-            oldest = zone.bucket;
-        }
-
-        if (zone.fixed) {
-            const char *const pairs[] = {"t", total, "n", field};
-            failed = store_.hset(key, pairs, 2);
-        } else {
-            lua::format(oldest, text);
-            const char *const pairs[] = {field, "1", "t", total,
-                                         "o", text, "n", field};
-            failed = store_.hset(key, pairs, 4);
-        }
-    }
-
-    if (failed != nullptr) {
-        return;
-    }
-
-    decided(out, 0, count + 1, oldest, 0);
-
-    // PEXPIREAT goes through redis.pcall(): its error is the request's.
-    if (!same) {
-        if (CallError error = store_.pexpireat(key, zone.expire_at)) {
-            decided(out, 0, 0, 0, 0);
-            out->error = error;
-        }
+    if (packed_.put_bucket(key, zone, &z, zone.bucket, here + 1) == nullptr) {
+        decided(out, 0, count + 1, oldest, 0);
     }
 }
 

@@ -6,6 +6,7 @@
 
 #include "store/store.hpp"
 #include "zones/batch.hpp"
+#include "zones/packed_zone.hpp"
 #include "zones/settle.hpp"
 #include "zones/zone_kind.hpp"
 #include "zones/zone_window.hpp"
@@ -15,12 +16,13 @@ namespace ratelimit {
 class WindowKind final : public ZoneKind {
 public:
     explicit WindowKind(Store *store)
-        : store_(*store), window_(store), settler_(&window_, store) {}
+        : store_(*store), packed_(store), window_(store, &packed_),
+          settler_(&window_, &packed_, store) {}
 
     CallError read_zone(KeyNumber key, const ZoneParams &zone,
-                        const FieldValue *read, ZoneRead *z) override
+                        ZoneRead *z) override
     {
-        return window_.read_zone(key, zone, read, z);
+        return window_.read_zone(key, zone, z);
     }
 
     // The count and `cost` (at least 1) over the limit.
@@ -45,16 +47,20 @@ public:
                            double wanted, double count,
                            double *out) override;
 
-    // kRaised where the script's run_window() raised, having written
-    // nothing (or in the one write that failed); kCareful where it hands
-    // the request to careful() with what it read.
+    // A packed string whose newest bucket (or fixed window) is the
+    // current one with none to cut, or no key where new keys are strings:
+    // counted in place, or made.  kRaised where the script's run_window()
+    // raised, having written nothing (or in the one write that failed),
+    // or hands the request to careful(), a hash's among them.
     void run(KeyNumber key, const ZoneParams &zone,
              FastDecision *out) override;
 
 private:
     Store &store_;
+    PackedZone packed_;
     ZoneWindow window_;
     Settler settler_;
+    ZoneRead fast_;  // what run() read
 };
 
 }  // namespace ratelimit

@@ -50,7 +50,7 @@ CallError ZoneGcra::read_tat(KeyNumber key, double *ahead)
 }
 
 CallError ZoneGcra::read_zone(KeyNumber key, const ZoneParams &,
-                              const FieldValue *, ZoneRead *z)
+                              ZoneRead *z)
 {
     return read_tat(key, &z->count);
 }

@@ -20,7 +20,7 @@ public:
     // GET under pcall: a key of another type is deleted and read as no
     // TAT.  The backlog into z->count.
     CallError read_zone(KeyNumber key, const ZoneParams &zone,
-                        const FieldValue *read, ZoneRead *z) override;
+                        ZoneRead *z) override;
 
     // need * T > capacity * T, with 1 us of tolerance for T's rounding.
     bool over(const ZoneRead &z, double cost,

@@ -11,39 +11,46 @@
 
 #include "store/store.hpp"
 #include "zones/batch.hpp"
+#include "zones/packed_window.hpp"
 
 namespace ratelimit {
 
 // A zone's key as read(): `count` what the reply carries and over() judges
-// (a GCRA zone's backlog, us); the rest is a window's.
+// (a GCRA zone's backlog, us); the rest is a window's, `newest` -1 where
+// it has no bucket (bucket 0 is one).
 struct ZoneRead {
     double count, oldest, newest, here, current;
     bool slid;                       // the script's `gone` is a table
     std::vector<std::string> gone;   // fields to delete
     char field[lua::kMaxText];       // `current` as text
+    KeyLayout layout;                // what the key held: kNone also for
+                                     // one deleted as another zone's
+    bool whole;                      // the window is in `packed` (the
+                                     // script's `gone` is its p), written
+                                     // back whole in the zone's layout
+                                     // for new keys
+    PackedWindow packed;             // a string's, or where new keys are
+                                     // strings a hash's read whole; slid
 };
 
 // What the fast path (the script's run(), a counted request of one zone)
 // made of a request.
 struct FastDecision {
     enum Outcome {
-        kDecided,  // reply[] and error are the request's reply
-        kRaised,   // the script's run() raised: decided afresh, read anew
-        kCareful   // decided by the careful path, from read[]
+        kDecided,  // reply[] is the request's reply
+        kRaised    // not decided here: the script's run() raised or
+                   // handed it to careful(), which decides it afresh
     };
 
     Outcome outcome = kRaised;
     double reply[4] = {0, 0, 0, 0};
-    CallError error = nullptr;  // in place of reply[0]
-    FieldValue read[4];
 };
 
 class ZoneKind {
 public:
-    // Reads zone `zone` from `key` into `z`; `read`, if not nullptr, is
-    // what the fast path read of it.
+    // Reads zone `zone` from `key` into `z`.
     virtual CallError read_zone(KeyNumber key, const ZoneParams &zone,
-                           const FieldValue *read, ZoneRead *z) = 0;
+                                ZoneRead *z) = 0;
 
     // Whether a request of `cost` units does not fit in the zone read as
     // `z`: a cost of 0 checks whether one unit would.

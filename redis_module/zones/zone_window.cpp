@@ -1,6 +1,7 @@
 #include "zones/zone_window.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "limits/window_rules.hpp"
@@ -19,6 +20,13 @@ bool field_number(const std::string &text, double *out)
     return lua::to_number(text.data(), text.size(), out);
 }
 
+// The script's natural(): a whole number from 0 to 2^63, a hash's bucket
+// number or count that 8 bytes hold.
+bool natural(double x)
+{
+    return x >= 0 && x <= 0x1p63 && x == std::floor(x);
+}
+
 // The script's ahead().
 double buckets_ahead(double current, bool has_newest, double newest,
                      double span)
@@ -35,6 +43,11 @@ CallError ZoneWindow::count_newest(KeyNumber key,
 {
     static const char *const kNewest[] = {"n"};
     FieldValue n;
+    std::string_view bytes;
+
+    if (store_.read_layout(key, &bytes) == KeyLayout::kPacked) {
+        return packed_.count_newest(bytes, zone, wanted, count);
+    }
 
     if (CallError error = store_.hmget(key, kNewest, 1, &n)) {
         return error;
@@ -63,14 +76,96 @@ CallError ZoneWindow::count_newest(KeyNumber key,
     return nullptr;
 }
 
+// What the key holds is asked first (the script's GET): a hash's fields
+// only then, and not at all where there is no key.
 CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
-                                const FieldValue *read, ZoneRead *z)
+                                ZoneRead *z)
 {
-    z->count = z->oldest = z->newest = z->here = 0;
+    static const FieldValue kNoKey[4];
+    z->count = z->oldest = z->here = 0;
+    z->newest = -1;  // none: bucket numbers start at 0
     z->current = zone.bucket;
     z->slid = false;
     z->gone.clear();
+    z->packed.clear();
     std::memcpy(z->field, zone.bucket_field, sizeof(z->field));
+    std::string_view bytes;
+    z->layout = store_.read_layout(key, &bytes);
+    z->whole = zone.packed || z->layout == KeyLayout::kPacked;
+
+    if (z->layout == KeyLayout::kPacked) {
+        return packed_.read_zone(key, zone, bytes, z);
+    }
+
+    if (z->layout == KeyLayout::kHash && zone.packed) {
+        if (CallError error = unhashed(key, zone, &z->packed, &z->whole)) {
+            return error;
+        }
+
+        if (z->whole) {
+            return packed_.read_window(key, zone, z);
+        }
+    }
+
+    return read_hash(key, zone,
+                     z->layout == KeyLayout::kNone ? kNoKey : nullptr, z);
+}
+
+// A hash read whole into `w`, where new keys are strings: a fixed
+// window's "n" and "t", a sliding one's buckets (fields named by whole
+// numbers) if "t", "o" and "n" are numbers, as read_hash() wants them, and
+// its total their sum.  Not `found` where it holds no bucket of natural()
+// numbers, or a total above 2^63 (a hash of junk, or of other fields:
+// read as a hash).
+CallError ZoneWindow::unhashed(KeyNumber key, const ZoneParams &zone,
+                               PackedWindow *w, bool *found)
+{
+    static const char *const kFixed[] = {"n", "t"};
+    FieldValue h[2];
+    all_.clear();
+
+    if (zone.fixed) {
+        if (CallError error = store_.hmget(key, kFixed, 2, h)) {
+            return error;
+        }
+
+        all_.emplace_back(h[0].text, h[1].text);
+    } else if (CallError error = store_.hgetall(key, &all_)) {
+        return error;
+    }
+
+    bool t = false, o = false, n = false;
+    sums_.clear();
+
+    for (const auto &[name, value] : all_) {
+        double id, count;
+        bool counted = field_number(value, &count);
+        t = name == "t" ? counted : t;
+        o = name == "o" ? counted : o;
+        n = name == "n" ? counted : n;
+
+        if (field_number(name, &id) && natural(id) && counted
+            && natural(count))
+        {
+            sums_[id] = sums_[id] + count;
+        }
+    }
+
+    w->clear();
+
+    for (const auto &[id, count] : sums_) {
+        w->buckets.push_back({id, count});
+        w->total = w->total + count;
+    }
+
+    *found = (zone.fixed || (t && o && n)) && !w->buckets.empty()
+             && natural(w->total);
+    return nullptr;
+}
+
+CallError ZoneWindow::read_hash(KeyNumber key, const ZoneParams &zone,
+                                const FieldValue *read, ZoneRead *z)
+{
     FieldValue h[4];
 
     if (zone.fixed) {
@@ -94,7 +189,7 @@ CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
             z->count = count;
             z->oldest = z->newest = z->current;
         } else if (h[0].present() || h[1].present()) {
-            return store_.del(key);
+            return packed_.start_afresh(key, zone, z);
         }
 
         return nullptr;
@@ -141,7 +236,7 @@ CallError ZoneWindow::read_zone(KeyNumber key, const ZoneParams &zone,
             return slide(key, first, z);
         }
     } else if (h[0].present() || h[1].present() || h[2].present()) {
-        return store_.del(key);
+        return packed_.start_afresh(key, zone, z);
     }
 
     return nullptr;
@@ -259,6 +354,10 @@ CallError ZoneWindow::write_zone(KeyNumber key, const ZoneParams &zone,
                                  double add, ZoneRead *z, double *count,
                                  double *oldest)
 {
+    if (z->whole) {
+        return packed_.write_zone(key, zone, add, z, count, oldest);
+    }
+
     *count = z->count;
     *oldest = z->oldest;
 

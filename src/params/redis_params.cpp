@@ -20,6 +20,7 @@ enum RedisParam {
     kTimeout,
     kConnectTimeout,
     kFleetSecretFile,
+    kLayout,
     kRedisParamCount
 };
 
@@ -38,6 +39,11 @@ bool valid_time(std::string_view value)
     return parse_time_ms(value).has_value();
 }
 
+bool valid_layout(std::string_view value)
+{
+    return value == "packed" || value == "hash";
+}
+
 // Checked as they are read: each error names the parameter as written.
 constexpr NamedParam kRedisParams[] = {
     {"db", kRedisForm, valid_db},
@@ -50,6 +56,7 @@ constexpr NamedParam kRedisParams[] = {
     {"timeout", kRedisForm, valid_time},
     {"connect_timeout", kRedisForm, valid_time},
     {"fleet_secret_file", kRedisForm, valid_string},
+    {"layout", kRedisForm, valid_layout},
 };
 
 static_assert(std::size(kRedisParams) == kRedisParamCount);
@@ -178,6 +185,10 @@ void store_redis_values(const RedisValues &v, RedisParams *out)
 
     if (v[kDb]) {
         out->db = parse_nginx_int(*v[kDb]).value_or(0);
+    }
+
+    if (v[kLayout]) {
+        out->packed = *v[kLayout] == "packed";
     }
 
     if (v[kTimeout]) {

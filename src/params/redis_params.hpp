@@ -40,6 +40,8 @@ struct RedisParams {
     std::int64_t db = 0;                // SELECT unless 0
     std::uint64_t timeout_ms = kDefaultRedisTimeoutMs;
     std::uint64_t connect_timeout_ms = kDefaultRedisConnectTimeoutMs;
+    bool packed = true;                 // new window keys packed strings,
+                                        // else hashes (layout=hash)
 };
 
 // The longest password: Redis 7 refuses a longer argument from a client

@@ -23,6 +23,14 @@ constexpr char kEntryLease = 'l';     // grant units of one window zone
 constexpr char kNumberNext = ',';
 constexpr char kNumbersEnd = ':';
 
+// The number of zones (the argument after the keys) is followed by a
+// letter: the layout of the window zones' new keys, a packed string or a
+// hash (without one, as the release before sends it: hashes).  The Redis
+// module of the release before refuses such a count as a whole, before
+// any key.
+constexpr char kLayoutPacked = 'p';
+constexpr char kLayoutHash = 'h';
+
 // A zone's arguments: limit, bucket length in ms, buckets per window (of a
 // GCRA zone: 1 + burst), its kind, and whether it is enforced.
 constexpr std::size_t kArgsPerZone = 5;

@@ -8,4 +8,11 @@ namespace ratelimit {
 
 constexpr char kDecideCommand[] = "ratelimit.decide";
 
+// How the command refuses a call whose number of zones it cannot read,
+// before any key: a Redis module of the release before so refuses every
+// call of this one (the number carries a layout letter, batch_protocol.hpp),
+// which the script then decides.
+constexpr char kZoneCountRefused[] =
+    "ERR ratelimit: the number of zones is missing or too large";
+
 }  // namespace ratelimit

@@ -255,9 +255,12 @@ bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
 }
 
 bool ScriptBatch::write_command(Form form, std::string *out,
-                                bool cross_slot) const noexcept
+                                bool cross_slot, bool packed) const noexcept
 {
     char head[kMaxDigits + 3];
+    char zones[kMaxDigits + 1];
+    std::size_t zones_len = write_decimal(described_.size(), zones);
+    zones[zones_len++] = packed ? kLayoutPacked : kLayoutHash;
     bool script = form != Form::kDecideCommand;
     std::size_t argc = (script ? 4 : 3) + key_count_
                        + described_.size() * kArgsPerZone + requests_
@@ -286,7 +289,7 @@ bool ScriptBatch::write_command(Form form, std::string *out,
 
         append_decimal_bulk(*out, key_count_);
         out->append(keys_);
-        append_decimal_bulk(*out, described_.size());
+        append_bulk(*out, {zones, zones_len});
         out->append(zones_).append(entries_);
     } catch (const std::bad_alloc &) {
         out->clear();

@@ -94,9 +94,12 @@ public:
 
     // Writes the whole command into `out`; with `cross_slot`, of
     // cross_slot_script(), its keys in ARGV (a script form only: the
-    // command declares its keys).  False on no memory.
-    bool write_command(Form form, std::string *out,
-                       bool cross_slot = false) const noexcept;
+    // command declares its keys).  `packed`: the window zones' new keys
+    // are packed strings, else hashes (the letter after the number of
+    // zones, which a Redis module of the release before refuses).  False
+    // on no memory.
+    bool write_command(Form form, std::string *out, bool cross_slot,
+                       bool packed) const noexcept;
 
     void clear() noexcept;
 

@@ -3,9 +3,12 @@
 //
 // Call (see ScriptBatch): EVALSHA <sha> <keys> KEY... ZONES ZONE-ARG...
 // ENTRY... with the keys of every request in turn, one per zone; then the
-// number of distinct zones in the batch and kArgsPerZone arguments for
-// each: limit; bucket length in ms; buckets per window; "s" for a sliding
-// window of buckets, "f" for a fixed window (one bucket, the whole window,
+// number of distinct zones in the batch, followed by kLayoutPacked or
+// kLayoutHash, the layout of the window zones' new keys (a packed string
+// or a hash; without a letter, hashes: see scripts/lua/window.lua), and
+// kArgsPerZone arguments for each zone: limit; bucket length in ms;
+// buckets per window; "s" for a sliding window of buckets, "f" for a
+// fixed window (one bucket, the whole window,
 // aligned to Redis time); "1" to enforce the limit, "0" for dry run.  Then
 // one entry per request: "c" (decide and count the request) or "p" (report,
 // count nothing), followed by one byte per zone of the request, in the
@@ -63,10 +66,12 @@ namespace ratelimit {
 // list and the per-request arrays.
 constexpr std::size_t kMaxZonesPerRequest = 16;
 
-// The script's text is at most this long: Redis 7 drops a connection that
-// has not authenticated when it sends a longer argument ("Protocol error:
+// A script that may be a connection's first command (the concurrency
+// script's EVAL) is at most this long: Redis 7 drops a connection that has
+// not authenticated when it sends a longer argument ("Protocol error:
 // unauthenticated bulk length"), so a Redis that wants a password the
-// configuration lacks would be reported as that instead of NOAUTH.
+// configuration lacks would be reported as that instead of NOAUTH.  The
+// window script is longer: a PING goes first (CallBatcher::on_link_up).
 constexpr std::size_t kMaxScriptSize = 16384;
 
 // The script's text: the parts in src/scripts/lua/, joined and stripped of

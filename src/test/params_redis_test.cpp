@@ -19,6 +19,31 @@ TEST(ParseRedisParams, Defaults)
     EXPECT_EQ(r.params.connect_timeout_ms, 1000u);
     EXPECT_FALSE(r.params.cluster);
     EXPECT_TRUE(r.params.password.empty());
+    EXPECT_TRUE(r.params.packed);
+}
+
+// New window keys: packed strings, unless `layout=hash` (which the release
+// before reads too).
+TEST(ParseRedisParams, Layout)
+{
+    auto r = parse_redis_params({"a:1", "layout=hash"});
+    ASSERT_FALSE(r.error.has_value()) << r.error->text;
+    EXPECT_FALSE(r.params.packed);
+
+    r = parse_redis_params({"a:1", "layout=packed"});
+    ASSERT_FALSE(r.error.has_value()) << r.error->text;
+    EXPECT_TRUE(r.params.packed);
+
+    for (const char *bad : {"layout=Hash", "layout=", "layout=string"}) {
+        r = parse_redis_params({"a:1", bad});
+        ASSERT_TRUE(r.error.has_value()) << bad;
+        EXPECT_EQ(r.error->text, std::string("invalid parameter \"") + bad
+                                     + "\"");
+    }
+
+    r = parse_redis_params({"a:1", "layout=hash", "layout=packed"});
+    ASSERT_TRUE(r.error.has_value());
+    EXPECT_EQ(r.error->text, "duplicate parameter \"layout=packed\"");
 }
 
 TEST(ParseRedisParams, EveryParameter)

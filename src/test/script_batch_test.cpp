@@ -33,13 +33,14 @@ std::vector<std::string> parse_command(const std::string &command)
     return out;
 }
 
+// New keys packed strings unless `packed` is false.
 std::vector<std::string> arguments(
     const ScriptBatch &batch,
     ScriptBatch::Form form = ScriptBatch::Form::kEvalSha,
-    bool cross_slot = false)
+    bool cross_slot = false, bool packed = true)
 {
     std::string command;
-    EXPECT_TRUE(batch.write_command(form, &command, cross_slot));
+    EXPECT_TRUE(batch.write_command(form, &command, cross_slot, packed));
     return parse_command(command);
 }
 
@@ -99,7 +100,7 @@ TEST(ScriptBatch, KeysThenZonesOnceThenEntries)
     std::vector<std::string> want = {
         "EVALSHA", std::string(window_script_sha1()), "5",
         "rl:a:1", binary, "", "rl:a:2", "rl:b:2",
-        "3",
+        "3p",
         "100", "1000", "60", "s", "1",
         "5000", "86400000", "1", "f", "0",
         "5000", "86400000", "1", "f", "1",
@@ -155,7 +156,7 @@ TEST(ScriptBatch, CostsAndSettles)
         "EVALSHA", std::string(window_script_sha1()), "8",
         "rl:a:1", "rl:b:1", "rl:a:1", "rl:b:1", "rl:a:1", "rl:b:1",
         "rl:b:1", "rl:a:1",
-        "2",
+        "2p",
         "100", "1000", "60", "s", "1",
         "5000", "3600000", "1", "f", "1",
         std::string("c\0\1", 3), std::string("w7,0:\0\1", 7),
@@ -204,7 +205,7 @@ TEST(ScriptBatch, Leases)
     std::vector<std::string> want = {
         "EVALSHA", std::string(window_script_sha1()), "5",
         "rl:b:1", "rl:a:1", "rl:a:1", "rl:a:1", "rl:a:1",
-        "2",
+        "2p",
         "5000", "3600000", "1", "f", "1",
         "100", "1000", "60", "s", "1",
         std::string("l40:\0", 5), std::string("c\1", 2),
@@ -240,9 +241,14 @@ TEST(ScriptBatch, ClearStartsAfresh)
 
     std::vector<std::string> want = {
         "EVALSHA", std::string(window_script_sha1()), "1", "x",
-        "1", "1", "1000", "1", "f", "1", std::string("c\0", 2),
+        "1p", "1", "1000", "1", "f", "1", std::string("c\0", 2),
     };
     EXPECT_EQ(arguments(batch), want);
+
+    // New keys hashes: the letter says so.
+    want[4] = "1h";
+    EXPECT_EQ(arguments(batch, ScriptBatch::Form::kEvalSha, false, false),
+              want);
 }
 
 TEST(ScriptBatch, LargestNumbersFit)
@@ -284,7 +290,7 @@ TEST(ScriptBatch, ManyRequestsOneZone)
     std::vector<std::string> got = arguments(batch);
     ASSERT_EQ(got.size(), 3 + 500 + 1 + 5 + 500u);
     EXPECT_EQ(got[2], "500");
-    EXPECT_EQ(got[503], "1");
+    EXPECT_EQ(got[503], "1p");
     for (std::size_t i = 0; i < keys.size(); i++) {
         EXPECT_EQ(got[3 + i], keys[i]);
         EXPECT_EQ(got[509 + i], std::string(i % 3 == 0 ? "p" : "c") + '\0');
@@ -321,7 +327,7 @@ TEST(ScriptBatch, ZonesAreTheirBytes)
         "EVALSHA", std::string(window_script_sha1()), "6",
         "rl:plans:k1", "rl:plans:k1", "rl:plans:k1", "rl:plans:k1",
         "rl:plans:k1", "rl:plans:k1",
-        "3",
+        "3p",
         "5", "1000", "60", "s", "1",
         "100", "1000", "60", "s", "1",
         "7", "1000", "60", "s", "1",

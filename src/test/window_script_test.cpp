@@ -112,8 +112,8 @@ TEST(WindowScript, StatesTheZoneBounds)
     std::string_view script = window_script();
 
     EXPECT_EQ(window_rules::kMaxLimit, std::uint64_t{1} << 53);
-    EXPECT_NE(script.find("whole(limit[d], 2^53)"), script.npos);
-    EXPECT_NE(script.find("local W = "
+    EXPECT_NE(script.find("whole(limit[d],2^53)"), script.npos);
+    EXPECT_NE(script.find("local W="
                           + std::to_string(window_rules::kMaxWindowMs)
                           + "\n"),
               script.npos);

@@ -26,11 +26,6 @@ int luac_parse(std::string_view text, const std::string &name)
     return status;
 }
 
-TEST(WindowScriptText, FitsAnUnauthenticatedBulk)
-{
-    EXPECT_LE(window_script().size(), kMaxScriptSize);
-}
-
 TEST(WindowScriptText, HoldsNoCommentNorPlaceholder)
 {
     std::string_view script = window_script();

@@ -26,7 +26,10 @@ package ClusterTest;
 #                                 cached map; $c->refresh after a change)
 #   $c->node($port, @argv)        one command to one node (plain port)
 #   $c->cmd($key, @argv)          one keyed command, MOVED / ASK followed
-#   $c->hash_total($key)          sum of a rate-limit hash's bucket counts (0 if absent)
+#   $c->window_total($key)        sum of a window key's bucket counts, either
+#                                 layout (0 if absent; read_window)
+#   $c->window_count_on($port, $key)   the count stored in a window key on
+#                                 one node, either layout (window_count)
 #   $c->key_in($master_port, $prefix)  a fresh name "$prefix-N" of a subject
 #                                 whose hash-tagged key lands on that master
 #                                 (see subject_key below; the fleet secret:
@@ -304,14 +307,16 @@ sub cmd {
     die "too many redirects for $key";
 }
 
-sub hash_total {
+sub window_total {
     my ($self, $key) = @_;
-    my $r = $self->cmd($key, 'HGETALL', $key);
-    die "HGETALL $key: $r" if RateLimitTest::is_redis_error($r);
-    my %h = @$r;
-    my $sum = 0;
-    $sum += $h{$_} for grep { /^\d+$/ } keys %h;
-    return $sum;
+    my $w = RateLimitTest::read_window(sub { $self->cmd($key, @_) }, $key);
+    die "$key: $w" if RateLimitTest::is_redis_error($w);
+    return RateLimitTest::bucket_sum($w);
+}
+
+sub window_count_on {
+    my ($self, $port, $key) = @_;
+    return RateLimitTest::window_count(sub { $self->node($port, @_) }, $key);
 }
 
 sub key_in {

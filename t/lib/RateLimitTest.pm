@@ -24,7 +24,15 @@ package RateLimitTest;
 #         RATELIMIT_REDIS_MODULE says)
 #   redis_module_so                the Redis module's path (undef if not built)
 #   redis(@argv), redis_db($db, @argv), redis_keys($pattern[, $db]),
-#   redis_hash_total($key[, $db]), is_redis_error($reply)
+#   is_redis_error($reply)
+#   redis_window($key[, $db])      a window key's fields (t, n, o, a bucket's
+#                                  number => its count) in either layout
+#   redis_window_count($key[, $db])   its stored count, t (undef if absent)
+#   redis_window_total($key[, $db])   the sum of its buckets' counts (0 if
+#                                  absent)
+#   read_window($run, $key), window_count($run, $key)   the same through
+#                                  $run->(@argv), a command on any Redis (a
+#                                  node, redis_at)
 #   start_redis_server(%o) / stop_process($pid) / start_child($desc, $code)
 #                                  more Redis processes (replicas, sentinels, other
 #                                  addresses), forked helpers (a DNS server)
@@ -82,7 +90,8 @@ use Exporter 'import';
 use RateLimitTest::Env qw(repo_dir window_script slow module_path nginx_bin
     redis_bin redis_module_so _module_args require_module _mkpath _write_file _read_file);
 use RateLimitTest::Process qw(_alive _terminate _children_of free_port _port_open _kill_all);
-use RateLimitTest::Redis qw(redis_at is_redis_error);
+use RateLimitTest::Redis qw(redis_at is_redis_error read_window window_count
+    bucket_sum);
 use RateLimitTest::Nginx ();
 use RateLimitTest::HTTP qw(header hdr parse_ratelimit parse_policy);
 use RateLimitTest::Log ();

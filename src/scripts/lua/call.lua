@@ -1,10 +1,8 @@
--- The window script, part 1 of 7 (assemble.pl joins the parts in its
+-- The window script, part 1 of 9 (assemble.pl joins the parts in its
 -- order): the call's time and its zones.  See window_script.hpp for the
 -- call and its reply, batch_protocol.hpp for the codes and widths that
 -- assemble.pl writes in place of the @names@.
 --
--- The text stays within kMaxScriptSize (window_script.hpp) once
--- assemble.pl has dropped the comments: it is indented 2 spaces a level.
 -- The Redis module's command (redis_module/batch_decider.cpp) is this
 -- script in C++, function for function and Redis command for Redis
 -- command: a change here is made there too, and t/19 holds both to one
@@ -20,16 +18,27 @@ local now = time[1] * 1000 + math.floor(time[2] / 1000)
 local now_us = time[1] * 1000000 + time[2]
 
 -- A zone's limit, bucket length and span are what nginx sends
--- (window_rules.hpp, zone_numbers_valid()), or the whole call is refused:
--- an infinite or too large expiry time made Redis delete a key as soon as
--- written or keep it for ever, and a limit of NaN let every request pass.
--- The zones of the batch are read once: a zone's current bucket number is
--- also kept as text, the field name, and so is the time its keys expire
--- at if counted now; `first_bucket` is the oldest bucket in the window.
--- A GCRA zone's gcra[d] is its emission interval in us (else false).
-local zones = tonumber(ARGV[1])
+-- (window_rules.hpp, zone_numbers_valid()), and its kind and mode one of
+-- the protocol's, or the whole call is refused: an infinite or too large
+-- expiry time made Redis delete a key as soon as written or keep it for
+-- ever, a limit of NaN let every request pass, and an unknown kind was
+-- read as a sliding window, an unknown mode as dry run.
+-- The zones of the batch are read once, each with its current bucket
+-- number.  A GCRA zone's gcra[d] is its emission interval in us (else
+-- false).  The number of zones is a number, or one followed by the layout
+-- letter: compared, not matched by a pattern, as are a zone's kind and
+-- mode (every call reads them; a pattern match costs more).
+-- packed[d]: the zone's new keys are packed strings (window.lua), as the
+-- letter after the number of zones asks, but a sliding zone's of more
+-- buckets than a string's 2-byte bucket numbers reach.
+local zones, layout = tonumber(ARGV[1])
+if not zones then
+  layout = string.sub(ARGV[1], -1)
+  zones = (layout == '@kLayoutPacked@' or layout == '@kLayoutHash@')
+          and tonumber(string.sub(ARGV[1], 1, -2))
+end
 local limit, width, span, fixed, enforce, gcra = {}, {}, {}, {}, {}, {}
-local bucket, bucket_field, first_bucket, expire_at = {}, {}, {}, {}
+local packed, bucket = {}, {}
 local W = 604800000000000
 
 local function whole(x, most)
@@ -47,13 +56,17 @@ for d = 1, zones do
                   .. 'be whole numbers from 1, the limit at most 2^53, '
                   .. 'bucket * span at most 604800000000000 ms'}
   end
-  fixed[d] = ARGV[z + 3] == '@kZoneFixed@'
-  gcra[d] = ARGV[z + 3] == '@kZoneGcra@' and width[d] * 1000 / limit[d]
-  enforce[d] = ARGV[z + 4] == '@kZoneEnforced@'
+  local kind, mode = ARGV[z + 3], ARGV[z + 4]
+  if not ((kind == '@kZoneSliding@' or kind == '@kZoneFixed@'
+           or kind == '@kZoneGcra@')
+          and (mode == '@kZoneEnforced@' or mode == '@kZoneDryRun@')) then
+    return {err = 'ERR ratelimit: unknown zone kind or mode'}
+  end
+  fixed[d] = kind == '@kZoneFixed@'
+  gcra[d] = kind == '@kZoneGcra@' and width[d] * 1000 / limit[d]
+  enforce[d] = mode == '@kZoneEnforced@'
+  packed[d] = layout == '@kLayoutPacked@' and (fixed[d] or span[d] <= 65536)
   bucket[d] = math.floor(now / width[d])
-  bucket_field[d] = fmt('%d', bucket[d])
-  first_bucket[d] = bucket[d] - span[d] + 1
-  expire_at[d] = fmt('%d', (bucket[d] + span[d]) * width[d])
 end
 
 local byte = string.byte

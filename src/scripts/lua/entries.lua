@@ -1,4 +1,4 @@
--- The window script, part 4 of 7: what an entry names, and the interval
+-- The window script, part 5 of 9: what an entry names, and the interval
 -- peek.
 
 -- An entry's zones and reply length (a lease's: its zone bytes, even where
@@ -41,9 +41,18 @@ end
 -- The sum of the `wanted` newest buckets of sliding zone `d` in `key` (a
 -- window decide() just read), the current one included.
 local function count_newest(key, d, wanted)
-  local newest = tonumber(call('HGET', key, 'n'))
+  local p, count, newest, all = redis.pcall('GET', key), 0
+  if type(p) == 'string' then
+    p, all = unpacked(p, fixed[d]), {}
+    newest = p.ids[#p.ids]
+    for i = 1, #p.ids do
+      all[2 * i - 1], all[2 * i] = p.ids[i], p.counts[i]
+    end
+  else
+    newest = tonumber(call('HGET', key, 'n'))
+    all = call('HGETALL', key)
+  end
   local before = ahead(bucket[d], newest, span[d]) - wanted
-  local all, count = call('HGETALL', key), 0
   for j = 1, #all, 2 do
     local id = tonumber(all[j])
     if id and id > before then

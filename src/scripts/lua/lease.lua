@@ -1,4 +1,4 @@
--- The window script, part 6 of 7: a lease (see window_script.hpp).
+-- The window script, part 7 of 9: a lease (see window_script.hpp).
 --
 -- It reads its zone as a request does (the window slides, a clock stepped
 -- back counts in the newest bucket), grants g = min(asked, max(limit -

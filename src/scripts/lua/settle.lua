@@ -1,4 +1,4 @@
--- The window script, part 5 of 7: a settle.
+-- The window script, part 6 of 9: a settle.
 --
 -- A settle adds its delta to its bucket if that bucket is still in the
 -- window, never below 0, and answers the count and oldest bucket after it
@@ -35,6 +35,9 @@ local function settle(k, entry, reply, r)
   local was = 0
   if inside and fixed[d] then
     was = count
+  elseif inside and gone and gone.t then
+    local i, found = find(gone, at)
+    was = found and gone.counts[i] or 0
   elseif inside then
     was = at == current and here
           or tonumber(call('HGET', key, fmt('%d', at))) or 0
@@ -46,18 +49,23 @@ local function settle(k, entry, reply, r)
                    current, field)
     return 1, 1 + @kRepliesPerZone@
   end
-  if gone then
-    drop(key, gone)
-  end
-  local name = fmt('%d', at)
   count = count + (now_at - was)
   if oldest == 0 or at < oldest then
     oldest = at
   end
+  if gone and gone.t then
+    put_bucket(key, d, gone, at, now_at)
+    reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest, now_at - was
+    return 1, 1 + @kRepliesPerZone@
+  end
+  if gone then
+    drop(key, gone)
+  end
+  local name = fmt('%d', at)
   local set = fixed[d] and {'t', fmt('%d', count)}
               or {name, fmt('%d', now_at), 't', fmt('%d', count),
                   'o', fmt('%d', oldest)}
-  local renew = newest == 0 or newest < at
+  local renew = newest < at
   if renew then
     set[#set + 1], set[#set + 2] = 'n', name
   end

@@ -1,21 +1,32 @@
--- The window script, part 3 of 7: a zone's key read and written.
+-- The window script, part 4 of 9: a zone's key read and written.
 --
--- A window zone's key is a hash.  Sliding window: "t" the count of the
--- live buckets, "o" the oldest non-empty bucket, "n" the newest one, and
--- one field per non-empty bucket, named by its absolute number, holding
--- its count (a settle that gave units back may leave one holding 0).
--- Buckets older than the window are deleted as the window slides past
--- them, each exactly once, so the work per call does not grow with the
--- number of buckets in a window; "t" saves summing them.  Fixed window:
--- "t" the count and "n" the window's number.  Either way the key expires
--- when its newest count leaves the window, so idle subjects cost nothing,
--- and a key written under another algorithm or bucket length is
+-- A window zone's key is a hash or a packed string (below), written in
+-- the layout the call asks for new keys (packed[d]): where that is a
+-- string, a hash is read whole (unhashed()) and any write (a count, a
+-- settle, a slide) makes it the string of the same counts and expiry;
+-- where it is a hash, a string's write makes it that hash.  A read that
+-- writes nothing leaves the key as it is.  A hash, sliding window: "t"
+-- the count of the live buckets, "o" the oldest non-empty bucket, "n" the
+-- newest one, and one field per non-empty bucket, named by its absolute
+-- number, holding its count (a settle that gave units back may leave one
+-- holding 0).  Buckets older than the window are deleted as the window
+-- slides past them, each exactly once, so the work per call does not grow
+-- with the number of buckets in a window; "t" saves summing them.  Fixed
+-- window: "t" the count and "n" the window's number.  Either way the key
+-- expires when its newest count leaves the window, so idle subjects cost
+-- nothing, and a key written under another algorithm or bucket length is
 -- recognised and started afresh.  A GCRA zone's key: see gcra.lua.
 --
 -- A request of cost c (1 for a counted entry, each zone's own for one of
 -- costs) does not fit in a zone when max(c, 1) > limit - count: a cost of
 -- 0 checks, counting nothing.  Written so, not count + c > limit, it is
 -- exact to 2^53: a double rounds 2^53 + 1 to 2^53.
+
+-- Each zone's current bucket number as a hash's field names it.
+local bucket_field = {}
+for d = 1, zones do
+  bucket_field[d] = fmt('%d', bucket[d])
+end
 
 -- HDELs bucket fields, 256 at a time.
 local function drop(key, ids)
@@ -92,12 +103,184 @@ local function ahead(current, newest, span)
   return current
 end
 
+local function fresh()
+  return {w = 1, b = 0, ids = {}, counts = {}, t = 0}
+end
+
+local function unpacked(s, f)
+  local n, w = #s, byte(s, 1)
+  if f then
+    if n == 16 then
+      local id, t = sunpack('<I8I8', s)
+      return {ids = {id}, counts = {t}, t = t}
+    end
+    return
+  end
+  local k = (n - 17) / (2 + (w or 1))
+  if not (w == 1 or w == 2 or w == 4 or w == 8) or k < 1 or k % 1 ~= 0 then
+    return
+  end
+  local p = {w = w, b = sunpack('<I8', s, 2), ids = {}, counts = {},
+             t = sunpack('<I8', s, n - 7)}
+  for i = 1, k do
+    local id, c = sunpack(entry_format[w], s, 8 + i * (2 + w) - w)
+    p.ids[i], p.counts[i] = p.b + id, c
+  end
+  return p
+end
+
+-- Whether x is a whole number from 0 to 2^63: a hash's bucket number or
+-- count that 8 bytes hold.
+local function natural(x)
+  return x and x >= 0 and x <= 2^63 and x % 1 == 0
+end
+
+-- A hash read whole into p, where new keys are strings: a fixed window's
+-- "n" and "t", a sliding one's buckets (fields named by whole numbers) if
+-- "t", "o" and "n" are numbers, as the hash's own read wants them, and its
+-- total their sum; nil where it holds no bucket of natural() numbers, or
+-- a total above 2^63 (a hash of junk, or of other fields: read as a hash).
+local function unhashed(key, d)
+  local all = fixed[d] and call('HMGET', key, 'n', 't')
+              or call('HGETALL', key)
+  local p, c = fresh(), {}
+  for j = 1, #all, 2 do
+    local id, n = tonumber(all[j]), tonumber(all[j + 1])
+    c[all[j]] = n
+    if natural(id) and natural(n) then
+      if not c[id] then
+        p.ids[#p.ids + 1] = id
+      end
+      c[id] = (c[id] or 0) + n
+    end
+  end
+  table.sort(p.ids)
+  for i, id in ipairs(p.ids) do
+    p.counts[i], p.t = c[id], p.t + c[id]
+  end
+  return (fixed[d] or c.t and c.o and c.n) and p.ids[1] and natural(p.t)
+         and p
+end
+
+-- Writes p whole in the layout of new keys: a string (SET ... PXAT), or
+-- where new keys are hashes, the hash of its buckets (DEL, HSET, 256
+-- fields a call, PEXPIREAT), either expiring when its newest bucket leaves
+-- the window.
+local function rewrite(key, d, p)
+  local ids, k = p.ids, #p.ids
+  local at = fmt('%d', (ids[k] + span[d]) * width[d])
+  local s = spack('<I8I8', ids[1], p.t)
+  if not packed[d] then
+    local h = {'t', fmt('%d', p.t), 'n', fmt('%d', ids[k])}
+    if not fixed[d] then
+      h[5], h[6] = 'o', fmt('%d', ids[1])
+      for i = 1, k do
+        h[5 + 2 * i] = fmt('%d', ids[i])
+        h[6 + 2 * i] = fmt('%d', p.counts[i])
+      end
+    end
+    call('DEL', key)
+    for i = 1, #h, 512 do
+      call('HSET', key, unpack(h, i, math.min(i + 511, #h)))
+    end
+    return call('PEXPIREAT', key, at)
+  elseif not fixed[d] then
+    for i = 1, k do
+      p.w = math.max(p.w, width_of(p.counts[i]))
+    end
+    if ids[1] < p.b or ids[k] - p.b >= 65536 then
+      p.b = ids[1]
+    end
+    local parts = {spack('<BI8', p.w, p.b)}
+    for i = 1, k do
+      parts[i + 1] = spack(entry_format[p.w], ids[i] - p.b, p.counts[i])
+    end
+    parts[k + 2] = spack('<I8', p.t)
+    s = table.concat(parts)
+  end
+  call('SET', key, s, 'PXAT', at)
+end
+
+-- Where bucket `at` is or goes in p, and whether it is there.
+local function find(p, at)
+  local ids, i = p.ids, 1
+  while ids[i] and ids[i] < at do
+    i = i + 1
+  end
+  return i, ids[i] == at
+end
+
+-- Bucket `at` of p (a fixed window: its window) holds `value` units, the
+-- total changed by as many: in place where it is the newest bucket of the
+-- string read, nothing slid, and its width holds `value`.
+local function put_bucket(key, d, p, at, value)
+  local ids, counts, k = p.ids, p.counts, #p.ids
+  local i, found = find(p, at)
+  p.t = p.t + (value - (found and counts[i] or 0))
+  if not found then
+    table.insert(ids, i, at)
+    table.insert(counts, i, value)
+  end
+  counts[i] = value
+  if not (found and p.s) or p.slid or i < k
+     or not fixed[d] and width_of(value) > p.w then
+    return rewrite(key, d, p)
+  end
+  if fixed[d] then
+    call('SETRANGE', key, 8, spack('<I8', value))
+  else
+    call('SETRANGE', key, 9 + (2 + p.w) * k - p.w,
+         spack(pair_format[p.w], value, p.t))
+  end
+end
+
+-- read_zone() of a packed string `s` (false: no key), or of a hash read
+-- whole into `p` (`s` GET's error): as a hash's, the window's buckets slid
+-- past cut from p, written by write_zone().  A string of the other kind of
+-- window (sliding, fixed) is started afresh.
+local function read_packed(key, d, s, p)
+  local current, field, first, m = bucket[d], bucket_field[d]
+  p = p or s and unpacked(s, fixed[d])
+  if s and not (p or unpacked(s, not fixed[d])) then
+    call('HGET', key, 't')
+  elseif p then
+    m = p.ids[#p.ids]
+    current = ahead(current, m, span[d])
+    first = current - span[d] + 1
+    if m < first or m > current or not fixed[d] and span[d] > 65536 then
+      p = nil
+    end
+  end
+  if current ~= bucket[d] then
+    field = fmt('%d', current)
+  end
+  if not p then
+    if s then
+      call('DEL', key)
+    end
+    return 0, 0, -1, 0, packed[d] and fresh(), current, field
+  end
+  local ids, counts, k = p.ids, p.counts, #p.ids
+  p.s = packed[d] and type(s) == 'string'
+  local i = 1
+  while ids[i] < first do
+    p.t, i = p.t - counts[i], i + 1
+  end
+  if i > 1 then
+    p.ids, p.counts, p.slid = {unpack(ids, i)}, {unpack(counts, i)}, true
+  end
+  return p.t, p.ids[1], m, not fixed[d] and m == current and counts[k] or 0,
+      p, current, field
+end
+
 -- Reads zone `d` of a request, its key `key`: returns the count in the
--- window, the oldest and newest buckets (0 if none), the count of the
+-- window, the oldest and newest buckets (0 and -1 if none: bucket 0 is
+-- one, of a window of 604800000000000 ms), the count of the
 -- current bucket, the buckets to delete as the window slid (false if it
--- did not), the current bucket and its field name; of a GCRA zone, its
--- backlog in us.  Writes nothing but a DEL of a key it starts afresh.
--- `read`, if given, is what run() read of the zone.
+-- did not; a packed string's or new packed key's: p), the current bucket
+-- and its field name; of a GCRA zone, its backlog in us.  Writes nothing
+-- but a DEL of a key it starts afresh.  `read`, if given, is what GET
+-- answered run() (false: no key, read again).
 local function read_zone(key, d, read)
   if gcra[d] then
     local tat = redis.pcall('GET', key)
@@ -107,8 +290,14 @@ local function read_zone(key, d, read)
     tat = tonumber(tat) or 0
     return math.max(tat - now_us, 0), 0, 0, 0, false, 0, ''
   end
+  read = read or redis.pcall('GET', key)
+  local p = type(read) == 'table' and packed[d] and unhashed(key, d)
+  if p or type(read) == 'string' or not read and packed[d] then
+    return read_packed(key, d, read, p)
+  end
+  read = not read and {}
   local current, field = bucket[d], bucket_field[d]
-  local count, oldest, newest, here, gone = 0, 0, 0, 0, false
+  local count, oldest, newest, here, gone = 0, 0, -1, 0, false
 
   if fixed[d] then
     local h = read or call('HMGET', key, 't', 'n')
@@ -120,6 +309,7 @@ local function read_zone(key, d, read)
       count, oldest, newest = tonumber(h[1]), current, current
     elseif h[1] or h[2] then
       call('DEL', key)
+      gone = packed[d] and fresh()
     end
   else
     local h = read or call('HMGET', key, 't', 'o', 'n', field)
@@ -137,6 +327,7 @@ local function read_zone(key, d, read)
       end
     elseif h[1] or h[2] or h[3] then
       call('DEL', key)
+      gone = packed[d] and fresh()
     end
   end
 
@@ -157,6 +348,15 @@ local function write_zone(key, d, add, count, oldest, newest, here, gone,
       set_tat(key, d, count)
     end
     return math.floor(count + 0.5), 0
+  end
+  if gone and gone.t then
+    if add > 0 then
+      put_bucket(key, d, gone, current, (fixed[d] and count or here) + add)
+      return count + add, oldest == 0 and current or oldest
+    elseif gone.slid then
+      rewrite(key, d, gone)
+    end
+    return count, oldest
   end
   if gone then
     drop(key, gone)

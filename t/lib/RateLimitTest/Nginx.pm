@@ -15,6 +15,8 @@ use RateLimitTest::Process qw(_alive _terminate _children_of _port_open);
 # Writes TMP/nginx.conf. Options:
 #   workers => N        worker_processes (default: new()'s workers)
 #   no_module => 1      do not emit load_module / the ratelimit log_format (plain nginx)
+#   module => path      load this build of the module (another release) in
+#                       place of RATELIMIT_MODULE's
 #   main => '...'       extra main-context directives
 #   access_log_format   log_format used for TMP/access.log (default "rltest")
 sub write_conf {
@@ -22,7 +24,8 @@ sub write_conf {
     my $tmp = $self->{tmp};
     my $workers = $o{workers} // $self->{workers};
     my $conf = '';
-    $conf .= "load_module " . module_path() . ";\n" unless $o{no_module};
+    $conf .= "load_module " . ($o{module} // module_path()) . ";\n"
+        unless $o{no_module};
     $conf .= "worker_processes $workers;\n";
     $conf .= "daemon off;\nmaster_process on;\n";
     $conf .= "pid $tmp/nginx.pid;\n";

@@ -1,7 +1,8 @@
 package RateLimitTest::Redis;
 
 # Redis: the test's own redis-server (start_redis, stop_redis), a small RESP
-# client on it (redis, redis_db, redis_keys, ...), more redis-servers
+# client on it (redis, redis_db, redis_keys, ...), a window key's counts in
+# either layout (read_window, redis_window, ...), more redis-servers
 # (replicas, sentinels, other addresses: start_redis_server) and a one-shot
 # client for any of them (redis_at).  Methods of RateLimitTest (it inherits
 # them) and functions.  An error reply is a RateLimitTest::RedisError.
@@ -16,7 +17,8 @@ use Exporter 'import';
 use RateLimitTest::Env qw(redis_bin _module_args _read_file _write_file);
 use RateLimitTest::Process qw(_alive _terminate);
 
-our @EXPORT_OK = qw(redis_at is_redis_error);
+our @EXPORT_OK = qw(redis_at is_redis_error read_window window_count
+    unpack_window bucket_sum);
 
 sub redis_port { $_[0]->port('REDIS_PORT') }
 
@@ -191,20 +193,98 @@ sub redis_time_ms {
     return $r->[0] * 1000 + int($r->[1] / 1000);
 }
 
-# Total count held in a per-subject Redis hash: the sum of the bucket counters.
-# Bucket fields are taken to be the fields with purely numeric names (bucket
-# numbers); bookkeeping fields with other names are ignored.  If no field has a
-# numeric name, all integer values are summed.
-sub redis_hash_total {
-    my ($self, $key, $db) = @_;
-    my $r = defined $db ? $self->redis_db($db, 'HGETALL', $key) : $self->redis('HGETALL', $key);
-    return undef if !ref $r || is_redis_error($r);
-    my %h = @$r;
-    my @num = grep { /^\d+$/ } keys %h;
-    my @f = @num ? @num : keys %h;
+# A window key's fields as its hash has them (docs/operations.md "Redis data
+# layout"), read from a hash or a packed string alike: `t` the window's
+# count, `n` its newest bucket's number (a fixed window's number), `o` its
+# oldest (sliding), and per live bucket its number => its count (sliding).
+# $run->(@argv) runs one command where the key is.  {} without the key; for
+# a key of neither layout (another type, a string of neither window's
+# shape) Redis's error, or one saying the string's length.
+sub read_window {
+    my ($run, $key) = @_;
+    my $v = $run->('GET', $key);
+    if (is_redis_error($v)) {
+        return $v unless "$v" =~ /^WRONGTYPE/;
+        my $h = $run->('HGETALL', $key);
+        return is_redis_error($h) ? $h : { @$h };
+    }
+    return defined $v ? unpack_window($v) : {};
+}
+
+# The integer format of a count of each width, in bytes.
+my %COUNT_FORMAT = (1 => 'C', 2 => 'S<', 4 => 'L<', 8 => 'Q<');
+
+# The fields of a packed string, little-endian: a fixed window's number and
+# count (8 bytes each); a sliding window's width of a count (a byte), base
+# bucket number (8 bytes), per live bucket, oldest first, its number less
+# the base (2 bytes) and its count, and last its count (8 bytes).
+sub unpack_window {
+    my ($s) = @_;
+    my $len = length $s;
+    if ($len == 16) {
+        my ($n, $t) = unpack('Q< Q<', $s);
+        return { t => $t, n => $n };
+    }
+    my $width = $len ? ord $s : 0;
+    my $format = $COUNT_FORMAT{$width};
+    my $live = $format ? ($len - 17) / (2 + $width) : 0;
+    if ($live < 1 || $live != int $live) {
+        return bless \(my $e = "not a window's string ($len bytes)"),
+            'RateLimitTest::RedisError';
+    }
+    my ($base, @entries) = unpack("x Q< (S< $format)$live Q<", $s);
+    my %w = (t => pop @entries);
+    while (my ($offset, $count) = splice @entries, 0, 2) {
+        $w{ $base + $offset } = $count;
+        $w{o} //= $base + $offset;
+        $w{n} = $base + $offset;
+    }
+    return \%w;
+}
+
+# The sum of a window's bucket counts (a fixed window's count: `t`), from
+# its fields (read_window); a field of a bucket holding no integer counts 0.
+sub bucket_sum {
+    my ($w) = @_;
+    my @buckets = grep { /^\d+$/ } keys %$w;
+    return $w->{t} // 0 unless @buckets;
     my $sum = 0;
-    for (@h{@f}) { $sum += $_ if defined && /^-?\d+$/ }
+    for (@$w{@buckets}) { $sum += $_ if /^-?\d+$/ }
     return $sum;
+}
+
+# A command on the test's Redis, in db $db if given: read_window's $run.
+sub _in_db {
+    my ($self, $db) = @_;
+    return sub { defined $db ? $self->redis_db($db, @_) : $self->redis(@_) };
+}
+
+# read_window of the test's Redis.
+sub redis_window {
+    my ($self, $key, $db) = @_;
+    return read_window($self->_in_db($db), $key);
+}
+
+# The count stored in a window key (its field `t`) through $run, as
+# read_window: undef without the key, the error for a key of neither layout.
+sub window_count {
+    my ($run, $key) = @_;
+    my $w = read_window($run, $key);
+    return is_redis_error($w) ? $w : $w->{t};
+}
+
+# window_count of the test's Redis.
+sub redis_window_count {
+    my ($self, $key, $db) = @_;
+    return window_count($self->_in_db($db), $key);
+}
+
+# The sum of the window's bucket counts (bucket_sum): 0 without the key,
+# undef for a key of neither layout.
+sub redis_window_total {
+    my ($self, $key, $db) = @_;
+    my $w = $self->redis_window($key, $db);
+    return is_redis_error($w) ? undef : bucket_sum($w);
 }
 
 # All keys matching a pattern (sorted), in the given db (default 0).

@@ -1,0 +1,86 @@
+// A zone's arguments as the command reads them (zones/batch.hpp,
+// parse_zone()): what nginx sends is taken; an unknown kind or mode, or
+// numbers nginx does not send, refuse the whole call with the script's
+// error, before any key is read.
+#include <gtest/gtest.h>
+
+#include <string_view>
+
+#include "zones/batch.hpp"
+
+namespace ratelimit::test {
+
+namespace {
+
+using namespace std::literals;
+
+const char kUnknown[] = "ERR ratelimit: unknown zone kind or mode";
+
+// Zone arguments of a limit of 5 in 60 buckets of 1 s, of `kind` and
+// `mode`, read at a whole minute.
+const char *parse(std::string_view kind, std::string_view mode,
+                  ZoneParams *zone)
+{
+    std::string_view args[] = {"5", "1000", "60", kind, mode};
+    return parse_zone(args, 28333333.0 * 60000, true, zone);
+}
+
+TEST(ParseZone, TakesEachKindAndMode)
+{
+    ZoneParams zone{};
+
+    ASSERT_EQ(parse("s", "1", &zone), nullptr);
+    EXPECT_FALSE(zone.fixed);
+    EXPECT_EQ(zone.gcra, 0);
+    EXPECT_TRUE(zone.enforce);
+    EXPECT_TRUE(zone.packed);
+    EXPECT_EQ(zone.bucket, 28333333.0 * 60);
+    EXPECT_STREQ(zone.bucket_field, "1699999980");
+
+    ASSERT_EQ(parse("f", "0", &zone), nullptr);
+    EXPECT_TRUE(zone.fixed);
+    EXPECT_EQ(zone.gcra, 0);
+    EXPECT_FALSE(zone.enforce);
+
+    ASSERT_EQ(parse("g", "1", &zone), nullptr);
+    EXPECT_FALSE(zone.fixed);
+    EXPECT_EQ(zone.gcra, 200000);
+}
+
+// Not read as a sliding window, as it was.
+TEST(ParseZone, RefusesAnUnknownKind)
+{
+    ZoneParams zone{};
+
+    for (std::string_view kind :
+         {"x"sv, ""sv, "S"sv, "sf"sv, "gcra"sv, "s\0"sv})
+    {
+        EXPECT_STREQ(parse(kind, "1", &zone), kUnknown) << kind;
+    }
+}
+
+// Not read as dry run, as it was.
+TEST(ParseZone, RefusesAnUnknownMode)
+{
+    ZoneParams zone{};
+
+    for (std::string_view mode : {"2", "", "yes", "10", "01", "true"}) {
+        EXPECT_STREQ(parse("s", mode, &zone), kUnknown) << mode;
+    }
+}
+
+// The numbers are checked first, as the script checks them.
+TEST(ParseZone, RefusesNumbersNginxDoesNotSendFirst)
+{
+    ZoneParams zone{};
+    std::string_view args[] = {"nan", "1000", "60", "x", "2"};
+
+    EXPECT_STREQ(parse_zone(args, 0, false, &zone),
+                 "ERR ratelimit: a zone's limit, bucket and span must be "
+                 "whole numbers from 1, the limit at most 2^53, bucket * "
+                 "span at most 604800000000000 ms");
+}
+
+}  // namespace
+
+}  // namespace ratelimit::test

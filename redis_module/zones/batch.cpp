@@ -1,0 +1,66 @@
+#include "zones/batch.hpp"
+
+#include <cmath>
+
+#include "limits/window_rules.hpp"
+#include "protocol/batch_protocol.hpp"
+#include "zones/packed_window.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+// The same texts as the script's.
+const char kBadZoneNumbers[] =
+    "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
+    "from 1, the limit at most 2^53, bucket * span at most 604800000000000 "
+    "ms";
+const char kUnknownZone[] = "ERR ratelimit: unknown zone kind or mode";
+static_assert(window_rules::kMaxLimit == 9007199254740992
+              && window_rules::kMaxWindowMs == 604800000000000);
+
+bool number(std::string_view text, double *out)
+{
+    return lua::to_number(text.data(), text.size(), out);
+}
+
+// Whether `text` is the one character `code`.
+bool is(std::string_view text, char code)
+{
+    return text == std::string_view(&code, 1);
+}
+
+}  // namespace
+
+// NaN, an infinity or a bucket of 1e-300 made an expiry time Redis would
+// not take, and a key written with none; an unknown kind was read as a
+// sliding window, an unknown mode as dry run.
+const char *parse_zone(const std::string_view *args, double now_ms,
+                       bool packed, ZoneParams *zone)
+{
+    if (!number(args[0], &zone->limit) || !number(args[1], &zone->bucket_ms)
+        || !number(args[2], &zone->span)
+        || !window_rules::zone_numbers_valid(zone->limit, zone->bucket_ms,
+                                             zone->span))
+    {
+        return kBadZoneNumbers;
+    }
+
+    if (!(is(args[3], kZoneSliding) || is(args[3], kZoneFixed)
+          || is(args[3], kZoneGcra))
+        || !(is(args[4], kZoneEnforced) || is(args[4], kZoneDryRun)))
+    {
+        return kUnknownZone;
+    }
+
+    zone->fixed = is(args[3], kZoneFixed);
+    zone->gcra = is(args[3], kZoneGcra) ? zone->bucket_ms * 1000 / zone->limit
+                                        : 0;
+    zone->enforce = is(args[4], kZoneEnforced);
+    zone->packed = packed && packed_fits(zone->fixed, zone->span);
+    zone->bucket = std::floor(now_ms / zone->bucket_ms);
+    lua::format(zone->bucket, zone->bucket_field);
+    return nullptr;
+}
+
+}  // namespace ratelimit
