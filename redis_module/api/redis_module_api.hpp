@@ -12,6 +12,7 @@ struct RedisModuleCtx;
 struct RedisModuleKey;
 struct RedisModuleString;
 struct RedisModuleScanCursor;
+struct RedisModuleCallReply;
 struct RedisModuleServerInfoData;
 struct RedisModuleCommandFilterCtx;
 struct RedisModuleCommandFilter;
@@ -46,6 +47,10 @@ constexpr int kKeyHash = 3;
 
 // HashGet / HashSet flags: fields given as C strings.
 constexpr int kHashCFields = 1 << 2;
+
+// CallReplyType results.
+constexpr int kReplyString = 0;
+constexpr int kReplyNull = 4;
 
 // GetContextFlags: the AOF is on; used memory is over maxmemory.
 constexpr int kCtxAof = 1 << 6;
@@ -93,6 +98,12 @@ inline int (*DeleteKey)(Key *key);
 inline int (*SetAbsExpire)(Key *key, long long expire_ms);
 inline char *(*StringDMA)(Key *key, std::size_t *len, int mode);
 inline int (*StringTruncate)(Key *key, std::size_t len);
+inline RedisModuleCallReply *(*Call)(Ctx *ctx, const char *command,
+                                     const char *format, ...);
+inline void (*FreeCallReply)(RedisModuleCallReply *reply);
+inline int (*CallReplyType)(RedisModuleCallReply *reply);
+inline const char *(*CallReplyStringPtr)(RedisModuleCallReply *reply,
+                                         std::size_t *len);
 inline int (*HashGet)(Key *key, int flags, ...);
 inline int (*HashSet)(Key *key, int flags, ...);
 inline RedisModuleScanCursor *(*ScanCursorCreate)();

@@ -287,44 +287,54 @@ CallError RedisStore::pexpireat(KeyNumber key, const char *at_ms)
     return nullptr;
 }
 
-// GET through the key: a string's bytes where they are, no call and no
-// object made.  A number the script's SET stored as an integer is made text
-// by the first read (Redis's StringDMA), as the command's own writes store
-// it: 24 bytes more a subject than the integer, for a GET and a SET that
-// cost the command half of what calling them did.
+// GET itself, as for SET below: reading the value through the key would
+// turn the integer SET stored into a string (32 bytes more a subject).
 CallError RedisStore::get(KeyNumber key, FieldValue *out)
 {
-    std::string_view bytes;
-    KeyLayout layout = read_layout(key, &bytes);
-    *out = FieldValue{bytes, layout == KeyLayout::kPacked};
-    return layout == KeyLayout::kHash ? kWrongType : nullptr;
-}
+    close();
+    *out = FieldValue{};
+    RedisModuleCallReply *reply = redis::Call(ctx_, "GET", "s", keys_[key]);
+    int type = reply != nullptr ? redis::CallReplyType(reply)
+                                : redis::kReplyNull;
 
-// SET through the key: a TAT's digits (as many from one day to the next)
-// changed in place with its expiry time, or the string made anew when its
-// length differs or the key held none.  Replicated and notified as SET.
-CallError RedisStore::set_pxat(KeyNumber key, const char *value,
-                               const char *at_ms)
-{
-    std::string_view text(value), held;
-
-    if (read_layout(key, &held) != KeyLayout::kPacked
-        || held.size() != text.size())
-    {
-        return set_bytes(key, text, at_ms);
+    if (type == redis::kReplyString) {
+        std::size_t len;
+        const char *bytes = redis::CallReplyStringPtr(reply, &len);
+        made_.push_back(redis::CreateString(ctx_, bytes, len));
+        bytes = redis::StringPtrLen(made_.back(), &len);
+        *out = FieldValue{{bytes, len}, true};
     }
 
+    if (reply != nullptr) {
+        redis::FreeCallReply(reply);
+    }
+
+    return type == redis::kReplyString || type == redis::kReplyNull
+               ? nullptr
+               : kWrongType;
+}
+
+// SET itself, called as the script calls it, on the key closed: it stores
+// a number as an integer object, as SET does (a string set through the key
+// takes 32 bytes more), and replicates and notifies as SET.  The value
+// goes as text: a fresh object, which SET may encode.  "!" replicates it,
+// where anything listens.
+CallError RedisStore::set_pxat(KeyNumber key, const char *value_text,
+                              const char *at_ms)
+{
     if (CallError error = may_write(true)) {
         return error;
     }
 
-    std::size_t len;
-    char *at = redis::StringDMA(key_, &len, redis::kWrite);
-    std::memcpy(at, text.data(), text.size());
-    redis::SetAbsExpire(key_, std::strtoll(at_ms, nullptr, 10));
-    replicate("SET", "sccc", keys_[key], value, "PXAT", at_ms);
-    notify(redis::kNotifyString, "set", key);
-    notify(redis::kNotifyGeneric, "expire", key);
+    close();
+    RedisModuleCallReply *reply =
+        redis::Call(ctx_, "SET", propagate_ ? "!sccc" : "sccc", keys_[key],
+                    value_text, "PXAT", at_ms);
+
+    if (reply != nullptr) {
+        redis::FreeCallReply(reply);
+    }
+
     return nullptr;
 }
 

@@ -75,8 +75,7 @@ public:
     // PEXPIREAT key at_ms, the time as the decimal text the script sends.
     virtual CallError pexpireat(KeyNumber key, const char *at_ms) = 0;
 
-    // GET key (a GCRA zone's string): out absent for no key; its bytes
-    // valid until the key is written.
+    // GET key (a GCRA zone's string): out absent for no key.
     virtual CallError get(KeyNumber key, FieldValue *out) = 0;
 
     // SET key value PXAT at_ms, both as the decimal text the script sends.
