@@ -128,8 +128,9 @@ end
 -- (sliding) to a quarter (fixed) fewer instructions than through
 -- careful() (callgrind, on hashes), mostly function calls and pcalls
 -- saved.  Everything else, a hash's request among them, and a rejected
--- one whose window slid (its cut is written), goes to careful(), with
--- what GET answered.
+-- one whose window slid past any bucket (the cut is written, buckets of 0
+-- units too: at > 10, the first kept bucket's byte), goes to careful(),
+-- with what GET answered.
 local function run_window(d)
   local key = keys[k]
   local s = d and redis.pcall('GET', key)
@@ -140,7 +141,7 @@ local function run_window(d)
     count, oldest = 0, bucket[d]
   end
   local out = count and 1 > limit[d] - count
-  if not count or out and cut and cut > 0 then
+  if not count or out and cut and at > 10 then
     return careful(s)
   end
   if not out then
