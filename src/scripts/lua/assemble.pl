@@ -6,12 +6,12 @@
 # joins the parts in LUA_DIR in the order below, drops their comments
 # (lines of their own starting with "--"), blank lines, every line's
 # indentation and the spaces beside punctuation outside quotes (Lua needs
-# none of them), and writes each @kName@ as
-# batch_protocol.hpp's constant kName (a character as itself, @kName.byte@
-# as its code, a number as its digits),
-# so that Redis gets less text to load and compile.  Run by the nginx build (config.make) and CMake
-# (src/CMakeLists.txt); it refuses a part missing from its order, a comment
-# after code, and a name the header does not define.
+# none of them), and writes each @kName@ as batch_protocol.hpp's constant
+# kName (a character as itself, @kName.byte@ as its code, a number as its
+# digits), so that Redis gets less text to load and compile.  Run by the
+# nginx build (config.make) and CMake (src/CMakeLists.txt); it refuses a
+# part missing from its order, a comment after code, and a name the header
+# does not define.
 
 use strict;
 use warnings;
