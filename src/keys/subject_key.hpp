@@ -42,6 +42,18 @@ std::size_t write_subject_key(std::string_view prefix, std::string_view zone,
                               std::string_view subject, char *out,
                               const HashTag *tag = nullptr);
 
+// The subject's side key, beside its count key: what a zone keeps of the
+// subject apart from its counts (a limit override set through the API).
+// "PREFIX:ZONE+:SUBJECT" or "PREFIX:ZONE+#SHA1HEX", tagged as the count key
+// is ("PREFIX:ZONE+:{TAG}SUBJECT"), so that both sit in one Cluster slot.
+// Zone names cannot hold '+', so a side key never names a count key.
+std::size_t side_key_size(std::string_view prefix, std::string_view zone,
+                          std::string_view subject,
+                          const HashTag *tag = nullptr);
+std::size_t write_side_key(std::string_view prefix, std::string_view zone,
+                           std::string_view subject, char *out,
+                           const HashTag *tag = nullptr);
+
 // The subject as write_printable() shows it (base/printable_text.hpp), at
 // most kMaxLoggedSubject bytes of it.  `out` holds
 // printable_subject_max_size() bytes; returns the number written.

@@ -66,7 +66,8 @@ static_assert(std::size(kZoneParams) == kZoneParamCount);
 using ZoneValues = std::optional<std::string_view>[kZoneParamCount];
 
 // Zone names go into Redis keys and quoted header members: tokens only, and
-// never '#', which marks hashed subjects in keys.
+// never '#', which marks hashed subjects in keys, nor '+', which marks side
+// keys (keys/subject_key.hpp).
 bool valid_zone_name(std::string_view name)
 {
     if (name.empty()) {

@@ -48,6 +48,9 @@ const BadCase kBadZones[] = {
     {{"a#b", "key=$a", "rate=1r/s"},
      "invalid zone name \"a#b\": use letters, digits, \"_\", \"-\" and "
      "\".\"", 0},
+    {{"a+b", "key=$a", "rate=1r/s"},
+     "invalid zone name \"a+b\": use letters, digits, \"_\", \"-\" and "
+     "\".\"", 0},
     {{"key=$a", "rate=1r/s"},
      "invalid zone name \"key=$a\": use letters, digits, \"_\", \"-\" and "
      "\".\"", 0},

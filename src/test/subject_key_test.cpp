@@ -268,5 +268,35 @@ TEST(SubjectKey, TaggedLongSubjectKeepsItsDigest)
               std::string(digest, kSha1HexLength));
 }
 
+// A side key is its count key with '+' after the zone name, in every form:
+// raw, hashed, tagged with the count key's tag (one Cluster slot).  No
+// zone name holds '+' (params_errors_test), so it names no count key.
+TEST(SideKey, CountKeyWithAPlusAfterTheZone)
+{
+    std::string long_subject(kMaxRawSubject + 1, 'x');
+    HashTag tag{"fleet secret"};
+
+    for (std::string_view subject : {std::string_view("1.2.3.4"),
+                                     std::string_view(""),
+                                     std::string_view(long_subject)}) {
+        const HashTag *tags[] = {nullptr, &tag};
+
+        for (const HashTag *t : tags) {
+            std::size_t size = side_key_size("rl", "api", subject, t);
+            std::vector<char> buf(size + kGuard, kCanary);
+            std::size_t n = write_side_key("rl", "api", subject, buf.data(),
+                                           t);
+            EXPECT_EQ(n, size);
+            EXPECT_EQ(buf[size], kCanary);
+
+            std::vector<char> count(subject_key_size("rl", "api", subject, t));
+            write_subject_key("rl", "api", subject, count.data(), t);
+            std::string expected(count.begin(), count.end());
+            expected.insert(6, "+");
+            EXPECT_EQ(std::string(buf.data(), n), expected);
+        }
+    }
+}
+
 }  // namespace
 }  // namespace ratelimit
