@@ -27,26 +27,45 @@ constexpr char kNumbersEnd = ':';
 // letter: the layout of the window zones' new keys, a packed string or a
 // hash (without one, as the release before sends it: hashes).  The Redis
 // module of the release before refuses such a count as a whole, before
-// any key.
+// any key.  A batch that sends side keys writes their number after the
+// letter, in decimal ("3p12"); one that sends none, nothing (the release
+// of issue 40's module refuses such a count, see docs/redis-module.md).
 constexpr char kLayoutPacked = 'p';
 constexpr char kLayoutHash = 'h';
 
 // A zone's arguments: limit, bucket length in ms, buckets per window (of a
-// GCRA zone: 1 + burst), its kind, and whether it is enforced.
+// GCRA zone: 1 + burst), its kind, and its mode: enforced or dry run, and
+// whether its entries name a side key per zone (its subject's override,
+// keys/subject_key.hpp) after the batch's count keys.
 constexpr std::size_t kArgsPerZone = 5;
 constexpr char kZoneSliding = 's';
 constexpr char kZoneFixed = 'f';
 constexpr char kZoneGcra = 'g';
 constexpr char kZoneEnforced = '1';
 constexpr char kZoneDryRun = '0';
+constexpr char kZoneEnforcedSide = '3';
+constexpr char kZoneDryRunSide = '2';
+
+// A side key's value, a string: parts separated by kSidePartNext, each a
+// tag, kSideTagEnd and its numbers separated by kNumberNext.  The override
+// part, "o=L,W,X": the subject's limit L (0 to 2^53), the window W in ms
+// it was given for (1 to 604800000000000), and the Redis time X in ms at
+// which it lapses (0: never).  Unknown parts are skipped.
+constexpr char kSidePartNext = ';';
+constexpr char kSideTagEnd = '=';
+constexpr char kSideOverride = 'o';
 
 // A request's reply: `rejected`, then kRepliesPerZone elements per zone
 // (the count after it, the oldest bucket, `over`); an interval peek's then
 // kIntervalRepliesPerZone more per zone, its counts; a lease's then
 // kLeaseGrantReplies more, the units granted.  A settle's is a request's of
-// one zone whose last element is the units it applied.
+// one zone whose last element is the units it applied.  Any entry's reply
+// then ends with kOverrideReplies per zone of it that names a side key:
+// the override's limit (-1: none in force), its window in ms and the ms
+// until it lapses (0 and 0 for none; 0 left for never).
 constexpr std::size_t kRepliesPerZone = 3;
 constexpr std::size_t kIntervalRepliesPerZone = 1;
 constexpr std::size_t kLeaseGrantReplies = 1;
+constexpr std::size_t kOverrideReplies = 3;
 
 }  // namespace ratelimit

@@ -39,6 +39,21 @@
 // all fit (count + max(asked, 1) > limit, as "w"'s), and g (see
 // decode_lease_reply()).  Units granted and not used go back with a settle
 // of -unused to the lease's bucket.
+// Side keys (issue 41): a zone of mode kZoneEnforcedSide or
+// kZoneDryRunSide is one whose every use by an entry names its subject's
+// side key too.  The count keys come first, as above; then the S side
+// keys, S written after the layout letter: for each entry in turn, one per
+// zone byte of it that names such a zone, in the order of its bytes.  The
+// first part of a side key's value of the form "o=L,W,X", decimal digits
+// only, is its override, and it is in force when L <= 2^53, 1 <= W <=
+// 604800000000000, X <= 2^53 and X = 0 or X > the call's time in ms.  No
+// such part, one out of those bounds or lapsed, a key of another type or
+// none: no override.  In force, it replaces the zone's limit for that
+// entry's use of that zone (its decision, count, lease, settle, reply): a
+// window zone takes limit L (W is not read); a GCRA zone takes emission
+// interval W * 1000 / L us, its capacity (span) unchanged, and with L = 0
+// rejects every request, its TAT moved by the zone's own interval.  A
+// window zone given L = 0 rejects every request too (nothing fits).
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per
@@ -50,6 +65,9 @@
 // bucket if Redis's clock stepped back); for a fixed window, its count.  A
 // request the script failed on (a key of another type, OOM) has an error in
 // place of its first element, that request's alone, and zeros after it.
+// Any entry's reply then ends with kOverrideReplies elements per side key
+// it names, in their order: L or -1, W or 0, and X - now or 0 (never, or
+// no override), an entry that failed as one decided.
 #pragma once
 
 #include <cstddef>
