@@ -66,7 +66,8 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
     auto *mcf = static_cast<MainConf *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
 
-    if (metrics::add_shared_zone(cf, mcf) != NGX_OK
+    if (name_side_keys(cf, mcf) != NGX_OK
+        || metrics::add_shared_zone(cf, mcf) != NGX_OK
         || local::add_shared_zone(cf, mcf) != NGX_OK
         || install_request_log_handler(cf) != NGX_OK
         || install_settle_handler(cf) != NGX_OK)

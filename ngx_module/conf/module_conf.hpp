@@ -120,6 +120,10 @@ struct Zone {
     // `lease=SIZE`: this server's quota leases of the zone's subjects
     // (leases/lease_table.hpp); nullptr: every request asks Redis.
     LeaseTable *leases;
+    // A rate zone of a configuration with `ratelimit_query ...
+    // override=on`: the base of its subjects' side keys, "PREFIX:ZONE+"
+    // (keys/subject_key.hpp), whose overrides its calls read; empty: none.
+    ngx_str_t side_base;
 };
 
 // One `ratelimit zone=NAME [dry_run];`, resolved to its zone when the http
@@ -170,9 +174,12 @@ struct MainConf {
     bool concurrency;      // some location applies a concurrency zone
     bool metrics;          // some location has `ratelimit_metrics`
     bool settles;          // some location has `ratelimit_settle`
-    // Some `ratelimit_query` has delete=on: every worker listens for
-    // forgiven subjects (rate/forgive_listener.hpp).
+    // Some `ratelimit_query` has delete=on or override=on: every worker
+    // listens for forgiven subjects (rate/forgive_listener.hpp).
     bool forgive;
+    // Some `ratelimit_query` has override=on: every rate zone reads its
+    // subjects' overrides (Zone::side_base).
+    bool overrides;
     ngx_shm_zone_t *metrics_zone;  // its counters, when it has
     // Some location applies a zone with `ratelimit_fail local`.
     bool fail_local;
@@ -198,6 +205,7 @@ struct LocConf {
     ngx_str_t peek_header; // a request carrying it is only reported on
     ngx_array_t *query;    // of ZoneRef: `ratelimit_query` zones, or null
     bool query_delete;     // its delete=on: DELETE forgives a subject
+    bool query_override;   // its override=on: PUT sets a subject's limit
     ngx_array_t *settles;  // of SettleRef; NGX_CONF_UNSET_PTR to inherit
     bool metrics;          // `ratelimit_metrics` answers here
 };

@@ -8,6 +8,7 @@
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
 #include "directives/zone_directive.hpp"
+#include "keys/subject_key.hpp"
 #include "limits/algorithms.hpp"
 #include "limits/window_rules.hpp"
 
@@ -170,6 +171,32 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
     ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
     ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
     return NGX_CONF_OK;
+}
+
+ngx_int_t name_side_keys(ngx_conf_t *cf, MainConf *mcf) noexcept
+{
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+
+    for (ngx_uint_t i = 0; mcf->overrides && i < mcf->zones.nelts; i++) {
+        Zone &zone = *zones[i];
+
+        if (zone.concurrency != nullptr) {
+            continue;
+        }
+
+        std::size_t size = side_base_size(view(mcf->prefix), view(zone.name));
+        auto *data = static_cast<u_char *>(ngx_pnalloc(cf->pool, size));
+
+        if (data == nullptr) {
+            return NGX_ERROR;
+        }
+
+        zone.side_base.data = data;
+        zone.side_base.len = write_side_base(
+            view(mcf->prefix), view(zone.name), reinterpret_cast<char *>(data));
+    }
+
+    return NGX_OK;
 }
 
 }  // namespace ratelimit

@@ -235,12 +235,17 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         ngx_str_t name;
 
-        if (take_param(args[i], "delete=", &name)) {
+        bool *flag = take_param(args[i], "delete=", &name)
+                     ? &lcf->query_delete
+                     : take_param(args[i], "override=", &name)
+                     ? &lcf->query_override : nullptr;
+
+        if (flag != nullptr) {
             if (view(name) != "on" && view(name) != "off") {
                 return invalid_param(cf, args[i]);
             }
 
-            lcf->query_delete = view(name) == "on";
+            *flag = view(name) == "on";
             continue;
         }
 
@@ -260,10 +265,10 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
                                &cmd->name);
     }
 
-    if (lcf->query_delete) {
-        static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(
-            cf, ngx_http_ratelimit_module))->forgive = true;
-    }
+    auto *mcf = static_cast<MainConf *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_ratelimit_module));
+    mcf->forgive |= lcf->query_delete || lcf->query_override;
+    mcf->overrides |= lcf->query_override;
 
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));

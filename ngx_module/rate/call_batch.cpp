@@ -22,7 +22,7 @@ std::string_view request_zone_args(const RequestState *state, ngx_uint_t i,
         return view(zone.script_args);
     }
 
-    return {out, write_zone_args(policy_of(state, i), out)};
+    return {out, write_zone_args(sent_policy_of(state, i), out)};
 }
 
 void tell_link_of_script_error(RedisLink *link,
@@ -222,9 +222,11 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
     bool enforce[kMaxZonesPerRequest];
     std::uint64_t buckets[kMaxZonesPerRequest];
     std::uint64_t costs[kMaxZonesPerRequest];
+    ZoneSide sides[kMaxZonesPerRequest];
     // A zone whose limit is a variable: its arguments under the request's
     // limit (the batch copies them, or finds them among its zones).
     char made[kMaxZonesPerRequest][kZoneArgsMaxSize];
+    char tag[kSlotTagMaxSize];
 
     for (ngx_uint_t j = 0; j < part.zones; j++) {
         ngx_uint_t i = part.zone[j];
@@ -233,13 +235,14 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
         enforce[j] = enforced(state, i);
         buckets[j] = state->interval_buckets ? state->interval_buckets[i] : 0;
         costs[j] = state->costs[i];
+        sides[j] = side_of(*state->refs[i]->zone, batch->slot, tag);
     }
 
     ngx_uint_t entry = batch->call.entries();
 
     if (!batch->call.add(state->peek, part.zones, keys, args, enforce,
                          state->interval_buckets ? buckets : nullptr,
-                         state->peek ? nullptr : costs))
+                         state->peek ? nullptr : costs, sides))
     {
         return false;
     }
@@ -253,6 +256,21 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
     in_flight_++;
     metrics::record_requests_waiting(in_flight_);
     return true;
+}
+
+// The side keys of `zone` in a batch to `slot`: none for a zone that reads
+// no overrides; its marker's tail, in `tag`, the slot's hash tag in a
+// cluster but with cross_slot (whose calls name no markers).
+ZoneSide CallBatcher::side_of(const Zone &zone, std::uint16_t slot,
+                              char (&tag)[kSlotTagMaxSize]) const noexcept
+{
+    if (zone.side_base.len == 0) {
+        return {};
+    }
+
+    std::size_t n = link_->clustered() && !cross_slot_
+                    ? write_slot_tag(slot, tag) : 0;
+    return {view(zone.side_base), {tag, n}};
 }
 
 // Sends an open batch before the loop turn ends.
@@ -499,14 +517,15 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
 
     switch (decoded.kind) {
     case BatchReply::Kind::kReplies:
-        for (ngx_uint_t i = 0; i < call.entries(); i++) {
+        for (ngx_uint_t i = 0, told = 0; i < call.entries(); i++) {
             RequestState *state = batch->states[i];
             const Reply *part = reply->element + call.reply_offset(i);
+            Told its = told_of(decoded.told, i, &told);
 
             if (state != nullptr) {
                 state->part[batch->parts[i]].batch = nullptr;
                 sink_.take_reply(state, batch->parts[i], decoded.now_ms,
-                                 part);
+                                 part, its);
             } else if (batch->settles[i] != nullptr) {
                 settles_.take_reply(batch->settles[i], part);
             } else if (batch->renewals[i] != nullptr) {

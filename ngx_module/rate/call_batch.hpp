@@ -18,6 +18,7 @@
 #include "rate/lease_renewals.hpp"
 #include "rate/settle_queue.hpp"
 #include "report/metrics_model.hpp"
+#include "cluster/cluster_slot.hpp"
 #include "scripts/script_batch.hpp"
 
 namespace ratelimit {
@@ -30,9 +31,11 @@ class RedisLink;
 // them into each request's verdict.  Called only while the part waits.
 struct BatchSink {
     // The reply of part `part` of the request's call, in its batch's from
-    // `reply` on, and the batch's Redis time.
+    // `reply` on, the overrides its batch told of it, and the batch's
+    // Redis time.
     void (*take_reply)(RequestState *state, ngx_uint_t part,
-                       std::uint64_t now_ms, const Reply *reply) noexcept;
+                       std::uint64_t now_ms, const Reply *reply,
+                       Told told) noexcept;
     // The part's batch got no replies: `why` and `detail` say why, for
     // the log.
     void (*part_failed)(RequestState *state, const char *why,
@@ -169,6 +172,8 @@ private:
     Batch *open_for(std::uint32_t group, std::uint16_t slot) noexcept;
     bool add_part(RequestState *state, ngx_uint_t part) noexcept;
     bool fill(Batch *batch, RequestState *state, ngx_uint_t part) noexcept;
+    ZoneSide side_of(const Zone &zone, std::uint16_t slot,
+                     char (&tag)[kSlotTagMaxSize]) const noexcept;
     bool compact(Batch *batch) noexcept;
     int hold_index(std::uint32_t group) const noexcept;
     bool held(const Batch *batch) const noexcept;

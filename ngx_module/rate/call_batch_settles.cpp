@@ -93,9 +93,11 @@ bool CallBatcher::add_call(Call *call) noexcept
 bool CallBatcher::fill_call(Batch *batch, Settle *settle) noexcept
 {
     ngx_uint_t entry = batch->call.entries();
+    char tag[kSlotTagMaxSize];
 
     if (!batch->call.add_settle(settle->key, settle->zone_args,
-                                settle->units, settle->bucket))
+                                settle->units, settle->bucket,
+                                side_of(*settle->zone, batch->slot, tag)))
     {
         return false;
     }
@@ -107,8 +109,11 @@ bool CallBatcher::fill_call(Batch *batch, Settle *settle) noexcept
 bool CallBatcher::fill_call(Batch *batch, LeaseRenewal *renewal) noexcept
 {
     ngx_uint_t entry = batch->call.entries();
+    char tag[kSlotTagMaxSize];
 
-    if (!add_renewal(&batch->call, *renewal)) {
+    if (!add_renewal(&batch->call, *renewal,
+                     side_of(*renewal->zone, batch->slot, tag)))
+    {
         return false;
     }
 

@@ -20,9 +20,11 @@ LeaseRenewal *make_renewal(std::string_view key, std::string_view zone_args,
     }
 }
 
-bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal) noexcept
+bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal,
+                 ZoneSide side) noexcept
 {
-    return call->add_lease(renewal.key, renewal.zone_args, renewal.asked);
+    return call->add_lease(renewal.key, renewal.zone_args, renewal.asked,
+                           side);
 }
 
 void take_renewal_reply(LeaseRenewal *renewal, std::uint64_t now_ms,

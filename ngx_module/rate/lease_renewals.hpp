@@ -44,9 +44,10 @@ LeaseRenewal *make_renewal(std::string_view key, std::string_view zone_args,
                            std::uint64_t asked, const Zone &zone,
                            LeaseRenewed renewed) noexcept;
 
-// Adds the renewal's entry to `call`; false, with the call as it was, on
-// no memory.
-bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal) noexcept;
+// Adds the renewal's entry to `call`, of its zone's `side` keys; false,
+// with the call as it was, on no memory.
+bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal,
+                 ZoneSide side) noexcept;
 
 // The renewal's reply, from `reply` on in its batch's, and the batch's
 // Redis time: its owner is told, and the renewal freed.

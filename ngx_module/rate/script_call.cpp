@@ -62,7 +62,7 @@ void fail_part(RequestState *state, const char *why,
 bool deny_room(const RequestState *state, ngx_uint_t i, std::int64_t *room)
 {
     const Zone &zone = *state->refs[i]->zone;
-    Policy policy = policy_of(state, i);
+    Policy policy = sent_policy_of(state, i);
     const AlgorithmRow &row = row_of(policy);
 
     if (zone.gives_back || (row.takes_turns && zone.limit_value != nullptr)) {
@@ -246,13 +246,13 @@ void part_done(RequestState *state)
 }
 
 void take_part_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
-                     const Reply *reply) noexcept
+                     const Reply *reply, Told told) noexcept
 {
     RequestState::Part &part = state->part[p];
     ZoneCount counts[kMaxZonesPerRequest];
     ScriptReply decoded = decode_script_reply(reply, part.zones, counts,
                                               state->interval_buckets
-                                              != nullptr);
+                                              != nullptr, told);
 
     switch (decoded.kind) {
     case ScriptReply::Kind::kVerdict:

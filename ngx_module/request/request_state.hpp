@@ -87,17 +87,23 @@ inline bool enforced(const RequestState *state, ngx_uint_t i)
              || (state->lcf != nullptr && state->lcf->dry_run));
 }
 
-// Zone i's policy as it applies to the request: the zone's, under the
-// request's limit and its location's burst.
-// A zone's policy under the request's limit: limit 0 where the request's
+// Zone i's policy as the request's call sends it: the zone's, under the
+// request's limit and its location's burst; limit 0 where the request's
 // value blocked the zone (http/access_handler.cpp, reject_blocked()).
-inline Policy policy_of(const RequestState *state, ngx_uint_t i)
+inline Policy sent_policy_of(const RequestState *state, ngx_uint_t i)
 {
     Policy policy = state->refs[i]->zone->policy;
     policy.limit = state->limits[i];
     policy.burst = state->refs[i]->query ? state->refs[i]->zone->largest_burst
                                          : state->refs[i]->burst;
     return policy;
+}
+
+// Zone i's policy as it applies to the request: as sent, under the
+// subject's override where Redis told of one.
+inline Policy policy_of(const RequestState *state, ngx_uint_t i)
+{
+    return overridden(sent_policy_of(state, i), state->counts[i].override);
 }
 
 // The response went out a success: a status below 400.

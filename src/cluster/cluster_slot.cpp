@@ -63,9 +63,11 @@ std::size_t write_slot_tag(std::uint16_t slot, char *out) noexcept
         found = true;
     }
 
-    return std::size_t(std::to_chars(out, out + kSlotTagMaxSize,
-                                     tags[slot % kClusterSlots]).ptr
-                       - out);
+    out[0] = '{';
+    char *end = std::to_chars(out + 1, out + kSlotTagMaxSize - 1,
+                              tags[slot % kClusterSlots]).ptr;
+    *end++ = '}';
+    return static_cast<std::size_t>(end - out);
 }
 
 namespace {

@@ -59,7 +59,7 @@ std::size_t write_side_key(std::string_view prefix, std::string_view zone,
 // script makes side keys so).  Alone, it is the zone's marker key, which
 // exists while some subject of the zone may hold an override; in a Redis
 // Cluster, where each slot has its own beside the side keys it holds, the
-// base followed by "{TAG}", a hash tag of the slot (cluster_slot.hpp's
+// base followed by a hash tag of the slot (cluster_slot.hpp's
 // write_slot_tag()).
 std::size_t side_base_size(std::string_view prefix, std::string_view zone);
 std::size_t write_side_base(std::string_view prefix, std::string_view zone,

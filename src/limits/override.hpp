@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "limits/policy.hpp"
+
 namespace ratelimit {
 
 struct Override {
@@ -13,5 +15,11 @@ struct Override {
     std::uint64_t window_ms = 0;  // the window it was given for
     std::uint64_t left_ms = 0;    // until it lapses; 0: never
 };
+
+// The policy a zone applies to a subject under its override: a window
+// zone's limit is the override's, per the zone's own window; a zone that
+// takes turns (GCRA) takes its rate, the override's limit per its window.
+// The policy as it is without one.
+Policy overridden(const Policy &policy, const Override &override);
 
 }  // namespace ratelimit

@@ -33,11 +33,13 @@ struct Policy {
     // burst=), from the location that applies the zone.
     std::uint64_t burst = 0;
 
-    // GCRA: the time one request of the rate takes, in microseconds.
+    // GCRA: the time one request of the rate takes, in microseconds; of a
+    // subject given limit 0 (an override, whose requests all fail:
+    // zone_status()), a window, so that no figure made of it is infinite.
     double emission_us() const
     {
         return static_cast<double>(window_ms) * 1000
-               / static_cast<double>(limit);
+               / static_cast<double>(limit > 0 ? limit : 1);
     }
 
     std::uint64_t buckets() const { return window_ms / bucket_ms; }

@@ -41,12 +41,17 @@ char *put_decimal_bulk(char *out, std::uint64_t value)
     return put_bulk(out, {digits, write_decimal(value, digits)});
 }
 
-void append_bulk(std::string &out, std::string_view bytes)
+// "$LEN\r\n", the head of a bulk string of `len` bytes.
+void append_head(std::string &out, std::size_t len)
 {
     char head[kMaxDigits + 3];
-    out.append(head, put_head(head, '$', bytes.size()))
-       .append(bytes)
-       .append("\r\n", 2);
+    out.append(head, put_head(head, '$', len));
+}
+
+void append_bulk(std::string &out, std::string_view bytes)
+{
+    append_head(out, bytes.size());
+    out.append(bytes).append("\r\n", 2);
 }
 
 void append_decimal_bulk(std::string &out, std::uint64_t value)
@@ -118,25 +123,26 @@ bool ScriptBatch::described_as(const Descriptor &d, std::string_view args,
 }
 
 // Appends a zone new to the batch: its arguments and its mode, of a side
-// zone the mode's letter and base (and its marker).  Throws bad_alloc.
+// zone the mode's letter and base (and its marker key: the base, then its
+// tail).  Throws bad_alloc.
 void ScriptBatch::describe(std::string_view args, bool enforce,
                            ZoneSide side)
 {
     bool sided = !side.base.empty();
-    char head[kMaxDigits + 3];
     char mode = sided ? (enforce ? kZoneEnforcedSide : kZoneDryRunSide)
                       : (enforce ? kZoneEnforced : kZoneDryRun);
     std::size_t at = zones_.size();
 
-    zones_.append(args)
-          .append(head, put_head(head, '$', 1 + side.base.size()))
-          .append(1, mode);
+    zones_.append(args);
+    append_head(zones_, 1 + side.base.size());
+    zones_.append(1, mode);
     described_.push_back({at, args.size(), enforce, zones_.size(),
                           side.base.size()});
     zones_.append(side.base).append("\r\n", 2);
 
     if (sided) {
-        append_bulk(markers_, side.marker);
+        append_head(markers_, side.base.size() + side.marker_tail.size());
+        markers_.append(side.base).append(side.marker_tail).append("\r\n");
         side_zones_++;
     }
 }
@@ -247,9 +253,7 @@ bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
                 d++;
             }
 
-            if (d == kMaxZoneDescriptors
-                || (!side.base.empty() && side.marker.empty()))
-            {
+            if (d == kMaxZoneDescriptors) {
                 fits = false;
                 break;
             }

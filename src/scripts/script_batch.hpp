@@ -26,11 +26,12 @@ constexpr std::size_t kZoneArgsMaxSize = (kArgsPerZone - 1)
 std::size_t write_zone_args(const Policy &policy, char *out);
 
 // A zone's side keys (issue 41; see window_script.hpp), for a zone whose
-// subjects may hold overrides: the base of its side keys, and its marker
-// key in the batch's slot.  Empty for other zones.
+// subjects may hold overrides: the base of its side keys, and what follows
+// the base in its marker key of the batch's slot (keys/subject_key.hpp).
+// Empty for other zones.
 struct ZoneSide {
     std::string_view base;
-    std::string_view marker;
+    std::string_view marker_tail;
 };
 
 class ScriptBatch {
@@ -52,8 +53,7 @@ public:
     // `peek`.  `costs`, if not nullptr, holds the request's cost in each
     // zone, 0 to kMaxCost (a zone's cost is 1 without it).  `sides`, if not
     // nullptr, holds each zone's side keys: a zone with a base is of side
-    // mode, described apart from one of the same arguments without, and
-    // needs a marker (else false).
+    // mode, described apart from one of the same arguments without.
     bool add(bool peek, std::size_t zones, const std::string_view *keys,
              const std::string_view *zone_args, const bool *enforce,
              const std::uint64_t *interval_buckets = nullptr,

@@ -7,6 +7,13 @@ namespace ratelimit {
 ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms)
 {
+    // A subject whose override gives it limit 0 fits nothing until the
+    // override lapses, or for a window when it never does.
+    if (policy.limit == 0) {
+        return {0, 0, count.override.left_ms > 0 ? count.override.left_ms
+                                                 : policy.window_ms};
+    }
+
     return row_of(policy).status(policy, count.total, count.oldest,
                                  count.over, now_ms);
 }

@@ -33,7 +33,9 @@ TEST(ClusterSlot, EverySlotHasATag)
         std::size_t n = write_slot_tag(slot, tag);
         ASSERT_GT(n, 0u);
         ASSERT_LE(n, kSlotTagMaxSize);
-        ASSERT_EQ(key_slot("rl:api+{" + std::string(tag, n) + "}"), slot)
+        ASSERT_EQ(tag[0], '{');
+        ASSERT_EQ(tag[n - 1], '}');
+        ASSERT_EQ(key_slot("rl:api+" + std::string(tag, n) + ":x{y}"), slot)
             << slot;
     }
 }

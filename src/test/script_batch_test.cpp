@@ -230,14 +230,14 @@ TEST(ScriptBatch, Leases)
 // zone apart from one of the same arguments without; its marker goes last
 // in the keys, once a zone, and kMarkerKeys before the layout letter says
 // so, but for cross_slot, whose batch names none.  Settles and leases take
-// a side too; a side zone without a marker is refused.
+// a side too.
 TEST(ScriptBatch, SideZones)
 {
     std::string minute = zone_args({100, 60000, 1000}, false);
     std::string_view keys[] = {"rl:a:1", "rl:b:1"};
     std::string_view args[] = {minute, minute};
     bool enforce[] = {true, false};
-    ZoneSide sides[] = {{"rl:a+", "rl:a+"}, {"rl:b+", "rl:b+{7}"}};
+    ZoneSide sides[] = {{"rl:a+", ""}, {"rl:b+", "{7}"}};
     ZoneSide none[2] = {};
 
     ScriptBatch batch;
@@ -272,10 +272,6 @@ TEST(ScriptBatch, SideZones)
     want.insert(want.begin() + 2, "0");
     EXPECT_EQ(arguments(batch, ScriptBatch::Form::kEval, true), want);
 
-    ZoneSide unmarked[] = {{"rl:a+", ""}, {}};
-    EXPECT_FALSE(batch.add(false, 2, keys, args, enforce, nullptr, nullptr,
-                           unmarked));
-    EXPECT_EQ(batch.entries(), 4u);
     batch.clear();
     ASSERT_TRUE(batch.add(false, 2, keys, args, enforce));
     EXPECT_EQ(arguments(batch)[5], "2p");
