@@ -64,7 +64,7 @@ TEST(ParseZone, RefusesAnUnknownMode)
 {
     ZoneParams zone{};
 
-    for (std::string_view mode : {"2", "", "yes", "10", "01", "true"}) {
+    for (std::string_view mode : {"4", "", "yes", "10", "01", "true"}) {
         EXPECT_STREQ(parse("s", mode, &zone), kUnknown) << mode;
     }
 }
@@ -73,7 +73,7 @@ TEST(ParseZone, RefusesAnUnknownMode)
 TEST(ParseZone, RefusesNumbersNginxDoesNotSendFirst)
 {
     ZoneParams zone{};
-    std::string_view args[] = {"nan", "1000", "60", "x", "2"};
+    std::string_view args[] = {"nan", "1000", "60", "x", "4"};
 
     EXPECT_STREQ(parse_zone(args, 0, false, &zone),
                  "ERR ratelimit: a zone's limit, bucket and span must be "

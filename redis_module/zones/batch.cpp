@@ -46,9 +46,14 @@ const char *parse_zone(const std::string_view *args, double now_ms,
         return kBadZoneNumbers;
     }
 
+    // Modes: enforced or dry run, each with or without side keys.
+    std::string_view mode = args[4];
+    zone->enforce = is(mode, kZoneEnforced) || is(mode, kZoneEnforcedSide);
+    zone->side = is(mode, kZoneEnforcedSide) || is(mode, kZoneDryRunSide);
+
     if (!(is(args[3], kZoneSliding) || is(args[3], kZoneFixed)
           || is(args[3], kZoneGcra))
-        || !(is(args[4], kZoneEnforced) || is(args[4], kZoneDryRun)))
+        || !(zone->enforce || zone->side || is(mode, kZoneDryRun)))
     {
         return kUnknownZone;
     }
@@ -56,11 +61,24 @@ const char *parse_zone(const std::string_view *args, double now_ms,
     zone->fixed = is(args[3], kZoneFixed);
     zone->gcra = is(args[3], kZoneGcra) ? zone->bucket_ms * 1000 / zone->limit
                                         : 0;
-    zone->enforce = is(args[4], kZoneEnforced);
+    zone->blocked = false;
     zone->packed = packed && packed_fits(zone->fixed, zone->span);
     zone->bucket = std::floor(now_ms / zone->bucket_ms);
     lua::format(zone->bucket, zone->bucket_field);
     return nullptr;
+}
+
+std::size_t sides_named(std::string_view bytes,
+                        const std::vector<ZoneParams> &zones)
+{
+    std::size_t sides = 0;
+
+    for (char byte : bytes) {
+        std::size_t d = static_cast<unsigned char>(byte);
+        sides += d < zones.size() && zones[d].side ? 1 : 0;
+    }
+
+    return sides;
 }
 
 }  // namespace ratelimit

@@ -23,6 +23,11 @@ struct ZoneParams {
     double gcra;            // a GCRA zone's emission interval (us), else 0;
                             // its `span` is its capacity, 1 + burst
     bool enforce;
+    bool side;              // each entry's use of it names the subject's
+                            // side key (mode kZoneEnforcedSide or
+                            // kZoneDryRunSide)
+    bool blocked;           // under an override of limit 0: every request
+                            // is over (zones/side_value.hpp)
     bool packed;            // its new keys are packed strings
                             // (zones/packed_window.hpp), else hashes
     double bucket;          // the current bucket: now / bucket_ms, floored
@@ -38,11 +43,18 @@ struct ZoneParams {
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone);
 
+// The side keys an entry of zone bytes `bytes` names in a call of `zones`:
+// one per byte naming a zone of a side mode (a byte naming no zone, as a
+// failed lease's may, names none).
+std::size_t sides_named(std::string_view bytes,
+                        const std::vector<ZoneParams> &zones);
+
 struct Entry {
     char mode;                   // 'c' counts 1, 'w' its costs; 'i'
                                  // interval peek; 's' settle; 'l' lease;
                                  // else peek
     std::string_view zones;      // a byte per zone: its number
+    std::size_t sides;           // the side keys it names (sides_named())
     std::vector<double> wanted;  // of 'i': buckets to sum, per zone
     std::vector<double> costs;   // of 'w': units to count, per zone
     double delta, at;            // of 's': units to add (signed), to the
@@ -65,14 +77,20 @@ struct Entry {
         return mode == kEntrySettle ? 1 : zones.size();
     }
 
-    // The length of the request's reply: a lease's ends with the units it
-    // granted.
-    std::size_t reply_size() const
+    // The length of the request's reply before its overrides: a lease's
+    // ends with the units it granted.
+    std::size_t decided_size() const
     {
         return 1 + kRepliesPerZone * keys()
                + (mode == kEntryInterval ? kIntervalRepliesPerZone * keys()
                                          : 0)
                + (mode == kEntryLease ? kLeaseGrantReplies : 0);
+    }
+
+    // The whole reply's: then kOverrideReplies per side key.
+    std::size_t reply_size() const
+    {
+        return decided_size() + kOverrideReplies * sides;
     }
 };
 
@@ -82,6 +100,8 @@ struct Batch {
     std::vector<ZoneParams> zones;
     std::vector<Entry> entries;
     std::size_t reply_size;  // of the whole call
+    std::size_t count_keys = 0;  // the keys the entries count in, first
+    std::size_t side_keys = 0;   // then the side keys they name
 };
 
 }  // namespace ratelimit
