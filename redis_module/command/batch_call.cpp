@@ -37,25 +37,38 @@ bool count_of(std::string_view text, std::size_t *out)
     return true;
 }
 
-// The number of zones and the letter after it, if any: whether the window
-// zones' new keys are packed strings (batch_protocol.hpp).
-bool zone_count_of(redis::String *str, std::size_t *out, bool *packed)
-{
-    std::string_view text = view(str);
-    char layout = text.empty() ? '\0' : text.back();
-    *packed = layout == kLayoutPacked;
-
-    if (layout == kLayoutPacked || layout == kLayoutHash) {
-        text.remove_suffix(1);
-    }
-
-    return count_of(text, out);
-}
-
 // Whether `text` is a decimal: digits only, at least one.
 bool decimal(std::string_view text)
 {
     return !text.empty() && text.find_first_not_of("0123456789") == text.npos;
+}
+
+// The number of zones as the script reads it (batch_protocol.hpp): a
+// number ("3": hashes), or one followed by the layout letter of the window
+// zones' new keys, whether packed strings, and after it nothing or the
+// number of side keys in decimal ("3p", "3p12").
+bool zone_count_of(redis::String *str, std::size_t *out, bool *packed,
+                   std::size_t *sides)
+{
+    std::string_view text = view(str);
+    *packed = false;
+    *sides = 0;
+
+    if (count_of(text, out)) {
+        return true;
+    }
+
+    std::size_t letter = text.find_last_not_of("0123456789");
+
+    if (letter == text.npos) {
+        return false;
+    }
+
+    std::string_view after = text.substr(letter + 1);
+    *packed = text[letter] == kLayoutPacked;
+    return (*packed || text[letter] == kLayoutHash)
+           && count_of(text.substr(0, letter), out)
+           && (after.empty() || (decimal(after) && count_of(after, sides)));
 }
 
 // The entry's letter, then a decimal per zone, "," between them, ":"
@@ -100,11 +113,13 @@ bool parse_numbers(std::string_view text, double least, double most,
 
 // "s" DELTA "," BUCKET ":" and one zone byte (see window_script.hpp):
 // DELTA a decimal with or without "-", at most 2^53 either way, BUCKET a
-// decimal.  False if not.
+// decimal.  False if not.  Its zone is that byte where it has that form,
+// whatever its numbers (its side key, if any, is still named), else none.
 bool parse_settle(std::string_view text, Entry *entry)
 {
     std::size_t comma = text.find(kNumberNext);
     std::size_t colon = text.find(kNumbersEnd);
+    entry->zones = {};
 
     if (comma == text.npos || colon == text.npos || colon < comma
         || text.size() != colon + 2)
@@ -114,10 +129,15 @@ bool parse_settle(std::string_view text, Entry *entry)
 
     std::string_view delta = text.substr(1, comma - 1);
     std::string_view at = text.substr(comma + 1, colon - comma - 1);
+
+    if (!decimal(delta.substr(delta.substr(0, 1) == "-" ? 1 : 0))
+        || !decimal(at))
+    {
+        return false;
+    }
+
     entry->zones = text.substr(colon + 1);
-    return decimal(delta.substr(delta.substr(0, 1) == "-" ? 1 : 0))
-           && decimal(at)
-           && lua::to_number(delta.data(), delta.size(), &entry->delta)
+    return lua::to_number(delta.data(), delta.size(), &entry->delta)
            && std::fabs(entry->delta)
                   <= static_cast<double>(window_rules::kMaxLimit)
            && lua::to_number(at.data(), at.size(), &entry->at);
@@ -184,7 +204,6 @@ const char *parse_entry(std::string_view text,
     }
 
     if (entry->mode == kEntrySettle && !parse_settle(text, entry)) {
-        entry->zones = {};
         entry->error = "ERR ratelimit: malformed settle";
         return nullptr;
     }
@@ -240,7 +259,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
                              double now_in_us)
 {
     long long declared = declared_keys(argv, argc);
-    std::size_t zone_count;
+    std::size_t zone_count, sides_given;
     bool packed;
 
     if (declared < 0) {
@@ -254,7 +273,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
     std::size_t at = 2 + key_count;
 
     if (at >= static_cast<std::size_t>(argc)
-        || !zone_count_of(argv[at], &zone_count, &packed)
+        || !zone_count_of(argv[at], &zone_count, &packed, &sides_given)
         || zone_count > (argc - at - 1) / kArgsPerZone)
     {
         return kZoneCountRefused;
@@ -276,7 +295,8 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
     }
 
     entries.resize(static_cast<std::size_t>(argc) - at);
-    std::size_t keys_named = 0;
+    count_keys = 0;
+    side_keys = 0;
     reply_size = 1;
 
     for (Entry &entry : entries) {
@@ -286,12 +306,19 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
             return error;
         }
 
-        keys_named += entry.keys();
+        entry.sides = sides_named(entry.zones, zones);
+        count_keys += entry.keys();
+        side_keys += entry.sides;
         reply_size += entry.reply_size();
     }
 
-    if (keys_named != key_count) {
+    if (count_keys + side_keys != key_count) {
         return "ERR ratelimit: the entries name other than numkeys keys";
+    }
+
+    if (side_keys != sides_given) {
+        return "ERR ratelimit: the entries name other than the side keys "
+               "given";
     }
 
     return nullptr;

@@ -17,13 +17,15 @@
 namespace ratelimit::test {
 
 // A zone's arguments: its limit, bucket (ms) and span (buckets; a GCRA
-// zone's capacity), its kind ('s' sliding, 'f' fixed, 'g' GCRA), and
-// whether the call asks for packed strings as its new keys.
+// zone's capacity), its kind ('s' sliding, 'f' fixed, 'g' GCRA), whether
+// the call asks for packed strings as its new keys, and whether its
+// entries name side keys (after the call's count keys, numbered on).
 struct ZoneSpec {
     double limit, bucket_ms, span;
     char kind;
     bool enforce = true;
     bool packed = false;
+    bool side = false;
 };
 
 // The zone bytes of an entry.

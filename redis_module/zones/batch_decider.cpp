@@ -24,24 +24,93 @@ ZoneKind &BatchDecider::kind(const ZoneParams &zone)
 }
 
 // The script's main loop: run() takes what it can, careful() the rest, and
-// a request that raised in run() is decided afresh by careful(nil).
+// a request that raised in run() is decided afresh by careful(nil).  A
+// request under an override in force goes to careful() too, as the
+// script's does.
 void BatchDecider::run()
 {
+    read_sides();
+
     for (const Entry &entry : call_.entries) {
-        if (!entry.solo || !fast(entry)) {
+        if (apply(entry) || !entry.solo || !fast()) {
             careful(entry);
         }
 
+        k_ += entry.keys();
+        r_ += entry.reply_size();
+        s_ += entry.sides;
         store_.release();
     }
 }
 
-// run() for one request.  False where the script's run() raised, having
-// written nothing (or in the one write that failed), or left the request
-// to careful().
-bool BatchDecider::fast(const Entry &entry)
+// The script's upfront MGET of the side keys, each read once as the call
+// starts: a key of another type (an error) or none is no override.
+void BatchDecider::read_sides()
 {
-    const ZoneParams &zone = zone_of(entry, 0);
+    sides_.resize(call_.side_keys);
+
+    for (std::size_t j = 0; j < call_.side_keys; j++) {
+        FieldValue value;
+        bool read = store_.get(call_.count_keys + j, &value) == nullptr
+                    && value.present();
+        sides_[j] = read ? read_override(value.text, call_.now_ms)
+                         : Override{};
+    }
+
+    store_.release();
+}
+
+// Points applied_ at the request's zones as it applies them, and ends its
+// reply with its side keys' overrides, which an error leaves in place.
+// Whether any of them is in force.
+bool BatchDecider::apply(const Entry &entry)
+{
+    std::size_t n = entry.zones.size();
+    std::size_t s = s_;
+    std::size_t r = r_ + entry.decided_size();
+    bool any = false;
+    applied_.resize(n);
+    derived_.resize(std::max(derived_.size(), n));
+
+    for (std::size_t i = 0; i < n; i++) {
+        std::size_t d = static_cast<unsigned char>(entry.zones[i]);
+
+        // A failed lease's byte may name no zone; it is never decided.
+        applied_[i] = d < call_.zones.size() ? &call_.zones[d] : nullptr;
+
+        if (applied_[i] == nullptr || !applied_[i]->side) {
+            continue;
+        }
+
+        const Override &o = sides_[s++];
+        tell(r, o);
+        r += kOverrideReplies;
+
+        if (o.in_force) {
+            derived_[i] = overridden(*applied_[i], o);
+            applied_[i] = &derived_[i];
+            any = true;
+        }
+    }
+
+    return any;
+}
+
+// An override's elements of the reply: L, W and the ms until it lapses (0
+// never); -1, 0 and 0 for none.
+void BatchDecider::tell(std::size_t r, const Override &o)
+{
+    set(r, o.in_force ? o.limit : -1);
+    set(r + 1, o.window_ms);
+    set(r + 2, o.lapse_ms != 0 ? o.lapse_ms - call_.now_ms : 0);
+}
+
+// run() for the request, of one zone.  False where the script's run()
+// raised, having written nothing (or in the one write that failed), or
+// left the request to careful().
+bool BatchDecider::fast()
+{
+    const ZoneParams &zone = zone_of(0);
     FastDecision decision;
     kind(zone).run(k_, zone, &decision);
 
@@ -53,8 +122,6 @@ bool BatchDecider::fast(const Entry &entry)
         set(r_ + j, decision.reply[j]);
     }
 
-    k_++;
-    r_ += 1 + kRepliesPerZone;
     return true;
 }
 
@@ -63,13 +130,10 @@ void BatchDecider::careful(const Entry &entry)
     if (CallError error = decide(k_, entry, r_)) {
         reply_[r_] = {0, error};
 
-        for (std::size_t j = r_ + 1; j < r_ + entry.reply_size(); j++) {
+        for (std::size_t j = r_ + 1; j < r_ + entry.decided_size(); j++) {
             set(j, 0);
         }
     }
-
-    k_ += entry.keys();
-    r_ += entry.reply_size();
 }
 
 CallError BatchDecider::decide(std::size_t k, const Entry &entry,
@@ -100,7 +164,7 @@ CallError BatchDecider::decide(std::size_t k, const Entry &entry,
 CallError BatchDecider::settle(std::size_t k, const Entry &entry,
                                std::size_t r)
 {
-    const ZoneParams &zone = zone_of(entry, 0);
+    const ZoneParams &zone = zone_of(0);
     double count, oldest, applied;
 
     if (CallError error = kind(zone).settle(k, zone, entry.delta, entry.at,
@@ -124,7 +188,7 @@ CallError BatchDecider::settle(std::size_t k, const Entry &entry,
 CallError BatchDecider::lease(std::size_t k, const Entry &entry,
                               std::size_t r)
 {
-    const ZoneParams &zone = zone_of(entry, 0);
+    const ZoneParams &zone = zone_of(0);
     reads_.resize(std::max<std::size_t>(reads_.size(), 1));
     ZoneRead &z = reads_[0];
 
@@ -166,7 +230,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
     bool rejected = false;
 
     for (std::size_t i = 0; i < n; i++) {
-        const ZoneParams &zone = zone_of(entry, i);
+        const ZoneParams &zone = zone_of(i);
         ZoneKind &zone_kind = kind(zone);
 
         if (CallError error = zone_kind.read_zone(k + i, zone,
@@ -183,7 +247,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
     set(r, rejected ? 1 : 0);
 
     for (std::size_t i = 0; i < n; i++) {
-        const ZoneParams &zone = zone_of(entry, i);
+        const ZoneParams &zone = zone_of(i);
         ZoneKind &zone_kind = kind(zone);
         double cost = entry.cost(i);
         bool over = zone_kind.over(reads_[i], cost, zone);
@@ -210,7 +274,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
 CallError BatchDecider::decide_one(std::size_t k, const Entry &entry,
                                    bool counting, std::size_t r)
 {
-    const ZoneParams &zone = zone_of(entry, 0);
+    const ZoneParams &zone = zone_of(0);
     ZoneKind &zone_kind = kind(zone);
     ZoneRead &z = reads_[0];
 
@@ -245,7 +309,7 @@ CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,
     }
 
     for (std::size_t i = 0; i < n; i++) {
-        const ZoneParams &zone = zone_of(entry, i);
+        const ZoneParams &zone = zone_of(i);
         double count;
 
         if (CallError error = kind(zone).count_newest(
