@@ -28,8 +28,11 @@
 # PER_CALL (default 16): requests a call.  Prints one line: instructions a
 # request from the moment the counters were zeroed to the dump (the calls,
 # their reading and replies), commands a request, and MEMORY USAGE of the
-# first key after.  Runs redis-server under valgrind: seconds, not
-# minutes, and wall-clock figures mean nothing here.
+# first key after.  SIDE=1 in the environment: the zone is of side mode
+# (issue 41), its marker key absent; SIDE=2: its marker set, so that each
+# request reads its side key, none of which is set.  Runs
+# redis-server under valgrind: seconds, not minutes, and wall-clock figures
+# mean nothing here.
 
 use strict;
 use warnings;
@@ -80,26 +83,34 @@ my ($BUCKET_MS, $SPAN, $KIND) =
   : $SCENARIO eq 'mix7'  ? (3600000, 60, 's')
   :                        (3600000, 2, 's');
 my $LIMIT = 1_000_000_000;
-my @ZONE = ('1' . ($ENV{LAYOUT} // ''), $LIMIT, $BUCKET_MS, $SPAN, $KIND,
-    '1');
+my $SIDE = $ENV{SIDE} // 0;
+die "$0: SIDE= is for script_hash and command_hash\n"
+    if $SIDE && $CASE !~ /^(?:script|command)_hash$/;
+my $MARKER = 'rl:z60+';
+my @ZONE = ($LIMIT, $BUCKET_MS, $SPAN, $KIND, $SIDE ? "3$MARKER" : '1');
+$redis->command('ZADD', $MARKER, 0, 'none') if $SIDE == 2;
 
 # One call of a request per key (the entries are the window script's; the
 # candidates' scripts and command count 1 a key whatever they say).
 sub decide {
     my @keys = @_;
     my $n = @keys;
+    my @zone = ('1' . ($SIDE ? 'm' . ($ENV{LAYOUT} // 'h')
+                              : $ENV{LAYOUT} // ''), @ZONE);
+    push @keys, $MARKER if $SIDE;
     if ($CASE eq 'incr') {
         $redis->send_raw(join '', map { $redis->request('INCR', $_) } @keys);
         $redis->reply for @keys;
         return;
     }
     my $r = $CASE eq 'command_hash'
-        ? $redis->command('RATELIMIT.DECIDE', $n, @keys, @ZONE, ("c\0") x $n)
+        ? $redis->command('RATELIMIT.DECIDE', scalar @keys, @keys, @zone,
+                          ("c\0") x $n)
       : $CASE =~ /^command_packed/
         ? $redis->command('PROTO.DECIDE', $LIMIT, $BUCKET_MS, $SPAN, $KIND,
                           @keys)
-      : $redis->command('EVALSHA', $sha{$CASE} // die("no case $CASE\n"), $n,
-                @keys, @ZONE, ("c\0") x $n);
+      : $redis->command('EVALSHA', $sha{$CASE} // die("no case $CASE\n"),
+                scalar @keys, @keys, @zone, ("c\0") x $n);
     die "not a decision: @$r\n"
         unless @$r == 1 + 4 * $n && !grep { $r->[1 + 4 * $_] } 0 .. $n - 1;
 }

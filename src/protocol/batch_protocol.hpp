@@ -27,16 +27,18 @@ constexpr char kNumbersEnd = ':';
 // letter: the layout of the window zones' new keys, a packed string or a
 // hash (without one, as the release before sends it: hashes).  The Redis
 // module of the release before refuses such a count as a whole, before
-// any key.  A batch that sends side keys writes their number after the
-// letter, in decimal ("3p12"); one that sends none, nothing (the release
-// of issue 40's module refuses such a count, see docs/redis-module.md).
+// any key.  A batch that names marker keys writes kMarkerKeys before the
+// letter ("3mp"; the release of issue 40's module refuses it too).
 constexpr char kLayoutPacked = 'p';
 constexpr char kLayoutHash = 'h';
+constexpr char kMarkerKeys = 'm';
 
 // A zone's arguments: limit, bucket length in ms, buckets per window (of a
-// GCRA zone: 1 + burst), its kind, and its mode: enforced or dry run, and
-// whether its entries name a side key per zone (its subject's override,
-// keys/subject_key.hpp) after the batch's count keys.
+// GCRA zone: 1 + burst), its kind, and its mode: enforced or dry run; of a
+// zone whose subjects may have side keys (an override of their limit,
+// keys/subject_key.hpp), the side mode's letter followed by the zone's
+// side key base, its count keys' first bytes up to the zone name and a
+// kSideMark ("rl:api+": see window_script.hpp).
 constexpr std::size_t kArgsPerZone = 5;
 constexpr char kZoneSliding = 's';
 constexpr char kZoneFixed = 'f';
@@ -45,6 +47,7 @@ constexpr char kZoneEnforced = '1';
 constexpr char kZoneDryRun = '0';
 constexpr char kZoneEnforcedSide = '3';
 constexpr char kZoneDryRunSide = '2';
+constexpr char kSideMark = '+';
 
 // A side key's value, a string: parts separated by kSidePartNext, each a
 // tag, kSideTagEnd and its numbers separated by kNumberNext.  The override
@@ -59,13 +62,14 @@ constexpr char kSideOverride = 'o';
 // (the count after it, the oldest bucket, `over`); an interval peek's then
 // kIntervalRepliesPerZone more per zone, its counts; a lease's then
 // kLeaseGrantReplies more, the units granted.  A settle's is a request's of
-// one zone whose last element is the units it applied.  Any entry's reply
-// then ends with kOverrideReplies per zone of it that names a side key:
-// the override's limit (-1: none in force), its window in ms and the ms
-// until it lapses (0 and 0 for none; 0 left for never).
+// one zone whose last element is the units it applied.  After the last
+// request's reply, kOverrideReplies elements per override in force that
+// an entry was decided under: the entry's number and the zone's among the
+// entry's (each from 1), the override's limit, its window in ms and the
+// ms until it lapses (0: never).
 constexpr std::size_t kRepliesPerZone = 3;
 constexpr std::size_t kIntervalRepliesPerZone = 1;
 constexpr std::size_t kLeaseGrantReplies = 1;
-constexpr std::size_t kOverrideReplies = 3;
+constexpr std::size_t kOverrideReplies = 5;
 
 }  // namespace ratelimit

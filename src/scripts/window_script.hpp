@@ -39,21 +39,29 @@
 // all fit (count + max(asked, 1) > limit, as "w"'s), and g (see
 // decode_lease_reply()).  Units granted and not used go back with a settle
 // of -unused to the lease's bucket.
-// Side keys (issue 41): a zone of mode kZoneEnforcedSide or
-// kZoneDryRunSide is one whose every use by an entry names its subject's
-// side key too.  The count keys come first, as above; then the S side
-// keys, S written after the layout letter: for each entry in turn, one per
-// zone byte of it that names such a zone, in the order of its bytes.  The
-// first part of a side key's value of the form "o=L,W,X", decimal digits
-// only, is its override, and it is in force when L <= 2^53, 1 <= W <=
-// 604800000000000, X <= 2^53 and X = 0 or X > the call's time in ms.  No
-// such part, one out of those bounds or lapsed, a key of another type or
-// none: no override.  In force, it replaces the zone's limit for that
-// entry's use of that zone (its decision, count, lease, settle, reply): a
-// window zone takes limit L (W is not read); a GCRA zone takes emission
-// interval W * 1000 / L us, its capacity (span) unchanged, and with L = 0
-// rejects every request, its TAT moved by the zone's own interval.  A
-// window zone given L = 0 rejects every request too (nothing fits).
+// Side keys (issue 41): a zone of side mode (kZoneEnforcedSide or
+// kZoneDryRunSide, then its base B) is one whose subjects may hold an
+// override of its limit, in their side key: a count key K's is B
+// followed by K from its byte #B on (the zone name's end marked: "rl:a:u"
+// has "rl:a+:u").  An entry's use of a side zone reads its side key if
+// the zone's marker key exists (of any type): after the count keys, one
+// marker key per side zone of the call, in the order of the zones, where
+// kMarkerKeys precedes the layout letter.  Without it (a cross_slot call,
+// whose keys span slots) there are none, and every use reads its side
+// key.  A zone's marker
+// exists while any subject of it in its slot may hold an override (the
+// status API keeps it), so that a call of zones without overrides reads
+// one key a zone, not one a request.
+// The first part of a side key's value of the form "o=L,W,X", decimal
+// digits only, is its override, and it is in force when L <= 2^53, 1 <= W
+// <= 604800000000000, X <= 2^53 and X = 0 or X > the call's time in ms.
+// No such part, one out of those bounds or lapsed, a key of another type
+// or none: no override.  In force, it replaces the zone's limit for that
+// use (its decision, count, lease, settle, reply): a window zone takes
+// limit L (W is not read); a GCRA zone takes emission interval W * 1000 /
+// L us, its capacity (span) unchanged, and with L = 0 rejects every
+// request, its TAT moved by the zone's own interval.  A window zone given
+// L = 0 rejects every request too (nothing fits).
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per
@@ -65,9 +73,11 @@
 // bucket if Redis's clock stepped back); for a fixed window, its count.  A
 // request the script failed on (a key of another type, OOM) has an error in
 // place of its first element, that request's alone, and zeros after it.
-// Any entry's reply then ends with kOverrideReplies elements per side key
-// it names, in their order: L or -1, W or 0, and X - now or 0 (never, or
-// no override), an entry that failed as one decided.
+// After the last request's reply, kOverrideReplies elements for each use
+// of a side zone that read an override in force, in the order of the
+// entries and their zones: the entry's number and the zone's among its
+// (from 1), L, W, and X - now, or 0 for never; an entry that failed tells
+// those it read.
 #pragma once
 
 #include <cstddef>

@@ -16,14 +16,15 @@
 use strict;
 use warnings;
 
-my @PARTS = qw(call gcra packed window entries settle lease decide batch);
+my @PARTS = qw(call gcra packed side override window entries settle lease
+               decide batch);
 
-# The careful path's parts, wrapped in one function that returns decide()
-# and shape(): their functions are made by a call's first request that
-# needs them, not by every call.  Lua makes a script's functions afresh on
+# The careful path's parts, wrapped in one function that returns decide(),
+# shape(), side_value() and tell(): their functions are made by a call's
+# first request that needs them, not by every call.  Lua makes a script's functions afresh on
 # each call, each upvalue looked up among the chunk's open ones, and most
 # calls take the fast path alone.
-my @CAREFUL = qw(window entries settle lease decide);
+my @CAREFUL = qw(override window entries settle lease decide);
 
 my ($dir, $header, $out) = @ARGV;
 die "usage: $0 LUA_DIR PROTOCOL_HEADER OUT.cpp\n" unless defined $out;
@@ -92,7 +93,8 @@ for my $part (@PARTS) {
         $text .= squeeze($line, $path) . "\n" if $line ne '';
     }
     $text = "local function careful_path()\n$text" if $part eq $CAREFUL[0];
-    $text .= "return decide,shape\nend\n" if $part eq $CAREFUL[-1];
+    $text .= "return decide,shape,side_value,tell\nend\n"
+        if $part eq $CAREFUL[-1];
     $script .= "\n$text";
 }
 $script =~ s/\n{3,}/\n\n/g;

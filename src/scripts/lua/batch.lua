@@ -1,5 +1,5 @@
--- The window script, part 9 of 9: the batch entry.  Its fast path takes
--- most requests; the careful path (parts 4 to 8, which assemble.pl wraps
+-- The window script, part 11 of 11: the batch entry.  Its fast path takes
+-- most requests; the careful path (parts 5 to 10, which assemble.pl wraps
 -- in careful_path()) is built on a call's first request that needs it.
 
 -- The reply, one flat array (see window_script.hpp).
@@ -13,27 +13,49 @@ for d = 1, zones do
   solo['@kEntryCount@' .. string.char(d - 1)] = d
 end
 
--- The next entry's argument, its first key and its reply's first element.
+-- The next entry's argument, its first key and its reply's first element;
+-- the argument before the first entry.
 local a, k, r = 2 + zones * @kArgsPerZone@, 1, 2
+local first = a - 1
 
 -- decide() under pcall: an error (a key of another type, OOM) takes the
 -- place of that request's `rejected`, its counts are zeros, and the other
--- requests are still decided.
-local decide, shape
-local function careful(read)
+-- requests are still decided.  Then the entry tells its overrides, those
+-- decide() read and any it did not reach.
+local decide, shape, side_value, tell
+local function build()
   if not decide then
-    decide, shape = careful_path()
+    decide, shape, side_value, tell = careful_path()
   end
+end
+
+local function careful(read)
+  build()
   local entry = ARGV[a]
   local ok, n, width = pcall(decide, k, entry, replies, r, read)
   if not ok then
     replies[r] = type(n) == 'table' and n or {err = tostring(n)}
     n, width = shape(entry)
-    for j = r + 1, r + width - 1 do
-      replies[j] = 0
+    for q = r + 1, r + width - 1 do
+      replies[q] = 0
     end
   end
+  if reading then
+    tell(a - first, entry, n, k)
+  end
   a, k, r = a + 1, k + n, r + width
+end
+
+-- The end of run()'s request: the next entry, key and reply.
+local function next_entry()
+  a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
+end
+
+-- Whether run()'s request in zone d, whose side keys are read, is under
+-- an override: careful() takes it.
+local function overridden(d)
+  build()
+  return side_value(d, keys[k])
 end
 
 
@@ -53,7 +75,7 @@ local function run_gcra(d)
     replies[r + 1], replies[r + 2], replies[r + 3] =
         math.floor(ahead + t + 0.5), 0, 0
   end
-  a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
+  next_entry()
 end
 
 -- What run_window() makes of a packed string `s` of zone d, reading only
@@ -150,7 +172,7 @@ local function run_window(d)
   replies[r], replies[r + 1], replies[r + 2], replies[r + 3] =
       out and enforce[d] and 1 or 0, out and count or count + 1, oldest,
       out and 1 or 0
-  a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
+  next_entry()
 end
 
 -- run()'s counted request of one window zone whose new keys are hashes
@@ -220,7 +242,7 @@ local function run_hash(d)
           w, 0, 0, 0
     end
   end
-  a, k, r = a + 1, k + 1, r + (1 + @kRepliesPerZone@)
+  next_entry()
 end
 
 -- The requests one after another, as if each were its own call, but at
@@ -231,7 +253,9 @@ end
 local function run()
   while a <= entries do
     local d = solo[ARGV[a]]
-    if d and gcra[d] then
+    if d and reads[d] and overridden(d) then
+      careful(nil)
+    elseif d and gcra[d] then
       run_gcra(d)
     elseif d and not packed[d] then
       run_hash(d)
@@ -243,6 +267,11 @@ end
 
 while not pcall(run) do
   careful(nil)
+end
+
+local q = #replies
+for i = 1, #told do
+  replies[q + i] = told[i]
 end
 
 return replies

@@ -1,4 +1,4 @@
--- The window script, part 1 of 9 (assemble.pl joins the parts in its
+-- The window script, part 1 of 11 (assemble.pl joins the parts in its
 -- order): the call's time and its zones.  See window_script.hpp for the
 -- call and its reply, batch_protocol.hpp for the codes and widths that
 -- assemble.pl writes in place of the @names@.
@@ -31,14 +31,22 @@ local now_us = time[1] * 1000000 + time[2]
 -- packed[d]: the zone's new keys are packed strings (window.lua), as the
 -- letter after the number of zones asks, but a sliding zone's of more
 -- buckets than a string's 2-byte bucket numbers reach.
+-- marked: the call names marker keys (side.lua), as kMarkerKeys before
+-- the letter says.
 local zones, layout = tonumber(ARGV[1])
+local marked = false
 if not zones then
   layout = string.sub(ARGV[1], -1)
+  zones = tonumber(string.sub(ARGV[1], 1, -2))
+  if not zones then
+    marked = string.sub(ARGV[1], -2, -2) == '@kMarkerKeys@'
+    zones = marked and tonumber(string.sub(ARGV[1], 1, -3))
+  end
   zones = (layout == '@kLayoutPacked@' or layout == '@kLayoutHash@')
-          and tonumber(string.sub(ARGV[1], 1, -2))
+          and zones
 end
 local limit, width, span, fixed, enforce, gcra = {}, {}, {}, {}, {}, {}
-local packed, bucket = {}, {}
+local packed, bucket, base, side = {}, {}, {}, {}
 local W = 604800000000000
 
 local function whole(x, most)
@@ -57,14 +65,20 @@ for d = 1, zones do
                   .. 'bucket * span at most 604800000000000 ms'}
   end
   local kind, mode = ARGV[z + 3], ARGV[z + 4]
+  if #mode > 1 then
+    base[d], mode = string.sub(mode, 2), string.sub(mode, 1, 1)
+    side[d] = mode == '@kZoneEnforcedSide@' or mode == '@kZoneDryRunSide@'
+  end
+  enforce[d] = mode == '@kZoneEnforced@' or mode == '@kZoneEnforcedSide@'
   if not ((kind == '@kZoneSliding@' or kind == '@kZoneFixed@'
            or kind == '@kZoneGcra@')
-          and (mode == '@kZoneEnforced@' or mode == '@kZoneDryRun@')) then
+          and (side[d] or not base[d] and (mode == '@kZoneEnforced@'
+                                            or mode == '@kZoneDryRun@')))
+  then
     return {err = 'ERR ratelimit: unknown zone kind or mode'}
   end
   fixed[d] = kind == '@kZoneFixed@'
   gcra[d] = kind == '@kZoneGcra@' and width[d] * 1000 / limit[d]
-  enforce[d] = mode == '@kZoneEnforced@'
   packed[d] = layout == '@kLayoutPacked@' and (fixed[d] or span[d] <= 65536)
   bucket[d] = math.floor(now / width[d])
 end

@@ -1,4 +1,4 @@
--- The window script, part 8 of 9: one request, decided on the careful path.
+-- The window script, part 10 of 11: one request on the careful path.
 --
 -- A request that does not fit in an enforced zone is counted in no zone.
 -- A request that passes is counted, c units, in every zone it fits in; a
@@ -34,7 +34,8 @@ function decide(k, entry, reply, r, read)
   local counting = kind ~= @kEntryPeek.byte@
 
   if n == 1 then
-    local key, d, c = keys[k], byte(zones, 2) + 1, cost and cost[1] or 1
+    local key, c = keys[k], cost and cost[1] or 1
+    local d = zone_of(byte(zones, 2), key)
     local count, oldest, newest, here, gone, current, field =
         read_zone(key, d, read)
     local out = over(d, count, c)
@@ -49,7 +50,7 @@ function decide(k, entry, reply, r, read)
   local rejected = false
 
   for i = 1, n do
-    local d = byte(zones, i + 1) + 1
+    local d = zone_of(byte(zones, i + 1), keys[k + i - 1])
     local s = (i - 1) * 8
     local count
     st[s + 1] = d

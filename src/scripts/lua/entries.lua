@@ -1,4 +1,4 @@
--- The window script, part 5 of 9: what an entry names, and the interval
+-- The window script, part 7 of 11: what an entry names, and the interval
 -- peek.
 
 -- An entry's zones and reply length (a lease's: its zone bytes, even where

@@ -1,4 +1,4 @@
--- The window script, part 2 of 9: a GCRA zone's key.
+-- The window script, part 2 of 11: a GCRA zone's key.
 --
 -- A GCRA zone's key is a string, the subject's theoretical arrival time
 -- (TAT) in microseconds of Redis time, set with its expiry (SET PXAT:

@@ -1,4 +1,4 @@
--- The window script, part 7 of 9: a lease (see window_script.hpp).
+-- The window script, part 9 of 11: a lease (see window_script.hpp).
 --
 -- It reads its zone as a request does (the window slides, a clock stepped
 -- back counts in the newest bucket), grants g = min(asked, max(limit -
@@ -13,8 +13,7 @@ local function lease(k, entry, reply, r)
   if z and (#z > 1 or string.find(list, '@kNumberNext@', 1, true)) then
     error({err = 'ERR ratelimit: a lease is of one zone'})
   end
-  local asked, d = z and tonumber(list), z and byte(z)
-  d = d and d + 1
+  local asked, d = z and tonumber(list), z and zone_of(byte(z), keys[k])
   if not (asked and asked <= 2^53 and limit[d]) then
     error({err = 'ERR ratelimit: malformed lease'})
   elseif gcra[d] then

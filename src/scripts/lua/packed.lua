@@ -1,4 +1,4 @@
--- The window script, part 3 of 9: a window's packed string, as both of a
+-- The window script, part 3 of 11: a window's packed string, as both of a
 -- request's paths read and write it (batch.lua's fast path, window.lua's
 -- careful one).
 --

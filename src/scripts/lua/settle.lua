@@ -1,4 +1,4 @@
--- The window script, part 6 of 9: a settle.
+-- The window script, part 8 of 11: a settle.
 --
 -- A settle adds its delta to its bucket if that bucket is still in the
 -- window, never below 0, and answers the count and oldest bucket after it
@@ -15,7 +15,8 @@ local function settle(k, entry, reply, r)
   if not (delta and at and math.abs(delta) <= 2^53 and at <= 2^53) then
     error('bad settle')
   end
-  local key, d = keys[k], byte(z) + 1
+  local key = keys[k]
+  local d = zone_of(byte(z), key)
   reply[r], reply[r + 3] = 0, 0
   if gcra[d] then
     local ahead = read_zone(key, d)

@@ -1,4 +1,4 @@
--- The window script, part 4 of 9: a zone's key read and written.
+-- The window script, part 6 of 11: a zone's key read and written.
 --
 -- A window zone's key is a hash or a packed string (below), written in
 -- the layout the call asks for new keys (packed[d]): where that is a
@@ -22,11 +22,12 @@
 -- 0 checks, counting nothing.  Written so, not count + c > limit, it is
 -- exact to 2^53: a double rounds 2^53 + 1 to 2^53.
 
--- Each zone's current bucket number as a hash's field names it.
-local bucket_field = {}
-for d = 1, zones do
-  bucket_field[d] = fmt('%d', bucket[d])
-end
+-- Each zone's current bucket number as a hash's field names it, made as
+-- first asked for (a zone an override made included: side.lua).
+local bucket_field = setmetatable({}, {__index = function(t, d)
+  t[d] = fmt('%d', bucket[d])
+  return t[d]
+end})
 
 -- HDELs bucket fields, 256 at a time.
 local function drop(key, ids)
@@ -391,11 +392,12 @@ local function write_zone(key, d, add, count, oldest, newest, here, gone,
 end
 
 -- Whether a request of cost `c` does not fit in zone `d`, which holds
--- `count` (a GCRA zone: whose backlog is `count` us).
+-- `count` (a GCRA zone: whose backlog is `count` us; one an override gave
+-- limit 0 fits nothing).
 local function over(d, count, c)
   local need = math.max(c, 1)
   if gcra[d] then
-    return count + need * gcra[d] > span[d] * gcra[d] + 1
+    return limit[d] == 0 or count + need * gcra[d] > span[d] * gcra[d] + 1
   end
   return need > limit[d] - count
 end
