@@ -45,30 +45,34 @@ bool decimal(std::string_view text)
 
 // The number of zones as the script reads it (batch_protocol.hpp): a
 // number ("3": hashes), or one followed by the layout letter of the window
-// zones' new keys, whether packed strings, and after it nothing or the
-// number of side keys in decimal ("3p", "3p12").
+// zones' new keys, whether packed strings ("3p"), and between them
+// kMarkerKeys where the call names marker keys ("3mp").
 bool zone_count_of(redis::String *str, std::size_t *out, bool *packed,
-                   std::size_t *sides)
+                   bool *marked)
 {
     std::string_view text = view(str);
     *packed = false;
-    *sides = 0;
+    *marked = false;
 
     if (count_of(text, out)) {
         return true;
     }
 
-    std::size_t letter = text.find_last_not_of("0123456789");
-
-    if (letter == text.npos) {
+    if (text.empty()
+        || (text.back() != kLayoutPacked && text.back() != kLayoutHash))
+    {
         return false;
     }
 
-    std::string_view after = text.substr(letter + 1);
-    *packed = text[letter] == kLayoutPacked;
-    return (*packed || text[letter] == kLayoutHash)
-           && count_of(text.substr(0, letter), out)
-           && (after.empty() || (decimal(after) && count_of(after, sides)));
+    *packed = text.back() == kLayoutPacked;
+    text.remove_suffix(1);
+
+    if (count_of(text, out)) {
+        return true;
+    }
+
+    *marked = !text.empty() && text.back() == kMarkerKeys;
+    return *marked && count_of(text.substr(0, text.size() - 1), out);
 }
 
 // The entry's letter, then a decimal per zone, "," between them, ":"
@@ -113,13 +117,13 @@ bool parse_numbers(std::string_view text, double least, double most,
 
 // "s" DELTA "," BUCKET ":" and one zone byte (see window_script.hpp):
 // DELTA a decimal with or without "-", at most 2^53 either way, BUCKET a
-// decimal.  False if not.  Its zone is that byte where it has that form,
-// whatever its numbers (its side key, if any, is still named), else none.
+// decimal.  False if not.  Its zone is its last byte, whatever the rest,
+// as the script's shape() takes it (a failed settle tells its override).
 bool parse_settle(std::string_view text, Entry *entry)
 {
     std::size_t comma = text.find(kNumberNext);
     std::size_t colon = text.find(kNumbersEnd);
-    entry->zones = {};
+    entry->zones = text.substr(text.size() - 1);
 
     if (comma == text.npos || colon == text.npos || colon < comma
         || text.size() != colon + 2)
@@ -136,7 +140,6 @@ bool parse_settle(std::string_view text, Entry *entry)
         return false;
     }
 
-    entry->zones = text.substr(colon + 1);
     return lua::to_number(delta.data(), delta.size(), &entry->delta)
            && std::fabs(entry->delta)
                   <= static_cast<double>(window_rules::kMaxLimit)
@@ -259,7 +262,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
                              double now_in_us)
 {
     long long declared = declared_keys(argv, argc);
-    std::size_t zone_count, sides_given;
+    std::size_t zone_count;
     bool packed;
 
     if (declared < 0) {
@@ -273,7 +276,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
     std::size_t at = 2 + key_count;
 
     if (at >= static_cast<std::size_t>(argc)
-        || !zone_count_of(argv[at], &zone_count, &packed, &sides_given)
+        || !zone_count_of(argv[at], &zone_count, &packed, &marked)
         || zone_count > (argc - at - 1) / kArgsPerZone)
     {
         return kZoneCountRefused;
@@ -296,7 +299,6 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
 
     entries.resize(static_cast<std::size_t>(argc) - at);
     count_keys = 0;
-    side_keys = 0;
     reply_size = 1;
 
     for (Entry &entry : entries) {
@@ -306,22 +308,20 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
             return error;
         }
 
-        entry.sides = sides_named(entry.zones, zones);
         count_keys += entry.keys();
-        side_keys += entry.sides;
         reply_size += entry.reply_size();
     }
 
-    if (count_keys + side_keys != key_count) {
-        return "ERR ratelimit: the entries name other than numkeys keys";
+    // With marker keys, one a side zone after the count keys.
+    std::size_t markers = 0;
+
+    for (const ZoneParams &zone : zones) {
+        markers += marked && !zone.side_base.empty() ? 1 : 0;
     }
 
-    if (side_keys != sides_given) {
-        return "ERR ratelimit: the entries name other than the side keys "
-               "given";
-    }
-
-    return nullptr;
+    return count_keys + markers == key_count
+               ? nullptr
+               : "ERR ratelimit: the entries name other than numkeys keys";
 }
 
 }  // namespace ratelimit

@@ -11,6 +11,8 @@ namespace ratelimit::test {
 
 namespace {
 
+using namespace std::literals;
+
 constexpr double kNow = 1700000000000;
 
 // The override of `value` at kNow as (in force, L, W, X).
@@ -91,20 +93,34 @@ TEST(SideValue, AZoneUnderAnOverride)
                                    Override{true, 7, 5000, 0});
     EXPECT_EQ(window.limit, 7);
     EXPECT_EQ(window.gcra, 0);
-    EXPECT_FALSE(window.blocked);
-    EXPECT_TRUE(overridden(zone(10, 1000, false), Override{true, 0, 1, 0})
-                    .blocked);
+    EXPECT_EQ(overridden(zone(10, 1000, false), Override{true, 0, 1, 0})
+                  .limit,
+              0);
 
     ZoneParams gcra = overridden(zone(10, 1000, true),
                                  Override{true, 4, 2000, 0});
     EXPECT_EQ(gcra.gcra, 500000);
     EXPECT_EQ(gcra.span, 3);
-    EXPECT_FALSE(gcra.blocked);
+    EXPECT_EQ(gcra.limit, 4);
 
-    // Limit 0: blocked, its own interval kept for settles.
+    // Limit 0: its own interval kept for settles (over() refuses all).
     gcra = overridden(zone(10, 1000, true), Override{true, 0, 2000, 0});
     EXPECT_EQ(gcra.gcra, 100000);
-    EXPECT_TRUE(gcra.blocked);
+    EXPECT_EQ(gcra.limit, 0);
+}
+
+// The base, then the count key from the base's last byte on: the zone
+// name's end marked, whatever follows it.
+TEST(SideValue, TheSideKeyOfACountKey)
+{
+    EXPECT_EQ(side_key("rl:api+", "rl:api:u"), "rl:api+:u");
+    EXPECT_EQ(side_key("rl:z+", "rl:z#abc"), "rl:z+#abc");
+    EXPECT_EQ(side_key("rl:z+", "rl:z:{0a1b2c3d}u"), "rl:z+:{0a1b2c3d}u");
+    EXPECT_EQ(side_key("{t}:z+", "{t}:z:\0\xff"s), "{t}:z+:\0\xff"s);
+
+    // Shorter than the base: the base alone (string.sub past the end).
+    EXPECT_EQ(side_key("rl:z+", "rl:z"), "rl:z+");
+    EXPECT_EQ(side_key("rl:z+", "r"), "rl:z+");
 }
 
 }  // namespace

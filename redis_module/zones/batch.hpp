@@ -23,11 +23,10 @@ struct ZoneParams {
     double gcra;            // a GCRA zone's emission interval (us), else 0;
                             // its `span` is its capacity, 1 + burst
     bool enforce;
-    bool side;              // each entry's use of it names the subject's
-                            // side key (mode kZoneEnforcedSide or
-                            // kZoneDryRunSide)
-    bool blocked;           // under an override of limit 0: every request
-                            // is over (zones/side_value.hpp)
+    std::string_view side_base;  // of a side mode (kZoneEnforcedSide or
+                                 // kZoneDryRunSide): the base of its
+                                 // subjects' side keys (side_value.hpp),
+                                 // never empty; else empty
     bool packed;            // its new keys are packed strings
                             // (zones/packed_window.hpp), else hashes
     double bucket;          // the current bucket: now / bucket_ms, floored
@@ -39,22 +38,18 @@ struct ZoneParams {
 // them, its new keys packed strings where the call asks (`packed`) and
 // they fit: nullptr, or the error that refuses the whole call (the
 // script's text) where they are not what nginx sends: numbers
-// zone_numbers_valid() refuses, an unknown kind or mode.
+// zone_numbers_valid() refuses, an unknown kind or mode (a side mode with
+// no base, or another mode with one).
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone);
-
-// The side keys an entry of zone bytes `bytes` names in a call of `zones`:
-// one per byte naming a zone of a side mode (a byte naming no zone, as a
-// failed lease's may, names none).
-std::size_t sides_named(std::string_view bytes,
-                        const std::vector<ZoneParams> &zones);
 
 struct Entry {
     char mode;                   // 'c' counts 1, 'w' its costs; 'i'
                                  // interval peek; 's' settle; 'l' lease;
                                  // else peek
-    std::string_view zones;      // a byte per zone: its number
-    std::size_t sides;           // the side keys it names (sides_named())
+    std::string_view zones;      // a byte per zone: its number; of an
+                                 // 's', its last byte, even a malformed
+                                 // one's (the script's shape())
     std::vector<double> wanted;  // of 'i': buckets to sum, per zone
     std::vector<double> costs;   // of 'w': units to count, per zone
     double delta, at;            // of 's': units to add (signed), to the
@@ -77,20 +72,14 @@ struct Entry {
         return mode == kEntrySettle ? 1 : zones.size();
     }
 
-    // The length of the request's reply before its overrides: a lease's
-    // ends with the units it granted.
-    std::size_t decided_size() const
+    // The length of the request's reply: a lease's ends with the units it
+    // granted.
+    std::size_t reply_size() const
     {
         return 1 + kRepliesPerZone * keys()
                + (mode == kEntryInterval ? kIntervalRepliesPerZone * keys()
                                          : 0)
                + (mode == kEntryLease ? kLeaseGrantReplies : 0);
-    }
-
-    // The whole reply's: then kOverrideReplies per side key.
-    std::size_t reply_size() const
-    {
-        return decided_size() + kOverrideReplies * sides;
     }
 };
 
@@ -99,9 +88,10 @@ struct Batch {
     double now_us;  // the same Redis time, for GCRA zones
     std::vector<ZoneParams> zones;
     std::vector<Entry> entries;
-    std::size_t reply_size;  // of the whole call
+    std::size_t reply_size;  // of the requests, before the overrides'
     std::size_t count_keys = 0;  // the keys the entries count in, first
-    std::size_t side_keys = 0;   // then the side keys they name
+    bool marked = false;  // then one marker key per side zone, in their
+                          // order (kMarkerKeys); without, none
 };
 
 }  // namespace ratelimit

@@ -1,6 +1,7 @@
 #include "zones/batch_decider.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "protocol/batch_protocol.hpp"
 
@@ -26,48 +27,68 @@ ZoneKind &BatchDecider::kind(const ZoneParams &zone)
 // The script's main loop: run() takes what it can, careful() the rest, and
 // a request that raised in run() is decided afresh by careful(nil).  A
 // request under an override in force goes to careful() too, as the
-// script's does.
+// script's does.  Then the overrides told, the reply's tail.
 void BatchDecider::run()
 {
-    read_sides();
+    read_markers();
 
-    for (const Entry &entry : call_.entries) {
-        if (apply(entry) || !entry.solo || !fast()) {
+    for (std::size_t e = 0; e < call_.entries.size(); e++) {
+        const Entry &entry = call_.entries[e];
+
+        if (apply(entry, e + 1) || !entry.solo || !fast()) {
             careful(entry);
         }
 
         k_ += entry.keys();
         r_ += entry.reply_size();
-        s_ += entry.sides;
         store_.release();
     }
+
+    reply_.insert(reply_.end(), told_.begin(), told_.end());
 }
 
-// The script's upfront MGET of the side keys, each read once as the call
-// starts: a key of another type (an error) or none is no override.
-void BatchDecider::read_sides()
+// The script's side.lua: a side zone reads its side keys where its marker
+// key exists (EXISTS, the markers after the count keys in the zones'
+// order), or where the call names no markers.
+void BatchDecider::read_markers()
 {
-    sides_.resize(call_.side_keys);
+    KeyNumber marker = call_.count_keys;
+    reading_.assign(call_.zones.size(), false);
 
-    for (std::size_t j = 0; j < call_.side_keys; j++) {
-        FieldValue value;
-        bool read = store_.get(call_.count_keys + j, &value) == nullptr
-                    && value.present();
-        sides_[j] = read ? read_override(value.text, call_.now_ms)
-                         : Override{};
+    for (std::size_t d = 0; d < call_.zones.size(); d++) {
+        if (!call_.zones[d].side_base.empty()) {
+            reading_[d] = !call_.marked || store_.exists(marker++);
+        }
     }
 
     store_.release();
 }
 
-// Points applied_ at the request's zones as it applies them, and ends its
-// reply with its side keys' overrides, which an error leaves in place.
-// Whether any of them is in force.
-bool BatchDecider::apply(const Entry &entry)
+// The override in force for count key `key` of zone d, which reads: its
+// side key read (GET) at its first use in the call; a key of another type
+// or none is no override.
+const Override &BatchDecider::side_value(std::size_t d, KeyNumber key)
+{
+    std::string_view name = store_.key_name(key);
+    auto [got, first] = got_.try_emplace(name);
+
+    if (first) {
+        FieldValue value;
+        store_.get_named(side_key(call_.zones[d].side_base, name), &value);
+        got->second = value.present()
+                          ? read_override(value.text, call_.now_ms)
+                          : Override{};
+    }
+
+    return got->second;
+}
+
+// Points applied_ at the request's zones as it applies them, and tells the
+// overrides in force among them, as the script's zone_of() and tell() do
+// (an entry that fails tells them too).  Whether there is any.
+bool BatchDecider::apply(const Entry &entry, std::size_t number)
 {
     std::size_t n = entry.zones.size();
-    std::size_t s = s_;
-    std::size_t r = r_ + entry.decided_size();
     bool any = false;
     applied_.resize(n);
     derived_.resize(std::max(derived_.size(), n));
@@ -75,20 +96,20 @@ bool BatchDecider::apply(const Entry &entry)
     for (std::size_t i = 0; i < n; i++) {
         std::size_t d = static_cast<unsigned char>(entry.zones[i]);
 
-        // A failed lease's byte may name no zone; it is never decided.
+        // A failed settle's or lease's byte may name no zone; it is never
+        // decided.
         applied_[i] = d < call_.zones.size() ? &call_.zones[d] : nullptr;
 
-        if (applied_[i] == nullptr || !applied_[i]->side) {
+        if (applied_[i] == nullptr || !reading_[d]) {
             continue;
         }
 
-        const Override &o = sides_[s++];
-        tell(r, o);
-        r += kOverrideReplies;
+        const Override &o = side_value(d, k_ + i);
 
         if (o.in_force) {
             derived_[i] = overridden(*applied_[i], o);
             applied_[i] = &derived_[i];
+            tell(number, i + 1, o);
             any = true;
         }
     }
@@ -96,13 +117,19 @@ bool BatchDecider::apply(const Entry &entry)
     return any;
 }
 
-// An override's elements of the reply: L, W and the ms until it lapses (0
-// never); -1, 0 and 0 for none.
-void BatchDecider::tell(std::size_t r, const Override &o)
+// An override's kOverrideReplies elements of the tail: the entry's number
+// and the zone's among its (from 1), L, W and the ms until it lapses (0
+// never).
+void BatchDecider::tell(std::size_t number, std::size_t i, const Override &o)
 {
-    set(r, o.in_force ? o.limit : -1);
-    set(r + 1, o.window_ms);
-    set(r + 2, o.lapse_ms != 0 ? o.lapse_ms - call_.now_ms : 0);
+    const ReplyElement told[] = {
+        {static_cast<double>(number), nullptr},
+        {static_cast<double>(i), nullptr},
+        {o.limit, nullptr},
+        {o.window_ms, nullptr},
+        {o.lapse_ms != 0 ? o.lapse_ms - call_.now_ms : 0, nullptr}};
+    static_assert(std::size(told) == kOverrideReplies);
+    told_.insert(told_.end(), std::begin(told), std::end(told));
 }
 
 // run() for the request, of one zone.  False where the script's run()
@@ -130,7 +157,7 @@ void BatchDecider::careful(const Entry &entry)
     if (CallError error = decide(k_, entry, r_)) {
         reply_[r_] = {0, error};
 
-        for (std::size_t j = r_ + 1; j < r_ + entry.decided_size(); j++) {
+        for (std::size_t j = r_ + 1; j < r_ + entry.reply_size(); j++) {
             set(j, 0);
         }
     }

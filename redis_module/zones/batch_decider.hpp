@@ -4,12 +4,15 @@
 // Redis commands in the same order, so that every hash, error and write the
 // script leaves, this leaves too; the comments here say only where C++ must
 // do what Lua did implicitly.  A zone's key is read and written back by its
-// kind (zone_kind.hpp), which kind() alone chooses.  The side keys'
-// overrides (side_value.hpp) are read as the call starts and each applied
-// to the zones of its request alone.
+// kind (zone_kind.hpp), which kind() alone chooses.  A side zone's
+// overrides (side_value.hpp) are read where its marker key exists, each
+// side key once a call, applied to each use of the zone in force, and
+// told after the last request's reply.
 #pragma once
 
 #include <cstddef>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "store/store.hpp"
@@ -41,9 +44,10 @@ private:
     const ZoneParams &zone_of(std::size_t i) const { return *applied_[i]; }
 
     ZoneKind &kind(const ZoneParams &zone);
-    void read_sides();
-    bool apply(const Entry &entry);
-    void tell(std::size_t r, const Override &o);
+    void read_markers();
+    const Override &side_value(std::size_t d, KeyNumber key);
+    bool apply(const Entry &entry, std::size_t number);
+    void tell(std::size_t number, std::size_t i, const Override &o);
     bool fast();
     void careful(const Entry &entry);
     CallError decide(std::size_t k, const Entry &entry, std::size_t r);
@@ -63,14 +67,17 @@ private:
     WindowKind window_;
     ZoneGcra gcra_;
     std::vector<ZoneRead> reads_;  // of the zones of one request
-    std::vector<Override> sides_;  // the side keys' overrides, in order
+    std::vector<bool> reading_;    // by zone: it reads its side keys
+    // The overrides read, by count key name (the script's side_value()
+    // caches by the count key alone, whatever zone asks), and told.
+    std::unordered_map<std::string_view, Override> got_;
+    std::vector<ReplyElement> told_;
     // A request's zones as it applies them: the call's, or copies under
     // their subject's override (derived_, as many as the request's zones).
     std::vector<const ZoneParams *> applied_;
     std::vector<ZoneParams> derived_;
     std::size_t k_ = 0;            // the next request's first key,
     std::size_t r_ = 1;            // its reply's first element
-    std::size_t s_ = 0;            // and its first side key's override
 };
 
 }  // namespace ratelimit

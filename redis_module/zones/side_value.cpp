@@ -76,11 +76,17 @@ Override read_override(std::string_view value, double now_ms) noexcept
     return o.in_force ? o : Override{};
 }
 
+std::string side_key(std::string_view base, std::string_view key)
+{
+    std::string made(base);
+    made.append(key.substr(std::min(base.size() - 1, key.size())));
+    return made;
+}
+
 ZoneParams overridden(const ZoneParams &zone, const Override &o)
 {
     ZoneParams applied = zone;
     applied.limit = o.limit;
-    applied.blocked = o.limit == 0;
 
     if (zone.gcra != 0 && o.limit != 0) {
         applied.gcra = o.window_ms * 1000 / o.limit;

@@ -3,6 +3,7 @@
 // entry applies it under one (see window_script.hpp, "Side keys").
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "zones/batch.hpp"
@@ -27,12 +28,17 @@ struct Override {
 // later part is looked at.
 Override read_override(std::string_view value, double now_ms) noexcept;
 
+// The side key of count key `key` in a zone of side key base `base` (not
+// empty): `base` followed by `key` from its byte #base on, 1-based, as
+// the script's base .. string.sub(key, #base) makes it ("rl:a+" and
+// "rl:a:u" make "rl:a+:u"; a key shorter than that, `base` alone).
+std::string side_key(std::string_view base, std::string_view key);
+
 // `zone` as an entry applies it under override `o`, in force: a window
-// zone takes limit L; a GCRA zone, emission interval W * 1000 / L us, its
-// capacity kept, or with L = 0 its own interval (for the turns a settle
-// moves) and `blocked`: every request is over.  A window zone given L = 0
-// is blocked too (nothing fits it anyway, but a count below 0 read from a
-// hand-edited hash).
+// zone takes limit L (L = 0: nothing fits, need > 0 - count); a GCRA
+// zone, limit L and emission interval W * 1000 / L us, its capacity kept,
+// or with L = 0 its own interval (the turns a settle moves), over() then
+// refusing every request.
 ZoneParams overridden(const ZoneParams &zone, const Override &o);
 
 }  // namespace ratelimit

@@ -22,9 +22,8 @@ bool WindowKind::over(const ZoneRead &z, double cost,
                       const ZoneParams &zone) const
 {
     // As the script: what is left against the cost, exact to 2^53 where
-    // count + cost would round (1 + 2^53 is 2^53 in a double); nothing
-    // fits under an override of limit 0, even a count below 0.
-    return zone.blocked || std::max(cost, 1.0) > zone.limit - z.count;
+    // count + cost would round (1 + 2^53 is 2^53 in a double).
+    return std::max(cost, 1.0) > zone.limit - z.count;
 }
 
 CallError WindowKind::count_newest(KeyNumber key, const ZoneParams &zone,

@@ -25,8 +25,7 @@ public:
         return window_.read_zone(key, zone, z);
     }
 
-    // The count and `cost` (at least 1) over the limit, or the zone
-    // blocked (an override of limit 0).
+    // The count and `cost` (at least 1) over the limit.
     bool over(const ZoneRead &z, double cost,
               const ZoneParams &zone) const override;
 

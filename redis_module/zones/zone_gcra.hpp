@@ -23,7 +23,7 @@ public:
                         ZoneRead *z) override;
 
     // need * T > capacity * T, with 1 us of tolerance for T's rounding;
-    // or the zone blocked (an override of limit 0).
+    // or an override's limit 0.
     bool over(const ZoneRead &z, double cost,
               const ZoneParams &zone) const override;
 
