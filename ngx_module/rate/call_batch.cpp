@@ -494,7 +494,8 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
     metrics::record_call_answered(reply != nullptr, batch->sent_us);
 
     const ScriptBatch &call = batch->call;
-    BatchReply decoded = decode_batch_reply(reply, call.reply_elements());
+    BatchReply decoded = decode_batch_reply(reply, call.reply_elements(),
+                                            call.entries());
 
     switch (decoded.kind) {
     case BatchReply::Kind::kReplies:

@@ -36,6 +36,38 @@ std::uint16_t key_slot(std::string_view key)
     return crc16_xmodem(key) % kClusterSlots;
 }
 
+std::size_t write_slot_tag(std::uint16_t slot, char *out) noexcept
+{
+    // Each slot's number, found by trying 0, 1, 2... until every slot has
+    // one; static, as a CRC table is: the same in every process.
+    static std::uint32_t tags[kClusterSlots];
+    static bool found = false;
+    char digits[kSlotTagMaxSize];
+
+    if (!found) {
+        bool seen[kClusterSlots] = {};
+        std::size_t left = kClusterSlots;
+
+        for (std::uint32_t n = 0; left > 0; n++) {
+            char *end = std::to_chars(digits, digits + sizeof(digits), n).ptr;
+            std::uint16_t s = crc16_xmodem({digits, std::size_t(end - digits)})
+                              % kClusterSlots;
+
+            if (!seen[s]) {
+                seen[s] = true;
+                tags[s] = n;
+                left--;
+            }
+        }
+
+        found = true;
+    }
+
+    return std::size_t(std::to_chars(out, out + kSlotTagMaxSize,
+                                     tags[slot % kClusterSlots]).ptr
+                       - out);
+}
+
 namespace {
 
 bool integer(const Reply &r, long long lo, long long hi, long long *out)

@@ -21,6 +21,14 @@ std::uint16_t crc16_xmodem(std::string_view data);
 // that part is not empty, else of the whole key.
 std::uint16_t key_slot(std::string_view key);
 
+// A hash tag in `slot`: the smallest decimal number whose CRC16 falls in
+// it, so that a key of a zone's own can be named in any slot (a zone's
+// marker, keys/subject_key.hpp).  Writes at most kSlotTagMaxSize bytes
+// into out; returns how many.  The first call works out every slot's
+// (about 160,000 CRC16s of at most 6 digits).
+constexpr std::size_t kSlotTagMaxSize = 10;
+std::size_t write_slot_tag(std::uint16_t slot, char *out) noexcept;
+
 class SlotMap {
 public:
     static constexpr std::uint16_t kNoNode = 0xffff;

@@ -82,6 +82,20 @@ std::size_t write_side_key(std::string_view prefix, std::string_view zone,
     return write_key(prefix, zone, kSideMark, subject, out, tag);
 }
 
+std::size_t side_base_size(std::string_view prefix, std::string_view zone)
+{
+    return prefix.size() + 1 + zone.size() + kSideMark.size();
+}
+
+std::size_t write_side_base(std::string_view prefix, std::string_view zone,
+                            char *out)
+{
+    char *p = append(out, prefix);
+    *p++ = ':';
+    p = append(p, zone);
+    return static_cast<std::size_t>(append(p, kSideMark) - out);
+}
+
 std::size_t write_printable_subject(std::string_view subject, char *out)
 {
     return write_printable(subject, kMaxLoggedSubject, out);

@@ -54,6 +54,17 @@ std::size_t write_side_key(std::string_view prefix, std::string_view zone,
                            std::string_view subject, char *out,
                            const HashTag *tag = nullptr);
 
+// A zone's side key base, "PREFIX:ZONE+": what its side keys start with,
+// the count key's bytes from the base's size on following it (the window
+// script makes side keys so).  Alone, it is the zone's marker key, which
+// exists while some subject of the zone may hold an override; in a Redis
+// Cluster, where each slot has its own beside the side keys it holds, the
+// base followed by "{TAG}", a hash tag of the slot (cluster_slot.hpp's
+// write_slot_tag()).
+std::size_t side_base_size(std::string_view prefix, std::string_view zone);
+std::size_t write_side_base(std::string_view prefix, std::string_view zone,
+                            char *out);
+
 // The subject as write_printable() shows it (base/printable_text.hpp), at
 // most kMaxLoggedSubject bytes of it.  `out` holds
 // printable_subject_max_size() bytes; returns the number written.

@@ -38,7 +38,7 @@ constexpr char kMarkerKeys = 'm';
 // zone whose subjects may have side keys (an override of their limit,
 // keys/subject_key.hpp), the side mode's letter followed by the zone's
 // side key base, its count keys' first bytes up to the zone name and a
-// kSideMark ("rl:api+": see window_script.hpp).
+// mark ("rl:api+": see window_script.hpp and keys/subject_key.hpp).
 constexpr std::size_t kArgsPerZone = 5;
 constexpr char kZoneSliding = 's';
 constexpr char kZoneFixed = 'f';
@@ -47,7 +47,6 @@ constexpr char kZoneEnforced = '1';
 constexpr char kZoneDryRun = '0';
 constexpr char kZoneEnforcedSide = '3';
 constexpr char kZoneDryRunSide = '2';
-constexpr char kSideMark = '+';
 
 // A side key's value, a string: parts separated by kSidePartNext, each a
 // tag, kSideTagEnd and its numbers separated by kNumberNext.  The override

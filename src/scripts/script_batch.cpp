@@ -108,10 +108,37 @@ std::size_t write_zone_args(const Policy &policy, char *out)
 }
 
 bool ScriptBatch::described_as(const Descriptor &d, std::string_view args,
-                               bool enforce) const noexcept
+                               bool enforce,
+                               std::string_view base) const noexcept
 {
     return d.enforce == enforce && d.size == args.size()
-           && std::memcmp(zones_.data() + d.at, args.data(), d.size) == 0;
+           && std::memcmp(zones_.data() + d.at, args.data(), d.size) == 0
+           && std::string_view(zones_.data() + d.base_at, d.base_size)
+                  == base;
+}
+
+// Appends a zone new to the batch: its arguments and its mode, of a side
+// zone the mode's letter and base (and its marker).  Throws bad_alloc.
+void ScriptBatch::describe(std::string_view args, bool enforce,
+                           ZoneSide side)
+{
+    bool sided = !side.base.empty();
+    char head[kMaxDigits + 3];
+    char mode = sided ? (enforce ? kZoneEnforcedSide : kZoneDryRunSide)
+                      : (enforce ? kZoneEnforced : kZoneDryRun);
+    std::size_t at = zones_.size();
+
+    zones_.append(args)
+          .append(head, put_head(head, '$', 1 + side.base.size()))
+          .append(1, mode);
+    described_.push_back({at, args.size(), enforce, zones_.size(),
+                          side.base.size()});
+    zones_.append(side.base).append("\r\n", 2);
+
+    if (sided) {
+        append_bulk(markers_, side.marker);
+        side_zones_++;
+    }
 }
 
 bool ScriptBatch::add(bool peek, std::size_t zones,
@@ -119,7 +146,8 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
                       const std::string_view *zone_args,
                       const bool *enforce,
                       const std::uint64_t *interval_buckets,
-                      const std::uint64_t *costs) noexcept
+                      const std::uint64_t *costs,
+                      const ZoneSide *sides) noexcept
 {
     if (zones == 0 || zones > kMaxZonesPerRequest
         || (interval_buckets != nullptr && !peek))
@@ -137,14 +165,14 @@ bool ScriptBatch::add(bool peek, std::size_t zones,
     std::size_t size = write_entry_head(peek, zones, interval_buckets, costs,
                                         head);
 
-    return add_entry({head, size}, zones, keys, zone_args, enforce,
+    return add_entry({head, size}, zones, keys, zone_args, enforce, sides,
                      interval_buckets != nullptr
                          ? kIntervalRepliesPerZone * zones : 0);
 }
 
 bool ScriptBatch::add_settle(std::string_view key,
                              std::string_view zone_args, std::int64_t units,
-                             std::uint64_t bucket) noexcept
+                             std::uint64_t bucket, ZoneSide side) noexcept
 {
     std::uint64_t magnitude = units < 0 ? 0 - static_cast<std::uint64_t>(units)
                                         : static_cast<std::uint64_t>(units);
@@ -167,12 +195,12 @@ bool ScriptBatch::add_settle(std::string_view key,
     head[n++] = kNumbersEnd;
 
     bool enforce = true;
-    return add_entry({head, n}, 1, &key, &zone_args, &enforce, 0);
+    return add_entry({head, n}, 1, &key, &zone_args, &enforce, &side, 0);
 }
 
 bool ScriptBatch::add_lease(std::string_view key,
                             std::string_view zone_args,
-                            std::uint64_t units) noexcept
+                            std::uint64_t units, ZoneSide side) noexcept
 {
     if (units > kMaxCost) {
         return false;
@@ -185,7 +213,7 @@ bool ScriptBatch::add_lease(std::string_view key,
     head[n++] = kNumbersEnd;
 
     bool enforce = true;
-    return add_entry({head, n}, 1, &key, &zone_args, &enforce,
+    return add_entry({head, n}, 1, &key, &zone_args, &enforce, &side,
                      kLeaseGrantReplies);
 }
 
@@ -194,7 +222,7 @@ bool ScriptBatch::add_lease(std::string_view key,
 bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
                             const std::string_view *keys,
                             const std::string_view *zone_args,
-                            const bool *enforce,
+                            const bool *enforce, const ZoneSide *sides,
                             std::size_t extra_elements) noexcept
 {
     char entry[kMaxEntryHead + kMaxZonesPerRequest];
@@ -203,29 +231,31 @@ bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
     std::size_t keys_size = keys_.size();
     std::size_t zones_size = zones_.size();
     std::size_t entries_size = entries_.size();
+    std::size_t markers_size = markers_.size();
+    std::size_t side_zones = side_zones_;
     bool fits = true;
 
     try {
         for (std::size_t i = 0; i < zones; i++) {
+            ZoneSide side = sides != nullptr ? sides[i] : ZoneSide{};
             std::size_t d = 0;
 
             while (d < described_.size()
-                   && !described_as(described_[d], zone_args[i], enforce[i]))
+                   && !described_as(described_[d], zone_args[i], enforce[i],
+                                    side.base))
             {
                 d++;
             }
 
-            if (d == kMaxZoneDescriptors) {
+            if (d == kMaxZoneDescriptors
+                || (!side.base.empty() && side.marker.empty()))
+            {
                 fits = false;
                 break;
             }
 
             if (d == described_.size()) {
-                described_.push_back({zones_.size(), zone_args[i].size(),
-                                      enforce[i]});
-                zones_.append(zone_args[i]);
-                append_bulk(zones_, {enforce[i] ? &kZoneEnforced
-                                                : &kZoneDryRun, 1});
+                describe(zone_args[i], enforce[i], side);
             }
 
             entry[head.size() + i] = static_cast<char>(d);
@@ -245,6 +275,8 @@ bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
         keys_.erase(keys_size);
         zones_.erase(zones_size);
         entries_.erase(entries_size);
+        markers_.erase(markers_size);
+        side_zones_ = side_zones;
         return false;
     }
 
@@ -258,11 +290,17 @@ bool ScriptBatch::write_command(Form form, std::string *out,
                                 bool cross_slot, bool packed) const noexcept
 {
     char head[kMaxDigits + 3];
-    char zones[kMaxDigits + 1];
+    char zones[kMaxDigits + 2];
     std::size_t zones_len = write_decimal(described_.size(), zones);
+    std::size_t markers = cross_slot ? 0 : side_zones_;
+
+    if (markers > 0) {
+        zones[zones_len++] = kMarkerKeys;
+    }
+
     zones[zones_len++] = packed ? kLayoutPacked : kLayoutHash;
     bool script = form != Form::kDecideCommand;
-    std::size_t argc = (script ? 4 : 3) + key_count_
+    std::size_t argc = (script ? 4 : 3) + key_count_ + markers
                        + described_.size() * kArgsPerZone + requests_
                        + (cross_slot ? 1 : 0);
     std::size_t n = put_head(head, '*', argc);
@@ -287,8 +325,13 @@ bool ScriptBatch::write_command(Form form, std::string *out,
             append_decimal_bulk(*out, 0);
         }
 
-        append_decimal_bulk(*out, key_count_);
+        append_decimal_bulk(*out, key_count_ + markers);
         out->append(keys_);
+
+        if (markers > 0) {
+            out->append(markers_);
+        }
+
         append_bulk(*out, {zones, zones_len});
         out->append(zones_).append(entries_);
     } catch (const std::bad_alloc &) {
@@ -304,10 +347,12 @@ void ScriptBatch::clear() noexcept
     keys_.clear();
     zones_.clear();
     entries_.clear();
+    markers_.clear();
     described_.clear();
     reply_offsets_.clear();
     requests_ = 0;
     key_count_ = 0;
+    side_zones_ = 0;
     extra_elements_ = 0;
 }
 

@@ -25,6 +25,14 @@ constexpr std::size_t kZoneArgsMaxSize = (kArgsPerZone - 1)
                                          * (1 + 20 + 2 + 20 + 2);
 std::size_t write_zone_args(const Policy &policy, char *out);
 
+// A zone's side keys (issue 41; see window_script.hpp), for a zone whose
+// subjects may hold overrides: the base of its side keys, and its marker
+// key in the batch's slot.  Empty for other zones.
+struct ZoneSide {
+    std::string_view base;
+    std::string_view marker;
+};
+
 class ScriptBatch {
 public:
     // Adds a request deciding `zones` zones (1 to kMaxZonesPerRequest):
@@ -42,25 +50,30 @@ public:
     // its own copy.  False, with the batch as it was, on no memory, past
     // kMaxZoneDescriptors distinct zones, or for interval buckets without
     // `peek`.  `costs`, if not nullptr, holds the request's cost in each
-    // zone, 0 to kMaxCost (a zone's cost is 1 without it).
+    // zone, 0 to kMaxCost (a zone's cost is 1 without it).  `sides`, if not
+    // nullptr, holds each zone's side keys: a zone with a base is of side
+    // mode, described apart from one of the same arguments without, and
+    // needs a marker (else false).
     bool add(bool peek, std::size_t zones, const std::string_view *keys,
              const std::string_view *zone_args, const bool *enforce,
              const std::uint64_t *interval_buckets = nullptr,
-             const std::uint64_t *costs = nullptr) noexcept;
+             const std::uint64_t *costs = nullptr,
+             const ZoneSide *sides = nullptr) noexcept;
 
     // Adds a settle: `units` (of magnitude at most kMaxCost) added to
     // bucket `bucket` of `key`, a zone whose arguments are `zone_args`
     // (see window_script.hpp).  Its reply is that of a request in one
     // zone.  False, with the batch as it was, as for add().
     bool add_settle(std::string_view key, std::string_view zone_args,
-                    std::int64_t units, std::uint64_t bucket) noexcept;
+                    std::int64_t units, std::uint64_t bucket,
+                    ZoneSide side = {}) noexcept;
 
     // Adds a lease: `units` (at most kMaxCost) asked of `key`, a zone
     // whose arguments are `zone_args`, enforced, of a sliding or fixed
     // window (see window_script.hpp).  Its reply, 5 elements, is for
     // decode_lease_reply().  False, with the batch as it was, as for add().
     bool add_lease(std::string_view key, std::string_view zone_args,
-                   std::uint64_t units) noexcept;
+                   std::uint64_t units, ZoneSide side = {}) noexcept;
 
     // The largest cost the script takes: a Lua number holds every whole
     // number up to it.
@@ -75,8 +88,9 @@ public:
         return described_.size() + zones <= kMaxZoneDescriptors;
     }
 
-    // The length of the script's reply to this batch, and where in it
-    // request `entry`'s reply starts (see window_script.hpp).
+    // The length of the script's reply to this batch before its tail of
+    // overrides, and where in it request `entry`'s reply starts (see
+    // window_script.hpp).
     std::size_t reply_elements() const noexcept
     {
         return 1 + requests_ + kRepliesPerZone * key_count_
@@ -96,8 +110,9 @@ public:
     // cross_slot_script(), its keys in ARGV (a script form only: the
     // command declares its keys).  `packed`: the window zones' new keys
     // are packed strings, else hashes (the letter after the number of
-    // zones, which a Redis module of the release before refuses).  False
-    // on no memory.
+    // zones, which a Redis module of the release before refuses).  Its
+    // side zones' markers go last in the keys but with `cross_slot`, whose
+    // keys span slots.  False on no memory.
     bool write_command(Form form, std::string *out, bool cross_slot,
                        bool packed) const noexcept;
 
@@ -108,28 +123,36 @@ public:
     static constexpr std::size_t kMaxZoneDescriptors = 256;
 
 private:
-    // RESP bulks: the keys, the zones' arguments, one entry per request.
+    // RESP bulks: the keys, the zones' arguments, one entry per request,
+    // the side zones' markers.
     std::string keys_;
     std::string zones_;
     std::string entries_;
-    // A zone of the batch: its write_zone_args() bytes in zones_.
+    std::string markers_;
+    // A zone of the batch: its write_zone_args() bytes in zones_, and of a
+    // side zone its base's (in its mode's bulk).
     struct Descriptor {
         std::size_t at;
         std::size_t size;
         bool enforce;
+        std::size_t base_at;
+        std::size_t base_size;
     };
 
     bool described_as(const Descriptor &d, std::string_view args,
-                      bool enforce) const noexcept;
+                      bool enforce, std::string_view base) const noexcept;
+    void describe(std::string_view args, bool enforce, ZoneSide side);
     bool add_entry(std::string_view head, std::size_t zones,
                    const std::string_view *keys,
                    const std::string_view *zone_args, const bool *enforce,
+                   const ZoneSide *sides,
                    std::size_t extra_elements) noexcept;
 
     std::vector<Descriptor> described_;
     std::vector<std::size_t> reply_offsets_;
     std::size_t requests_ = 0;
     std::size_t key_count_ = 0;
+    std::size_t side_zones_ = 0;
     // Reply elements past a request's 1 + kRepliesPerZone per zone: the
     // interval peeks' counts, one per zone, and the leases' grants.
     std::size_t extra_elements_ = 0;

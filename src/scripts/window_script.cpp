@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "limits/window_rules.hpp"
 #include "protocol/batch_protocol.hpp"
 
 namespace ratelimit {
@@ -42,6 +43,31 @@ bool read_count(const Reply &element, std::uint64_t *out)
     return true;
 }
 
+// Whether the `items` overrides from `at` are well formed, each of one of
+// `entries` requests, in order.
+bool told_well(const Reply *at, std::size_t items, std::size_t entries)
+{
+    std::uint64_t last = 0;
+
+    for (std::size_t i = 0; i < items; i++) {
+        const Reply *o = at + kOverrideReplies * i;
+        std::uint64_t entry, zone, limit, window_ms, left_ms;
+
+        if (!read_count(o[0], &entry) || !read_count(o[1], &zone)
+            || !read_count(o[2], &limit) || !read_count(o[3], &window_ms)
+            || !read_count(o[4], &left_ms) || entry < last || entry < 1
+            || entry > entries || zone < 1 || zone > kMaxZonesPerRequest
+            || limit > window_rules::kMaxLimit || window_ms < 1)
+        {
+            return false;
+        }
+
+        last = entry;
+    }
+
+    return true;
+}
+
 }  // namespace
 
 std::string_view window_script_sha1()
@@ -62,9 +88,10 @@ std::string_view cross_slot_script_sha1()
     return {digest.hex, kSha1HexLength};
 }
 
-BatchReply decode_batch_reply(const Reply *reply, std::size_t elements)
+BatchReply decode_batch_reply(const Reply *reply, std::size_t elements,
+                              std::size_t entries)
 {
-    BatchReply out{BatchReply::Kind::kMalformed, 0, {}};
+    BatchReply out{BatchReply::Kind::kMalformed, 0, {}, {}};
 
     if (reply != nullptr && reply->type == Reply::Type::kError) {
         out.error = reply->text;
@@ -74,14 +101,36 @@ BatchReply decode_batch_reply(const Reply *reply, std::size_t elements)
         return out;
     }
 
-    if (reply != nullptr && reply->type == Reply::Type::kArray
-        && reply->elements == elements && elements > 0
-        && read_count(reply->element[0], &out.now_ms))
+    if (reply == nullptr || reply->type != Reply::Type::kArray
+        || reply->elements < elements || elements == 0
+        || (reply->elements - elements) % kOverrideReplies != 0
+        || !read_count(reply->element[0], &out.now_ms))
     {
+        return out;
+    }
+
+    out.told = {reply->element + elements,
+                (reply->elements - elements) / kOverrideReplies};
+
+    if (told_well(out.told.at, out.told.items, entries)) {
         out.kind = BatchReply::Kind::kReplies;
     }
 
     return out;
+}
+
+Told told_of(Told told, std::size_t entry, std::size_t *next)
+{
+    std::size_t first = *next;
+
+    while (*next < told.items
+           && told.at[kOverrideReplies * *next].integer
+                  == static_cast<long long>(entry + 1))
+    {
+        ++*next;
+    }
+
+    return {told.at + kOverrideReplies * first, *next - first};
 }
 
 ScriptReply decode_settle_reply(const Reply *reply, std::int64_t *applied)
@@ -109,7 +158,8 @@ ScriptReply decode_settle_reply(const Reply *reply, std::int64_t *applied)
 }
 
 ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
-                                ZoneCount *counts, bool interval)
+                                ZoneCount *counts, bool interval,
+                                Told told)
 {
     ScriptReply out{ScriptReply::Kind::kMalformed, false, {}};
 
@@ -138,6 +188,7 @@ ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
 
         counts[i].over = over == 1;
         counts[i].in_interval = 0;
+        counts[i].override = {};
 
         if (interval
             && !read_count(reply[1 + kRepliesPerZone * zones + i],
@@ -145,6 +196,20 @@ ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
         {
             return out;
         }
+    }
+
+    for (std::size_t i = 0; i < told.items; i++) {
+        const Reply *o = told.at + kOverrideReplies * i;
+        std::size_t zone = static_cast<std::size_t>(o[1].integer);
+
+        if (zone > zones) {
+            return out;
+        }
+
+        counts[zone - 1].override = {
+            true, static_cast<std::uint64_t>(o[2].integer),
+            static_cast<std::uint64_t>(o[3].integer),
+            static_cast<std::uint64_t>(o[4].integer)};
     }
 
     out.rejected = rejected == 1;

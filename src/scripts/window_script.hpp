@@ -85,6 +85,7 @@
 #include <string_view>
 
 #include "base/sha1.hpp"
+#include "limits/override.hpp"
 #include "protocol/batch_protocol.hpp"
 #include "replies/reply.hpp"
 
@@ -124,6 +125,14 @@ struct ZoneCount {
     std::uint64_t oldest;  // oldest non-empty bucket number, 0 if none
     bool over;             // this request did not fit in the zone
     std::uint64_t in_interval = 0;  // of an interval peek: its count
+    Override override{};            // the subject's, where one applied
+};
+
+// The overrides a batch's reply tells of (see window_script.hpp): `items`
+// of kOverrideReplies elements from `at`, checked by decode_batch_reply().
+struct Told {
+    const Reply *at = nullptr;
+    std::size_t items = 0;
 };
 
 struct ScriptReply {
@@ -149,21 +158,31 @@ struct BatchReply {
     Kind kind;
     std::uint64_t now_ms;    // Redis time of the whole batch
     std::string_view error;  // points into the decoded reply
+    Told told;               // its tail
 };
 
-// Decodes the reply to a batch whose reply is `elements` long (see
-// ScriptBatch::reply_elements()); with kReplies, each request's reply
-// starts at reply->element + ScriptBatch::reply_offset(i), for
-// decode_script_reply().
-BatchReply decode_batch_reply(const Reply *reply, std::size_t elements);
+// Decodes the reply to a batch of `entries` requests whose reply is
+// `elements` long before its tail (see ScriptBatch::reply_elements());
+// with kReplies, each request's reply starts at reply->element +
+// ScriptBatch::reply_offset(i), for decode_script_reply(), and the tail's
+// overrides are in order, each of a request of the batch, a zone number
+// from 1 to kMaxZonesPerRequest, a limit to 2^53 and a window from 1 ms.
+BatchReply decode_batch_reply(const Reply *reply, std::size_t elements,
+                              std::size_t entries);
+
+// The overrides `told` tells of request `entry` (from 0), the first at or
+// after `*next`, which moves past them: call it for each request in turn.
+Told told_of(Told told, std::size_t entry, std::size_t *next);
 
 // Decodes one request's reply for `zones` zones, the 1 + kRepliesPerZone *
 // zones elements from `reply` on, and with `interval` (the reply to an
 // interval peek) the `zones` counts after them, into the result and
-// `counts` (which holds `zones` entries).  Never trusts an element: wrong
-// types and negative numbers are kMalformed.
+// `counts` (which holds `zones` entries), with the overrides `told` tells
+// of it (told_of()).  Never trusts an element: wrong types and negative
+// numbers are kMalformed, and so is an override of a zone past `zones`.
 ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
-                                ZoneCount *counts, bool interval = false);
+                                ZoneCount *counts, bool interval = false,
+                                Told told = {});
 
 // Decodes a settle's reply, the 4 elements from `reply` on: kVerdict with
 // the units it applied in *applied (as sent, or fewer where the bucket

@@ -24,6 +24,20 @@ TEST(ClusterSlot, SlotsAsRedisComputesThem)
     EXPECT_EQ(key_slot("hello"), 866);
 }
 
+// Every slot has a tag, of at most kSlotTagMaxSize digits, whose key is in
+// it whatever comes before and after the braces.
+TEST(ClusterSlot, EverySlotHasATag)
+{
+    for (std::uint16_t slot = 0; slot < kClusterSlots; slot++) {
+        char tag[kSlotTagMaxSize];
+        std::size_t n = write_slot_tag(slot, tag);
+        ASSERT_GT(n, 0u);
+        ASSERT_LE(n, kSlotTagMaxSize);
+        ASSERT_EQ(key_slot("rl:api+{" + std::string(tag, n) + "}"), slot)
+            << slot;
+    }
+}
+
 TEST(ClusterSlot, HashTags)
 {
     EXPECT_EQ(key_slot("{user1000}.following"),

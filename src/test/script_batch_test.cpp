@@ -226,6 +226,61 @@ TEST(ScriptBatch, Leases)
     EXPECT_EQ(batch.reply_elements(), 1u + 1 + 3);
 }
 
+// A zone of side mode (issue 41) is its mode's letter then its base, a
+// zone apart from one of the same arguments without; its marker goes last
+// in the keys, once a zone, and kMarkerKeys before the layout letter says
+// so, but for cross_slot, whose batch names none.  Settles and leases take
+// a side too; a side zone without a marker is refused.
+TEST(ScriptBatch, SideZones)
+{
+    std::string minute = zone_args({100, 60000, 1000}, false);
+    std::string_view keys[] = {"rl:a:1", "rl:b:1"};
+    std::string_view args[] = {minute, minute};
+    bool enforce[] = {true, false};
+    ZoneSide sides[] = {{"rl:a+", "rl:a+"}, {"rl:b+", "rl:b+{7}"}};
+    ZoneSide none[2] = {};
+
+    ScriptBatch batch;
+    ASSERT_TRUE(batch.add(false, 2, keys, args, enforce, nullptr, nullptr,
+                          sides));
+    ASSERT_TRUE(batch.add(false, 2, keys, args, enforce, nullptr, nullptr,
+                          none));
+    ASSERT_TRUE(batch.add_settle("rl:a:2", minute, -1, 7, sides[0]));
+    ASSERT_TRUE(batch.add_lease("rl:a:3", minute, 5, sides[0]));
+    EXPECT_EQ(batch.reply_elements(), 1u + 7 + 7 + 4 + 5);
+
+    std::vector<std::string> want = {
+        "EVALSHA", std::string(window_script_sha1()), "8",
+        "rl:a:1", "rl:b:1", "rl:a:1", "rl:b:1", "rl:a:2", "rl:a:3",
+        "rl:a+", "rl:b+{7}",
+        "4mp",
+        "100", "1000", "60", "s", "3rl:a+",
+        "100", "1000", "60", "s", "2rl:b+",
+        "100", "1000", "60", "s", "1",
+        "100", "1000", "60", "s", "0",
+        std::string("c\0\1", 3), std::string("c\2\3", 3),
+        std::string("s-1,7:\0", 7), std::string("l5:\0", 4),
+    };
+    EXPECT_EQ(arguments(batch), want);
+
+    // Cross-slot: no markers, every side zone reads its side keys.
+    want.erase(want.begin() + 9, want.begin() + 11);
+    want[0] = "EVAL";
+    want[1] = std::string(cross_slot_script());
+    want[2] = "6";
+    want[9] = "4p";
+    want.insert(want.begin() + 2, "0");
+    EXPECT_EQ(arguments(batch, ScriptBatch::Form::kEval, true), want);
+
+    ZoneSide unmarked[] = {{"rl:a+", ""}, {}};
+    EXPECT_FALSE(batch.add(false, 2, keys, args, enforce, nullptr, nullptr,
+                           unmarked));
+    EXPECT_EQ(batch.entries(), 4u);
+    batch.clear();
+    ASSERT_TRUE(batch.add(false, 2, keys, args, enforce));
+    EXPECT_EQ(arguments(batch)[5], "2p");
+}
+
 TEST(ScriptBatch, ClearStartsAfresh)
 {
     std::string args = zone_args({1, 1000, 1000}, true);

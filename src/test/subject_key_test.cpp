@@ -294,6 +294,17 @@ TEST(SideKey, CountKeyWithAPlusAfterTheZone)
             std::string expected(count.begin(), count.end());
             expected.insert(6, "+");
             EXPECT_EQ(std::string(buf.data(), n), expected);
+
+            // The window script's making of it: the base, then the count
+            // key from the base's size on (1-based: its last byte's place).
+            char base[16] = {};
+            std::size_t b = write_side_base("rl", "api", base);
+            EXPECT_EQ(b, side_base_size("rl", "api"));
+            EXPECT_EQ(std::string(base, b), "rl:api+");
+            EXPECT_EQ(std::string(base, b)
+                          + std::string(count.begin() + (b - 1),
+                                        count.end()),
+                      expected);
         }
     }
 }

@@ -66,13 +66,20 @@ std::vector<std::string> failed(const std::string &text, std::size_t zones)
     return items;
 }
 
-// A batch's flat reply: the time, then every request's elements.
+// A batch's flat reply: the time, then every request's elements, then the
+// tail's overrides (entry, zone, limit, window, left).
 std::string batch_of(long long now_ms,
-                     const std::vector<std::vector<std::string>> &requests)
+                     const std::vector<std::vector<std::string>> &requests,
+                     const std::vector<std::vector<long long>> &tail = {})
 {
     std::vector<std::string> items = {integer(now_ms)};
     for (const std::vector<std::string> &request : requests) {
         items.insert(items.end(), request.begin(), request.end());
+    }
+    for (const std::vector<long long> &told : tail) {
+        for (long long v : told) {
+            items.push_back(integer(v));
+        }
     }
     return array_of(items);
 }
@@ -451,7 +458,7 @@ TEST(DecodeBatchReply, TimeIsTheFirstElement)
             must_parse(batch_of(now, {verdict(true, {{1, 2, true}})}));
         ASSERT_NE(r, nullptr);
 
-        BatchReply out = decode_batch_reply(r.get(), 5);
+        BatchReply out = decode_batch_reply(r.get(), 5, 1);
         ASSERT_EQ(out.kind, BatchKind::kReplies);
         EXPECT_EQ(out.now_ms, static_cast<std::uint64_t>(now));
     }
@@ -471,7 +478,7 @@ TEST(DecodeBatchReply, FailedRequestBetweenOthers)
     ASSERT_NE(r, nullptr);
 
     // Offsets 1, 1 + 4 and 5 + 7; the last request ends the 19 elements.
-    BatchReply batch = decode_batch_reply(r.get(), 19);
+    BatchReply batch = decode_batch_reply(r.get(), 19, 3);
     ASSERT_EQ(batch.kind, BatchKind::kReplies);
     EXPECT_EQ(batch.now_ms, 1700000000123u);
 
@@ -494,7 +501,7 @@ TEST(DecodeBatchReply, FailedRequestBetweenOthers)
 
 TEST(DecodeBatchReply, WrongShapeIsMalformed)
 {
-    EXPECT_EQ(decode_batch_reply(nullptr, 1).kind, BatchKind::kMalformed);
+    EXPECT_EQ(decode_batch_reply(nullptr, 1, 1).kind, BatchKind::kMalformed);
 
     // Not an array, not `elements` long, or nothing to hold the time.
     const std::pair<const char *, std::size_t> kShapes[] = {
@@ -508,7 +515,7 @@ TEST(DecodeBatchReply, WrongShapeIsMalformed)
                      + std::to_string(elements));
         ReplyPtr r = must_parse(resp);
         ASSERT_NE(r, nullptr);
-        EXPECT_EQ(decode_batch_reply(r.get(), elements).kind,
+        EXPECT_EQ(decode_batch_reply(r.get(), elements, 1).kind,
                   BatchKind::kMalformed);
     }
 
@@ -518,7 +525,8 @@ TEST(DecodeBatchReply, WrongShapeIsMalformed)
         ReplyPtr r = must_parse(array_of({bad, integer(0), integer(3),
                                           integer(1700000000), integer(0)}));
         ASSERT_NE(r, nullptr);
-        EXPECT_EQ(decode_batch_reply(r.get(), 5).kind, BatchKind::kMalformed);
+        EXPECT_EQ(decode_batch_reply(r.get(), 5, 1).kind,
+                  BatchKind::kMalformed);
     }
 }
 
@@ -528,7 +536,7 @@ TEST(DecodeBatchReply, NoScript)
     ReplyPtr r = must_parse(std::string("-") + text + "\r\n");
     ASSERT_NE(r, nullptr);
 
-    BatchReply out = decode_batch_reply(r.get(), 4);
+    BatchReply out = decode_batch_reply(r.get(), 4, 1);
     EXPECT_EQ(out.kind, BatchKind::kNoScript);
     EXPECT_EQ(out.error, text);
 }
@@ -542,10 +550,101 @@ TEST(DecodeBatchReply, ErrorsThatAreNotNoScript)
         ReplyPtr r = must_parse(std::string("-") + text + "\r\n");
         ASSERT_NE(r, nullptr);
 
-        BatchReply out = decode_batch_reply(r.get(), 1);
+        BatchReply out = decode_batch_reply(r.get(), 1, 1);
         EXPECT_EQ(out.kind, BatchKind::kError);
         EXPECT_EQ(out.error, text);
     }
+}
+
+// The tail's overrides reach the requests they name, and only those: a
+// request with none, between two with some, has none, though its counts'
+// override was set before.
+TEST(DecodeBatchReply, OverridesReachTheirRequests)
+{
+    ReplyPtr r = must_parse(batch_of(1700000000123, {
+        verdict(false, {{3, 1700000000, false}, {1, 1700000000, false}}),
+        verdict(false, {{2, 1700000000, false}}),
+        verdict(true, {{9, 1700000000, true}}),
+    }, {{1, 2, 1000, 60000, 0}, {3, 1, 0, 60000, 4500}}));
+    ASSERT_NE(r, nullptr);
+
+    BatchReply batch = decode_batch_reply(r.get(), 16, 3);
+    ASSERT_EQ(batch.kind, BatchKind::kReplies);
+    ASSERT_EQ(batch.told.items, 2u);
+
+    std::size_t next = 0;
+    ZoneCount counts[2] = {};
+    const std::size_t kZones[] = {2, 1, 1};
+    const std::size_t kAt[] = {1, 8, 12};
+    std::vector<std::vector<Override>> got;
+    for (std::size_t i = 0; i < 3; i++) {
+        counts[0].override = counts[1].override = {true, 7, 7, 7};
+        Told told = told_of(batch.told, i, &next);
+        ASSERT_EQ(decode_script_reply(r->element + kAt[i], kZones[i],
+                                      counts, false, told).kind,
+                  Kind::kVerdict);
+        got.push_back({counts[0].override, counts[1].override});
+    }
+    EXPECT_FALSE(got[0][0].set);
+    EXPECT_TRUE(got[0][1].set);
+    EXPECT_EQ(got[0][1].limit, 1000u);
+    EXPECT_EQ(got[0][1].window_ms, 60000u);
+    EXPECT_EQ(got[0][1].left_ms, 0u);
+    EXPECT_FALSE(got[1][0].set);
+    EXPECT_TRUE(got[2][0].set);
+    EXPECT_EQ(got[2][0].limit, 0u);
+    EXPECT_EQ(got[2][0].left_ms, 4500u);
+    EXPECT_EQ(next, 2u);
+}
+
+// A tail that is not the script's spoils the whole batch: an override of
+// no request, out of order, of zone 0 or past the most a request has, a
+// limit past 2^53, a window of 0, a negative or not a number, or a tail
+// cut short.
+TEST(DecodeBatchReply, MalformedTail)
+{
+    const std::vector<std::vector<long long>> kTails[] = {
+        {{0, 1, 5, 1000, 0}},
+        {{3, 1, 5, 1000, 0}},
+        {{2, 1, 5, 1000, 0}, {1, 1, 5, 1000, 0}},
+        {{1, 0, 5, 1000, 0}},
+        {{1, 17, 5, 1000, 0}},
+        {{1, 1, (1LL << 53) + 1, 1000, 0}},
+        {{1, 1, 5, 0, 0}},
+        {{1, 1, 5, 1000, -1}},
+        {{1, 1, -5, 1000, 0}},
+        {{1, 1, 5, 1000}},
+    };
+    for (const auto &tail : kTails) {
+        SCOPED_TRACE(testing::PrintToString(tail));
+        ReplyPtr r = must_parse(batch_of(1700000000123, {
+            verdict(false, {{1, 1700000000, false}}),
+            verdict(false, {{1, 1700000000, false}}),
+        }, tail));
+        ASSERT_NE(r, nullptr);
+        EXPECT_EQ(decode_batch_reply(r.get(), 9, 2).kind,
+                  BatchKind::kMalformed);
+    }
+
+    ReplyPtr r = must_parse(array_of({integer(1), integer(0), integer(1),
+                                      integer(1), integer(0), "$1\r\nx\r\n",
+                                      integer(1), integer(5), integer(1000),
+                                      integer(0)}));
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(decode_batch_reply(r.get(), 5, 1).kind, BatchKind::kMalformed);
+
+    // Well formed, but of a zone past the request's.
+    r = must_parse(batch_of(1700000000123,
+                            {verdict(false, {{1, 1700000000, false}})},
+                            {{1, 2, 5, 1000, 0}}));
+    ASSERT_NE(r, nullptr);
+    BatchReply batch = decode_batch_reply(r.get(), 5, 1);
+    ASSERT_EQ(batch.kind, BatchKind::kReplies);
+    std::size_t next = 0;
+    ZoneCount count;
+    EXPECT_EQ(decode_script_reply(r->element + 1, 1, &count, false,
+                                  told_of(batch.told, 0, &next)).kind,
+              Kind::kMalformed);
 }
 
 // What the decoders must answer, worked out from the header alone.
@@ -567,7 +666,31 @@ struct ExpectedBatch {
     std::uint64_t now_ms = 0;
 };
 
-ExpectedBatch expected_batch(const Reply *r, std::size_t elements)
+// Whether the tail of overrides after `elements` tells of `entries`
+// requests as window_script.hpp says it does.
+bool good_tail(const Reply *r, std::size_t elements, std::size_t entries)
+{
+    std::size_t items = (r->elements - elements) / kOverrideReplies;
+    std::uint64_t last = 1;
+
+    for (std::size_t i = 0; i < items; i++) {
+        const Reply *o = r->element + elements + kOverrideReplies * i;
+        std::uint64_t entry, zone, limit, window, left;
+        if (!good_count(o[0], entries, &entry) || entry < last
+            || !good_count(o[1], kMaxZonesPerRequest, &zone) || zone == 0
+            || !good_count(o[2], std::uint64_t{1} << 53, &limit)
+            || !good_count(o[3], kAny, &window) || window == 0
+            || !good_count(o[4], kAny, &left))
+        {
+            return false;
+        }
+        last = entry;
+    }
+    return true;
+}
+
+ExpectedBatch expected_batch(const Reply *r, std::size_t elements,
+                             std::size_t entries)
 {
     if (r->type == Reply::Type::kError) {
         return {r->text.substr(0, 8) == "NOSCRIPT" ? BatchKind::kNoScript
@@ -575,8 +698,10 @@ ExpectedBatch expected_batch(const Reply *r, std::size_t elements)
     }
 
     ExpectedBatch e{BatchKind::kReplies};
-    if (r->type != Reply::Type::kArray || r->elements != elements
-        || elements == 0 || !good_count(r->element[0], kAny, &e.now_ms))
+    if (r->type != Reply::Type::kArray || r->elements < elements
+        || (r->elements - elements) % kOverrideReplies != 0
+        || elements == 0 || !good_count(r->element[0], kAny, &e.now_ms)
+        || !good_tail(r, elements, entries))
     {
         return {BatchKind::kMalformed};
     }
@@ -814,8 +939,10 @@ TEST(DecodeBatchReply, Fuzz)
 
         SCOPED_TRACE(testing::PrintToString(resp) + " of "
                      + std::to_string(layout.elements));
-        BatchReply out = decode_batch_reply(r.get(), layout.elements);
-        ExpectedBatch want = expected_batch(r.get(), layout.elements);
+        BatchReply out = decode_batch_reply(r.get(), layout.elements,
+                                            layout.zones.size());
+        ExpectedBatch want = expected_batch(r.get(), layout.elements,
+                                            layout.zones.size());
         ASSERT_EQ(out.kind, want.kind);
         batches[out.kind]++;
 
