@@ -37,25 +37,42 @@ bool count_of(std::string_view text, std::size_t *out)
     return true;
 }
 
-// The number of zones and the letter after it, if any: whether the window
-// zones' new keys are packed strings (batch_protocol.hpp).
-bool zone_count_of(redis::String *str, std::size_t *out, bool *packed)
-{
-    std::string_view text = view(str);
-    char layout = text.empty() ? '\0' : text.back();
-    *packed = layout == kLayoutPacked;
-
-    if (layout == kLayoutPacked || layout == kLayoutHash) {
-        text.remove_suffix(1);
-    }
-
-    return count_of(text, out);
-}
-
 // Whether `text` is a decimal: digits only, at least one.
 bool decimal(std::string_view text)
 {
     return !text.empty() && text.find_first_not_of("0123456789") == text.npos;
+}
+
+// The number of zones as the script reads it (batch_protocol.hpp): a
+// number ("3": hashes), or one followed by the layout letter of the window
+// zones' new keys, whether packed strings ("3p"), and between them
+// kMarkerKeys where the call names marker keys ("3mp").
+bool zone_count_of(redis::String *str, std::size_t *out, bool *packed,
+                   bool *marked)
+{
+    std::string_view text = view(str);
+    *packed = false;
+    *marked = false;
+
+    if (count_of(text, out)) {
+        return true;
+    }
+
+    if (text.empty()
+        || (text.back() != kLayoutPacked && text.back() != kLayoutHash))
+    {
+        return false;
+    }
+
+    *packed = text.back() == kLayoutPacked;
+    text.remove_suffix(1);
+
+    if (count_of(text, out)) {
+        return true;
+    }
+
+    *marked = !text.empty() && text.back() == kMarkerKeys;
+    return *marked && count_of(text.substr(0, text.size() - 1), out);
 }
 
 // The entry's letter, then a decimal per zone, "," between them, ":"
@@ -100,11 +117,13 @@ bool parse_numbers(std::string_view text, double least, double most,
 
 // "s" DELTA "," BUCKET ":" and one zone byte (see window_script.hpp):
 // DELTA a decimal with or without "-", at most 2^53 either way, BUCKET a
-// decimal.  False if not.
+// decimal.  False if not.  Its zone is its last byte, whatever the rest,
+// as the script's shape() takes it (a failed settle tells its override).
 bool parse_settle(std::string_view text, Entry *entry)
 {
     std::size_t comma = text.find(kNumberNext);
     std::size_t colon = text.find(kNumbersEnd);
+    entry->zones = text.substr(text.size() - 1);
 
     if (comma == text.npos || colon == text.npos || colon < comma
         || text.size() != colon + 2)
@@ -114,10 +133,14 @@ bool parse_settle(std::string_view text, Entry *entry)
 
     std::string_view delta = text.substr(1, comma - 1);
     std::string_view at = text.substr(comma + 1, colon - comma - 1);
-    entry->zones = text.substr(colon + 1);
-    return decimal(delta.substr(delta.substr(0, 1) == "-" ? 1 : 0))
-           && decimal(at)
-           && lua::to_number(delta.data(), delta.size(), &entry->delta)
+
+    if (!decimal(delta.substr(delta.substr(0, 1) == "-" ? 1 : 0))
+        || !decimal(at))
+    {
+        return false;
+    }
+
+    return lua::to_number(delta.data(), delta.size(), &entry->delta)
            && std::fabs(entry->delta)
                   <= static_cast<double>(window_rules::kMaxLimit)
            && lua::to_number(at.data(), at.size(), &entry->at);
@@ -184,7 +207,6 @@ const char *parse_entry(std::string_view text,
     }
 
     if (entry->mode == kEntrySettle && !parse_settle(text, entry)) {
-        entry->zones = {};
         entry->error = "ERR ratelimit: malformed settle";
         return nullptr;
     }
@@ -254,7 +276,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
     std::size_t at = 2 + key_count;
 
     if (at >= static_cast<std::size_t>(argc)
-        || !zone_count_of(argv[at], &zone_count, &packed)
+        || !zone_count_of(argv[at], &zone_count, &packed, &marked)
         || zone_count > (argc - at - 1) / kArgsPerZone)
     {
         return kZoneCountRefused;
@@ -276,7 +298,7 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
     }
 
     entries.resize(static_cast<std::size_t>(argc) - at);
-    std::size_t keys_named = 0;
+    count_keys = 0;
     reply_size = 1;
 
     for (Entry &entry : entries) {
@@ -286,15 +308,20 @@ const char *BatchCall::parse(redis::String **argv, int argc, double now,
             return error;
         }
 
-        keys_named += entry.keys();
+        count_keys += entry.keys();
         reply_size += entry.reply_size();
     }
 
-    if (keys_named != key_count) {
-        return "ERR ratelimit: the entries name other than numkeys keys";
+    // With marker keys, one a side zone after the count keys.
+    std::size_t markers = 0;
+
+    for (const ZoneParams &zone : zones) {
+        markers += marked && !zone.side_base.empty() ? 1 : 0;
     }
 
-    return nullptr;
+    return count_keys + markers == key_count
+               ? nullptr
+               : "ERR ratelimit: the entries name other than numkeys keys";
 }
 
 }  // namespace ratelimit

@@ -11,9 +11,12 @@
 // A zone's limit, bucket or span other than nginx sends (whole numbers in
 // the ranges of window_rules.hpp) fails the whole call, as in the script.
 // Where the script's behaviour is not defined by what nginx sends (an entry
-// naming a zone or key the call lacks, an interval peek of 0 buckets, a
-// cost above 2^53), the command refuses the whole call with an error
-// instead.  A malformed settle is that entry's error, as in the script.
+// naming a zone or key the call lacks, keys other than the entries' and
+// the marker keys the call names, an interval peek of 0 buckets, a cost
+// above 2^53), the command refuses the whole call with an error instead.
+// A malformed settle is that entry's error, as in the script.  Side keys
+// (a zone's subjects' overrides) are made from the count keys, as the
+// script makes them, and read undeclared.
 #pragma once
 
 #include "api/redis_module_api.hpp"

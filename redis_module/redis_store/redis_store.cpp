@@ -292,8 +292,16 @@ CallError RedisStore::pexpireat(KeyNumber key, const char *at_ms)
 CallError RedisStore::get(KeyNumber key, FieldValue *out)
 {
     close();
+    return take_string(redis::Call(ctx_, "GET", "s", keys_[key]), out)
+               ? nullptr
+               : kWrongType;
+}
+
+// GET's reply, freed: a string's bytes into `out`, kept until release(),
+// else absent.  False if it was neither a string nor nil (an error).
+bool RedisStore::take_string(RedisModuleCallReply *reply, FieldValue *out)
+{
     *out = FieldValue{};
-    RedisModuleCallReply *reply = redis::Call(ctx_, "GET", "s", keys_[key]);
     int type = reply != nullptr ? redis::CallReplyType(reply)
                                 : redis::kReplyNull;
 
@@ -309,9 +317,7 @@ CallError RedisStore::get(KeyNumber key, FieldValue *out)
         redis::FreeCallReply(reply);
     }
 
-    return type == redis::kReplyString || type == redis::kReplyNull
-               ? nullptr
-               : kWrongType;
+    return type == redis::kReplyString || type == redis::kReplyNull;
 }
 
 // SET itself, called as the script calls it, on the key closed: it stores
@@ -402,6 +408,26 @@ CallError RedisStore::set_bytes(KeyNumber key, std::string_view bytes,
     notify(redis::kNotifyString, "set", key);
     notify(redis::kNotifyGeneric, "expire", key);
     return nullptr;
+}
+
+std::string_view RedisStore::key_name(KeyNumber key)
+{
+    std::size_t len;
+    const char *bytes = redis::StringPtrLen(keys_[key], &len);
+    return {bytes, len};
+}
+
+// Through the key, open as the request's next command may want it.
+bool RedisStore::exists(KeyNumber key)
+{
+    return redis::KeyType(open(key)) != redis::kKeyEmpty;
+}
+
+void RedisStore::get_named(std::string_view name, FieldValue *out)
+{
+    close();
+    take_string(redis::Call(ctx_, "GET", "b", name.data(), name.size()),
+                out);
 }
 
 void RedisStore::release() noexcept

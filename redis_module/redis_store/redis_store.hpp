@@ -52,12 +52,16 @@ public:
                        std::string_view bytes) override;
     CallError set_bytes(KeyNumber key, std::string_view bytes,
                         const char *at_ms) override;
+    std::string_view key_name(KeyNumber key) override;
+    bool exists(KeyNumber key) override;
+    void get_named(std::string_view name, FieldValue *out) override;
 
     // Frees the values the reads answered and closes the key.
     void release() noexcept override;
 
 private:
     CallError may_write(bool may_grow_memory);
+    bool take_string(RedisModuleCallReply *reply, FieldValue *out);
     redis::Key *open(KeyNumber key);
     void close() noexcept;
     redis::String *field(const char *name);

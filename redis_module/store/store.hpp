@@ -51,7 +51,8 @@ enum class KeyLayout { kNone, kPacked, kHash };
 // A hash's fields and values, as HGETALL answers them.
 using FieldPairs = std::vector<std::pair<std::string, std::string>>;
 
-// The commands, as a request of a call makes them one after another.  What
+// The commands, as a request of a call makes them one after another (and
+// the call its markers' EXISTS first, zones/batch_decider.hpp).  What
 // a read answers stays valid until release(), the end of the request.
 class Store {
 public:
@@ -95,6 +96,17 @@ public:
     // whatever the key held.
     virtual CallError set_bytes(KeyNumber key, std::string_view bytes,
                                 const char *at_ms) = 0;
+
+    // The name of the call's key `key`, valid for the whole call.
+    virtual std::string_view key_name(KeyNumber key) = 0;
+
+    // EXISTS key: whether it holds a value, of any type.
+    virtual bool exists(KeyNumber key) = 0;
+
+    // GET of a key the call does not name (a side key, made from one it
+    // does), as the script's redis.pcall() answers it: a string's bytes,
+    // else absent (no key; another type, whose error the script drops).
+    virtual void get_named(std::string_view name, FieldValue *out) = 0;
 
     // The end of a request: what its reads answered may go.
     virtual void release() noexcept = 0;

@@ -19,6 +19,7 @@ ZoneParams params(const ZoneSpec &spec, double now_ms)
     zone.fixed = spec.kind == 'f';
     zone.gcra = spec.kind == 'g' ? spec.bucket_ms * 1000 / spec.limit : 0;
     zone.enforce = spec.enforce;
+    zone.side_base = spec.side_base;
     zone.packed = spec.packed && packed_fits(zone.fixed, zone.span);
     zone.bucket = std::floor(now_ms / spec.bucket_ms);
     lua::format(zone.bucket, zone.bucket_field);
@@ -62,12 +63,14 @@ std::vector<ReplyElement> DecideTest::decide(
     const std::vector<Entry> &entries)
 {
     Batch call{now_ms, now_ms * 1000, {}, entries, 1};
+    call.marked = marked;
 
     for (const ZoneSpec &spec : zones) {
         call.zones.push_back(params(spec, now_ms));
     }
 
-    for (const Entry &made : entries) {
+    for (Entry &made : call.entries) {
+        call.count_keys += made.keys();
         call.reply_size += made.reply_size();
     }
 

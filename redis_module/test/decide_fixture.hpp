@@ -17,13 +17,15 @@
 namespace ratelimit::test {
 
 // A zone's arguments: its limit, bucket (ms) and span (buckets; a GCRA
-// zone's capacity), its kind ('s' sliding, 'f' fixed, 'g' GCRA), and
-// whether the call asks for packed strings as its new keys.
+// zone's capacity), its kind ('s' sliding, 'f' fixed, 'g' GCRA), whether
+// the call asks for packed strings as its new keys, and of a side zone
+// its side key base (zones/side_value.hpp).
 struct ZoneSpec {
     double limit, bucket_ms, span;
     char kind;
     bool enforce = true;
     bool packed = false;
+    std::string_view side_base = {};
 };
 
 // The zone bytes of an entry.
@@ -46,6 +48,7 @@ protected:
     // A whole minute, in ms: fixed windows of a minute start at it.
     double now_ms = 28333333.0 * 60000;
     std::vector<ZoneSpec> zones;
+    bool marked = false;  // the call names marker keys, after its count keys
     MemoryStore store;
 
     // The reply to a call of `entries` at now_ms (their keys numbered in

@@ -156,6 +156,27 @@ CallError MemoryStore::get(KeyNumber key, FieldValue *out)
     return nullptr;
 }
 
+std::string_view MemoryStore::key_name(KeyNumber key)
+{
+    while (names.size() <= key) {
+        names.push_back(std::to_string(names.size()));
+    }
+
+    return names[key];
+}
+
+bool MemoryStore::exists(KeyNumber key)
+{
+    return live(key) != nullptr;
+}
+
+void MemoryStore::get_named(std::string_view name, FieldValue *out)
+{
+    Value *value = find(std::string(name));
+    *out = value != nullptr && !value->hash ? answer(value->text)
+                                            : FieldValue{};
+}
+
 CallError MemoryStore::set_pxat(KeyNumber key, const char *text,
                                 const char *at_ms)
 {

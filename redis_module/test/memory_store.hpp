@@ -23,7 +23,9 @@ public:
     };
 
     double now_ms = 0;                // the clock expiry is judged by
-    std::vector<std::string> names;   // KeyNumber's names; else its digits
+    std::deque<std::string> names;    // KeyNumber's names; else its digits
+                                      // (key_name() adds them: views of
+                                      // them stay valid)
     std::map<std::string, Value> keys;
     std::vector<std::string> writes;  // the write commands made, by name
 
@@ -47,6 +49,9 @@ public:
                        std::string_view bytes) override;
     CallError set_bytes(KeyNumber key, std::string_view bytes,
                         const char *at_ms) override;
+    std::string_view key_name(KeyNumber key) override;
+    bool exists(KeyNumber key) override;
+    void get_named(std::string_view name, FieldValue *out) override;
     void release() noexcept override { answered_.clear(); }
 
 private:

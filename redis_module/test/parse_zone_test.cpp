@@ -45,6 +45,15 @@ TEST(ParseZone, TakesEachKindAndMode)
     ASSERT_EQ(parse("g", "1", &zone), nullptr);
     EXPECT_FALSE(zone.fixed);
     EXPECT_EQ(zone.gcra, 200000);
+    EXPECT_EQ(zone.side_base, "");
+
+    // A side mode: its letter, then the zone's side key base.
+    ASSERT_EQ(parse("s", "3rl:a+", &zone), nullptr);
+    EXPECT_TRUE(zone.enforce);
+    EXPECT_EQ(zone.side_base, "rl:a+");
+    ASSERT_EQ(parse("g", "2{x}:a+", &zone), nullptr);
+    EXPECT_FALSE(zone.enforce);
+    EXPECT_EQ(zone.side_base, "{x}:a+");
 }
 
 // Not read as a sliding window, as it was.
@@ -64,7 +73,10 @@ TEST(ParseZone, RefusesAnUnknownMode)
 {
     ZoneParams zone{};
 
-    for (std::string_view mode : {"2", "", "yes", "10", "01", "true"}) {
+    for (std::string_view mode :
+         {"4", "", "yes", "10", "01", "true", "2", "3", "1rl:a+", "0rl:a+",
+          "4rl:a+"})
+    {
         EXPECT_STREQ(parse("s", mode, &zone), kUnknown) << mode;
     }
 }
@@ -73,7 +85,7 @@ TEST(ParseZone, RefusesAnUnknownMode)
 TEST(ParseZone, RefusesNumbersNginxDoesNotSendFirst)
 {
     ZoneParams zone{};
-    std::string_view args[] = {"nan", "1000", "60", "x", "2"};
+    std::string_view args[] = {"nan", "1000", "60", "x", "4"};
 
     EXPECT_STREQ(parse_zone(args, 0, false, &zone),
                  "ERR ratelimit: a zone's limit, bucket and span must be "

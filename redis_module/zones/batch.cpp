@@ -46,9 +46,20 @@ const char *parse_zone(const std::string_view *args, double now_ms,
         return kBadZoneNumbers;
     }
 
+    // Modes: enforced or dry run, one byte; or either with side keys, its
+    // letter followed by the zone's side key base (kept as a view: the
+    // argument outlives the call).
+    std::string_view mode = args[4].substr(0, 1);
+    zone->side_base = args[4].size() > 1 ? args[4].substr(1) : "";
+    zone->enforce = is(mode, kZoneEnforced) || is(mode, kZoneEnforcedSide);
+    bool known = zone->side_base.empty()
+                     ? is(mode, kZoneEnforced) || is(mode, kZoneDryRun)
+                     : is(mode, kZoneEnforcedSide)
+                           || is(mode, kZoneDryRunSide);
+
     if (!(is(args[3], kZoneSliding) || is(args[3], kZoneFixed)
           || is(args[3], kZoneGcra))
-        || !(is(args[4], kZoneEnforced) || is(args[4], kZoneDryRun)))
+        || !known)
     {
         return kUnknownZone;
     }
@@ -56,7 +67,6 @@ const char *parse_zone(const std::string_view *args, double now_ms,
     zone->fixed = is(args[3], kZoneFixed);
     zone->gcra = is(args[3], kZoneGcra) ? zone->bucket_ms * 1000 / zone->limit
                                         : 0;
-    zone->enforce = is(args[4], kZoneEnforced);
     zone->packed = packed && packed_fits(zone->fixed, zone->span);
     zone->bucket = std::floor(now_ms / zone->bucket_ms);
     lua::format(zone->bucket, zone->bucket_field);

@@ -23,6 +23,10 @@ struct ZoneParams {
     double gcra;            // a GCRA zone's emission interval (us), else 0;
                             // its `span` is its capacity, 1 + burst
     bool enforce;
+    std::string_view side_base;  // of a side mode (kZoneEnforcedSide or
+                                 // kZoneDryRunSide): the base of its
+                                 // subjects' side keys (side_value.hpp),
+                                 // never empty; else empty
     bool packed;            // its new keys are packed strings
                             // (zones/packed_window.hpp), else hashes
     double bucket;          // the current bucket: now / bucket_ms, floored
@@ -34,7 +38,8 @@ struct ZoneParams {
 // them, its new keys packed strings where the call asks (`packed`) and
 // they fit: nullptr, or the error that refuses the whole call (the
 // script's text) where they are not what nginx sends: numbers
-// zone_numbers_valid() refuses, an unknown kind or mode.
+// zone_numbers_valid() refuses, an unknown kind or mode (a side mode with
+// no base, or another mode with one).
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone);
 
@@ -42,7 +47,9 @@ struct Entry {
     char mode;                   // 'c' counts 1, 'w' its costs; 'i'
                                  // interval peek; 's' settle; 'l' lease;
                                  // else peek
-    std::string_view zones;      // a byte per zone: its number
+    std::string_view zones;      // a byte per zone: its number; of an
+                                 // 's', its last byte, even a malformed
+                                 // one's (the script's shape())
     std::vector<double> wanted;  // of 'i': buckets to sum, per zone
     std::vector<double> costs;   // of 'w': units to count, per zone
     double delta, at;            // of 's': units to add (signed), to the
@@ -81,7 +88,10 @@ struct Batch {
     double now_us;  // the same Redis time, for GCRA zones
     std::vector<ZoneParams> zones;
     std::vector<Entry> entries;
-    std::size_t reply_size;  // of the whole call
+    std::size_t reply_size;  // of the requests, before the overrides'
+    std::size_t count_keys = 0;  // the keys the entries count in, first
+    bool marked = false;  // then one marker key per side zone, in their
+                          // order (kMarkerKeys); without, none
 };
 
 }  // namespace ratelimit

@@ -1,6 +1,7 @@
 #include "zones/batch_decider.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "protocol/batch_protocol.hpp"
 
@@ -24,24 +25,119 @@ ZoneKind &BatchDecider::kind(const ZoneParams &zone)
 }
 
 // The script's main loop: run() takes what it can, careful() the rest, and
-// a request that raised in run() is decided afresh by careful(nil).
+// a request that raised in run() is decided afresh by careful(nil).  A
+// request under an override in force goes to careful() too, as the
+// script's does.  Then the overrides told, the reply's tail.
 void BatchDecider::run()
 {
-    for (const Entry &entry : call_.entries) {
-        if (!entry.solo || !fast(entry)) {
+    read_markers();
+
+    for (std::size_t e = 0; e < call_.entries.size(); e++) {
+        const Entry &entry = call_.entries[e];
+
+        if (apply(entry, e + 1) || !entry.solo || !fast()) {
             careful(entry);
         }
 
+        k_ += entry.keys();
+        r_ += entry.reply_size();
         store_.release();
     }
+
+    reply_.insert(reply_.end(), told_.begin(), told_.end());
 }
 
-// run() for one request.  False where the script's run() raised, having
-// written nothing (or in the one write that failed), or left the request
-// to careful().
-bool BatchDecider::fast(const Entry &entry)
+// The script's side.lua: a side zone reads its side keys where its marker
+// key exists (EXISTS, the markers after the count keys in the zones'
+// order), or where the call names no markers.
+void BatchDecider::read_markers()
 {
-    const ZoneParams &zone = zone_of(entry, 0);
+    KeyNumber marker = call_.count_keys;
+    reading_.assign(call_.zones.size(), false);
+
+    for (std::size_t d = 0; d < call_.zones.size(); d++) {
+        if (!call_.zones[d].side_base.empty()) {
+            reading_[d] = !call_.marked || store_.exists(marker++);
+        }
+    }
+
+    store_.release();
+}
+
+// The override in force for count key `key` of zone d, which reads: its
+// side key read (GET) at its first use in the call; a key of another type
+// or none is no override.
+const Override &BatchDecider::side_value(std::size_t d, KeyNumber key)
+{
+    std::string_view name = store_.key_name(key);
+    auto [got, first] = got_.try_emplace(name);
+
+    if (first) {
+        FieldValue value;
+        store_.get_named(side_key(call_.zones[d].side_base, name), &value);
+        got->second = value.present()
+                          ? read_override(value.text, call_.now_ms)
+                          : Override{};
+    }
+
+    return got->second;
+}
+
+// Points applied_ at the request's zones as it applies them, and tells the
+// overrides in force among them, as the script's zone_of() and tell() do
+// (an entry that fails tells them too).  Whether there is any.
+bool BatchDecider::apply(const Entry &entry, std::size_t number)
+{
+    std::size_t n = entry.zones.size();
+    bool any = false;
+    applied_.resize(n);
+    derived_.resize(std::max(derived_.size(), n));
+
+    for (std::size_t i = 0; i < n; i++) {
+        std::size_t d = static_cast<unsigned char>(entry.zones[i]);
+
+        // A failed settle's or lease's byte may name no zone; it is never
+        // decided.
+        applied_[i] = d < call_.zones.size() ? &call_.zones[d] : nullptr;
+
+        if (applied_[i] == nullptr || !reading_[d]) {
+            continue;
+        }
+
+        const Override &o = side_value(d, k_ + i);
+
+        if (o.in_force) {
+            derived_[i] = overridden(*applied_[i], o);
+            applied_[i] = &derived_[i];
+            tell(number, i + 1, o);
+            any = true;
+        }
+    }
+
+    return any;
+}
+
+// An override's kOverrideReplies elements of the tail: the entry's number
+// and the zone's among its (from 1), L, W and the ms until it lapses (0
+// never).
+void BatchDecider::tell(std::size_t number, std::size_t i, const Override &o)
+{
+    const ReplyElement told[] = {
+        {static_cast<double>(number), nullptr},
+        {static_cast<double>(i), nullptr},
+        {o.limit, nullptr},
+        {o.window_ms, nullptr},
+        {o.lapse_ms != 0 ? o.lapse_ms - call_.now_ms : 0, nullptr}};
+    static_assert(std::size(told) == kOverrideReplies);
+    told_.insert(told_.end(), std::begin(told), std::end(told));
+}
+
+// run() for the request, of one zone.  False where the script's run()
+// raised, having written nothing (or in the one write that failed), or
+// left the request to careful().
+bool BatchDecider::fast()
+{
+    const ZoneParams &zone = zone_of(0);
     FastDecision decision;
     kind(zone).run(k_, zone, &decision);
 
@@ -53,8 +149,6 @@ bool BatchDecider::fast(const Entry &entry)
         set(r_ + j, decision.reply[j]);
     }
 
-    k_++;
-    r_ += 1 + kRepliesPerZone;
     return true;
 }
 
@@ -67,9 +161,6 @@ void BatchDecider::careful(const Entry &entry)
             set(j, 0);
         }
     }
-
-    k_ += entry.keys();
-    r_ += entry.reply_size();
 }
 
 CallError BatchDecider::decide(std::size_t k, const Entry &entry,
@@ -100,7 +191,7 @@ CallError BatchDecider::decide(std::size_t k, const Entry &entry,
 CallError BatchDecider::settle(std::size_t k, const Entry &entry,
                                std::size_t r)
 {
-    const ZoneParams &zone = zone_of(entry, 0);
+    const ZoneParams &zone = zone_of(0);
     double count, oldest, applied;
 
     if (CallError error = kind(zone).settle(k, zone, entry.delta, entry.at,
@@ -124,7 +215,7 @@ CallError BatchDecider::settle(std::size_t k, const Entry &entry,
 CallError BatchDecider::lease(std::size_t k, const Entry &entry,
                               std::size_t r)
 {
-    const ZoneParams &zone = zone_of(entry, 0);
+    const ZoneParams &zone = zone_of(0);
     reads_.resize(std::max<std::size_t>(reads_.size(), 1));
     ZoneRead &z = reads_[0];
 
@@ -166,7 +257,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
     bool rejected = false;
 
     for (std::size_t i = 0; i < n; i++) {
-        const ZoneParams &zone = zone_of(entry, i);
+        const ZoneParams &zone = zone_of(i);
         ZoneKind &zone_kind = kind(zone);
 
         if (CallError error = zone_kind.read_zone(k + i, zone,
@@ -183,7 +274,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
     set(r, rejected ? 1 : 0);
 
     for (std::size_t i = 0; i < n; i++) {
-        const ZoneParams &zone = zone_of(entry, i);
+        const ZoneParams &zone = zone_of(i);
         ZoneKind &zone_kind = kind(zone);
         double cost = entry.cost(i);
         bool over = zone_kind.over(reads_[i], cost, zone);
@@ -210,7 +301,7 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
 CallError BatchDecider::decide_one(std::size_t k, const Entry &entry,
                                    bool counting, std::size_t r)
 {
-    const ZoneParams &zone = zone_of(entry, 0);
+    const ZoneParams &zone = zone_of(0);
     ZoneKind &zone_kind = kind(zone);
     ZoneRead &z = reads_[0];
 
@@ -245,7 +336,7 @@ CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,
     }
 
     for (std::size_t i = 0; i < n; i++) {
-        const ZoneParams &zone = zone_of(entry, i);
+        const ZoneParams &zone = zone_of(i);
         double count;
 
         if (CallError error = kind(zone).count_newest(

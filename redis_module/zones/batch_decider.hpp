@@ -4,14 +4,20 @@
 // Redis commands in the same order, so that every hash, error and write the
 // script leaves, this leaves too; the comments here say only where C++ must
 // do what Lua did implicitly.  A zone's key is read and written back by its
-// kind (zone_kind.hpp), which kind() alone chooses.
+// kind (zone_kind.hpp), which kind() alone chooses.  A side zone's
+// overrides (side_value.hpp) are read where its marker key exists, each
+// side key once a call, applied to each use of the zone in force, and
+// told after the last request's reply.
 #pragma once
 
 #include <cstddef>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "store/store.hpp"
 #include "zones/batch.hpp"
+#include "zones/side_value.hpp"
 #include "zones/window_kind.hpp"
 #include "zones/zone_gcra.hpp"
 #include "zones/zone_kind.hpp"
@@ -34,13 +40,15 @@ public:
     const std::vector<ReplyElement> &reply() const { return reply_; }
 
 private:
-    const ZoneParams &zone_of(const Entry &entry, std::size_t i) const
-    {
-        return call_.zones[static_cast<unsigned char>(entry.zones[i])];
-    }
+    // The request's zone of its byte `i` as it applies it (apply()).
+    const ZoneParams &zone_of(std::size_t i) const { return *applied_[i]; }
 
     ZoneKind &kind(const ZoneParams &zone);
-    bool fast(const Entry &entry);
+    void read_markers();
+    const Override &side_value(std::size_t d, KeyNumber key);
+    bool apply(const Entry &entry, std::size_t number);
+    void tell(std::size_t number, std::size_t i, const Override &o);
+    bool fast();
     void careful(const Entry &entry);
     CallError decide(std::size_t k, const Entry &entry, std::size_t r);
     CallError decide_zones(std::size_t k, const Entry &entry,
@@ -59,8 +67,17 @@ private:
     WindowKind window_;
     ZoneGcra gcra_;
     std::vector<ZoneRead> reads_;  // of the zones of one request
-    std::size_t k_ = 0;            // the next request's first key
-    std::size_t r_ = 1;            // and its reply's first element
+    std::vector<bool> reading_;    // by zone: it reads its side keys
+    // The overrides read, by count key name (the script's side_value()
+    // caches by the count key alone, whatever zone asks), and told.
+    std::unordered_map<std::string_view, Override> got_;
+    std::vector<ReplyElement> told_;
+    // A request's zones as it applies them: the call's, or copies under
+    // their subject's override (derived_, as many as the request's zones).
+    std::vector<const ZoneParams *> applied_;
+    std::vector<ZoneParams> derived_;
+    std::size_t k_ = 0;            // the next request's first key,
+    std::size_t r_ = 1;            // its reply's first element
 };
 
 }  // namespace ratelimit

@@ -14,11 +14,13 @@ double round_half_up(double x)
 }
 
 // Whether `cost` units do not fit in a backlog of `ahead` us: within 1 us
-// of the capacity still fits.
+// of the capacity still fits; nothing fits a zone under an override of
+// limit 0 (side_value.hpp: a zone's own limit is at least 1).
 bool gcra_over(double ahead, double cost, const ZoneParams &zone)
 {
-    return ahead + std::max(cost, 1.0) * zone.gcra
-           > zone.span * zone.gcra + 1;
+    return zone.limit == 0
+           || ahead + std::max(cost, 1.0) * zone.gcra
+                  > zone.span * zone.gcra + 1;
 }
 
 }  // namespace

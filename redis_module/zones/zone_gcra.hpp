@@ -22,7 +22,8 @@ public:
     CallError read_zone(KeyNumber key, const ZoneParams &zone,
                         ZoneRead *z) override;
 
-    // need * T > capacity * T, with 1 us of tolerance for T's rounding.
+    // need * T > capacity * T, with 1 us of tolerance for T's rounding;
+    // or an override's limit 0.
     bool over(const ZoneRead &z, double cost,
               const ZoneParams &zone) const override;
 
