@@ -41,11 +41,19 @@ bool add_number(ngx_http_request_t *r, ngx_str_t name, std::uint64_t value)
     return add_header(r, name, {len, text});
 }
 
+// Whether zone i's RateLimit-Policy member is written for the request, not
+// the zone's own: its limit is a variable, it is a GCRA zone (its burst is
+// the location's), or the subject's override applied.
+bool own_member(const RequestState *state, ngx_uint_t i)
+{
+    return state->refs[i]->zone->policy_member.len == 0
+           || state->counts[i].override.set;
+}
+
 // RateLimit-Policy lists every zone the request was decided in, each with
-// the limit it applied: a zone whose limit is a variable, or a GCRA zone
-// (its burst is the location's), has its member written for the request:
-// a GCRA zone's quota is its capacity, 1 + burst requests at once, over
-// the time they take at its rate.
+// the limit it applied (own_member()): a GCRA zone's quota is its
+// capacity, 1 + burst requests at once, over the time they take at its
+// rate.
 bool add_policy(ngx_http_request_t *r, const RequestState *state)
 {
     static const char kSeparator[] = ", ";
@@ -53,9 +61,9 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         const Zone &zone = *state->refs[i]->zone;
-        len += (zone.policy_member.len > 0
-                    ? zone.policy_member.len
-                    : policy_member_max_size(view(zone.name)))
+        len += (own_member(state, i)
+                    ? policy_member_max_size(view(zone.name))
+                    : zone.policy_member.len)
                + sizeof(kSeparator) - 1;
     }
 
@@ -74,7 +82,7 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
 
         const Zone &zone = *state->refs[i]->zone;
 
-        if (zone.policy_member.len == 0) {
+        if (own_member(state, i)) {
             Policy policy = policy_of(state, i);
             const AlgorithmRow &row = row_of(policy);
             bool blocked = policy.limit == 0;  // a limit of 0: no turns

@@ -61,7 +61,7 @@
 // limit L (W is not read); a GCRA zone takes emission interval W * 1000 /
 // L us, its capacity (span) unchanged, and with L = 0 rejects every
 // request, its TAT moved by the zone's own interval.  A window zone given
-// L = 0 rejects every request too (nothing fits).
+// L = 0 rejects every request too (nothing fits in a count of 0 or more).
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per

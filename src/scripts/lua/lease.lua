@@ -13,7 +13,8 @@ local function lease(k, entry, reply, r)
   if z and (#z > 1 or string.find(list, '@kNumberNext@', 1, true)) then
     error({err = 'ERR ratelimit: a lease is of one zone'})
   end
-  local asked, d = z and tonumber(list), z and zone_of(byte(z), keys[k])
+  local asked = z and tonumber(list)
+  local d = z and #z == 1 and zone_of(byte(z), keys[k])
   if not (asked and asked <= 2^53 and limit[d]) then
     error({err = 'ERR ratelimit: malformed lease'})
   elseif gcra[d] then
