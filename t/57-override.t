@@ -2,10 +2,10 @@
 # A subject's own limit (issue 41), read from its side key in the call that
 # decides it.  Two nginx servers of two workers each, one Redis, whose
 # configuration has `ratelimit_query ... override=on`: every rate zone
-# reads its subjects' overrides.  The side keys and markers are written
-# here with Redis commands, as the status API's PUT will write them
-# (docs/operations.md "Redis data layout"), once through the window script
-# and once through the Redis module's command.
+# reads its subjects' overrides.  First the side keys and markers are
+# written with Redis commands (docs/operations.md "Redis data layout"),
+# once through the window script and once through the Redis module's
+# command; then set through the status API's PUT.
 #
 # Expected: an override "o=L,W,X" in force (X = 0, or X later than Redis's
 # time in ms) in the side key "rl:ZONE+:SUBJECT" applies while the zone's
@@ -13,13 +13,22 @@
 # takes L per W ms, a zone whose limit is a variable takes L too; on both
 # servers; X-RateLimit-Limit and RateLimit-Policy say L.  L = 0 answers
 # 429 with Retry-After until X.  Without the marker, lapsed, or malformed:
-# the zone's own limit.
+# the zone's own limit.  PUT ?zone=&key=&limit=N[&ttl=S] (a GCRA zone's
+# rate=Nr/m; limit=default removes) answers 204 once Redis has the
+# override, which the next request on the other server obeys; a lowered
+# limit admits no more than it at once; a raised or removed one lets the
+# next request through on every worker that remembered rejecting the
+# subject; ttl= lapses in Redis, and no worker remembers a rejection past
+# it; logged at notice with the client's address.  Without override=on,
+# 405; a bad parameter, 400 with its reason.
 
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use HTTP::Tiny;
+use Time::HiRes qw(sleep);
 use RateLimitTest qw(hdr);
 
 RateLimitTest::require_module();
@@ -42,6 +51,7 @@ server {
     location /g/ { ratelimit zone=g; alias %%TMP%%/html/; }
     location /v/ { ratelimit zone=v; alias %%TMP%%/html/; }
     location = /q { ratelimit_query zone=z zone=g zone=v override=on; }
+    location = /ro { ratelimit_query zone=z delete=on; }
 }
 EOF
 $t->write_conf($conf);
@@ -121,5 +131,125 @@ for my $implementation ('script', 'command') {
     $_->no_alerts for @SERVERS;
     $t->stop_redis;
 }
+
+# --- the PUT ----------------------------------------------------------------
+
+sub put {
+    my ($srv, $query) = @_;
+    return HTTP::Tiny->new(timeout => 5)->request('PUT', $srv->url("/q?$query"));
+}
+
+# Requests of subject $key in zone z, $n on each server; returns { pid =>
+# [statuses] } from each server's access log.
+sub round {
+    my ($key, $n) = @_;
+    my %by_pid;
+    for my $srv (@SERVERS) {
+        my $before = () = grep { $_->{uri} eq '/z/index.html' } $srv->access_entries;
+        ask($srv, 'z', $key) for 1 .. $n;
+        my @e = $srv->access_entries_for(sub { $_->{uri} eq '/z/index.html' }, $before + $n);
+        push @{ $by_pid{ $_->{pid} } }, $_->{status} for @e[$before .. $#e];
+    }
+    return \%by_pid;
+}
+
+# Rounds of $key until every worker of both servers has rejected it (and so
+# remembers it): true if they all did.
+sub all_reject {
+    my ($key) = @_;
+    my %seen;
+    for (1 .. 6) {
+        my $r = round($key, 20);
+        for my $pid (keys %$r) {
+            $seen{$pid} = 1 if grep { $_ == 429 } @{ $r->{$pid} };
+        }
+        return 1 if keys %seen == 4;
+    }
+    return 0;
+}
+
+# The first status of $key on each worker of both servers, in pid order.
+sub first_on_each {
+    my ($key) = @_;
+    my %first;
+    for (1 .. 4) {
+        my $r = round($key, 6);
+        $first{$_} //= $r->{$_}[0] for keys %$r;
+        last if keys %first == 4;
+    }
+    return join ' ', map { $first{$_} } sort keys %first;
+}
+
+$t->start_redis;
+$_->start_nginx for @SERVERS;
+
+is(HTTP::Tiny->new->request('PUT', $t->url('/ro?zone=z&key=a&limit=9'))->{status}, 405,
+    'PUT where override=on is not given: 405');
+for my $bad (['key=a&limit=9', qr/missing zone/],
+             ['zone=z&limit=9', qr/key/],
+             ['zone=z&key=a', qr/missing limit/],
+             ['zone=z&key=a&limit=-1', qr/limit must be a whole number/],
+             ['zone=z&key=a&limit=9&ttl=0', qr/ttl must be whole seconds/],
+             ['zone=z&key=a&rate=5r/s', qr/counts requests per window/],
+             ['zone=g&key=a&limit=9', qr/GCRA zone takes a rate/],
+             ['zone=g&key=a&rate=5', qr/rate must be/],
+             ['zone=nope&key=a&limit=9', qr/no such zone/]) {
+    my $r = put($t, $bad->[0]);
+    is($r->{status}, 400, "PUT ?$bad->[0]: 400");
+    like($r->{content}, $bad->[1], "PUT ?$bad->[0]: says why");
+}
+
+# A PUT through one server, the next request on the other.
+my $r = put($t, 'zone=z&key=p1&limit=7');
+is($r->{status}, 204, 'PUT ?zone=z&key=p1&limit=7: 204');
+is(hdr(ask($t2, 'z', 'p1'), 'X-RateLimit-Limit'), 7, 'the other server applies it at once');
+is($t->wait_log(qr/\[notice\] .*ratelimit: zone "z", key "p1" limit 7 until removed \(was none\) by 127\.0\.0\.1, 4 workers told/, 1), 1,
+    'logged at notice: the change, the address, the workers told');
+is($t->redis('GET', 'rl:z+:p1'), 'o=7,60000,0', 'the side key holds it');
+is($t->redis('TTL', 'rl:z+:p1'), -1, 'until removed: no expiry');
+is($t->redis('ZSCORE', 'rl:z+', 'rl:z+:p1'), 'inf', 'the marker lists it, for ever');
+
+# Lowered: exactly the new limit from the moment the PUT is answered.
+statuses('z', 'p2', 4);
+is(put($t, 'zone=z&key=p2&limit=7')->{status}, 204, 'lowered to the count + 3');
+is(scalar(grep { $_ == 200 } split / /, statuses('z', 'p2', 20)), 3,
+    'exactly 3 of 20 requests across both servers are admitted');
+
+# Raised: every worker remembered rejecting p3, and lets it through at once.
+ok(all_reject('p3'), 'every worker of both servers rejected "p3"');
+$r = put($t2, 'zone=z&key=p3&limit=1000&ttl=600');
+is($r->{status}, 204, 'raised to 1000 for 600 s');
+is($t2->wait_log(qr/key "p3" limit 1000 for 600 s \(was none\)/, 1), 1, 'logged');
+my $pttl = $t->redis('PTTL', 'rl:z+:p3');
+ok($pttl > 595_000 && $pttl <= 600_000, "the side key lapses with it ($pttl ms)");
+sleep 0.1;    # the message reaches the workers as the reply reaches the client
+is(first_on_each('p3'), '200 200 200 200', 'every worker admits "p3" at once');
+
+# A lapsing override: no worker remembers a rejection past it.
+is(put($t, 'zone=z&key=p4&limit=1&ttl=2')->{status}, 204, 'limit 1 for 2 s');
+ok(all_reject('p4'), 'every worker rejected "p4" under it');
+ok(RateLimitTest::wait_until(sub { !$t->redis('EXISTS', 'rl:z+:p4') }, 5),
+    'Redis drops the side key on time');
+# Its count is 1, the zone's limit 5: 4 of 12 pass, unless some worker
+# still answers from its memory of the rejections.
+my $passed = 0;
+my $lapsed = round('p4', 6);
+$passed += grep { $_ == 200 } @$_ for values %$lapsed;
+is($passed, 4, 'no worker remembers a rejection past the override: 4 of 12 pass');
+
+# Removed: limit=default.
+is(put($t, 'zone=z&key=p1&limit=default')->{status}, 204, 'limit=default: 204');
+is($t->redis('EXISTS', 'rl:z+:p1'), 0, 'the side key is gone');
+is($t->wait_log(qr/key "p1" override removed \(was 7\) by 127\.0\.0\.1/, 1), 1, 'logged');
+is(hdr(ask($t2, 'z', 'p1'), 'X-RateLimit-Limit'), 5, "the zone's limit again");
+
+# A GCRA zone's rate.
+is(put($t, 'zone=g&key=p5&rate=600000r/m')->{status}, 204, 'PUT rate=600000r/m: 204');
+is(statuses('g', 'p5', 4), '200 200 200 200', 'the GCRA zone takes it');
+is($t->wait_log(qr/key "p5" rate 600000r\/m until removed/, 1), 1, 'logged as a rate');
+
+$_->stop_nginx for @SERVERS;
+$_->no_alerts for @SERVERS;
+$t->stop_redis;
 
 done_testing;

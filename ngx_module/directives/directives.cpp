@@ -9,7 +9,7 @@
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
 #include "directives/zone_directive.hpp"
-#include "status/forgive_handler.hpp"
+#include "status/status_api.hpp"
 #include "status/status_handler.hpp"
 
 namespace ratelimit {
@@ -272,8 +272,7 @@ char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept
 
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-    clcf->handler = lcf->query_delete ? query_or_forgive_handler
-                                      : query_handler;
+    clcf->handler = status_api_handler;
     return NGX_CONF_OK;
 }
 

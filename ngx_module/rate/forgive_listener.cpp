@@ -5,6 +5,7 @@
 #include "limits/deny_cache.hpp"
 #include "local/local_memory.hpp"
 #include "scripts/forgive_call.hpp"
+#include "scripts/override_call.hpp"
 
 namespace ratelimit {
 
@@ -52,6 +53,35 @@ bool ForgiveListener::forgive(std::string_view key,
         return false;
     }
 
+    return send(key, command, answered, data);
+}
+
+bool ForgiveListener::set_override(std::string_view key,
+                                   std::string_view side,
+                                   std::string_view marker,
+                                   const OverrideChange &change,
+                                   RedisConnection::ReplyHandler answered,
+                                   void *data) noexcept
+{
+    std::string command;
+
+    try {
+        command = format_override_call(
+            side, marker, channel_,
+            forgive_message(key, wake_key_, local::wall_clock_ms()), change);
+    } catch (...) {
+        return false;
+    }
+
+    return send(side, command, answered, data);
+}
+
+// Sends `command`, made for the node of `key`; false if it was not made
+// (no memory) or cannot be sent.
+bool ForgiveListener::send(std::string_view key, const std::string &command,
+                           RedisConnection::ReplyHandler answered,
+                           void *data) noexcept
+{
     return !command.empty() && link_->up()
            && link_->send_for_key(key, command, answered, data);
 }

@@ -1,6 +1,8 @@
-// A worker's side of forgiving a subject (`ratelimit_query ... delete=on`):
-// it sends the call that deletes a subject's key and publishes its
-// forgiving (scripts/forgive_call.hpp), and listens on the fleet's forgive
+// A worker's side of forgiving a subject (`ratelimit_query ... delete=on`)
+// and of changing its override (override=on): it sends the call that
+// deletes a subject's key, or writes its side key, and publishes its
+// forgiving (scripts/forgive_call.hpp, override_call.hpp), and listens on
+// the fleet's forgive
 // channel, each worker on its own Pub/Sub connection, to drop the
 // rejection it remembers of a forgiven key (its DenyCache).  Pub/Sub loses
 // what is published while it is not subscribed: each time it subscribes
@@ -10,6 +12,7 @@
 
 #include <string>
 
+#include "limits/override.hpp"
 #include "redis/redis_subscriber.hpp"
 
 namespace ratelimit {
@@ -37,7 +40,17 @@ public:
     bool forgive(std::string_view key, RedisConnection::ReplyHandler answered,
                  void *data) noexcept;
 
+    // Sends the call that makes `change` to the override in side key
+    // `side` (whose zone's marker in its slot is `marker`) of count key
+    // `key`, whose remembered rejections it forgives, as forgive() does.
+    bool set_override(std::string_view key, std::string_view side,
+                      std::string_view marker, const OverrideChange &change,
+                      RedisConnection::ReplyHandler answered,
+                      void *data) noexcept;
+
 private:
+    bool send(std::string_view key, const std::string &command,
+              RedisConnection::ReplyHandler answered, void *data) noexcept;
     static void on_message(void *data, std::string_view message) noexcept;
     static void on_change(void *data) noexcept;
 

@@ -164,13 +164,18 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
     case Outcome::kRejected:
         state->result = Result::kRejected;
         // Measured from when the call left, not from now: Redis decided
-        // after that, so the remembered rejection never outlasts its own.
+        // after that, so the remembered rejection never outlasts its own,
+        // nor the override it was made under (a raised or removed one is
+        // forgiven: rate/forgive_listener.hpp).
         if (std::int64_t room; denied != nullptr && v.status.reset_ms > 0
                                 && deny_room(state, v.zone, &room))
         {
+            const Override &o = state->counts[v.zone].override;
+            std::uint64_t hold_ms = o.set && o.left_ms > 0
+                                    ? std::min(v.status.reset_ms, o.left_ms)
+                                    : v.status.reset_ms;
             denied->deny(view(state->keys[v.zone]), room,
-                         state->sent_msec + v.status.reset_ms,
-                         state->reset_epoch_s);
+                         state->sent_msec + hold_ms, state->reset_epoch_s);
         }
         break;
     case Outcome::kRejectedDryRun:

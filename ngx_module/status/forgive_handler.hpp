@@ -10,8 +10,6 @@
 
 namespace ratelimit {
 
-// The content handler of a status API with delete=on: DELETE forgives,
-// anything else goes to query_handler().
-ngx_int_t query_or_forgive_handler(ngx_http_request_t *r) noexcept;
+ngx_int_t forgive_handler(ngx_http_request_t *r) noexcept;
 
 }  // namespace ratelimit

@@ -16,6 +16,16 @@ struct Override {
     std::uint64_t left_ms = 0;    // until it lapses; 0: never
 };
 
+// A change of a subject's override, as a PUT on the status API asks it
+// (params/override_params.hpp): to remove it, or to set one of `limit`
+// requests per `window_ms`, lapsing `ttl_ms` from now (0: never).
+struct OverrideChange {
+    bool remove;
+    std::uint64_t limit;
+    std::uint64_t window_ms;
+    std::uint64_t ttl_ms;
+};
+
 // The policy a zone applies to a subject under its override: a window
 // zone's limit is the override's, per the zone's own window; a zone that
 // takes turns (GCRA) takes its rate, the override's limit per its window.

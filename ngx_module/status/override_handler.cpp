@@ -1,0 +1,162 @@
+#include "status/override_handler.hpp"
+
+#include <optional>
+
+#include "cluster/cluster_slot.hpp"
+#include "keys/subject_key.hpp"
+#include "limits/algorithms.hpp"
+#include "limits/deny_cache.hpp"
+#include "params/override_params.hpp"
+#include "rate/forgive_listener.hpp"
+#include "redis/redis_link.hpp"
+#include "request/request_state.hpp"
+#include "status/status_handler.hpp"
+#include "status/status_write.hpp"
+#include "worker/worker_objects.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+std::optional<std::string_view> arg(ngx_http_request_t *r, const char *name)
+{
+    ngx_str_t value;
+
+    if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &value)
+        != NGX_OK)
+    {
+        return std::nullopt;
+    }
+
+    return view(value);
+}
+
+// A rate's unit of `window_ms` (parse_rate()'s), as "r/m" says it.
+char rate_unit(std::uint64_t window_ms)
+{
+    return window_ms == 1000 ? 's' : window_ms == 60000 ? 'm'
+           : window_ms == 3600000 ? 'h' : 'd';
+}
+
+// "limit 1000 for 86400 s", "rate 10r/m until removed", "override removed".
+u_char *write_change(u_char *p, u_char *last, const Zone &zone,
+                     const OverrideChange &change)
+{
+    if (change.remove) {
+        return ngx_slprintf(p, last, "override removed");
+    }
+
+    p = row_of(zone.policy).takes_turns
+        ? ngx_slprintf(p, last, "rate %uLr/%c", change.limit,
+                       rate_unit(change.window_ms))
+        : ngx_slprintf(p, last, "limit %uL", change.limit);
+
+    return change.ttl_ms > 0
+           ? ngx_slprintf(p, last, " for %uL s", change.ttl_ms / 1000)
+           : ngx_slprintf(p, last, " until removed");
+}
+
+ngx_int_t changed(ngx_http_request_t *r, const StatusWrite &write)
+{
+    char subject[printable_subject_max_size()];
+    size_t len = write_printable_subject(view(write.subject), subject);
+    u_char change[96];
+    u_char *end = write_change(change, change + sizeof(change), *write.zone,
+                               write.change);
+    u_char was[NGX_INT64_LEN + 1];
+    u_char *was_end = write.was < 0
+                      ? ngx_cpymem(was, "none", 4)
+                      : ngx_sprintf(was, "%L", write.was);
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "ratelimit: zone \"%V\", key \"%*s\" %*s (was %*s) by "
+                  "%V, %L workers told", &write.zone->name, len, subject,
+                  end - change, change, was_end - was, was,
+                  &r->connection->addr_text, write.told);
+    return NGX_HTTP_NO_CONTENT;
+}
+
+// The side key of count key `key` in `zone`, and its zone's marker in its
+// slot (keys/subject_key.hpp), in r's pool; false on no memory.
+bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
+               ngx_str_t *side, ngx_str_t *marker)
+{
+    const ngx_str_t &base = zone.side_base;
+    size_t tail = key.len - (base.len - 1);
+    side->len = base.len + tail;
+    side->data = static_cast<u_char *>(ngx_pnalloc(r->pool, side->len));
+    marker->data = static_cast<u_char *>(
+        ngx_pnalloc(r->pool, base.len + kSlotTagMaxSize));
+
+    if (side->data == nullptr || marker->data == nullptr) {
+        return false;
+    }
+
+    ngx_memcpy(ngx_cpymem(side->data, base.data, base.len),
+               key.data + base.len - 1, tail);
+    marker->len = base.len;
+    ngx_memcpy(marker->data, base.data, base.len);
+
+    if (worker_objects().link->clustered()) {
+        marker->len += write_slot_tag(
+            key_slot(view(*side)),
+            reinterpret_cast<char *>(marker->data) + base.len);
+    }
+
+    return true;
+}
+
+}  // namespace
+
+ngx_int_t override_handler(ngx_http_request_t *r) noexcept
+{
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    const char *error = nullptr;
+    const Zone *zone = read_zone(r, &error);
+    ngx_str_t subject, key, side, marker;
+
+    if (zone == nullptr || (error = read_subject(r, &subject)) != nullptr) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, error);
+    }
+
+    Policy policy = zone->policy;
+    policy.burst = zone->largest_burst;
+    std::optional<OverrideChange> change = parse_override(
+        policy, {arg(r, "limit"), arg(r, "rate"), arg(r, "ttl")}, &error);
+
+    if (!change) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, error);
+    }
+
+    WorkerObjects &worker = worker_objects();
+    StatusWrite *write = make_subject_key(r, *zone, subject, &key)
+                         && side_keys(r, *zone, key, &side, &marker)
+                         && worker.forgive != nullptr
+                         ? new_write(r, zone, subject) : nullptr;
+
+    if (write == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    write->done = changed;
+    write->unsure = "redis timed out: the limit may or may not be changed, "
+                    "try again";
+    write->change = *change;
+
+    bool sent = worker.forgive->set_override(view(key), view(side),
+                                             view(marker), *change,
+                                             write_answered, write);
+
+    if (sent) {
+        worker.denied->forget(view(key));
+    }
+
+    return await_write(r, write, sent);
+}
+
+}  // namespace ratelimit

@@ -1,0 +1,165 @@
+#include "status/status_write.hpp"
+
+#include <new>
+
+#include "metrics/metrics.hpp"
+#include "redis/redis_link.hpp"
+#include "status/status_handler.hpp"
+#include "worker/worker_objects.hpp"
+
+namespace ratelimit {
+
+namespace {
+
+void request_gone(void *data) noexcept
+{
+    auto *write = static_cast<StatusWrite *>(data);
+
+    write->r = nullptr;
+    stop_timer(&write->ev);
+
+    if (write->ev.posted) {
+        ngx_delete_posted_event(&write->ev);
+    }
+
+    if (write->replied) {
+        delete write;
+    }
+}
+
+// The reply posted, or the timeout: the write's answer.  A timed-out
+// write may still be done by Redis: the answer says so.
+void on_write_event(ngx_event_t *ev) noexcept
+{
+    auto *write = static_cast<StatusWrite *>(ev->data);
+    ngx_http_request_t *r = write->r;
+    ngx_int_t rc;
+
+    write->cln->handler = nullptr;
+    write->r = nullptr;
+
+    if (ev->timedout) {
+        ev->timedout = 0;
+        metrics::record_link_error(LinkError::kTimeout);
+        worker_objects().link->on_request_timeout();
+        rc = send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, write->unsure);
+    } else if (write->told >= 0) {
+        rc = write->done(r, *write);
+    } else {
+        rc = send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "redis unavailable");
+    }
+
+    if (write->replied) {
+        delete write;
+    }
+
+    ngx_http_finalize_request(r, rc);
+}
+
+bool read_integer(const Reply &reply, long long *out)
+{
+    if (reply.type != Reply::Type::kInteger) {
+        return false;
+    }
+
+    *out = reply.integer;
+    return true;
+}
+
+}  // namespace
+
+const Zone *read_zone(ngx_http_request_t *r, const char **error) noexcept
+{
+    const LocConf *lcf = loc_conf(r);
+    ngx_str_t name;
+
+    if (ngx_http_arg(r, (u_char *) "zone", 4, &name) != NGX_OK
+        || name.len == 0)
+    {
+        *error = "missing zone: use ?zone=NAME&key=...";
+        return nullptr;
+    }
+
+    auto *refs = static_cast<const ZoneRef *>(lcf->query->elts);
+
+    for (ngx_uint_t i = 0; i < lcf->query->nelts; i++) {
+        const Zone *zone = refs[i].zone;
+
+        if (view(zone->name) != view(name)) {
+            continue;
+        }
+
+        if (zone->concurrency != nullptr) {
+            *error = "a concurrency zone counts requests in flight: "
+                     "nothing to forgive or limit per subject";
+            return nullptr;
+        }
+
+        return zone;
+    }
+
+    *error = "no such zone here: name one of this location's "
+             "ratelimit_query zones";
+    return nullptr;
+}
+
+StatusWrite *new_write(ngx_http_request_t *r, const Zone *zone,
+                       const ngx_str_t &subject) noexcept
+{
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (cln == nullptr) {
+        return nullptr;
+    }
+
+    return new (std::nothrow) StatusWrite{r, cln, zone, subject, nullptr,
+                                          nullptr, {}};
+}
+
+// The reply of the EVAL that made the change and published it: the number
+// of subscribers the message reached, alone (DELETE) or with the limit of
+// the override replaced (PUT).
+void write_answered(void *data, const Reply *reply) noexcept
+{
+    auto *write = static_cast<StatusWrite *>(data);
+
+    write->replied = true;
+
+    if (write->r == nullptr) {
+        delete write;
+        return;
+    }
+
+    if (reply != nullptr && reply->type == Reply::Type::kArray
+        && reply->elements == 2 && read_integer(reply->element[1],
+                                                &write->was))
+    {
+        reply = &reply->element[0];
+    }
+
+    if (reply != nullptr && !read_integer(*reply, &write->told)) {
+        write->told = -1;
+    }
+
+    stop_timer(&write->ev);
+    ngx_post_event(&write->ev, &ngx_posted_events);
+}
+
+ngx_int_t await_write(ngx_http_request_t *r, StatusWrite *write,
+                      bool sent) noexcept
+{
+    if (!sent) {
+        delete write;
+        return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                          "redis unavailable");
+    }
+
+    write->cln->handler = request_gone;
+    write->cln->data = write;
+    init_event(&write->ev, on_write_event, write, r->connection->log);
+    ngx_add_timer(&write->ev, main_conf(r)->redis->timeout);
+    r->main->count++;
+    return NGX_DONE;
+}
+
+}  // namespace ratelimit
