@@ -13,10 +13,14 @@
 # limits (a zone whose limit is a variable) share batches.  Two zones have
 # the documented maximum, 2^53, with costs, leases and settles near it: the
 # model's integers are exact, and so must the script's and command's
-# doubles be (issue 39).
+# doubles be (issue 39).  Zones of side mode (issue 41) share those keys:
+# their subjects' side keys, set between batches as the status API would,
+# hold overrides of their limits, in force, lapsed or malformed, and their
+# marker keys come and go.
 #
-# Expected (spec: src/scripts/lua/, docs/directives.md "Algorithms" and
-# docs/operations.md "Redis data layout"):
+# Expected (spec: src/scripts/lua/, docs/directives.md "Algorithms",
+# docs/operations.md "Redis data layout" and window_script.hpp's "Side
+# keys (issue 41)"):
 # - the reply starts with Redis time `now` (ms); a zone's bucket is
 #   floor(now / bucket length), a sliding window its last `buckets` buckets,
 #   a fixed window one bucket of the window's length;
@@ -90,11 +94,37 @@
 #   of another type (a hash) is deleted and read as no TAT.  Redis's time in
 #   us, which the model needs, is read exactly from a peek of a TAT far
 #   ahead (m:clock), the first entry of every batch;
+# - a zone of side mode ("3" enforced or "2" dry run, then its side key
+#   base B) reads, for each use, the side key of the use's count key K: B,
+#   then K from its byte #B on (m:a:s0 -> m:a+:s0); it does when its
+#   marker key exists, of any type (the call's last keys, one per side
+#   zone in the order of the zones, named where "m" precedes the layout
+#   letter), and always in a call that names none.  The side value's first
+#   part (parts end at ";") of the form o=L,W,X, decimal digits, is the
+#   subject's override, in force when L <= 2^53, 1 <= W <= 604800000000000
+#   ms, X <= 2^53 and X = 0 or X > now.  One out of those bounds, lapsed
+#   (X = now included), no part of that form, a hash, no key: no override;
+#   a part of that form after one out of bounds is not read, one after
+#   parts of other forms is.  A side key not read changes nothing;
+# - a use under an override is decided as above with limit L: a request, a
+#   cost, a peek, an interval peek, a lease (a settle of a window zone
+#   reads no limit).  A GCRA zone takes interval T = W * 1000 / L us, its
+#   capacity unchanged: its decisions, TATs, expiry and settles follow it;
+#   given L = 0, nothing fits and a settle moves its TAT by the zone's own
+#   interval.  A window zone given L = 0 fits nothing (max(c, 1) > 0 -
+#   count);
+# - after the last request's reply, 5 elements for each use under an
+#   override in force, in the order of the entries and their zones: the
+#   entry's number (the clock peek is the first), the zone's among its
+#   (from 1), L, W, and X - now (0 for X = 0).  An entry that fails (a key
+#   of another type, a lease in error) tells its overrides too.  No call
+#   writes a side key or a marker;
 # - every situation above occurs at least once, so the run is not vacuous.
 #
 # The seed (default 24) is printed; rerun with MODEL_SEED=<seed>.  It fixes
 # the requests, not the times they reach Redis at, so runs still differ.
-# Runs about 11 s per implementation.
+# Runs about 11 s per implementation (14 s where it ran 13.5 s before the
+# side zones).
 
 use strict;
 use warnings;
@@ -142,9 +172,9 @@ sub rcmd {
 # the 64 after the oldest and reads the whole hash instead.
 my $MAX = 9007199254740992;    # 2^53, the largest limit, cost and lease
 my @ZONES = map {
-    my ($name, $prefix, $limit, $width, $span, $kind, $enforce) = @$_;
+    my ($name, $prefix, $limit, $width, $span, $kind, $enforce, $side) = @$_;
     { name => $name, prefix => $prefix, limit => $limit, width => $width,
-      span => $span, kind => $kind, enforce => $enforce };
+      span => $span, kind => $kind, enforce => $enforce, side => $side };
 } (
     # name     keys   limit  bucket ms  buckets  kind  enforce
     ['a',      'm:a', 5,     100,       10,      's',  1],
@@ -166,16 +196,38 @@ my @ZONES = map {
     ['g',      'm:q', 4,     400,       3,       'g',  1],
     ['g-dry',  'm:q', 4,     400,       3,       'g',  0],
     ['h',      'm:h', 3,     500,       2,       'g',  1],
+    # Side zones (issue 41): a zone whose subjects may hold an override of
+    # its limit in their side key, its base last ("m:a+": m:a:s0's side
+    # key is m:a+:s0), the base also the zone's marker key here.  Each is
+    # a zone above with its keys and limit in a location of side mode:
+    # a-o is a's, b-dry-o b's in dry run, f-o a fixed window's, g-o a
+    # GCRA zone's, max-o the 2^53 zone's.
+    ['a-o',    'm:a', 5,     100,       10,      's',  1,  'm:a+'],
+    ['b-dry-o','m:b', 4,     50,        20,      's',  0,  'm:b+'],
+    ['f-o',    'm:f', 2,     300,       1,       'f',  1,  'm:f+'],
+    ['g-o',    'm:q', 4,     400,       3,       'g',  1,  'm:q+'],
+    ['max-o',  'm:x', $MAX,  100,       10,      's',  1,  'm:x+'],
 );
-my %PREFIXES = map { $_->{prefix} => $_ } @ZONES;
 
-# A zone for a request or a settle: one of 2^53 now and then, so that the
-# others keep the share of the batches their cases need to be seen.
-my @MAX_ZONES = grep { $_->{limit} == $MAX } @ZONES;
-my @SMALL_ZONES = grep { $_->{limit} != $MAX } @ZONES;
+# A zone for a request or a settle: one of 2^53 now and then, a side zone
+# a fifth of the time, so that the others keep the share of the batches
+# their cases need to be seen.
+my @SIDE_ZONES = grep { $_->{side} } @ZONES;
+my @MAX_ZONES = grep { $_->{limit} == $MAX && !$_->{side} } @ZONES;
+my @SMALL_ZONES = grep { $_->{limit} != $MAX && !$_->{side} } @ZONES;
 sub pick_zone {
-    return rand() < 0.1 ? $MAX_ZONES[rand @MAX_ZONES]
-                        : $SMALL_ZONES[rand @SMALL_ZONES];
+    my $r = rand;
+    return $r < 0.08 ? $MAX_ZONES[rand @MAX_ZONES]
+         : $r < 0.28 ? $SIDE_ZONES[rand @SIDE_ZONES]
+         : $SMALL_ZONES[rand @SMALL_ZONES];
+}
+
+# A zone's mode argument: "1" enforced, "0" dry run; a side zone's "3" or
+# "2" and its side key base.
+sub mode {
+    my ($z) = @_;
+    return $z->{enforce} ? 1 : 0 unless $z->{side};
+    return ($z->{enforce} ? '3' : '2') . $z->{side};
 }
 my ($GCRA_CLOCK) = grep { $_->{name} eq 'g' } @ZONES;
 sub gcra { $_[0]{kind} eq 'g' }
@@ -216,6 +268,11 @@ my @leased;     # [zone, key, bucket, units, batch] of each lease granted:
 my $batch_no;   # the batch being made or checked
 my $now_us;     # the batch's Redis time in us
 my $call;       # the implementation under test
+my %side;       # side key => its value (['hash']: a hash), as last set
+my %marker;     # side zone name => its marker's type ('string', 'hash'),
+                # absent if none
+my $marked;     # the batch names marker keys ('m')
+my %reads;      # side zone name => 1: the batch reads its side keys
 
 # Reads `key` in zone `z` at `now` as the script does: the buckets that left
 # the window are deleted (or the key expired).  Returns how the key was
@@ -281,7 +338,7 @@ sub model_request {
     return gcra($zones[0]) ? model_gcra_settle($q) : model_settle($q, $now) if $q->{settle};
 
     my @cost = @{ $q->{cost} // [(1) x @zones] };
-    my (@found, @cur, @over, @ahead);
+    my (@found, @cur, @over, @ahead, @own);
     for my $i (0 .. $#zones) {
         if (gcra($zones[$i])) {
             ($found[$i], $ahead[$i]) = model_gcra_read($zones[$i], $keys[$i]);
@@ -290,9 +347,13 @@ sub model_request {
         }
         ($found[$i], $cur[$i]) = model_read($zones[$i], $keys[$i], $now);
         $over[$i] = model_count($keys[$i]) + max($cost[$i], 1) > $zones[$i]{limit} ? 1 : 0;
+        # Under an override: whether it would not fit under the zone's limit.
+        $own[$i] = model_count($keys[$i]) + max($cost[$i], 1) > $zones[$i]{desc}{limit} ? 1 : 0
+            if $zones[$i]{desc};
     }
     my $rejected = (any { $over[$_] && $zones[$_]{enforce} } 0 .. $#zones) ? 1 : 0;
     my $counting = !$q->{peek} && !$rejected;
+    model_override_situations($q, \@over, \@own, $rejected);
 
     my @reply = ($rejected);
     for my $i (0 .. $#zones) {
@@ -313,8 +374,9 @@ sub model_request {
     # expired is left out: Redis may still hold it for the script's first
     # millisecond (it expires keys at the time the script started), and then
     # decide() deletes it.
+    # (A request under an override takes decide().)
     my $fast = !$q->{peek} && !$q->{cost} && @zones == 1 && !gcra($zones[0])
-               && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
+               && !$zones[0]{desc} && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
     $seen{'fast-path requests'}++ if $fast;
     if ($fast && $over[0]) {
         $seen{ $rejected ? 'fast path: rejected' : 'fast path: over in dry run, not counted' }++;
@@ -377,6 +439,7 @@ sub model_settle {
     ($buckets->{$at} = $was + $applied, $wrote{$key} = 1) if $applied != 0;
 
     my $kind = $KIND{ $z->{kind} };
+    $seen{'override: a settle of a window zone under one (its limit unused)'}++ if $z->{desc};
     $seen{ !$inside ? 'lease: unused units after its bucket left the window, nothing'
          : $applied == $delta ? "lease, $kind: unused units given back to its bucket"
          : 'lease: unused units given back, fewer (the bucket settled since)' }++
@@ -423,7 +486,8 @@ sub model_lease {
     ($state{$key}{$cur} += $granted, $wrote{$key} = 1) if $granted > 0;
     # Given back in one of the next 3 batches, or, now and then, after the
     # window (1 s) has slid past it.
-    push @leased, [$z, $key, $cur, $granted, $batch_no + (rand() < 0.2 ? 16 + int rand 6 : 1 + int rand 3)]
+    $seen{"override: a lease under one"}++ if $z->{desc};
+    push @leased, [$z->{desc} // $z, $key, $cur, $granted, $batch_no + (rand() < 0.2 ? 16 + int rand 6 : 1 + int rand 3)]
         if $granted > 0;
     my $over = $count + max($asked, 1) > $z->{limit} ? 1 : 0;
 
@@ -441,13 +505,15 @@ sub model_lease {
 # ---------------------------------------------------------------------------
 # the model of GCRA zones: a key is a string, the TAT in integer us
 
-# Zone `z`'s emission interval T (us, a double), as the script computes it.
-sub gcra_t { $_[0]{width} * 1000 / $_[0]{limit} }
+# Zone `z`'s emission interval T (us, a double), as the script computes it;
+# of a zone an override applied, the one it made (applied()).
+sub gcra_t { $_[0]{t} // $_[0]{width} * 1000 / $_[0]{limit} }
 
 # Whether a request of `cost` turns does not fit with backlog `ahead` (us):
 # ahead + max(cost, 1) * T > capacity * T + 1 (capacity in "buckets").
 sub gcra_over {
     my ($z, $ahead, $cost) = @_;
+    return 1 if $z->{limit} == 0;    # an override of limit 0: nothing fits
     my $t = gcra_t($z);
     return $ahead + max($cost, 1) * $t > $z->{span} * $t + 1 ? 1 : 0;
 }
@@ -492,7 +558,7 @@ sub model_gcra_interval {
 sub model_gcra_situations {
     my ($q, $i, $rejected, $over, $add) = @_;
     my @zones = @{ $q->{zones} };
-    my $fast = !$q->{peek} && !$q->{cost} && @zones == 1;
+    my $fast = !$q->{peek} && !$q->{cost} && @zones == 1 && !$zones[0]{desc};
     my $cost = $q->{cost} ? $q->{cost}[$i] : 1;
     $seen{ $q->{peek} ? 'gcra: peek'
          : $add > 1 ? 'gcra: a cost of several turns counted'
@@ -520,10 +586,95 @@ sub model_gcra_settle {
     } elsif ($after != $ahead) {
         model_set_tat($z, $key, $after);
         $seen{ $delta > 0 ? 'gcra settle: turns added' : 'gcra settle: turns given back' }++;
+        $seen{ $z->{limit} ? "gcra settle under an override: its interval's turns"
+                           : "gcra settle under an override of limit 0: the zone's own turns" }++
+            if $z->{desc};
     } else {
         $seen{'gcra settle: nothing moved'}++;
     }
     return (0, int(floor($after + 0.5)), 0, int(floor(($after - $ahead) / $t + 0.5)));
+}
+
+# ---------------------------------------------------------------------------
+# the model of side keys (issue 41)
+
+# The side key of count key `key` in side zone `z`: its base, then the
+# count key from its byte #base on (m:a:s0 -> m:a+:s0).
+sub side_key {
+    my ($z, $key) = @_;
+    return $z->{side} . substr($key, length($z->{side}) - 1);
+}
+
+my $W = 604800000000000;    # the longest window, in ms
+
+# What side value `v` (undef: no key; ['hash']: a hash) holds at `now`
+# (ms): 'in force' and the override [L, W, X], or why there is none.  Its
+# first part of the form o=L,W,X (decimal digits) is the one read.
+sub override_of {
+    my ($v, $now) = @_;
+    return 'no side key' if !defined $v;
+    return 'a hash' if ref $v;
+    my @parts = map { [/^o=([0-9]+),([0-9]+),([0-9]+)$/] } split /;/, $v, -1;
+    my @of = map { [map { $_ + 0 } @$_] } grep { @$_ } @parts;
+    return 'no part of the form o=L,W,X' if !@of;
+    my $bounded = sub { $_[0] <= $MAX && $_[1] >= 1 && $_[1] <= $W && $_[2] <= $MAX };
+    return @of > 1 && $bounded->(@{ $of[1] }) ? 'out of bounds, a valid part after it' : 'out of bounds'
+        if !$bounded->(@{ $of[0] });
+    my ($l, $w, $x) = @{ $of[0] };
+    return $x == $now ? 'lapsed at the call\'s ms' : 'lapsed' if $x != 0 && $x <= $now;
+    return ('in force', $of[0]);
+}
+
+# The override in force for `key` in zone `z` at `now`, if its side keys
+# are read (undef if none); counts the situations of its side key.
+sub model_side {
+    my ($z, $key, $now) = @_;
+    return undef if !$z->{side};
+    my $v = $side{ side_key($z, $key) };
+    my ($why, $o) = override_of($v, $now);
+    if (!$reads{ $z->{name} }) {
+        $seen{'marker absent: an override in force not read'}++ if $o;
+        return undef;
+    }
+    $seen{"side key read, no override: $why"}++ if !$o;
+    return undef if !$o;
+    $seen{'override in force: a later part, after one of another form'}++ if $v !~ /^o=[0-9]+,[0-9]+,[0-9]+(;|$)/;
+    $seen{'override in force: the marker a hash, read'}++ if $marked && $marker{ $z->{name} } eq 'hash';
+    $seen{'override in force: no markers named, read'}++ if !$marked;
+    $seen{ $o->[2] ? 'override in force: lapses later, ms left told' : 'override in force: never lapses, 0 told' }++;
+    return $o;
+}
+
+# Zone `z` as override `o` applies it, a zone of its own: limit L; of a
+# GCRA zone, interval W * 1000 / L us, or its own if L = 0.
+sub applied {
+    my ($z, $o) = @_;
+    my %e = (%$z, limit => $o->[0], desc => $z);
+    $e{t} = $o->[0] > 0 ? $o->[1] * 1000 / $o->[0] : gcra_t($z) if gcra($z);
+    return \%e;
+}
+
+# The situations of a request's zones under an override: `over` and
+# `own` (whether it would not fit under the zone's limit) as
+# model_request() found them, `rejected` its verdict.
+sub model_override_situations {
+    my ($q, $over, $own, $rejected) = @_;
+    for my $i (grep { $q->{zones}[$_]{desc} } 0 .. $#{ $q->{zones} }) {
+        my $z = $q->{zones}[$i];
+        if (gcra($z)) {
+            my ($t, $was) = (gcra_t($z), gcra_t($z->{desc}));
+            $seen{ $z->{limit} == 0 ? 'override, GCRA: limit 0, over'
+                 : $t > $was ? 'override, GCRA: a slower interval'
+                 : $t < $was ? 'override, GCRA: a faster interval'
+                 : 'override, GCRA: the same interval' }++ if !$q->{peek};
+            next;
+        }
+        $seen{ $z->{limit} == 0 ? 'override, window: limit 0, over'
+             : !$over->[$i] && $own->[$i] ? 'override, window: a raised limit, fits'
+             : $over->[$i] && !$own->[$i] && $rejected ? 'override, window: a lowered limit, rejected'
+             : $over->[$i] && !$own->[$i] ? 'override, window: a lowered limit, over in dry run'
+             : 'override, window: the same outcome' }++;
+    }
 }
 
 # The hash the script leaves for `key`, as "field=value ..." ('' for none),
@@ -593,7 +744,8 @@ sub model_layout {
 }
 
 # Compares the keys' hashes and expiry times with the model; a key may be
-# missing if it expired by the Redis time read after it.  Returns mismatches.
+# missing if it expired by the Redis time read after it (a string also
+# between its TYPE and its GET).  Returns mismatches.
 sub check_keys {
     my ($where, @keys) = @_;
     my @got = map {
@@ -601,7 +753,7 @@ sub check_keys {
         my $string = !$gcra && rcmd('TYPE', $_) eq 'string';
         my %h = $gcra || $string ? () : @{ rcmd('HGETALL', $_) };
         my $fields = %h ? join(' ', map { "$_=$h{$_}" } sort keys %h)
-                   : $string ? 'packed ' . unpack('H*', rcmd('GET', $_))
+                   : $string ? do { my $s = rcmd('GET', $_); defined $s ? 'packed ' . unpack('H*', $s) : '' }
                    : $gcra ? rcmd('GET', $_) // '' : '';
         [$_, $fields, rcmd('PEXPIRETIME', $_)];
     } @keys;
@@ -728,7 +880,9 @@ sub gen_settle {
 # a dry-run or GCRA zone or of two zones, or of a key of another type
 # (errors).  Its
 # units asked near what is left of the limit (left - 1 to left + 1, 0, 1)
-# or far from it (up to three limits, 2^53).
+# or far from it (up to three limits, 2^53).  Not 2^53 in a side zone of
+# a smaller limit: an override of 2^53 would grant it, and a settle then
+# add past 2^53 to keys the model and the script hold exact only to it.
 sub gen_lease {
     my @ok = grep { !gcra($_) && $_->{enforce} } @ZONES;
     push @ok, grep { $_->{name} eq 'a' } @ZONES;
@@ -749,7 +903,8 @@ sub gen_lease {
     $r = rand;
     my $asked = min($MAX, $r < 0.1 ? 0 : $r < 0.2 ? 1
                         : $r < 0.55 ? max(0, $left - 1 + int rand 3)
-                        : $r < 0.92 ? 1 + int rand(3 * $limit) : $MAX);
+                        : $r < 0.92 || $zones[0]{side} && $limit != $MAX ? 1 + int rand(3 * $limit)
+                        : $MAX);
     return { lease => 1, asked => $asked, zones => \@zones, keys => \@keys, wrong => $wrong };
 }
 
@@ -785,6 +940,140 @@ sub model_live {
         $live{$key} = $held if $held > 0;
     }
     return %live;
+}
+
+# A random side value of zone `z` (undef: none; ['hash']: a hash): often
+# an override o=L,W,X, L 0, 1, the zone's limit less 1 or plus 3 (of the
+# 2^53 zone: out of bounds), or 2^53; W of a window zone unused (1 ms to
+# the longest), of a GCRA zone its window, twice or half it, or 1 ms (an
+# interval faster or slower than the zone's); X 0 (never lapses), past, at
+# the batch's time or a few ms after it (lapsing about when the call reads
+# it), or a few seconds ahead (lapsing during the run).  Else: no part of
+# that form (malformed, empty); one after a part of another tag, a
+# malformed o= or an empty part (the override); one after an out-of-bounds
+# one (none: the first part of the form is read); an out-of-bounds one
+# alone; one before a part of another tag; a hash.
+sub gen_side_value {
+    my ($z) = @_;
+    my $override = sub {
+        my $l = (0, 1, $z->{limit} - 1, $z->{limit} + 3, $MAX)[rand 5];
+        my $w = gcra($z) ? ($z->{width}, 2 * $z->{width}, $z->{width} / 2, 1)[rand 4]
+                         : (1, 1000, $W)[rand 3];
+        my $r = rand;
+        my $x = $r < 0.35 ? 0 : $r < 0.55 ? $batch_time - 1 - int rand 3000
+              : $r < 0.7 ? $batch_time + int rand 5
+              : $batch_time + 200 + int rand 4000;
+        return "o=$l,$w,$x";
+    };
+    my $bounds = sub {
+        ('o=1,0,0', "o=1,@{[ $W + 1 ]},0", 'o=18014398509481984,1000,0',
+         'o=1,1000,18014398509481984', 'o=100000000000000000000,1,0')[rand 5];
+    };
+    my $r = rand;
+    return $r < 0.12 ? undef
+         : $r < 0.55 ? $override->()
+         : $r < 0.62 ? ('o=x', 'o=1,2', 'o=1,2,3,4', 'o=-1,1000,0', 'o=1,,0',
+                        'O=1,1000,0', ' o=1,1000,0', 'o=1.5,1000,0', '')[rand 9]
+         : $r < 0.70 ? ('x=1;', 'o=x;', ';')[rand 3] . $override->()
+         : $r < 0.77 ? $bounds->() . ';' . $override->()
+         : $r < 0.83 ? $bounds->()
+         : $r < 0.90 ? ['hash']
+         : $override->() . ';y=' . int rand 9;
+}
+
+# Sets side key `key` to `v` as gen_side_value() makes it.
+sub set_side {
+    my ($key, $v) = @_;
+    rcmd('DEL', $key);
+    rcmd(ref $v ? ('HSET', $key, o => '1,1000,0') : ('SET', $key, $v)) if defined $v;
+    $side{$key} = $v;
+    delete $side{$key} if !defined $v;
+}
+
+# Sets side zone `z`'s marker to a string, a hash or none.
+sub set_marker {
+    my ($z, $type) = @_;
+    rcmd('DEL', $z->{side});
+    rcmd($type eq 'hash' ? ('HSET', $z->{side}, x => 1) : ('SET', $z->{side}, 1)) if $type;
+    $marker{ $z->{name} } = $type;
+    delete $marker{ $z->{name} } if !$type;
+}
+
+# The subjects whose side keys are set: the frequent ones and "wrong" (a
+# request failing on its key still tells its override).
+my @SIDE_SUBJECTS = ('s0', 's1', 's2', 's3', 'wrong');
+
+# Before a batch, as the status API would: a few side keys set anew, now
+# and then a marker made a string, a hash or deleted.
+sub gen_sides {
+    for my $z (@SIDE_ZONES) {
+        next if rand() >= 0.15;
+        my $r = rand;
+        set_marker($z, $r < 0.6 ? 'string' : $r < 0.8 ? 'hash' : undef);
+    }
+    for (1 .. int rand 4) {
+        my $z = $SIDE_ZONES[rand @SIDE_ZONES];
+        set_side(side_key($z, "$z->{prefix}:$SIDE_SUBJECTS[rand @SIDE_SUBJECTS]"), gen_side_value($z));
+    }
+}
+
+# A subject of side zone `z`: half the time one whose side key holds an
+# override in force as the batch is made, where the batch reads it.
+sub side_subject {
+    my ($z, @more) = @_;
+    my @in = grep {
+        my $s = $_;
+        !grep { !$reads{ $_->{name} } || !(override_of($side{ side_key($_, "$_->{prefix}:$s") },
+                                                        $batch_time + 100))[1] } $z, @more;
+    } @SIDE_SUBJECTS[0 .. 3];
+    return @in && rand() < 0.5 ? $in[rand @in] : $SUBJECTS[rand @SUBJECTS];
+}
+
+# The requests of a batch for the cases of side zones that requests picked
+# at random seldom make: one whose override lapses at the batch's time or
+# 1 ms after it (the call reads it 0 to 2 ms after: at its X, or just
+# before); one of two side zones; one that fails (a key of another type)
+# with a side zone; a request (often of costs) and a settle of the GCRA
+# side zone, now and then of a subject just given there limit 0, a slower
+# interval (400000 us) or a faster one (50000 us).  Their subjects often
+# hold overrides.
+sub gen_side_requests {
+    my @reqs;
+    my @read = grep { $reads{ $_->{name} } } @SIDE_ZONES;
+    if (@read && rand() < 0.4) {
+        my ($z, $s) = ($read[rand @read], $SIDE_SUBJECTS[rand 4]);
+        set_side(side_key($z, "$z->{prefix}:$s"),
+                 sprintf 'o=%d,1000,%d', (0, 1, $z->{limit} + 3)[rand 3], $batch_time + int rand 2);
+        push @reqs, gen_request($z, $s);
+    }
+    if (rand() < 0.5) {
+        my ($y, $z) = shuffle @SIDE_ZONES;
+        my $s = side_subject($y, $z);
+        my $r = rand;
+        my $q = { peek => $r < 0.15, zones => [$y, $z], keys => ["$y->{prefix}:$s", "$z->{prefix}:$s"],
+                  wrong => 0 };
+        $q->{cost} = [map { gen_cost($q->{zones}[$_], $q->{keys}[$_]) } 0, 1] if $r >= 0.75;
+        push @reqs, $q;
+    }
+    if (rand() < 0.15) {
+        my @windows = grep { !gcra($_) } @SIDE_ZONES;
+        my $z = $windows[rand @windows];
+        my $q = gen_request($z, side_subject($z));
+        my @at = grep { !gcra($q->{zones}[$_]) } 0 .. $#{ $q->{zones} };
+        my $i = $at[rand @at];
+        $q->{keys}[$i] = "$q->{zones}[$i]{prefix}:wrong";
+        $q->{wrong} = 1;
+        push @reqs, $q;
+    }
+    my ($g) = grep { gcra($_) } @SIDE_ZONES;
+    push @reqs, gen_request($g, side_subject($g), rand() < 0.4) if rand() < 0.3;
+    push @reqs, gen_settle($g, side_subject($g)) if rand() < 0.5;
+    if ($reads{ $g->{name} } && rand() < 0.3) {
+        my $s = $SIDE_SUBJECTS[rand 4];
+        set_side(side_key($g, "$g->{prefix}:$s"), sprintf 'o=%d,%d,0', (0, 1, 8)[rand 3], $g->{width});
+        push @reqs, gen_request($g, $s), gen_settle($g, $s);
+    }
+    return @reqs;
 }
 
 # An entry of the call, its zones numbered by `number` (name => number).
@@ -831,8 +1120,14 @@ sub run_model {
     rcmd('SET', $_, $STRINGS{$_}) for sort keys %STRINGS;
     srand($SEED);
     %state = %zone_of = %junk = %seen = %tat = %is_hash = %layout = %packing = ();
+    %side = %marker = ();
     @leased = ();
     $fresh = 0;
+    $batch_time = $t->redis_time_ms;
+    set_marker($_, 'string') for @SIDE_ZONES;
+    for my $z (@SIDE_ZONES) {
+        set_side(side_key($z, "$z->{prefix}:$_"), gen_side_value($z)) for @SIDE_SUBJECTS;
+    }
 
     my (@bad_replies, @bad_keys);
     my ($replies, $prev_now) = (0, 0);
@@ -842,6 +1137,15 @@ sub run_model {
         my @reqs;
         $batch_time = $t->redis_time_ms;
         %live = model_live($batch_time);
+        gen_sides();
+        # New keys hashes or packed strings, asked for or by a call of the
+        # release before, which says nothing.  A call with a letter names
+        # marker keys most of the time; one without them (a cross_slot
+        # call's, or one of the release before) reads every side zone's side
+        # keys.
+        $new_layout = (qw(p h), '')[rand 3];
+        $marked = $new_layout ne '' && rand() < 0.75;
+        %reads = map { ($_->{name} => !$marked || $marker{ $_->{name} } ? 1 : 0) } @SIDE_ZONES;
         # Now and then a key holds junk, overwritten by "an operator": a request
         # of this batch reads it (the model has the key empty from now on).
         if (rand() < 0.05) {
@@ -871,6 +1175,7 @@ sub run_model {
         push @reqs, gen_settle() for 1 .. int rand 4;
         push @reqs, gen_lease() for 1 .. int rand 3;
         push @reqs, gen_returns();
+        push @reqs, gen_side_requests();
         @reqs = shuffle @reqs;
         unshift @reqs, { peek => 1, zones => [$GCRA_CLOCK], keys => [$CLOCK_KEY] };
 
@@ -879,11 +1184,12 @@ sub run_model {
         my @zones = shuffle grep { !$number{ $_->{name} }++ } map { @{ $_->{zones} } } @reqs;
         @number{ map { $_->{name} } @zones } = 0 .. $#zones;
         my @keys = map { @{ $_->{keys} } } @reqs;
-        # New keys hashes or packed strings, asked for or by a call of the
-        # release before, which says nothing.
-        $new_layout = (qw(p h), '')[rand 3];
-        my $reply = $call->(scalar @keys, @keys, scalar(@zones) . $new_layout,
-            (map { @$_{qw(limit width span kind enforce)} } @zones),
+        # The marker keys after the count keys, one per side zone, in the
+        # order of the zones.
+        my @markers = $marked ? map { $_->{side} // () } @zones : ();
+        my $reply = $call->(@keys + @markers, @keys, @markers,
+            scalar(@zones) . ($marked ? 'm' : '') . $new_layout,
+            (map { ($_->{limit}, $_->{width}, $_->{span}, $_->{kind}, mode($_)) } @zones),
             map { entry($_, \%number) } @reqs);
 
         my $now = shift @$reply;
@@ -897,10 +1203,27 @@ sub run_model {
         push @bad_replies, "batch $batch: the clock peek [@clock] is not at $now ms"
             if "@clock[0, 2, 3]" ne '1 0 1' || floor($now_us / 1000) != $now;
         my %limits;    # a key of a and a-hi => the limits it was counted under
+        my @tail;      # the overrides the reply tells after the requests'
         for my $i (0 .. $#reqs) {
             my $q = $reqs[$i];
             %wrote = ();
-            my @want = model_request($q, $now);
+            # The request as the model decides it: each zone as the
+            # override its use reads applies it, if any.  The call tells
+            # those: its entry's number (the clock peek is the first),
+            # the zone's among its, L, W, and X less now (0: never).
+            my (@applied, @told);
+            for my $p (0 .. $#{ $q->{zones} }) {
+                my $o = model_side($q->{zones}[$p], $q->{keys}[$p], $now);
+                push @applied, $o ? applied($q->{zones}[$p], $o) : $q->{zones}[$p];
+                push @told, [$i + 2, $p + 1, $o->[0], $o->[1], $o->[2] ? $o->[2] - $now : 0] if $o;
+            }
+            push @tail, map { @$_ } @told;
+            $seen{'override: two side zones of an entry, different overrides'}++
+                if @told > 1 && "@{ $told[0] }[2 .. 4]" ne "@{ $told[1] }[2 .. 4]";
+            my @want = model_request({ %$q, zones => \@applied }, $now);
+            $seen{ $q->{lease} ? 'override: a failed lease tells it'
+                 : 'override: a failed entry (a key of another type) tells it' }++
+                if @told && $want[0] =~ /^[A-Z]/;
             model_layout($_) for grep { $zone_of{$_} && !gcra($zone_of{$_}) } @{ $q->{keys} };
             for my $z (grep { !$q->{peek} && !$q->{settle} && !$q->{lease} && $q->{zones}[$_]{prefix} eq 'm:a' } 0 .. $#{ $q->{zones} }) {
                 $limits{ $q->{keys}[$z] }{ $q->{zones}[$z]{limit} }++;
@@ -912,10 +1235,12 @@ sub run_model {
                       splice(@$reply, 0, reply_length($q));
             $replies++;
             push @bad_replies, "batch $batch at $now, request $i (" . describe($q)
+                . (@told ? ' under overrides ' . join(' ', map { "[@$_[1 .. 4]]" } @told) : '')
                 . "): expected [@want], got [@got]"
                 if "@want" ne "@got";
         }
-        push @bad_replies, "batch $batch: " . @$reply . " elements too many in the reply" if @$reply;
+        push @bad_replies, "batch $batch at $now: the overrides told: expected [@tail], got [@$reply]"
+            if "@tail" ne "@$reply";
         $seen{'one key counted under two limits in one batch'} += grep { keys %$_ > 1 } values %limits;
 
         my %touched = map { $_ => 1 } grep { !$STRINGS{$_} } @keys;
@@ -933,7 +1258,7 @@ sub run_model {
 
     # At the end: every key as the model has it, no other key, the strings
     # untouched.
-    my @left = grep { !$STRINGS{$_} } $t->redis_keys('m:*');
+    my @left = grep { !$STRINGS{$_} && !/\+/ } $t->redis_keys('m:*');
     my @all = sort keys %{ { map { $_ => 1 } @left, keys %state, keys %tat } };
     my @bad_end = check_keys('at the end', @all);
     ok(!@bad_end, 'at the end, ' . @all . ' keys match the model, no other key')
@@ -941,6 +1266,12 @@ sub run_model {
     is_deeply({ map { $_ => [rcmd('TYPE', $_), rcmd('GET', $_), rcmd('PEXPIRETIME', $_)] } keys %STRINGS },
               { map { $_ => ['string', $STRINGS{$_}, -1] } keys %STRINGS },
               'the string keys are left alone');
+    my $type = sub { my $type = rcmd('TYPE', $_[0]); $type eq 'string' ? rcmd('GET', $_[0]) : $type };
+    is_deeply({ map { $_ => $type->($_) } grep { /\+/ } $t->redis_keys('m:*') },
+              { (map { $_ => ref $side{$_} ? 'hash' : $side{$_} } keys %side),
+                map { $_->{side} => $marker{ $_->{name} } eq 'hash' ? 'hash' : 1 }
+                grep { $marker{ $_->{name} } } @SIDE_ZONES },
+              'the side keys and markers are left alone');
 
     note("$_: $seen{$_}") for sort keys %seen;
     for my $situation ('fast-path requests',
@@ -1027,7 +1358,32 @@ sub run_model {
                        'lease: an error: WRONGTYPE',
                        'lease, sliding: unused units given back to its bucket',
                        'lease, fixed: unused units given back to its bucket',
-                       'lease: unused units after its bucket left the window, nothing') {
+                       'lease: unused units after its bucket left the window, nothing',
+                       'side key read, no override: no side key',
+                       'side key read, no override: a hash',
+                       'side key read, no override: no part of the form o=L,W,X',
+                       'side key read, no override: out of bounds',
+                       'side key read, no override: out of bounds, a valid part after it',
+                       'side key read, no override: lapsed',
+                       "side key read, no override: lapsed at the call's ms",
+                       'marker absent: an override in force not read',
+                       'override in force: the marker a hash, read',
+                       'override in force: no markers named, read',
+                       'override in force: a later part, after one of another form',
+                       'override in force: never lapses, 0 told',
+                       'override in force: lapses later, ms left told',
+                       'override, window: a raised limit, fits',
+                       'override, window: a lowered limit, rejected',
+                       'override, window: limit 0, over',
+                       'override, GCRA: a slower interval',
+                       'override, GCRA: a faster interval',
+                       'override, GCRA: limit 0, over',
+                       'override: a lease under one',
+                       'override: a settle of a window zone under one (its limit unused)',
+                       "gcra settle under an override: its interval's turns",
+                       "gcra settle under an override of limit 0: the zone's own turns",
+                       'override: two side zones of an entry, different overrides',
+                       'override: a failed entry (a key of another type) tells it') {
         cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
     }
 
