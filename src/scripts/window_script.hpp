@@ -54,7 +54,8 @@
 // one key a zone, not one a request.
 // The first part of a side key's value of the form "o=L,W,X", decimal
 // digits only, is its override, and it is in force when L <= 2^53, 1 <= W
-// <= 604800000000000, X <= 2^53 and X = 0 or X > the call's time in ms.
+// <= 604800000000000, X <= 2^53 and X = 0 or X > the call's time in ms,
+// each number read as Lua reads it, a double (2^53 + 1 reads as 2^53).
 // No such part, one out of those bounds or lapsed, a key of another type
 // or none: no override.  In force, it replaces the zone's limit for that
 // use (its decision, count, lease, settle, reply): a window zone takes
@@ -74,10 +75,10 @@
 // request the script failed on (a key of another type, OOM) has an error in
 // place of its first element, that request's alone, and zeros after it.
 // After the last request's reply, kOverrideReplies elements for each use
-// of a side zone that read an override in force, in the order of the
-// entries and their zones: the entry's number and the zone's among its
-// (from 1), L, W, and X - now, or 0 for never; an entry that failed tells
-// those it read.
+// of a side zone whose side key holds an override in force, in the order
+// of the entries and their zones: the entry's number and the zone's among
+// its (from 1), L, W, and X - now, or 0 for never; an entry that failed
+// tells its overrides too, read before it failed or not.
 #pragma once
 
 #include <cstddef>
