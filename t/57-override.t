@@ -19,8 +19,10 @@
 # limit admits no more than it at once; a raised or removed one lets the
 # next request through on every worker that remembered rejecting the
 # subject; ttl= lapses in Redis, and no worker remembers a rejection past
-# it; logged at notice with the client's address.  Without override=on,
-# 405; a bad parameter, 400 with its reason.
+# it; logged at notice with the client's address, counted in the metrics
+# (override_changes); GET reports "override" and "override_ttl" (-1: never;
+# a GCRA zone's "override_rate" too).  Without override=on, 405; a bad
+# parameter, 400 with its reason.
 
 use strict;
 use warnings;
@@ -52,6 +54,7 @@ server {
     location /v/ { ratelimit zone=v; alias %%TMP%%/html/; }
     location = /q { ratelimit_query zone=z zone=g zone=v override=on; }
     location = /ro { ratelimit_query zone=z delete=on; }
+    location = /metrics { ratelimit_metrics; }
 }
 EOF
 $t->write_conf($conf);
@@ -224,6 +227,13 @@ my $pttl = $t->redis('PTTL', 'rl:z+:p3');
 ok($pttl > 595_000 && $pttl <= 600_000, "the side key lapses with it ($pttl ms)");
 sleep 0.1;    # the message reaches the workers as the reply reaches the client
 is(first_on_each('p3'), '200 200 200 200', 'every worker admits "p3" at once');
+my $json = $t->get('/q?key=p3')->{content};
+like($json, qr/"zone":"z","key":"p3","limit":1000,.*"override":1000,"override_ttl":(\d+)/,
+    'GET reports the override and its ttl');
+my ($ttl) = $json =~ /"override_ttl":(\d+)/;
+ok($ttl > 590 && $ttl <= 600, "its ttl in seconds ($ttl)");
+like($t->get('/q?key=p1')->{content}, qr/"key":"p1","limit":7,.*"override":7,"override_ttl":-1/,
+    'one that never lapses: override_ttl -1');
 
 # A lapsing override: no worker remembers a rejection past it.
 is(put($t, 'zone=z&key=p4&limit=1&ttl=2')->{status}, 204, 'limit 1 for 2 s');
@@ -247,6 +257,13 @@ is(hdr(ask($t2, 'z', 'p1'), 'X-RateLimit-Limit'), 5, "the zone's limit again");
 is(put($t, 'zone=g&key=p5&rate=600000r/m')->{status}, 204, 'PUT rate=600000r/m: 204');
 is(statuses('g', 'p5', 4), '200 200 200 200', 'the GCRA zone takes it');
 is($t->wait_log(qr/key "p5" rate 600000r\/m until removed/, 1), 1, 'logged as a rate');
+like($t->get('/q?key=p5')->{content}, qr/"zone":"g",.*"override":600000,"override_ttl":-1,"override_rate":"600000r\/m"/,
+    'GET reports a GCRA override as a rate');
+my $metrics = $t->get('/metrics')->{content};
+like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="set"\} 3$/m,
+    'the metrics count the overrides set through this server (p1, p2, p4)');
+like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="removed"\} 1$/m,
+    'and removed');
 
 $_->stop_nginx for @SERVERS;
 $_->no_alerts for @SERVERS;

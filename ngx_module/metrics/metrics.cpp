@@ -264,6 +264,16 @@ void record_settle(ngx_uint_t zone, SettleOutcome outcome) noexcept
     }
 }
 
+void record_override_change(ngx_uint_t zone,
+                            OverrideChangeKind change) noexcept
+{
+    if (worker != nullptr) {
+        add(&zone_counters(zone)->override_changes[
+                static_cast<std::size_t>(change)],
+            1);
+    }
+}
+
 void record_zone_delay(ngx_uint_t zone, std::uint64_t wait_ms) noexcept
 {
     if (worker != nullptr) {

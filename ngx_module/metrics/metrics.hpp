@@ -52,6 +52,8 @@ void record_deny_cache_hit(ngx_uint_t zone) noexcept;
 void record_units(ngx_uint_t zone, UnitEvent event,
                   std::uint64_t units) noexcept;
 void record_settle(ngx_uint_t zone, SettleOutcome outcome) noexcept;
+void record_override_change(ngx_uint_t zone,
+                            OverrideChangeKind change) noexcept;
 // A GCRA zone made a request it admitted wait `wait_ms` for its turn.
 void record_zone_delay(ngx_uint_t zone, std::uint64_t wait_ms) noexcept;
 // A zone whose limit is a variable applied `limit` to a request at `now`

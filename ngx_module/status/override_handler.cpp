@@ -6,6 +6,7 @@
 #include "keys/subject_key.hpp"
 #include "limits/algorithms.hpp"
 #include "limits/deny_cache.hpp"
+#include "metrics/metrics.hpp"
 #include "params/override_params.hpp"
 #include "rate/forgive_listener.hpp"
 #include "redis/redis_link.hpp"
@@ -29,13 +30,6 @@ std::optional<std::string_view> arg(ngx_http_request_t *r, const char *name)
     }
 
     return view(value);
-}
-
-// A rate's unit of `window_ms` (parse_rate()'s), as "r/m" says it.
-char rate_unit(std::uint64_t window_ms)
-{
-    return window_ms == 1000 ? 's' : window_ms == 60000 ? 'm'
-           : window_ms == 3600000 ? 'h' : 'd';
 }
 
 // "limit 1000 for 86400 s", "rate 10r/m until removed", "override removed".
@@ -73,6 +67,10 @@ ngx_int_t changed(ngx_http_request_t *r, const StatusWrite &write)
                   "%V, %L workers told", &write.zone->name, len, subject,
                   end - change, change, was_end - was, was,
                   &r->connection->addr_text, write.told);
+    metrics::record_override_change(write.zone->index,
+                                    write.change.remove
+                                    ? OverrideChangeKind::kRemoved
+                                    : OverrideChangeKind::kSet);
     return NGX_HTTP_NO_CONTENT;
 }
 

@@ -36,6 +36,12 @@ std::optional<std::uint64_t> parse_units(std::string_view text)
     return value;
 }
 
+char rate_unit(std::uint64_t window_ms)
+{
+    return window_ms == 1000 ? 's' : window_ms == 60 * 1000 ? 'm'
+           : window_ms == 60 * 60 * 1000 ? 'h' : 'd';
+}
+
 std::optional<Rate> parse_rate(std::string_view text)
 {
     constexpr std::string_view kSuffix = "r/?";

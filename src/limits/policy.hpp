@@ -57,6 +57,10 @@ struct ZoneStatus {
 // day.  N must be a positive integer; anything else is nullopt.
 std::optional<Rate> parse_rate(std::string_view text);
 
+// The letter of a rate's window as parse_rate() reads it: 's', 'm', 'h' or
+// 'd' for a second, a minute, an hour or a day; 'd' for any other.
+char rate_unit(std::uint64_t window_ms);
+
 // Positive decimal integer without sign or suffix, at most 2^53 so that the
 // Redis script (Lua doubles) stores it exactly.
 std::optional<std::uint64_t> parse_count(std::string_view text);

@@ -89,6 +89,14 @@ std::string_view unit_event_name(UnitEvent e)
     return kNames[static_cast<std::size_t>(e)];
 }
 
+std::string_view override_change_name(OverrideChangeKind c)
+{
+    static constexpr std::string_view kNames[] = {"set", "removed"};
+    static_assert(std::size(kNames)
+                  == static_cast<std::size_t>(OverrideChangeKind::kCount));
+    return kNames[static_cast<std::size_t>(c)];
+}
+
 std::string_view settle_outcome_name(SettleOutcome o)
 {
     static constexpr std::string_view kNames[] = {
@@ -297,6 +305,12 @@ void add_zone(const ZoneCounters &row, ZoneCounters *sum)
          i < static_cast<std::size_t>(SettleOutcome::kCount); i++)
     {
         sum->settles[i] += load_counter(&row.settles[i]);
+    }
+
+    for (std::size_t i = 0;
+         i < static_cast<std::size_t>(OverrideChangeKind::kCount); i++)
+    {
+        sum->override_changes[i] += load_counter(&row.override_changes[i]);
     }
 
     sum->delayed += load_counter(&row.delayed);

@@ -68,9 +68,18 @@ enum class SettleOutcome : std::size_t {
     kCount,
 };
 
+// A change of a subject's override through the status API's PUT, counted
+// by the server that answered it.
+enum class OverrideChangeKind : std::size_t {
+    kSet,
+    kRemoved,
+    kCount,
+};
+
 std::string_view decision_name(Decision d);
 std::string_view unit_event_name(UnitEvent e);
 std::string_view settle_outcome_name(SettleOutcome o);
+std::string_view override_change_name(OverrideChangeKind c);
 std::string_view permit_event_name(PermitEvent e);
 std::string_view link_error_name(LinkError e);
 std::string_view link_state_name(LinkState s);
@@ -137,6 +146,8 @@ struct ZoneCounters {
     // Rate zones with costs or settles.
     std::uint64_t units[static_cast<std::size_t>(UnitEvent::kCount)];
     std::uint64_t settles[static_cast<std::size_t>(SettleOutcome::kCount)];
+    std::uint64_t override_changes[
+        static_cast<std::size_t>(OverrideChangeKind::kCount)];
     // GCRA zones: requests that waited for their turn, and their waits.
     std::uint64_t delayed;
     QueueWaitHistogram delay_us;

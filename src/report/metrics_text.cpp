@@ -201,6 +201,11 @@ void write_units(Exposition &e, const MetricsReport &r)
     per_rate_zone(e, r, "settles",
                   "Settles of rate zones, by what became of them.",
                   "outcome", &ZoneCounters::settles, settle_outcome_name);
+    per_rate_zone(e, r, "override_changes",
+                  "Subjects' overrides set or removed through this server's "
+                  "status API.",
+                  "change", &ZoneCounters::override_changes,
+                  override_change_name);
     per_rate_zone(e, r, "local_decisions",
                   "Requests of rate zones decided in this server's memory "
                   "while Redis could not be reached (ratelimit_fail local).",
@@ -447,6 +452,8 @@ std::string json_units(const ZoneMetrics &z)
     return ",\"units\":" + json_counters(z.sum.units, unit_event_name)
            + ",\"settles\":"
            + json_counters(z.sum.settles, settle_outcome_name)
+           + ",\"override_changes\":"
+           + json_counters(z.sum.override_changes, override_change_name)
            + ",\"local\":" + json_counters(z.sum.local, local_decision_name)
            + delays;
 }

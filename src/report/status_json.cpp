@@ -12,9 +12,9 @@ namespace ratelimit {
 namespace {
 
 // Bytes of one object besides the zone name, the escaped subject, its
-// type and its interval's note: the field names, punctuation, and ten
-// numbers of at most kMaxDigits + 1 (seconds with milliseconds).
-constexpr std::size_t kObjectOverhead = 200 + 10 * (kMaxDigits + 1);
+// type and its interval's note: the field names, punctuation, and
+// thirteen numbers of at most kMaxDigits + 1 (seconds with milliseconds).
+constexpr std::size_t kObjectOverhead = 260 + 13 * (kMaxDigits + 1);
 
 char *append(char *out, std::string_view part)
 {
@@ -53,6 +53,25 @@ char *append_seconds(char *out, std::string_view name, std::uint64_t ms)
     return out;
 }
 
+// "override":N,"override_ttl":S (-1: never lapses) and, of a zone that
+// takes turns, "override_rate":"Nr/s" (or /m, /h, /d).
+char *append_override(char *p, const Override &o, bool rate)
+{
+    p = append_field(p, ",\"override\":", o.limit);
+    p = o.left_ms > 0 ? append_field(p, ",\"override_ttl\":",
+                                     seconds_ceil(o.left_ms))
+                      : append(p, ",\"override_ttl\":-1");
+
+    if (rate) {
+        p = append_field(p, ",\"override_rate\":\"", o.limit);
+        p = append(p, "r/");
+        *p++ = rate_unit(o.window_ms);
+        *p++ = '"';
+    }
+
+    return p;
+}
+
 char *append_rate_fields(char *p, const ZoneReport &z)
 {
     p = append_text(p, ",\"type\":\"", z.type);
@@ -65,6 +84,10 @@ char *append_rate_fields(char *p, const ZoneReport &z)
 
     if (z.takes_turns) {
         p = append_seconds(p, ",\"next_in\":", z.next_ms);
+    }
+
+    if (z.override.set) {
+        p = append_override(p, z.override, z.takes_turns);
     }
 
     if (z.interval_ms > 0) {
@@ -138,7 +161,7 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
     std::uint64_t reset_s = seconds_ceil(status.reset_ms);
     ZoneReport report{zone,
                       subject,
-                      row.quota(policy),
+                      status.limit,
                       row.used(policy, count.total),
                       status.remaining,
                       row.window_s(policy),
@@ -148,6 +171,7 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
     report.type = row.named_in_status ? row.name : std::string_view();
     report.takes_turns = row.takes_turns;
     report.next_ms = row.takes_turns && count.over ? status.reset_ms : 0;
+    report.override = count.override;
     return report;
 }
 

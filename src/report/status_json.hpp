@@ -49,6 +49,10 @@ struct ZoneReport {
     std::string_view type = {};           // "" for none: see above
     bool takes_turns = false;        // next_ms is reported
     std::uint64_t next_ms = 0;       // until a request would be admitted
+    // The subject's override in force (limits/override.hpp), reported as
+    // its limit, the seconds until it lapses (rounded up; -1: never) and,
+    // of a zone that takes turns, its rate.
+    Override override = {};
     // A concurrency zone's report has `limit` (its concurrency=) and these
     // instead of the window's fields.
     bool concurrency = false;

@@ -27,6 +27,8 @@ struct Fixture {
         zones[0].sum.units[3] = 35;
         zones[0].sum.settles[0] = 9;
         zones[0].sum.settles[2] = 1;
+        zones[0].sum.override_changes[0] = 2;
+        zones[0].sum.override_changes[1] = 1;
         zones[0].sum.local[1] = 4;
         zones[1].name = "login.v2";
         zones[1].limit = 5;
@@ -76,6 +78,8 @@ TEST(MetricsText, PrometheusNamesCountersWithTotal)
                        "outcome=\"dropped\"} 0\n"));
     EXPECT_TRUE(has(t, "nginx_ratelimit_settles_total{zone=\"api\","
                        "outcome=\"unknown\"} 1\n"));
+    EXPECT_TRUE(has(t, "nginx_ratelimit_override_changes_total{zone=\"api\","
+                       "change=\"removed\"} 1\n"));
     EXPECT_TRUE(has(t, "nginx_ratelimit_local_decisions_total{zone=\"api\","
                        "decision=\"rejected\"} 4\n"));
     EXPECT_TRUE(has(t, "nginx_ratelimit_local_seconds_total 1.500000\n"));
@@ -133,6 +137,7 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
                        "\"settle_added\":0,\"settle_returned\":35},"
                        "\"settles\":{\"applied\":9,\"dropped\":0,"
                        "\"unknown\":1,\"failed\":0},"
+                       "\"override_changes\":{\"set\":2,\"removed\":1},"
                        "\"local\":{\"passed\":0,\"rejected\":4}}"));
     EXPECT_TRUE(has(t, "\"local_seconds\":1.500000,\"workers\":"));
     EXPECT_TRUE(has(t, "\"workers\":[{\"state\":\"up\",\"requests_waiting\":3},"

@@ -157,6 +157,40 @@ TEST(StatusJson, GcraZoneReportsTurns)
     EXPECT_EQ(report.next_ms, 0u);
 }
 
+// A subject's override in force: its limit, the seconds until it lapses
+// (-1: never) and, of a GCRA zone, its rate; the limit and remaining are
+// the override's.
+TEST(StatusJson, OverrideInForce)
+{
+    Policy window{100, 60000, 1000, Algorithm::kSliding, 0};
+    ZoneCount count{7, 1699999999, false};
+    count.override = {true, 250, 60000, 1500};
+    ZoneReport report = report_zone("api", "k", overridden(window,
+                                                           count.override),
+                                    count, 1700000000000);
+    EXPECT_EQ(status_json(&report, 1),
+              "[{\"zone\":\"api\",\"key\":\"k\",\"limit\":250,\"used\":7,"
+              "\"remaining\":243,\"window\":60,\"reset\":1700000059,"
+              "\"retry_after\":0,\"override\":250,\"override_ttl\":2}]");
+
+    Policy gcra{10, 1000, 1000, Algorithm::kGcra, 0};
+    count = {0, 0, false};
+    count.override = {true, 10, 60000, 0};
+    report = report_zone("g", "k", overridden(gcra, count.override), count,
+                         1700000000000);
+    std::string json = status_json(&report, 1);
+    EXPECT_NE(json.find(",\"override\":10,\"override_ttl\":-1,"
+                        "\"override_rate\":\"10r/m\"}"),
+              std::string::npos) << json;
+
+    count.override = {true, 0, 60000, 30000};
+    report = report_zone("g", "k", overridden(gcra, count.override), count,
+                         1700000000000);
+    EXPECT_EQ(report.limit, 0u);
+    EXPECT_EQ(report.remaining, 0u);
+    EXPECT_EQ(report.retry_after, 30u);
+}
+
 TEST(StatusJson, IntervalFieldsAfterRetryAfter)
 {
     Policy ten{100, 10000, 1000};
@@ -292,6 +326,7 @@ TEST(StatusJsonFuzz, AnyBytesGiveValidJsonWithinBounds)
                           n(), n(), n(), row.interval_note, row.name,
                           rng() % 2 == 0, n()};
         report.concurrency = rng() % 2 == 0;
+        report.override = {rng() % 2 == 0, n(), n(), n()};
         report.in_flight = n();
         report.queued = n();
         report.queue_limit = n();
