@@ -17,6 +17,10 @@
 #   set, the share stays a half;
 # - a server that stops announcing (paused) is counted out 3 s after its
 #   member expired, not at once; counted again at once when it is back;
+# - a subject whose override (issue 41) of 4 each server heard from Redis
+#   before it went: each server admits its half of the override, 2; once
+#   Redis restarted empty (the override lost with it), its share of the
+#   zone's limit again;
 # - metrics: local decisions per zone and the time spent local.
 
 use strict;
@@ -24,6 +28,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use HTTP::Tiny;
 use Time::HiRes qw(time sleep);
 use RateLimitTest qw(hdr sleep_until_phase);
 
@@ -53,6 +58,7 @@ server {
     location /local/ { ratelimit zone=api; ratelimit_fail local; alias %%TMP%%/html/; }
     location /third/ { ratelimit zone=api; ratelimit_fail local servers=3; alias %%TMP%%/html/; }
     location = /metrics { ratelimit_metrics; }
+    location = /q { ratelimit_query zone=api override=on; }
 }
 EOF
 $t->write_conf($CONF);
@@ -76,7 +82,7 @@ sub admitted { scalar grep { $_->[0] == 200 } @_ }
 # timeout, at most one slow request per worker, then each server hammered
 # in one window admits its half.
 sub check_local {
-    my ($what, $tag) = @_;
+    my ($what, $tag, $override) = @_;
     my @first = map { [burst($_, 'local', "$tag-first", 1)] } @SERVERS;
     for my $i (0, 1) {
         my $e = $first[$i][0][1];
@@ -95,6 +101,12 @@ sub check_local {
         is($r[0][2], 10, "$what: server " . ($i + 1) . ": X-RateLimit-Limit is the local share");
     }
     is(admitted(burst($t, 'third', "$tag-t", 20)), 7, "$what: servers=3: 7 of 20 admitted");
+    for my $i (0, 1) {
+        is(admitted(burst($SERVERS[$i], 'local', 'ov', 6)), $override ? 2 : 6,
+            "$what: server " . ($i + 1) . ': '
+            . ($override ? "its half of the subject's override (4)"
+                         : 'the override Redis lost is forgotten: 6 of 6'));
+    }
 }
 
 # The time from $since until a request of each server is counted in Redis.
@@ -127,6 +139,11 @@ sub hand_back {
     is(join(' ', map { $_->[0] } @r), '200 200 200', 'redis up: passed');
     is($t->redis_window_total('rl:api:up'), 3, 'redis up: counted in redis');
     is($r[0][2], 20, 'redis up: X-RateLimit-Limit is the fleet limit');
+
+    is(HTTP::Tiny->new->request('PUT', $t->url('/q?zone=api&key=ov&limit=4'))->{status}, 204,
+        'redis up: an override of 4 for "ov"');
+    is(join(' ', map { $_->get_as('local', 'ov')->{status} } @SERVERS), '200 200',
+        'redis up: each server heard of it');
     sleep 1.2;    # every worker has read the count
 }
 
@@ -136,7 +153,7 @@ sub hand_back {
     kill 'KILL', $t->redis_pid;
     delete $t->{redis_pid};
     $t->_redis_close;
-    check_local('redis killed', 'k');
+    check_local('redis killed', 'k', 1);
 
     $t->start_redis(port => $REDIS_PORT);
     hand_back('redis restarted', time, 'k');
@@ -152,7 +169,7 @@ sub hand_back {
     ok($r[0][1] >= $TIMEOUT - 0.05 && $r[0][1] < $TIMEOUT + $MARGIN,
         sprintf('redis stalled: the first request waited the timeout (%.3f s)', $r[0][1]));
     is("$r[0][0] $r[0][2]", '200 10', 'redis stalled: the waiting request got the local decision');
-    check_local('redis stalled', 's');
+    check_local('redis stalled', 's', 0);
 
     kill 'CONT', $STOPPED;
     undef $STOPPED;

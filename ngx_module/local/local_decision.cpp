@@ -77,10 +77,9 @@ void decide_locally(RequestState *state) noexcept
             return;
         }
 
-        asks[i] = {view(state->keys[i]), local_share(state->limits[i],
-                                                     servers),
+        asks[i] = {view(state->keys[i]), state->limits[i], servers,
                    state->refs[i]->zone->policy.window_ms, state->costs[i],
-                   enforced(state, i), {}};
+                   enforced(state, i), 0, {}};
     }
 
     std::uint64_t now_ms = local::wall_clock_ms();

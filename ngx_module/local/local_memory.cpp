@@ -117,6 +117,8 @@ bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
         LocalCount *taken = take_count(pool, shared, ask.key, now_ms);
         LocalCount count = taken != nullptr ? *taken : LocalCount{0, 0, 0};
 
+        ask.share = local_share(local_limit(count, ask.limit, now_ms),
+                                ask.servers);
         ask.status = local_status(count, ask.share, ask.window_ms, now_ms,
                                   ask.cost);
         fits &= ask.status.fits || !ask.enforced;
@@ -138,6 +140,51 @@ bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
 
     ngx_shmtx_unlock(&pool->mutex);
     return fits;
+}
+
+void note_override(ngx_shm_zone_t *zone, std::string_view key,
+                   std::uint64_t limit, std::uint64_t left_ms,
+                   std::uint64_t now_ms) noexcept
+{
+    ngx_slab_pool_t *pool = pool_of(zone);
+
+    ngx_shmtx_lock(&pool->mutex);
+
+    if (LocalCount *count = take_count(pool, shared_of(zone), key, now_ms)) {
+        count->override_limit = limit + 1;
+        count->override_end_ms = left_ms > 0 ? now_ms + left_ms : 0;
+    }
+
+    ngx_shmtx_unlock(&pool->mutex);
+}
+
+void forget_override(ngx_shm_zone_t *zone, std::string_view key) noexcept
+{
+    ngx_slab_pool_t *pool = pool_of(zone);
+
+    ngx_shmtx_lock(&pool->mutex);
+
+    if (KeyedEntry *entry = find_keyed(&shared_of(zone)->subjects, key)) {
+        count_of(entry)->override_limit = 0;
+    }
+
+    ngx_shmtx_unlock(&pool->mutex);
+}
+
+void forget_overrides(ngx_shm_zone_t *zone) noexcept
+{
+    ngx_slab_pool_t *pool = pool_of(zone);
+    KeyedTable *subjects = &shared_of(zone)->subjects;
+
+    ngx_shmtx_lock(&pool->mutex);
+
+    for (KeyedEntry *e = oldest_keyed(subjects); e != nullptr;
+         e = newer_keyed(subjects, e))
+    {
+        count_of(e)->override_limit = 0;
+    }
+
+    ngx_shmtx_unlock(&pool->mutex);
 }
 
 ngx_uint_t live_servers(ngx_shm_zone_t *zone) noexcept

@@ -28,14 +28,18 @@ inline std::uint64_t wall_clock_ms()
 // After the http block is read: adds the zone if mcf->local.
 ngx_int_t add_shared_zone(ngx_conf_t *cf, MainConf *mcf) noexcept;
 
-// One zone of a request decided locally: `share` units per window of
-// `window_ms`, `cost` asked; `status` is filled in.
+// One zone of a request decided locally: the zone's `limit`, shared among
+// `servers`, per window of `window_ms`, `cost` asked; `share` (this
+// server's of the limit, or of the subject's override) and `status` are
+// filled in.
 struct LocalAsk {
     std::string_view key;
-    std::uint64_t share;
+    std::uint64_t limit;
+    ngx_uint_t servers;
     std::uint64_t window_ms;
     std::uint64_t cost;
     bool enforced;          // not a dry run: may reject
+    std::uint64_t share;
     LocalStatus status;
 };
 
@@ -44,6 +48,18 @@ struct LocalAsk {
 // true is returned.
 bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
                    std::uint64_t now_ms) noexcept;
+
+// Redis told at now_ms (wall clock) of `key`'s subject's override, of
+// `limit` in the zone's window, lapsing `left_ms` later (0: never): kept
+// beside its count, to share out while Redis cannot be reached.  Only a
+// set one is noted: one removed or changed is forgotten as its forgiving
+// comes (rate/forgive_listener.hpp), all of them when forgivings may have
+// been missed.
+void note_override(ngx_shm_zone_t *zone, std::string_view key,
+                   std::uint64_t limit, std::uint64_t left_ms,
+                   std::uint64_t now_ms) noexcept;
+void forget_override(ngx_shm_zone_t *zone, std::string_view key) noexcept;
+void forget_overrides(ngx_shm_zone_t *zone) noexcept;
 
 // The live servers of the fleet as the workers learnt them from Redis; 0
 // until one has.

@@ -11,8 +11,9 @@ namespace ratelimit {
 
 ForgiveListener::ForgiveListener(RedisLink *link, const ngx_str_t &prefix,
                                  const ngx_str_t &wake_key,
-                                 DenyCache *denied, ngx_log_t *log) noexcept
-    : link_(link), denied_(denied), log_(log)
+                                 DenyCache *denied, ngx_shm_zone_t *local,
+                                 ngx_log_t *log) noexcept
+    : link_(link), denied_(denied), local_(local), log_(log)
 {
     try {
         channel_.assign(view(prefix));
@@ -94,6 +95,11 @@ void ForgiveListener::on_message(void *data, std::string_view message) noexcept
 
     if (!key.empty()) {
         listener->denied_->forget(key);
+
+        if (listener->local_ != nullptr) {
+            local::forget_override(listener->local_, key);
+        }
+
         return;
     }
 
@@ -107,7 +113,17 @@ void ForgiveListener::on_message(void *data, std::string_view message) noexcept
 
 void ForgiveListener::on_change(void *data) noexcept
 {
-    static_cast<ForgiveListener *>(data)->denied_->clear();
+    auto *listener = static_cast<ForgiveListener *>(data);
+
+    listener->denied_->clear();
+
+    // Subscribed again: a removal may have been missed.  Not as it is lost
+    // (Redis gone), when fail local needs them most.
+    if (listener->local_ != nullptr && listener->subscriber_ != nullptr
+        && listener->subscriber_->subscribed())
+    {
+        local::forget_overrides(listener->local_);
+    }
 }
 
 }  // namespace ratelimit

@@ -7,7 +7,8 @@
 // rejection it remembers of a forgiven key (its DenyCache).  Pub/Sub loses
 // what is published while it is not subscribed: each time it subscribes
 // again, or loses its subscription, the worker forgets every rejection it
-// remembers, which costs a call to Redis each, never a wrong answer.
+// remembers, which costs a call to Redis each, never a wrong answer; and
+// each time it subscribes again, the overrides fail local keeps.
 #pragma once
 
 #include <string>
@@ -23,9 +24,11 @@ class ForgiveListener {
 public:
     // `wake_key` signs the messages it sends and checks those it receives
     // (empty: none are signed, and any is taken); `denied` outlives it.
+    // `local` (nullptr: none), the memory fail local counts in, forgets
+    // the overrides of forgiven keys too (local/local_memory.hpp).
     ForgiveListener(RedisLink *link, const ngx_str_t &prefix,
                     const ngx_str_t &wake_key, DenyCache *denied,
-                    ngx_log_t *log) noexcept;
+                    ngx_shm_zone_t *local, ngx_log_t *log) noexcept;
     ~ForgiveListener();
 
     ForgiveListener(const ForgiveListener &) = delete;
@@ -56,6 +59,7 @@ private:
 
     RedisLink *link_;
     DenyCache *denied_;
+    ngx_shm_zone_t *local_;
     ngx_log_t *log_;
     std::string channel_;     // "PREFIX:wake:forgive"
     std::string wake_key_;    // may be empty

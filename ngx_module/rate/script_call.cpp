@@ -4,6 +4,7 @@
 #include "worker/worker_objects.hpp"
 #include "limits/deny_cache.hpp"
 #include "local/local_decision.hpp"
+#include "local/local_memory.hpp"
 #include "limits/algorithms.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
@@ -122,6 +123,20 @@ ngx_msec_t turn_wait_ms(const RequestState *state)
     return static_cast<ngx_msec_t>(wait_ms);
 }
 
+// Keeps an override Redis told of where fail local shares it out (see
+// local/local_memory.hpp).
+void note_local_override(const RequestState *state, ngx_uint_t i)
+{
+    ngx_shm_zone_t *local = main_conf(state->r)->local_zone;
+    const Override &o = state->counts[i].override;
+
+    if (local != nullptr && o.set) {
+        local::note_override(local, view(state->keys[i]),
+                             override_in_window(sent_policy_of(state, i), o),
+                             o.left_ms, local::wall_clock_ms());
+    }
+}
+
 void take_counts(RequestState *state, std::uint64_t now_ms,
                  const ScriptReply &reply)
 {
@@ -141,6 +156,7 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         applied[i] = policy_of(state, i);
         policies[i] = &applied[i];
         enforcing[i] = enforced(state, i);
+        note_local_override(state, i);
     }
 
     std::optional<Verdict> verdict = decide_verdict(policies, enforcing,

@@ -50,6 +50,16 @@ void local_note_full(LocalCount *count, const LocalStatus &status,
     }
 }
 
+std::uint64_t local_limit(const LocalCount &count, std::uint64_t limit,
+                          std::uint64_t now_ms)
+{
+    bool alive = count.override_limit > 0
+                 && (count.override_end_ms == 0
+                     || now_ms < count.override_end_ms);
+
+    return alive ? count.override_limit - 1 : limit;
+}
+
 bool local_full(const LocalCount &count, std::uint64_t now_ms)
 {
     return now_ms < count.full_until_ms;

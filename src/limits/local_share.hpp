@@ -18,7 +18,17 @@ struct LocalCount {
     std::uint64_t used;
     std::uint64_t full_until_ms;  // the end of the window in which the
                                   // share was used up; 0: not yet
+    // The subject's override of the zone's limit (limits/override.hpp) as
+    // this server last heard it from Redis: 1 + its limit, 0 for none;
+    // and the wall-clock ms at which it lapses, 0 for never.
+    std::uint64_t override_limit = 0;
+    std::uint64_t override_end_ms = 0;
 };
+
+// The limit the count's subject has at now_ms: its override while it is
+// in force, else `limit`, the zone's.
+std::uint64_t local_limit(const LocalCount &count, std::uint64_t limit,
+                          std::uint64_t now_ms);
 
 // A request of `cost` units against the share, at now_ms: whether it fits,
 // the units the window admits after it (after its cost if it fits), and

@@ -26,6 +26,11 @@ struct OverrideChange {
     std::uint64_t ttl_ms;
 };
 
+// The override's limit in the window of `policy`, its zone's: a count as
+// it is; a rate's requests in that window, rounded down, at most 2^53.
+std::uint64_t override_in_window(const Policy &policy,
+                                 const Override &override);
+
 // The policy a zone applies to a subject under its override: a window
 // zone's limit is the override's, per the zone's own window; a zone that
 // takes turns (GCRA) takes its rate, the override's limit per its window.

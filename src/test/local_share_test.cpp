@@ -82,5 +82,25 @@ TEST(LocalShare, FullUntilTheWindowEnds)
     EXPECT_FALSE(local_full(refused, 20000));
 }
 
+// A subject's override, as this server heard it from Redis, is its limit
+// while it is in force: to its end, or for ever; none is the zone's.
+TEST(LocalShare, OverrideWhileInForce)
+{
+    LocalCount count{};
+    EXPECT_EQ(local_limit(count, 20, 1000), 20u);
+
+    count.override_limit = 4 + 1;
+    EXPECT_EQ(local_limit(count, 20, 1000), 4u);
+
+    count.override_end_ms = 2000;
+    EXPECT_EQ(local_limit(count, 20, 1999), 4u);
+    EXPECT_EQ(local_limit(count, 20, 2000), 20u);
+
+    count.override_limit = 0 + 1;
+    count.override_end_ms = 0;
+    EXPECT_EQ(local_limit(count, 20, 5000), 0u);
+    EXPECT_EQ(local_share(local_limit(count, 20, 5000), 2), 0u);
+}
+
 }  // namespace
 }  // namespace ratelimit
