@@ -18,6 +18,19 @@
 # request waits longer than timeout + 50 ms; no [alert], no crashed worker.
 # With cross_slot: exact too, and zones of one request whose keys are in
 # two slots of one master are decided in one call (no undo needed).
+# Overrides (issue 41), the servers restarted with `ratelimit_query ...
+# override=on`: a PUT through the status API writes the subject's side key
+# PREFIX:ZONE+:{TAG}SUBJECT and its zone's marker in that slot,
+# PREFIX:ZONE+{N} (N: the smallest number whose CRC16 falls in the slot),
+# on the subject's master: CLUSTER KEYSLOT of the count key, the side key
+# and the marker agree, the marker is the only one in the cluster, and the
+# subject's next requests, on either server, obey the override
+# (X-RateLimit-Limit, the number admitted); a subject of another slot,
+# whose side key was set with no marker in its slot, keeps the zone's
+# limit (its slot's calls read no side key).  With cross_slot the calls
+# name no markers and read every side key: the PUT's override applies, a
+# side key with no marker in its slot too, and one in a call of two slots
+# of one master.
 
 use strict;
 use warnings;
@@ -29,6 +42,7 @@ use Digest::SHA qw(sha1_hex);
 use FaultTest qw(rhdr sr tally);
 use ClusterTest;
 use HoldBackend;
+use HTTP::Tiny;
 
 RateLimitTest::require_module();
 
@@ -65,6 +79,7 @@ my $SEEDS = "127.0.0.1:$SEED_M 127.0.0.1:$SEED_R";
 my $FLEET_SECRET = 'one secret for the fleet';
 $c->{fleet_secret} = $FLEET_SECRET;
 sub key { ClusterTest::subject_key('rl', $_[0], $_[1], $FLEET_SECRET) }
+sub side { ClusterTest::side_key('rl', $_[0], $_[1], $FLEET_SECRET) }
 
 # Waits for an undo or a settle to land (one batch and a round trip to
 # each master: at most 3 s on a loaded machine), then compares.
@@ -112,9 +127,13 @@ server {
 }
 EOF
 
+# With $override, a status location whose PUT sets overrides: every rate
+# zone reads its subjects' side keys (issue 41).
 sub conf {
-    my ($t, $redis_line) = @_;
+    my ($t, $redis_line, $override) = @_;
     (my $zones = $ZONES) =~ s/%%HOLD%%/$HOLD/g;
+    $zones =~ s/\n}\n\z/\n    location = \/q { ratelimit_query zone=api zone=a override=on; }\n}\n/ or die
+        if $override;
     $t->write_conf("$redis_line\n$zones");
 }
 
@@ -581,6 +600,73 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     }
 }
 
+# --- 6. overrides (issue 41) ---------------------------------------------------------------
+
+# Both servers restarted with `ratelimit_redis $line`, overrides on.
+sub restart_overrides {
+    my ($name, $line) = @_;
+    for my $t (@T) {
+        $t->stop_nginx;
+        conf($t, $line, 1);
+        $t->start_nginx;
+    }
+    ok(defined(($T[$_]->wait_passed('open', "$name-up", 5))[0]), "$name: server " . ($_ + 1) . ' PASSED') for 0, 1;
+    $c->refresh;
+}
+
+sub put_override {
+    my ($t, $query) = @_;
+    return HTTP::Tiny->new(timeout => 5)->request('PUT', $t->url("/q?$query"));
+}
+
+# The keys of node $port matching $pattern, by SCAN.
+sub scan_keys {
+    my ($port, $pattern) = @_;
+    my ($cursor, @keys) = (0);
+    do {
+        my $r = $c->node($port, 'SCAN', $cursor, 'MATCH', $pattern, 'COUNT', 1000);
+        $cursor = $r->[0];
+        push @keys, @{ $r->[1] };
+    } while ($cursor ne '0');
+    return @keys;
+}
+
+# $n requests of $subject at $loc, to the servers in turn (server 2 first).
+sub alternating {
+    my ($loc, $subject, $n, $user) = @_;
+    return map { FaultTest::raw_get($T[$_ % 2]->port('PORT'), "/$loc/index.html",
+        { 'X-Api-Key' => $subject, $user ? ('X-User' => $user) : () }) } 1 .. $n;
+}
+
+{
+    restart_overrides('overrides', "ratelimit_redis cluster $SEEDS timeout=100ms connect_timeout=200ms fleet_secret_file=$fleetfile;");
+    my @m = map { $_->{port} } $c->masters;
+    my $S = $c->key_in($m[0], 'ovS', 'api');
+    my $slot = ClusterTest::keyslot(key('api', $S));
+    my $marker = ClusterTest::marker_key('rl', 'api', $slot);
+    my $put = put_override($t1, "zone=api&key=$S&limit=8");
+    is($put->{status}, 204, "overrides: PUT ?zone=api&key=$S&limit=8 through server 1: 204") or diag($put->{content});
+    my @r = alternating('closed', $S, 10);
+    is(rhdr($r[0], 'X-RateLimit-Limit'), 8, "overrides: the subject's next request, on server 2: X-RateLimit-Limit 8");
+    is(FaultTest::statuses(@r), join(' ', ('200') x 8, '429', '429'), 'overrides: 8 admitted from both servers, not 5');
+    is(join(' ', map { $c->node($m[0], 'CLUSTER', 'KEYSLOT', $_) } key('api', $S), side('api', $S), $marker),
+        "$slot $slot $slot", "overrides: CLUSTER KEYSLOT of the count key, the side key and $marker: one slot ($slot)");
+    my @markers = map { my $p = $_; map { "$_ on $p" } scan_keys($p, 'rl:*+{*') } @m;
+    is("@markers", "$marker on $m[0]", "overrides: the marker of the subject's slot, on its master, the only one in the cluster");
+    is($c->node($m[0], 'GET', side('api', $S)), 'o=8,60000,0', 'overrides: the side key holds the override, on that master');
+    is($c->node($m[0], 'ZSCORE', $marker, side('api', $S)), 'inf', 'overrides: the marker lists it');
+
+    # another slot of the same master: a side key set there with no PUT
+    my $S2;
+    do { $S2 = $c->key_in($m[0], 'ovS2', 'api') } until ClusterTest::keyslot(key('api', $S2)) != $slot;
+    my $slot2 = ClusterTest::keyslot(key('api', $S2));
+    is($c->node($m[0], 'SET', side('api', $S2), 'o=8,60000,0'), 'OK', "overrides: a side key of $S2 (slot $slot2, the same master) set by hand");
+    is($c->node($m[0], 'EXISTS', ClusterTest::marker_key('rl', 'api', $slot2)), 0, "overrides: no marker in slot $slot2");
+    my @r2 = alternating('closed', $S2, 7);
+    is(FaultTest::statuses(@r2) . ' / ' . (rhdr($r2[0], 'X-RateLimit-Limit') // '-'), '200 200 200 200 200 429 429 / 5',
+        "overrides: its slot's calls read no side key: the zone's limit (5)");
+}
+
 # --- cross_slot: a master's requests of a loop turn in one call ---------------------------
 
 {
@@ -648,6 +734,36 @@ sub map_lines { my $n = 0; $n += $_->count_log($MAP) for @T; $n }
     cmp_ok($n{'503/ERROR'} // 0, '<=', 4, 'cross_slot: at most a request per worker got the fail policy meanwhile')
         or diag("@after");
     is($c->window_total($k), $LIMIT, "cross_slot: $LIMIT counted there");
+}
+
+# --- cross_slot with overrides: calls name no markers, read every side key -----------------
+
+{
+    restart_overrides('cross_slot, overrides', "ratelimit_redis cluster $SEEDS cross_slot timeout=100ms connect_timeout=200ms fleet_secret_file=$fleetfile;");
+    my @m = map { $_->{port} } $c->masters;
+    my $S = $c->key_in($m[1], 'xoS', 'api');
+    my $put = put_override($t2, "zone=api&key=$S&limit=8");
+    is($put->{status}, 204, "cross_slot, overrides: PUT ?zone=api&key=$S&limit=8 through server 2: 204") or diag($put->{content});
+    my @r = alternating('closed', $S, 10);
+    is(FaultTest::statuses(@r) . ' / ' . (rhdr($r[0], 'X-RateLimit-Limit') // '-'), join(' ', ('200') x 8, '429', '429') . ' / 8',
+        'cross_slot, overrides: 8 admitted from both servers, X-RateLimit-Limit 8');
+
+    my $S2 = $c->key_in($m[2], 'xoS2', 'api');
+    my $slot2 = ClusterTest::keyslot(key('api', $S2));
+    is($c->node($m[2], 'SET', side('api', $S2), 'o=2,60000,0'), 'OK', "cross_slot, overrides: a side key of $S2 (slot $slot2) set by hand");
+    is($c->node($m[2], 'EXISTS', ClusterTest::marker_key('rl', 'api', $slot2)), 0, "cross_slot, overrides: no marker in slot $slot2");
+    my @r2 = alternating('closed', $S2, 4);
+    is(FaultTest::statuses(@r2) . ' / ' . (rhdr($r2[0], 'X-RateLimit-Limit') // '-'), '200 200 429 429 / 2',
+        'cross_slot, overrides: read all the same, with no marker: 2 admitted');
+
+    # zones a (3) and b (5), subjects in two slots of one master: one call
+    my $K = $c->key_in($m[0], 'xoK', 'a');
+    my $U;
+    do { $U = $c->key_in($m[0], 'xoU', 'b') } until ClusterTest::keyslot(key('b', $U)) != ClusterTest::keyslot(key('a', $K));
+    is(put_override($t1, "zone=a&key=$K&limit=4")->{status}, 204, "cross_slot, overrides: zone a of $K raised to 4");
+    my @r3 = alternating('two', $K, 6, $U);
+    is(FaultTest::statuses(@r3), '200 200 200 200 429 429', 'cross_slot, overrides: zones a and b in two slots of one master: 4 admitted, then rejected by a');
+    is($c->window_total(key('a', $K)) . '/' . $c->window_total(key('b', $U)), '4/4', 'cross_slot, overrides: a=4 and b=4 at once (one call, no undo)');
 }
 
 $T[$_]->stop_and_check('server ' . ($_ + 1)) for 0, 1;

@@ -24,7 +24,12 @@
 #   once, none failed (a call the unloaded command refused ran nothing and
 #   is sent again as the script); and the other way, this tree's replaced
 #   by the old release's: this tree's server's calls, refused whole by it,
-#   sent again as the script;
+#   sent again as the script; there this tree's server has `ratelimit_query
+#   ... override=on` (its calls name marker keys, a count the old release's
+#   module refuses too), and a subject's override set through its status
+#   API (limit 7, zone small's 5) holds through the change: decided by the
+#   command before (X-RateLimit-Limit 7), by the script after, 7 admitted
+#   in all;
 # - then the switch: the old server replaced by one of this tree's, both
 #   with layout=packed, in the same Redis: each subject's count goes on
 #   from its hash, which its first request there made a packed string, a
@@ -41,7 +46,8 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use RateLimitTest;
+use RateLimitTest qw(hdr);
+use HTTP::Tiny;
 
 my $OLD = $ENV{RATELIMIT_OLD_MODULE};
 plan skip_all => 'RATELIMIT_OLD_MODULE (the release before, built) not set'
@@ -86,6 +92,8 @@ my $ROUNDS = 6;
 # (the old one does not know the parameter).
 (my $HASH_CONF = $CONF) =~ s/timeout=2s;/timeout=2s layout=hash;/ or die;
 (my $PACKED_CONF = $CONF) =~ s/timeout=2s;/timeout=2s layout=packed;/ or die;
+# ... with overrides (issue 41): every rate zone reads its side keys.
+(my $OVERRIDE_CONF = $HASH_CONF) =~ s|(location /small/[^\n]*\n)|$1    location = /q { ratelimit_query zone=small override=on; }\n| or die;
 
 my $SHA;
 
@@ -108,12 +116,14 @@ sub status_line { join ' ', map { $_->{status} } @_ }
 
 # Starts Redis (with `module_args`) and both servers, each worker of
 # each connected and told whether it uses the command or the script.
+# This tree's server's configuration: \$text first, or $HASH_CONF.
 sub start_fleet {
     my ($name, @module_args) = @_;
+    my $new_conf = ref $module_args[0] eq 'SCALAR' ? ${ shift @module_args } : $HASH_CONF;
     RateLimitTest::sleep_until_phase(60, 0) if time % 3600 >= 3540;
     $new->start_redis(redis_module => 0, args => \@module_args);
     $SHA = $new->redis('SCRIPT', 'LOAD', RateLimitTest::window_script());
-    $new->write_conf($HASH_CONF);
+    $new->write_conf($new_conf);
     $old->write_conf($CONF, module => $OLD);
     start_servers($name);
 }
@@ -229,22 +239,45 @@ sub module_replaced {
 
 # This tree's Redis module replaced by the old release's, under both
 # servers' live connections: this tree's server's calls, refused whole,
-# go to the script.
+# go to the script.  This tree's server reads overrides; subject "ov" has
+# one (limit 7 in zone small), set through its status API.
 sub module_downgraded {
     my $name = "this tree's Redis module replaced by the old release's";
-    start_fleet($name, '--loadmodule', $NEW_REDIS,
+    start_fleet($name, \$OVERRIDE_CONF, '--loadmodule', $NEW_REDIS,
                 '--enable-module-command', 'yes');
     send_rounds("$name, before", 'slide', 2);
+    my $put = HTTP::Tiny->new(timeout => 5)->request(
+        'PUT', $new->url('/q?zone=small&key=ov&limit=7'));
+    is($put->{status}, 204, "$name: an override of \"ov\" set, limit 7");
+    my $decided = $new->redis('INFO', 'commandstats')
+                  =~ /^cmdstat_ratelimit\.decide:calls=(\d+)/m ? $1 : 0;
+    my @ov = map { $new->get('/small/index.html', { 'X-Api-Key' => 'ov' }) }
+             1 .. 2;
+    is(status_line(@ov) . ' ' . (hdr($ov[0], 'X-RateLimit-Limit') // '-'),
+       '200 200 7', "$name: the override applies (X-RateLimit-Limit 7)");
+    my $decided_after = $new->redis('INFO', 'commandstats')
+                        =~ /^cmdstat_ratelimit\.decide:calls=(\d+)/m ? $1 : 0;
+    cmp_ok($decided_after, '>=', $decided + 2,
+           "$name: decided by this tree's Redis module's command");
+    # (the PUT was an EVAL)
+    my $eval = sub { ($new->redis('INFO', 'commandstats')
+                      =~ /^cmdstat_eval:calls=(\d+)/m)[0] // 0 };
+    my $eval_before = $eval->();
     is($new->redis('MODULE', 'UNLOAD', 'ratelimit'), 'OK',
        "$name: this tree's unloaded");
     is($new->redis('MODULE', 'LOAD', $OLD_REDIS), 'OK',
        "$name: the old release's loaded");
-    my $eval = sub { ($new->redis('INFO', 'commandstats')
-                      =~ /^cmdstat_eval:calls=(\d+)/m)[0] // 0 };
+    # the first calls of this tree's server after the change: refused,
+    # sent again as the script
+    @ov = map { $new->get('/small/index.html', { 'X-Api-Key' => 'ov' }) }
+          1 .. 7;
+    is(status_line(@ov) . ' ' . (hdr($ov[0], 'X-RateLimit-Limit') // '-'),
+       '200 200 200 200 200 429 429 7',
+       "$name: the override holds: 7 admitted in all");
     send_rounds("$name, after", 'slide', 4);
     is($new->count_log(qr/no longer knows ratelimit\.decide/), $WORKERS,
        "$name: this tree's server's calls refused, each worker said so");
-    ok($eval->() >= 1, "$name: the refused calls sent again as the script"
+    ok($eval->() > $eval_before, "$name: the refused calls sent again as the script"
        . ' (EVAL)');
     is(counts_in_redis('slide'), join(' ', (6) x $SUBJECTS),
        "$name: each subject counted once a request, in Redis");
@@ -332,7 +365,7 @@ SKIP: {
     phase("this tree's Redis module", '--loadmodule', $NEW_REDIS);
 }
 SKIP: {
-    skip 'both releases\' Redis modules needed', 23
+    skip 'both releases\' Redis modules needed', 27
         unless $NEW_REDIS && $OLD_REDIS && -f $OLD_REDIS;
     module_replaced();
     module_downgraded();

@@ -47,6 +47,12 @@ package ClusterTest;
 #       PREFIX:ZONE#{TAG}SHA1HEX past 256 bytes; TAG: 8 hex digits of
 #       HMAC-SHA-1 of the subject under the tag key, HMAC-SHA-1 of
 #       "ratelimit hash tag" under the fleet secret (default: no key)
+#   ClusterTest::side_key($prefix, $zone, $subject[, $secret])   the
+#       subject's side key (issue 41), beside its count key in its slot:
+#       PREFIX:ZONE+:{TAG}SUBJECT, or PREFIX:ZONE+#{TAG}SHA1HEX
+#   ClusterTest::marker_key($prefix, $zone, $slot)   the zone's marker in
+#       that slot: PREFIX:ZONE+{N}, N the smallest number whose CRC16 falls
+#       in the slot (the module's write_slot_tag())
 
 use strict;
 use warnings;
@@ -89,6 +95,25 @@ sub subject_key {
     my $tag = '{' . substr(hmac_sha1_hex($subject, $tag_key), 0, 8) . '}';
     return length($subject) > 256 ? "$prefix:$zone#$tag" . sha1_hex($subject)
                                   : "$prefix:$zone:$tag$subject";
+}
+
+sub side_key {
+    my ($prefix, $zone, $subject, $secret) = @_;
+    my $key = subject_key($prefix, $zone, $subject, $secret);
+    substr($key, length("$prefix:$zone"), 0) = '+';
+    return $key;
+}
+
+my %slot_tag;
+
+sub marker_key {
+    my ($prefix, $zone, $slot) = @_;
+    $slot_tag{$slot} //= do {
+        my $n = 0;
+        $n++ while crc16($n) % 16384 != $slot;
+        $n;
+    };
+    return "$prefix:$zone+{$slot_tag{$slot}}";
 }
 
 sub new {
