@@ -496,6 +496,15 @@ my @CASES = (
         loc => '            ratelimit zone=z60;',
     },
     {
+        # the same zone where a status location has override=on (issue
+        # 41), no override set: each call checks the zone's marker
+        id => 'sliding_side', label => '3o. module sliding 60s/1s, override=on, no override set', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone z60o key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60o;',
+        extra => '        location = /q { ratelimit_query zone=z60o override=on; }',
+    },
+    {
         # the same zone, its limit from a map on the key (every key gets
         # the same limit: only the per-request evaluation differs)
         id => 'sliding_var', label => '3v. module sliding 60s/1s, limit=$variable from a map', limiter => 1,
@@ -596,6 +605,15 @@ my @CASES = (
         http => $MODULE_REDIS_LINE
             . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
         loc => '            ratelimit zone=z60;',
+    },
+    {
+        # the same, override=on and no override set (issue 41)
+        id => 'native_side', label => '3no. module sliding 60s/1s, Redis module command, override=on, no override set', limiter => 1,
+        redis => $rt_module,
+        http => $MODULE_REDIS_LINE
+            . "    ratelimit_zone z60o key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+        loc => '            ratelimit zone=z60o;',
+        extra => '        location = /q { ratelimit_query zone=z60o override=on; }',
     },
     {
         # the same on a cluster of 3 masters that have the module: one
@@ -1315,6 +1333,17 @@ target('a settle on every request >= 0.85x the same zone without (3s / 3)',
     defined $r_settle ? $r_settle >= 0.85 : undef,
     sprintf('%sx; Redis CPU %s us/req against %s us', f('%.2f', $r_settle),
         f('%.2f', median(col('sliding_settle', 'cpu_us'))), f('%.2f', median(col('sliding', 'cpu_us')))));
+for my $pair (['sliding_side', 'sliding', 'the script, 3o / 3'],
+              ['native_side', 'native', 'the Redis module command, 3no / 3n']) {
+    my ($id, $base, $what) = @$pair;
+    my $cpu = median(col($id, 'cpu_us'));
+    my $cpu_base = median(col($base, 'cpu_us'));
+    my $r = (defined $cpu && $cpu_base) ? $cpu / $cpu_base : undef;
+    target("override=on, no override set: Redis CPU per request within 5% of without ($what)",
+        defined $r ? $r <= 1.05 : undef,
+        sprintf('%s vs %s us/req (x%s; commandstats usec %s vs %s)', f('%.2f', $cpu), f('%.2f', $cpu_base),
+            f('%.3f', $r), f('%.2f', median(col($id, 'usec'))), f('%.2f', median(col($base, 'usec')))));
+}
 my $r_tls = median(ratios('sliding_tls', 'sliding'));
 target('module sliding over TLS >= 0.9x over TCP', defined $r_tls ? $r_tls >= 0.9 : undef, f('%.2fx', $r_tls));
 for my $mode (['sliding_cluster', 'one call per slot', 'sliding'], ['sliding_cross', 'cross_slot', 'sliding'],

@@ -98,8 +98,8 @@
 #   base B) reads, for each use, the side key of the use's count key K: B,
 #   then K from its byte #B on (m:a:s0 -> m:a+:s0); it does when its
 #   marker key exists, of any type (the call's last keys, one per side
-#   zone in the order of the zones, named where "m" precedes the layout
-#   letter), and always in a call that names none.  The side value's first
+#   zone in the order of the zones, named where the layout letter is
+#   upper-case), and always in a call that names none.  The side value's first
 #   part (parts end at ";") of the form o=L,W,X, decimal digits, is the
 #   subject's override, in force when L <= 2^53, 1 <= W <= 604800000000000
 #   ms, X <= 2^53 and X = 0 or X > now.  One out of those bounds, lapsed
@@ -271,7 +271,7 @@ my $call;       # the implementation under test
 my %side;       # side key => its value (['hash']: a hash), as last set
 my %marker;     # side zone name => its marker's type ('string', 'hash'),
                 # absent if none
-my $marked;     # the batch names marker keys ('m')
+my $marked;     # the batch names marker keys ("P" or "H")
 my %reads;      # side zone name => 1: the batch reads its side keys
 
 # Reads `key` in zone `z` at `now` as the script does: the buckets that left
@@ -1188,7 +1188,7 @@ sub run_model {
         # order of the zones.
         my @markers = $marked ? map { $_->{side} // () } @zones : ();
         my $reply = $call->(@keys + @markers, @keys, @markers,
-            scalar(@zones) . ($marked ? 'm' : '') . $new_layout,
+            scalar(@zones) . ($marked ? uc $new_layout : $new_layout),
             (map { ($_->{limit}, $_->{width}, $_->{span}, $_->{kind}, mode($_)) } @zones),
             map { entry($_, \%number) } @reqs);
 

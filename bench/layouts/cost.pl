@@ -95,7 +95,7 @@ $redis->command('ZADD', $MARKER, 0, 'none') if $SIDE == 2;
 sub decide {
     my @keys = @_;
     my $n = @keys;
-    my @zone = ('1' . ($SIDE ? 'm' . ($ENV{LAYOUT} // 'h')
+    my @zone = ('1' . ($SIDE ? uc($ENV{LAYOUT} // 'h')
                               : $ENV{LAYOUT} // ''), @ZONE);
     push @keys, $MARKER if $SIDE;
     if ($CASE eq 'incr') {

@@ -45,8 +45,8 @@ bool decimal(std::string_view text)
 
 // The number of zones as the script reads it (batch_protocol.hpp): a
 // number ("3": hashes), or one followed by the layout letter of the window
-// zones' new keys, whether packed strings ("3p"), and between them
-// kMarkerKeys where the call names marker keys ("3mp").
+// zones' new keys, whether packed strings ("3p"), in its marked form
+// where the call names marker keys ("3P").
 bool zone_count_of(redis::String *str, std::size_t *out, bool *packed,
                    bool *marked)
 {
@@ -58,21 +58,16 @@ bool zone_count_of(redis::String *str, std::size_t *out, bool *packed,
         return true;
     }
 
-    if (text.empty()
-        || (text.back() != kLayoutPacked && text.back() != kLayoutHash))
-    {
+    char layout = text.empty() ? '\0' : text.back();
+    *marked = layout == kLayoutPackedMarked || layout == kLayoutHashMarked;
+    *packed = layout == kLayoutPacked || layout == kLayoutPackedMarked;
+
+    if (!*marked && layout != kLayoutPacked && layout != kLayoutHash) {
         return false;
     }
 
-    *packed = text.back() == kLayoutPacked;
     text.remove_suffix(1);
-
-    if (count_of(text, out)) {
-        return true;
-    }
-
-    *marked = !text.empty() && text.back() == kMarkerKeys;
-    return *marked && count_of(text.substr(0, text.size() - 1), out);
+    return count_of(text, out);
 }
 
 // The entry's letter, then a decimal per zone, "," between them, ":"

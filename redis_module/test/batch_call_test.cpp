@@ -1,5 +1,5 @@
 // The command's arguments read into a call (command/batch_call.hpp): the
-// number of zones with its layout letter and kMarkerKeys, a side zone's
+// number of zones with its layout letter, marked or not, a side zone's
 // mode and base, and the keys the entries name, with the marker keys,
 // against numkeys.  The arguments are std::strings handed over as Redis
 // strings.
@@ -71,7 +71,7 @@ protected:
 // 0's too, a dry run of side mode.
 TEST_F(BatchCallTest, MarkerKeysBeforeTheLetter)
 {
-    ASSERT_EQ(parse(2, "2mp", "1", {"c\1"}), nullptr);
+    ASSERT_EQ(parse(2, "2P", "1", {"c\1"}), nullptr);
     EXPECT_TRUE(call.marked);
     EXPECT_TRUE(call.zones[0].packed);
     EXPECT_EQ(call.count_keys, 1u);
@@ -80,7 +80,7 @@ TEST_F(BatchCallTest, MarkerKeysBeforeTheLetter)
     EXPECT_EQ(call.zones[1].side_base, "rl:g+");
     EXPECT_TRUE(call.zones[1].enforce);
 
-    ASSERT_EQ(parse(5, "2mh", "2rl:s+", {"p\0\1"s, "c\1"}), nullptr);
+    ASSERT_EQ(parse(5, "2H", "2rl:s+", {"p\0\1"s, "c\1"}), nullptr);
     EXPECT_TRUE(call.marked);
     EXPECT_FALSE(call.zones[0].packed);
     EXPECT_FALSE(call.zones[0].enforce);
@@ -89,7 +89,7 @@ TEST_F(BatchCallTest, MarkerKeysBeforeTheLetter)
     EXPECT_EQ(call.reply_size, 1u + (1 + 3 * 2) + (1 + 3));
 }
 
-// Without kMarkerKeys there are none: every side zone reads.
+// Without the marked letter there are none: every side zone reads.
 TEST_F(BatchCallTest, NoMarkerKeys)
 {
     for (const char *count : {"2", "2p", "2h", " 2 p", "0x2h"}) {
@@ -104,8 +104,8 @@ TEST_F(BatchCallTest, NoMarkerKeys)
 TEST_F(BatchCallTest, MalformedCountsAreRefused)
 {
     for (const char *count :
-         {"2x", "2p1", "2p0", "2m", "2pm", "2mmp", "m2p", "mp", "p", "",
-          "2m p", "2mx", "-2p", "-2mp", "2.5mh", "1000000000mp"})
+         {"2x", "2p1", "2p0", "2m", "2pm", "2mp", "2PP", "P2", "P", "p",
+          "", "2P ", "2Px", "-2p", "-2P", "2.5H", "1000000000P"})
     {
         EXPECT_STREQ(parse(2, count, "1", {"c\1"}), kZoneCountRefused)
             << count;
@@ -114,13 +114,13 @@ TEST_F(BatchCallTest, MalformedCountsAreRefused)
 
 TEST_F(BatchCallTest, KeysNamedAgainstNumkeys)
 {
-    EXPECT_STREQ(parse(1, "2mp", "1", {"c\1"}), kNumkeys);
-    EXPECT_STREQ(parse(3, "2mp", "1", {"c\1"}), kNumkeys);
+    EXPECT_STREQ(parse(1, "2P", "1", {"c\1"}), kNumkeys);
+    EXPECT_STREQ(parse(3, "2P", "1", {"c\1"}), kNumkeys);
     EXPECT_STREQ(parse(2, "2p", "1", {"c\1"}), kNumkeys);
 
     // A side zone no entry names still has its marker.
-    EXPECT_EQ(parse(2, "2mp", "1", {"c\0"s}), nullptr);
-    EXPECT_EQ(parse(3, "2mp", "3rl:s+", {"c\0"s}), nullptr);
+    EXPECT_EQ(parse(2, "2P", "1", {"c\0"s}), nullptr);
+    EXPECT_EQ(parse(3, "2P", "3rl:s+", {"c\0"s}), nullptr);
     EXPECT_EQ(parse(1, "2p", "3rl:s+", {"c\0"s}), nullptr);
 }
 

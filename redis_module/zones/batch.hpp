@@ -91,7 +91,7 @@ struct Batch {
     std::size_t reply_size;  // of the requests, before the overrides'
     std::size_t count_keys = 0;  // the keys the entries count in, first
     bool marked = false;  // then one marker key per side zone, in their
-                          // order (kMarkerKeys); without, none
+                          // order (a marked layout letter); without, none
 };
 
 }  // namespace ratelimit

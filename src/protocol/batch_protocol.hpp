@@ -27,11 +27,12 @@ constexpr char kNumbersEnd = ':';
 // letter: the layout of the window zones' new keys, a packed string or a
 // hash (without one, as the release before sends it: hashes).  The Redis
 // module of the release before refuses such a count as a whole, before
-// any key.  A batch that names marker keys writes kMarkerKeys before the
-// letter ("3mp"; the release of issue 40's module refuses it too).
+// any key.  A batch that names marker keys writes the letter's marked form
+// ("3P"; the release of issue 40's module refuses it too).
 constexpr char kLayoutPacked = 'p';
 constexpr char kLayoutHash = 'h';
-constexpr char kMarkerKeys = 'm';
+constexpr char kLayoutPackedMarked = 'P';
+constexpr char kLayoutHashMarked = 'H';
 
 // A zone's arguments: limit, bucket length in ms, buckets per window (of a
 // GCRA zone: 1 + burst), its kind, and its mode: enforced or dry run; of a

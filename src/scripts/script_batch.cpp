@@ -294,15 +294,13 @@ bool ScriptBatch::write_command(Form form, std::string *out,
                                 bool cross_slot, bool packed) const noexcept
 {
     char head[kMaxDigits + 3];
-    char zones[kMaxDigits + 2];
+    char zones[kMaxDigits + 1];
     std::size_t zones_len = write_decimal(described_.size(), zones);
     std::size_t markers = cross_slot ? 0 : side_zones_;
 
-    if (markers > 0) {
-        zones[zones_len++] = kMarkerKeys;
-    }
-
-    zones[zones_len++] = packed ? kLayoutPacked : kLayoutHash;
+    zones[zones_len++] = markers > 0
+                         ? (packed ? kLayoutPackedMarked : kLayoutHashMarked)
+                         : (packed ? kLayoutPacked : kLayoutHash);
     bool script = form != Form::kDecideCommand;
     std::size_t argc = (script ? 4 : 3) + key_count_ + markers
                        + described_.size() * kArgsPerZone + requests_

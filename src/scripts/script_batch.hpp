@@ -111,8 +111,8 @@ public:
     // command declares its keys).  `packed`: the window zones' new keys
     // are packed strings, else hashes (the letter after the number of
     // zones, which a Redis module of the release before refuses).  Its
-    // side zones' markers go last in the keys but with `cross_slot`, whose
-    // keys span slots.  False on no memory.
+    // side zones' markers go last in the keys (the letter's marked form)
+    // but with `cross_slot`, whose keys span slots.  False on no memory.
     bool write_command(Form form, std::string *out, bool cross_slot,
                        bool packed) const noexcept;
 

@@ -46,9 +46,9 @@
 // has "rl:a+:u").  An entry's use of a side zone reads its side key if
 // the zone's marker key exists (of any type): after the count keys, one
 // marker key per side zone of the call, in the order of the zones, where
-// kMarkerKeys precedes the layout letter.  Without it (a cross_slot call,
-// whose keys span slots) there are none, and every use reads its side
-// key.  A zone's marker
+// the layout letter is marked (kLayoutPackedMarked, kLayoutHashMarked).
+// Without (a cross_slot call, whose keys span slots) there are none, and
+// every use reads its side key.  A zone's marker
 // exists while any subject of it in its slot may hold an override (the
 // status API keeps it), so that a call of zones without overrides reads
 // one key a zone, not one a request.

@@ -228,7 +228,7 @@ TEST(ScriptBatch, Leases)
 
 // A zone of side mode (issue 41) is its mode's letter then its base, a
 // zone apart from one of the same arguments without; its marker goes last
-// in the keys, once a zone, and kMarkerKeys before the layout letter says
+// in the keys, once a zone, and the layout letter's marked form says
 // so, but for cross_slot, whose batch names none.  Settles and leases take
 // a side too.
 TEST(ScriptBatch, SideZones)
@@ -253,7 +253,7 @@ TEST(ScriptBatch, SideZones)
         "EVALSHA", std::string(window_script_sha1()), "8",
         "rl:a:1", "rl:b:1", "rl:a:1", "rl:b:1", "rl:a:2", "rl:a:3",
         "rl:a+", "rl:b+{7}",
-        "4mp",
+        "4P",
         "100", "1000", "60", "s", "3rl:a+",
         "100", "1000", "60", "s", "2rl:b+",
         "100", "1000", "60", "s", "1",

@@ -31,19 +31,20 @@ local now_us = time[1] * 1000000 + time[2]
 -- packed[d]: the zone's new keys are packed strings (window.lua), as the
 -- letter after the number of zones asks, but a sliding zone's of more
 -- buckets than a string's 2-byte bucket numbers reach.
--- marked: the call names marker keys (side.lua), as kMarkerKeys before
--- the letter says.
+-- marked: the call names marker keys (side.lua), as the letter's marked
+-- form says.
 local zones, layout = tonumber(ARGV[1])
 local marked = false
 if not zones then
   layout = string.sub(ARGV[1], -1)
-  zones = tonumber(string.sub(ARGV[1], 1, -2))
-  if not zones then
-    marked = string.sub(ARGV[1], -2, -2) == '@kMarkerKeys@'
-    zones = marked and tonumber(string.sub(ARGV[1], 1, -3))
+  marked = layout == '@kLayoutPackedMarked@'
+           or layout == '@kLayoutHashMarked@'
+  if marked then
+    layout = layout == '@kLayoutPackedMarked@' and '@kLayoutPacked@'
+             or '@kLayoutHash@'
   end
   zones = (layout == '@kLayoutPacked@' or layout == '@kLayoutHash@')
-          and zones
+          and tonumber(string.sub(ARGV[1], 1, -2))
 end
 local limit, width, span, fixed, enforce, gcra = {}, {}, {}, {}, {}, {}
 local packed, bucket, base, side = {}, {}, {}, {}
@@ -66,15 +67,16 @@ for d = 1, zones do
   end
   local kind, mode = ARGV[z + 3], ARGV[z + 4]
   if #mode > 1 then
-    base[d], mode = string.sub(mode, 2), string.sub(mode, 1, 1)
-    side[d] = mode == '@kZoneEnforcedSide@' or mode == '@kZoneDryRunSide@'
+    local m = string.byte(mode)
+    side[d] = m == @kZoneEnforcedSide.byte@ or m == @kZoneDryRunSide.byte@
+    base[d] = string.sub(mode, 2)
+    mode = m == @kZoneEnforcedSide.byte@ and '@kZoneEnforced@'
+           or m == @kZoneDryRunSide.byte@ and '@kZoneDryRun@' or ''
   end
-  enforce[d] = mode == '@kZoneEnforced@' or mode == '@kZoneEnforcedSide@'
+  enforce[d] = mode == '@kZoneEnforced@'
   if not ((kind == '@kZoneSliding@' or kind == '@kZoneFixed@'
            or kind == '@kZoneGcra@')
-          and (side[d] or not base[d] and (mode == '@kZoneEnforced@'
-                                            or mode == '@kZoneDryRun@')))
-  then
+          and (mode == '@kZoneEnforced@' or mode == '@kZoneDryRun@')) then
     return {err = 'ERR ratelimit: unknown zone kind or mode'}
   end
   fixed[d] = kind == '@kZoneFixed@'
