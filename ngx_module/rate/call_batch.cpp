@@ -513,7 +513,7 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
 
     const ScriptBatch &call = batch->call;
     BatchReply decoded = decode_batch_reply(reply, call.reply_elements(),
-                                            call.entries());
+                                            call.entries(), call.sided());
 
     switch (decoded.kind) {
     case BatchReply::Kind::kReplies:

@@ -275,6 +275,15 @@ void take_part_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
                                               state->interval_buckets
                                               != nullptr, told);
 
+    // An override only of a zone that reads them.
+    for (ngx_uint_t j = 0; j < part.zones; j++) {
+        if (counts[j].override.set
+            && state->refs[part.zone[j]]->zone->side_base.len == 0)
+        {
+            decoded.kind = ScriptReply::Kind::kMalformed;
+        }
+    }
+
     switch (decoded.kind) {
     case ScriptReply::Kind::kVerdict:
         for (ngx_uint_t j = 0; j < part.zones; j++) {

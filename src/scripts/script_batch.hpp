@@ -81,6 +81,10 @@ public:
 
     std::size_t entries() const noexcept { return requests_; }
 
+    // Some zone of the batch is of side mode: its reply may tell of
+    // overrides (see window_script.hpp).
+    bool sided() const noexcept { return side_zones_ > 0; }
+
     // A request in `zones` zones fits, however many of them are new to the
     // batch.
     bool has_room(std::size_t zones) const noexcept

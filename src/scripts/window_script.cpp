@@ -89,7 +89,7 @@ std::string_view cross_slot_script_sha1()
 }
 
 BatchReply decode_batch_reply(const Reply *reply, std::size_t elements,
-                              std::size_t entries)
+                              std::size_t entries, bool sided)
 {
     BatchReply out{BatchReply::Kind::kMalformed, 0, {}, {}};
 
@@ -103,6 +103,7 @@ BatchReply decode_batch_reply(const Reply *reply, std::size_t elements,
 
     if (reply == nullptr || reply->type != Reply::Type::kArray
         || reply->elements < elements || elements == 0
+        || (reply->elements > elements && !sided)
         || (reply->elements - elements) % kOverrideReplies != 0
         || !read_count(reply->element[0], &out.now_ms))
     {

@@ -167,9 +167,10 @@ struct BatchReply {
 // with kReplies, each request's reply starts at reply->element +
 // ScriptBatch::reply_offset(i), for decode_script_reply(), and the tail's
 // overrides are in order, each of a request of the batch, a zone number
-// from 1 to kMaxZonesPerRequest, a limit to 2^53 and a window from 1 ms.
+// from 1 to kMaxZonesPerRequest, a limit to 2^53 and a window from 1 ms;
+// a batch not `sided` (ScriptBatch::sided()) has none.
 BatchReply decode_batch_reply(const Reply *reply, std::size_t elements,
-                              std::size_t entries);
+                              std::size_t entries, bool sided);
 
 // The overrides `told` tells of request `entry` (from 0), the first at or
 // after `*next`, which moves past them: call it for each request in turn.

@@ -458,7 +458,7 @@ TEST(DecodeBatchReply, TimeIsTheFirstElement)
             must_parse(batch_of(now, {verdict(true, {{1, 2, true}})}));
         ASSERT_NE(r, nullptr);
 
-        BatchReply out = decode_batch_reply(r.get(), 5, 1);
+        BatchReply out = decode_batch_reply(r.get(), 5, 1, false);
         ASSERT_EQ(out.kind, BatchKind::kReplies);
         EXPECT_EQ(out.now_ms, static_cast<std::uint64_t>(now));
     }
@@ -478,7 +478,7 @@ TEST(DecodeBatchReply, FailedRequestBetweenOthers)
     ASSERT_NE(r, nullptr);
 
     // Offsets 1, 1 + 4 and 5 + 7; the last request ends the 19 elements.
-    BatchReply batch = decode_batch_reply(r.get(), 19, 3);
+    BatchReply batch = decode_batch_reply(r.get(), 19, 3, false);
     ASSERT_EQ(batch.kind, BatchKind::kReplies);
     EXPECT_EQ(batch.now_ms, 1700000000123u);
 
@@ -501,7 +501,8 @@ TEST(DecodeBatchReply, FailedRequestBetweenOthers)
 
 TEST(DecodeBatchReply, WrongShapeIsMalformed)
 {
-    EXPECT_EQ(decode_batch_reply(nullptr, 1, 1).kind, BatchKind::kMalformed);
+    EXPECT_EQ(decode_batch_reply(nullptr, 1, 1, false).kind,
+              BatchKind::kMalformed);
 
     // Not an array, not `elements` long, or nothing to hold the time.
     const std::pair<const char *, std::size_t> kShapes[] = {
@@ -515,7 +516,7 @@ TEST(DecodeBatchReply, WrongShapeIsMalformed)
                      + std::to_string(elements));
         ReplyPtr r = must_parse(resp);
         ASSERT_NE(r, nullptr);
-        EXPECT_EQ(decode_batch_reply(r.get(), elements, 1).kind,
+        EXPECT_EQ(decode_batch_reply(r.get(), elements, 1, false).kind,
                   BatchKind::kMalformed);
     }
 
@@ -525,7 +526,7 @@ TEST(DecodeBatchReply, WrongShapeIsMalformed)
         ReplyPtr r = must_parse(array_of({bad, integer(0), integer(3),
                                           integer(1700000000), integer(0)}));
         ASSERT_NE(r, nullptr);
-        EXPECT_EQ(decode_batch_reply(r.get(), 5, 1).kind,
+        EXPECT_EQ(decode_batch_reply(r.get(), 5, 1, false).kind,
                   BatchKind::kMalformed);
     }
 }
@@ -536,7 +537,7 @@ TEST(DecodeBatchReply, NoScript)
     ReplyPtr r = must_parse(std::string("-") + text + "\r\n");
     ASSERT_NE(r, nullptr);
 
-    BatchReply out = decode_batch_reply(r.get(), 4, 1);
+    BatchReply out = decode_batch_reply(r.get(), 4, 1, false);
     EXPECT_EQ(out.kind, BatchKind::kNoScript);
     EXPECT_EQ(out.error, text);
 }
@@ -550,7 +551,7 @@ TEST(DecodeBatchReply, ErrorsThatAreNotNoScript)
         ReplyPtr r = must_parse(std::string("-") + text + "\r\n");
         ASSERT_NE(r, nullptr);
 
-        BatchReply out = decode_batch_reply(r.get(), 1, 1);
+        BatchReply out = decode_batch_reply(r.get(), 1, 1, false);
         EXPECT_EQ(out.kind, BatchKind::kError);
         EXPECT_EQ(out.error, text);
     }
@@ -568,7 +569,7 @@ TEST(DecodeBatchReply, OverridesReachTheirRequests)
     }, {{1, 2, 1000, 60000, 0}, {3, 1, 0, 60000, 4500}}));
     ASSERT_NE(r, nullptr);
 
-    BatchReply batch = decode_batch_reply(r.get(), 16, 3);
+    BatchReply batch = decode_batch_reply(r.get(), 16, 3, true);
     ASSERT_EQ(batch.kind, BatchKind::kReplies);
     ASSERT_EQ(batch.told.items, 2u);
 
@@ -622,7 +623,7 @@ TEST(DecodeBatchReply, MalformedTail)
             verdict(false, {{1, 1700000000, false}}),
         }, tail));
         ASSERT_NE(r, nullptr);
-        EXPECT_EQ(decode_batch_reply(r.get(), 9, 2).kind,
+        EXPECT_EQ(decode_batch_reply(r.get(), 9, 2, true).kind,
                   BatchKind::kMalformed);
     }
 
@@ -631,14 +632,26 @@ TEST(DecodeBatchReply, MalformedTail)
                                       integer(1), integer(5), integer(1000),
                                       integer(0)}));
     ASSERT_NE(r, nullptr);
-    EXPECT_EQ(decode_batch_reply(r.get(), 5, 1).kind, BatchKind::kMalformed);
+    EXPECT_EQ(decode_batch_reply(r.get(), 5, 1, true).kind,
+              BatchKind::kMalformed);
+
+    // A tail of the right shape after the replies of a batch with no side
+    // zone: a reply too long, not overrides (t/24's "long1").
+    r = must_parse(batch_of(1700000000123,
+                            {verdict(false, {{1, 1700000000, false}})},
+                            {{1, 1, 1, 1, 1}}));
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(decode_batch_reply(r.get(), 5, 1, false).kind,
+              BatchKind::kMalformed);
+    EXPECT_EQ(decode_batch_reply(r.get(), 5, 1, true).kind,
+              BatchKind::kReplies);
 
     // Well formed, but of a zone past the request's.
     r = must_parse(batch_of(1700000000123,
                             {verdict(false, {{1, 1700000000, false}})},
                             {{1, 2, 5, 1000, 0}}));
     ASSERT_NE(r, nullptr);
-    BatchReply batch = decode_batch_reply(r.get(), 5, 1);
+    BatchReply batch = decode_batch_reply(r.get(), 5, 1, true);
     ASSERT_EQ(batch.kind, BatchKind::kReplies);
     std::size_t next = 0;
     ZoneCount count;
@@ -690,7 +703,7 @@ bool good_tail(const Reply *r, std::size_t elements, std::size_t entries)
 }
 
 ExpectedBatch expected_batch(const Reply *r, std::size_t elements,
-                             std::size_t entries)
+                             std::size_t entries, bool sided)
 {
     if (r->type == Reply::Type::kError) {
         return {r->text.substr(0, 8) == "NOSCRIPT" ? BatchKind::kNoScript
@@ -700,6 +713,7 @@ ExpectedBatch expected_batch(const Reply *r, std::size_t elements,
     ExpectedBatch e{BatchKind::kReplies};
     if (r->type != Reply::Type::kArray || r->elements < elements
         || (r->elements - elements) % kOverrideReplies != 0
+        || (r->elements > elements && !sided)
         || elements == 0 || !good_count(r->element[0], kAny, &e.now_ms)
         || !good_tail(r, elements, entries))
     {
@@ -939,10 +953,11 @@ TEST(DecodeBatchReply, Fuzz)
 
         SCOPED_TRACE(testing::PrintToString(resp) + " of "
                      + std::to_string(layout.elements));
+        bool sided = iter % 8 < 4;
         BatchReply out = decode_batch_reply(r.get(), layout.elements,
-                                            layout.zones.size());
+                                            layout.zones.size(), sided);
         ExpectedBatch want = expected_batch(r.get(), layout.elements,
-                                            layout.zones.size());
+                                            layout.zones.size(), sided);
         ASSERT_EQ(out.kind, want.kind);
         batches[out.kind]++;
 
