@@ -218,6 +218,17 @@ is(put($t, 'zone=z&key=p2&limit=7')->{status}, 204, 'lowered to the count + 3');
 is(scalar(grep { $_ == 200 } split / /, statuses('z', 'p2', 20)), 3,
     'exactly 3 of 20 requests across both servers are admitted');
 
+# Remembered rejections answer with the override's limit, as Redis's did.
+is(put($t, 'zone=z&key=p6&limit=2')->{status}, 204, 'p6 held to 2');
+my %limits;
+for (1 .. 10) {
+    for my $srv (@SERVERS) {
+        my $r6 = ask($srv, 'z', 'p6');
+        $limits{hdr($r6, 'X-RateLimit-Limit')}++ if $r6->{status} == 429;
+    }
+}
+is(join(' ', sort keys %limits), '2', 'every 429, from Redis or from memory, says X-RateLimit-Limit 2');
+
 # Raised: every worker remembered rejecting p3, and lets it through at once.
 ok(all_reject('p3'), 'every worker of both servers rejected "p3"');
 $r = put($t2, 'zone=z&key=p3&limit=1000&ttl=600');
@@ -260,8 +271,8 @@ is($t->wait_log(qr/key "p5" rate 600000r\/m until removed/, 1), 1, 'logged as a 
 like($t->get('/q?key=p5')->{content}, qr/"zone":"g",.*"override":600000,"override_ttl":-1,"override_rate":"600000r\/m"/,
     'GET reports a GCRA override as a rate');
 my $metrics = $t->get('/metrics')->{content};
-like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="set"\} 3$/m,
-    'the metrics count the overrides set through this server (p1, p2, p4)');
+like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="set"\} 4$/m,
+    'the metrics count the overrides set through this server (p1, p2, p4, p6)');
 like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="removed"\} 1$/m,
     'and removed');
 

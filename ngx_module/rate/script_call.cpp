@@ -79,11 +79,12 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
 {
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         std::uint64_t reset_epoch_s = 0;
+        std::uint64_t quota = DenyCache::kNoQuota;
         std::int64_t room = 0;
         std::uint64_t ms = enforced(state, i) && deny_room(state, i, &room)
                            ? denied.denied_for(view(state->keys[i]), room,
                                                ngx_current_msec,
-                                               &reset_epoch_s)
+                                               &reset_epoch_s, &quota)
                            : 0;
 
         if (ms == 0) {
@@ -92,7 +93,9 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
 
         Policy policy = policy_of(state, i);
         state->verdict = {Outcome::kRejected, i,
-                          {row_of(policy).quota(policy), 0, ms}};
+                          {quota != DenyCache::kNoQuota
+                               ? quota : row_of(policy).quota(policy),
+                           0, ms}};
         state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
         metrics::record_deny_cache_hit(state->refs[i]->zone->index);
@@ -191,7 +194,8 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
                                     ? std::min(v.status.reset_ms, o.left_ms)
                                     : v.status.reset_ms;
             denied->deny(view(state->keys[v.zone]), room,
-                         state->sent_msec + hold_ms, state->reset_epoch_s);
+                         state->sent_msec + hold_ms, state->reset_epoch_s,
+                         v.status.limit);
         }
         break;
     case Outcome::kRejectedDryRun:

@@ -21,7 +21,8 @@ std::size_t DenyCache::slot_of(std::string_view key)
 std::uint64_t DenyCache::denied_for(std::string_view key,
                                     std::int64_t room,
                                     std::uint64_t now_ms,
-                                    std::uint64_t *reset_epoch_s) const
+                                    std::uint64_t *reset_epoch_s,
+                                    std::uint64_t *quota) const
 {
     if (now_ms >= live_until_ms_ || key.size() > kMaxKey) {
         return 0;
@@ -40,11 +41,16 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
         *reset_epoch_s = slot.reset_epoch_s;
     }
 
+    if (quota != nullptr) {
+        *quota = slot.quota;
+    }
+
     return slot.until_ms - now_ms;
 }
 
 void DenyCache::deny(std::string_view key, std::int64_t room,
-                     std::uint64_t until_ms, std::uint64_t reset_epoch_s)
+                     std::uint64_t until_ms, std::uint64_t reset_epoch_s,
+                     std::uint64_t quota)
 {
     if (key.size() > kMaxKey) {
         return;
@@ -58,6 +64,7 @@ void DenyCache::deny(std::string_view key, std::int64_t room,
     slot.until_ms = until_ms;
     slot.room = room;
     slot.reset_epoch_s = reset_epoch_s;
+    slot.quota = quota;
     slot.len = static_cast<std::uint8_t>(key.size());
     std::memcpy(slot.key, key.data(), key.size());
 }

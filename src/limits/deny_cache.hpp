@@ -45,20 +45,28 @@ public:
                - static_cast<std::int64_t>(cost > 0 ? cost : 1);
     }
 
+    // The quota of a rejection that was given none.
+    static constexpr std::uint64_t kNoQuota = UINT64_MAX;
+
     // Milliseconds a request of `key` with `room` stays rejected after
     // now_ms; 0 if not known to be.  When it is, *reset_epoch_s (if given)
     // is the Unix time, in seconds, that Redis gave as the rejection's
     // reset: answered again as it was, not recomputed from this worker's
-    // clock, which rounds differently.
+    // clock, which rounds differently; and *quota (if given) the quota it
+    // was rejected under, or kNoQuota.
     std::uint64_t denied_for(std::string_view key, std::int64_t room,
                              std::uint64_t now_ms,
-                             std::uint64_t *reset_epoch_s = nullptr) const;
+                             std::uint64_t *reset_epoch_s = nullptr,
+                             std::uint64_t *quota = nullptr) const;
 
     // A request of `key` with `room` was rejected: requests with that room
     // or less stay so until until_ms (this worker's monotonic clock);
-    // Redis said it resets at reset_epoch_s.
+    // Redis said it resets at reset_epoch_s, and its quota was `quota`
+    // (the limit the headers give: a subject's override's, where one
+    // applied, though the room is the limit the request sent's).
     void deny(std::string_view key, std::int64_t room,
-              std::uint64_t until_ms, std::uint64_t reset_epoch_s = 0);
+              std::uint64_t until_ms, std::uint64_t reset_epoch_s = 0,
+              std::uint64_t quota = kNoQuota);
 
     // The subject of `key` was forgiven (its count deleted): its
     // rejection, if remembered, no longer holds.
@@ -72,6 +80,7 @@ private:
         std::uint64_t until_ms = 0;
         std::int64_t room = 0;
         std::uint64_t reset_epoch_s = 0;
+        std::uint64_t quota = kNoQuota;
         std::uint8_t len = 0;
         char key[kMaxKey];
     };

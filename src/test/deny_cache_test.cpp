@@ -62,6 +62,24 @@ TEST(DenyCache, AnswersTheResetRedisGave)
     EXPECT_EQ(reset, 7u);
 }
 
+// The quota a rejection was made under (a subject's override's) is
+// answered with it; none given, kNoQuota.
+TEST(DenyCache, AnswersTheQuotaItWasRejectedUnder)
+{
+    auto cache = make_cache();
+    cache->deny("rl:api:a", kLimit, 5000, 1700000017, 3);
+    cache->deny("rl:api:b", kLimit, 5000, 1700000017);
+
+    std::uint64_t reset = 0;
+    std::uint64_t quota = 0;
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000, &reset, &quota),
+              4000u);
+    EXPECT_EQ(quota, 3u);
+    EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000, &reset, &quota),
+              4000u);
+    EXPECT_EQ(quota, DenyCache::kNoQuota);
+}
+
 TEST(DenyCache, OnlyTheExactKeyIsDenied)
 {
     auto cache = make_cache();
