@@ -193,9 +193,11 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
             std::uint64_t hold_ms = o.set && o.left_ms > 0
                                     ? std::min(v.status.reset_ms, o.left_ms)
                                     : v.status.reset_ms;
+            // An override's limit is every request's of the subject, so
+            // an answer from memory gives it; without, each request's own.
             denied->deny(view(state->keys[v.zone]), room,
                          state->sent_msec + hold_ms, state->reset_epoch_s,
-                         v.status.limit);
+                         o.set ? v.status.limit : DenyCache::kNoQuota);
         }
         break;
     case Outcome::kRejectedDryRun:

@@ -61,9 +61,10 @@ public:
 
     // A request of `key` with `room` was rejected: requests with that room
     // or less stay so until until_ms (this worker's monotonic clock);
-    // Redis said it resets at reset_epoch_s, and its quota was `quota`
-    // (the limit the headers give: a subject's override's, where one
-    // applied, though the room is the limit the request sent's).
+    // Redis said it resets at reset_epoch_s; `quota`, if not kNoQuota, is
+    // the limit every request of the key is answered with (a subject's
+    // override's, whatever limit the request sends, from which its room
+    // is made).
     void deny(std::string_view key, std::int64_t room,
               std::uint64_t until_ms, std::uint64_t reset_epoch_s = 0,
               std::uint64_t quota = kNoQuota);
