@@ -12,7 +12,9 @@
 # marker "rl:ZONE+" exists: a window zone admits L a window, a GCRA zone
 # takes L per W ms, a zone whose limit is a variable takes L too; on both
 # servers; X-RateLimit-Limit and RateLimit-Policy say L.  L = 0 answers
-# 429 with Retry-After until X.  Without the marker, lapsed, or malformed:
+# 429 with Retry-After until X.  A limit or rate variable's 0 (a map that
+# blocks a plan) is the zone's limit: the override lifts it; without one,
+# or without Redis, it refuses.  Without the marker, lapsed, or malformed:
 # the zone's own limit.  PUT ?zone=&key=&limit=N[&ttl=S] (a GCRA zone's
 # rate=Nr/m; limit=default removes) answers 204 once Redis has the
 # override, which the next request on the other server obeys; a lowered
@@ -43,16 +45,19 @@ my $REDIS_PORT = $t->redis_port;
 my $conf = <<"EOF" . <<'EOF';
 ratelimit_redis 127.0.0.1:$REDIS_PORT timeout=2s;
 EOF
-map $http_x_plan $plan_limit { default 3; big 50; }
+map $http_x_plan $plan_limit { default 3; big 50; blocked 0; }
+map $http_x_plan $plan_rate { default 1r/m; blocked 0r/s; }
 ratelimit_zone z key=$http_x_api_key limit=5 window=60s;
 ratelimit_zone g key=$http_x_api_key rate=1r/m algorithm=gcra;
 ratelimit_zone v key=$http_x_api_key limit=$plan_limit window=60s;
+ratelimit_zone gv key=$http_x_api_key rate=$plan_rate window=60s algorithm=gcra;
 server {
     listen 127.0.0.1:%%PORT%% reuseport;
     location /z/ { ratelimit zone=z; alias %%TMP%%/html/; }
     location /g/ { ratelimit zone=g; alias %%TMP%%/html/; }
     location /v/ { ratelimit zone=v; alias %%TMP%%/html/; }
-    location = /q { ratelimit_query zone=z zone=g zone=v override=on; }
+    location /gv/ { ratelimit zone=gv; alias %%TMP%%/html/; }
+    location = /q { ratelimit_query zone=z zone=g zone=v zone=gv override=on; }
     location = /ro { ratelimit_query zone=z delete=on; }
     location = /metrics { ratelimit_metrics; }
 }
@@ -62,14 +67,16 @@ $t2->write_conf($conf);
 my @SERVERS = ($t, $t2);
 
 sub ask {
-    my ($srv, $loc, $key) = @_;
-    return $srv->get("/$loc/index.html", { 'X-Api-Key' => $key });
+    my ($srv, $loc, $key, $plan) = @_;
+    return $srv->get("/$loc/index.html",
+        { 'X-Api-Key' => $key, defined $plan ? ('X-Plan' => $plan) : () });
 }
 
-# The statuses of $n requests of $key in $loc, alternating servers.
+# The statuses of $n requests of $key (of $plan) in $loc, alternating
+# servers.
 sub statuses {
-    my ($loc, $key, $n) = @_;
-    return join ' ', map { ask($SERVERS[$_ % 2], $loc, $key)->{status} } 0 .. $n - 1;
+    my ($loc, $key, $n, $plan) = @_;
+    return join ' ', map { ask($SERVERS[$_ % 2], $loc, $key, $plan)->{status} } 0 .. $n - 1;
 }
 
 for my $implementation ('script', 'command') {
@@ -123,6 +130,15 @@ for my $implementation ('script', 'command') {
     $t->redis('SET', 'rl:v+', 1);
     $t->redis('SET', 'rl:v+:p', 'o=4,60000,0');
     is(statuses('v', 'p', 5), '200 200 200 200 429', "$implementation: the override wins over limit=\$var (3)");
+    $r = ask($t, 'v', 'shut', 'blocked');
+    is($r->{status}, 429, "$implementation: a map's limit of 0 refuses");
+    is(hdr($r, 'X-RateLimit-Limit'), 0, "$implementation: X-RateLimit-Limit 0");
+    $t->redis('SET', 'rl:v+:open', 'o=2,60000,0');
+    is(statuses('v', 'open', 3, 'blocked'), '200 200 429', "$implementation: the override lifts a map's 0");
+    $t->redis('SET', 'rl:gv+', 1);
+    is(statuses('gv', 'shut', 2, 'blocked'), '429 429', "$implementation: a map's rate of 0 refuses");
+    $t->redis('SET', 'rl:gv+:open', 'o=600000,60000,0');
+    is(statuses('gv', 'open', 3, 'blocked'), '200 200 200', "$implementation: the override lifts a map's 0r/s");
 
     if ($module) {
         my $stats = $t->redis('INFO', 'commandstats');
@@ -276,8 +292,19 @@ like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="set"
 like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="removed"\} 1$/m,
     'and removed');
 
+# A map's 0 lifted through the API: remembered as rejected on both servers
+# first, let through at once.
+is(statuses('v', 'p7', 2, 'blocked'), '429 429', "p7's plan is blocked");
+is(put($t, 'zone=v&key=p7&limit=2')->{status}, 204, 'p7 given 2 a window');
+is(statuses('v', 'p7', 3, 'blocked'), '200 200 429', 'the override lifts the map\'s 0 on both servers');
+
+# Without Redis a limit of 0 still refuses (the fail policy, open here, is
+# for Redis's failures).
+$t->stop_redis;
+is(ask($t, 'v', 'shut2', 'blocked')->{status}, 429, 'Redis down: a map\'s 0 refuses');
+is(ask($t, 'v', 'p8')->{status}, 200, 'Redis down: a limit above 0 fails open');
+
 $_->stop_nginx for @SERVERS;
 $_->no_alerts for @SERVERS;
-$t->stop_redis;
 
 done_testing;

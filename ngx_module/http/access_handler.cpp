@@ -143,9 +143,9 @@ ngx_int_t pass_on(RequestState *state)
                                          : NGX_DECLINED;
 }
 
-// The request's zone `i` has a limit of 0: it rejects the request (in a
-// dry-run zone, would have), counting nothing, without asking Redis.  Its
-// numbers: no request left, until the window ends.
+// The request's zone `i` has a limit of 0 and no verdict from Redis: it
+// rejects the request (in a dry-run zone, would have), counting nothing.
+// Its numbers: no request left, until the window ends.
 void reject_blocked(RequestState *state, ngx_uint_t i)
 {
     std::uint64_t window_ms = state->refs[i]->zone->policy.window_ms;
@@ -160,13 +160,32 @@ void reject_blocked(RequestState *state, ngx_uint_t i)
                                        : Result::kRejectedDryRun;
 }
 
+// A request that has no verdict and whose limit in an enforced zone is 0
+// (one an override could have lifted, had Redis answered) is rejected, as
+// one of a zone without overrides is without asking: the fail policy is
+// for Redis's failures, not a way past a limit of 0.
+void reject_if_blocked(RequestState *state)
+{
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        if (state->limits[i] == 0 && enforced(state, i)) {
+            reject_blocked(state, i);
+            return;
+        }
+    }
+}
+
 // The phase's answer once the result is known; later passes through the
 // phase (internal redirects) are let through: a request is counted once.
 ngx_int_t act_on(RequestState *state)
 {
-    // No verdict from Redis: under `fail local`, this server's.
+    // No verdict from Redis: under `fail local`, this server's (which
+    // knows the overrides Redis told it of).
     bool failed = state->result == Result::kError;
     decide_locally(state);
+
+    if (state->result == Result::kError) {
+        reject_if_blocked(state);
+    }
 
     // Refused for want of a verdict, the parts of its call that counted it
     // (answered before another part failed or timed out) undo it.
@@ -444,6 +463,15 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
         std::uint64_t limit = 0;
         std::uint64_t cost = 0;
         ValueFound found = find_limit(r, *refs[i].zone, outcome, &limit);
+
+        // A limit of 0 where the subject's override may lift it: Redis
+        // decides, as with any limit (act_on() keeps it rejected when no
+        // verdict comes).
+        if (found == ValueFound::kBlocked
+            && refs[i].zone->side_base.len > 0)
+        {
+            found = ValueFound::kFound;
+        }
 
         // A peek counts nothing: its cost does not matter.
         if (found == ValueFound::kFound && !state->peek) {

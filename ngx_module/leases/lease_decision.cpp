@@ -108,10 +108,13 @@ void admit_from_lease(RequestState *state, std::uint64_t fleet_used)
     state->stage = RequestState::Stage::kDecided;
 }
 
+// Whether the request is decided from its subject's lease: one enforced
+// zone that leases, not a peek, and a limit above 0 (a limit of 0 that an
+// override may lift is Redis's to decide).
 bool leased(const RequestState *state)
 {
     return state->zones == 1 && state->refs[0]->zone->leases != nullptr
-           && !state->peek && enforced(state, 0);
+           && !state->peek && enforced(state, 0) && state->limits[0] > 0;
 }
 
 void on_sweep(ngx_event_t *ev) noexcept;

@@ -72,8 +72,8 @@ void decide_locally(RequestState *state) noexcept
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         // A limit or cost with no valid value (its keys are not made
-        // then): the request fails open.
-        if (state->limits[i] == 0 || state->keys[i].len == 0) {
+        // then): the request fails open.  A limit of 0 is a share of 0.
+        if (state->keys[i].len == 0) {
             return;
         }
 
