@@ -20,7 +20,9 @@
 # - a subject whose override (issue 41) of 4 each server heard from Redis
 #   before it went: each server admits its half of the override, 2; once
 #   Redis restarted empty (the override lost with it), its share of the
-#   zone's limit again;
+#   zone's limit again; the same where the subject's limit is a map's 0
+#   (zone "plans"): 2 each while the override is known, none once it is
+#   lost, none for a blocked subject without one;
 # - metrics: local decisions per zone and the time spent local.
 
 use strict;
@@ -52,13 +54,16 @@ my $CONF = <<"EOF" . <<'EOF';
 ratelimit_redis 127.0.0.1:$REDIS_PORT timeout=200ms connect_timeout=200ms;
 EOF
 ratelimit_zone api key=$http_x_api_key limit=20 window=10s;
+map $http_x_api_key $plan { default 20; ~^blocked 0; }
+ratelimit_zone plans key=$http_x_api_key limit=$plan window=10s;
 server {
     listen 127.0.0.1:%%PORT%%;
     add_header X-RL-Status "$ratelimit_status" always;
     location /local/ { ratelimit zone=api; ratelimit_fail local; alias %%TMP%%/html/; }
     location /third/ { ratelimit zone=api; ratelimit_fail local servers=3; alias %%TMP%%/html/; }
     location = /metrics { ratelimit_metrics; }
-    location = /q { ratelimit_query zone=api override=on; }
+    location /plans/ { ratelimit zone=plans; ratelimit_fail local; alias %%TMP%%/html/; }
+    location = /q { ratelimit_query zone=api zone=plans override=on; }
 }
 EOF
 $t->write_conf($CONF);
@@ -106,6 +111,11 @@ sub check_local {
             "$what: server " . ($i + 1) . ': '
             . ($override ? "its half of the subject's override (4)"
                          : 'the override Redis lost is forgotten: 6 of 6'));
+        is(admitted(burst($SERVERS[$i], 'plans', 'blocked-ov', 6)), $override ? 2 : 0,
+            "$what: server " . ($i + 1) . ": a map's 0: "
+            . ($override ? "its half of the subject's override (4)" : 'none, the override lost'));
+        is(admitted(burst($SERVERS[$i], 'plans', "blocked-$tag", 3)), 0,
+            "$what: server " . ($i + 1) . ": a map's 0 without an override: none");
     }
 }
 
@@ -144,6 +154,10 @@ sub hand_back {
         'redis up: an override of 4 for "ov"');
     is(join(' ', map { $_->get_as('local', 'ov')->{status} } @SERVERS), '200 200',
         'redis up: each server heard of it');
+    is(HTTP::Tiny->new->request('PUT', $t->url('/q?zone=plans&key=blocked-ov&limit=4'))->{status}, 204,
+        'redis up: an override of 4 for "blocked-ov", whose plan is 0');
+    is(join(' ', map { $_->get_as('plans', 'blocked-ov')->{status} } @SERVERS), '200 200',
+        'redis up: each server heard of that one');
     sleep 1.2;    # every worker has read the count
 }
 
