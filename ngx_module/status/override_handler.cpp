@@ -80,9 +80,8 @@ bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
                ngx_str_t *side, ngx_str_t *marker)
 {
     const ngx_str_t &base = zone.side_base;
-    size_t tail = key.len - (base.len - 1);
-    side->len = base.len + tail;
-    side->data = static_cast<u_char *>(ngx_pnalloc(r->pool, side->len));
+    side->data = static_cast<u_char *>(ngx_pnalloc(r->pool,
+                                                   base.len + key.len));
     marker->data = static_cast<u_char *>(
         ngx_pnalloc(r->pool, base.len + kSlotTagMaxSize));
 
@@ -90,8 +89,8 @@ bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
         return false;
     }
 
-    ngx_memcpy(ngx_cpymem(side->data, base.data, base.len),
-               key.data + base.len - 1, tail);
+    side->len = write_side_key(view(base), view(key),
+                               reinterpret_cast<char *>(side->data));
     marker->len = base.len;
     ngx_memcpy(marker->data, base.data, base.len);
 
