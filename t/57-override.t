@@ -19,8 +19,9 @@
 # limit admits no more than it at once; a raised or removed one lets the
 # next request through on every worker that remembered rejecting the
 # subject; ttl= lapses in Redis, and no worker remembers a rejection past
-# it; logged at notice with the client's address, counted in the metrics
-# (override_changes); GET reports "override" and "override_ttl" (-1: never;
+# it; logged at notice with the client's address and the limit replaced
+# ("was none" where the side value held none in bounds), counted in the
+# metrics (override_changes); GET reports "override" and "override_ttl" (-1: never;
 # a GCRA zone's "override_rate" too).  Without override=on, 405; a bad
 # parameter, 400 with its reason.
 
@@ -275,6 +276,18 @@ like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="set"
     'the metrics count the overrides set through this server (p1, p2, p4, p6)');
 like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="removed"\} 1$/m,
     'and removed');
+
+# Side values the window script reads no override in, out of its bounds
+# (a window of 0; a limit over 2^53), written by hand: a PUT over one
+# replaced none, and says so.
+$t->redis('SET', 'rl:z+:p7', 'o=9,0,0');
+$t->redis('SET', 'rl:z+:p8', 'o=9007199254740994,60000,0');
+for my $key ('p7', 'p8') {
+    is(hdr(ask($t, 'z', $key), 'X-RateLimit-Limit'), 5, "$key: out of bounds, no override");
+    is(put($t, "zone=z&key=$key&limit=3")->{status}, 204, "$key: PUT over it: 204");
+    is($t->wait_log(qr/key "$key" limit 3 until removed \(was none\)/, 1), 1,
+        "$key: logged as replacing none");
+}
 
 $_->stop_nginx for @SERVERS;
 $_->no_alerts for @SERVERS;
