@@ -181,7 +181,7 @@ ngx_int_t await_write(ngx_http_request_t *r, StatusWrite *write,
                           "redis unavailable");
     }
 
-    worker_objects().denied->forget(view(write->key));
+    worker_objects().denied->forget(view(write->key), ngx_current_msec);
     write->cln->handler = request_gone;
     write->cln->data = write;
     init_event(&write->ev, on_write_event, write, r->connection->log);
