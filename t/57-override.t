@@ -21,8 +21,9 @@
 # limit admits no more than it at once; a raised or removed one lets the
 # next request through on every worker that remembered rejecting the
 # subject; ttl= lapses in Redis, and no worker remembers a rejection past
-# it; logged at notice with the client's address, counted in the metrics
-# (override_changes); GET reports "override" and "override_ttl" (-1: never;
+# it; logged at notice with the client's address and the limit replaced
+# ("was none" where the side value held none in bounds), counted in the
+# metrics (override_changes); GET reports "override" and "override_ttl" (-1: never;
 # a GCRA zone's "override_rate" too).  Without override=on, 405; a bad
 # parameter, 400 with its reason.
 
@@ -292,17 +293,29 @@ like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="set"
 like($metrics, qr/^nginx_ratelimit_override_changes_total\{zone="z",change="removed"\} 1$/m,
     'and removed');
 
+# Side values the window script reads no override in, out of its bounds
+# (a window of 0; a limit over 2^53), written by hand: a PUT over one
+# replaced none, and says so.
+$t->redis('SET', 'rl:z+:p7', 'o=9,0,0');
+$t->redis('SET', 'rl:z+:p8', 'o=9007199254740994,60000,0');
+for my $key ('p7', 'p8') {
+    is(hdr(ask($t, 'z', $key), 'X-RateLimit-Limit'), 5, "$key: out of bounds, no override");
+    is(put($t, "zone=z&key=$key&limit=3")->{status}, 204, "$key: PUT over it: 204");
+    is($t->wait_log(qr/key "$key" limit 3 until removed \(was none\)/, 1), 1,
+        "$key: logged as replacing none");
+}
+
 # A map's 0 lifted through the API: remembered as rejected on both servers
 # first, let through at once.
-is(statuses('v', 'p7', 2, 'blocked'), '429 429', "p7's plan is blocked");
-is(put($t, 'zone=v&key=p7&limit=2')->{status}, 204, 'p7 given 2 a window');
-is(statuses('v', 'p7', 3, 'blocked'), '200 200 429', 'the override lifts the map\'s 0 on both servers');
+is(statuses('v', 'p9', 2, 'blocked'), '429 429', "p9's plan is blocked");
+is(put($t, 'zone=v&key=p9&limit=2')->{status}, 204, 'p9 given 2 a window');
+is(statuses('v', 'p9', 3, 'blocked'), '200 200 429', 'the override lifts the map\'s 0 on both servers');
 
 # Without Redis a limit of 0 still refuses (the fail policy, open here, is
 # for Redis's failures).
 $t->stop_redis;
 is(ask($t, 'v', 'shut2', 'blocked')->{status}, 429, 'Redis down: a map\'s 0 refuses');
-is(ask($t, 'v', 'p8')->{status}, 200, 'Redis down: a limit above 0 fails open');
+is(ask($t, 'v', 'p10')->{status}, 200, 'Redis down: a limit above 0 fails open');
 
 $_->stop_nginx for @SERVERS;
 $_->no_alerts for @SERVERS;

@@ -94,7 +94,7 @@ void ForgiveListener::on_message(void *data, std::string_view message) noexcept
                                         local::wall_clock_ms());
 
     if (!key.empty()) {
-        listener->denied_->forget(key);
+        listener->denied_->forget(key, ngx_current_msec);
 
         if (listener->local_ != nullptr) {
             local::forget_override(listener->local_, key);

@@ -185,7 +185,8 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         // Measured from when the call left, not from now: Redis decided
         // after that, so the remembered rejection never outlasts its own,
         // nor the override it was made under (a raised or removed one is
-        // forgiven: rate/forgive_listener.hpp).
+        // forgiven: rate/forgive_listener.hpp; and not remembered if that
+        // came after the call left: limits/deny_cache.hpp).
         if (std::int64_t room; denied != nullptr && v.status.reset_ms > 0
                                 && deny_room(state, v.zone, &room))
         {
@@ -195,7 +196,7 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
                                     : v.status.reset_ms;
             // An override's limit is every request's of the subject, so
             // an answer from memory gives it; without, each request's own.
-            denied->deny(view(state->keys[v.zone]), room,
+            denied->deny(view(state->keys[v.zone]), room, state->sent_msec,
                          state->sent_msec + hold_ms, state->reset_epoch_s,
                          o.set ? v.status.limit : DenyCache::kNoQuota);
         }

@@ -1,10 +1,7 @@
 #include "status/forgive_handler.hpp"
 
 #include "keys/subject_key.hpp"
-#include "limits/deny_cache.hpp"
 #include "rate/forgive_listener.hpp"
-#include "request/request_state.hpp"
-#include "status/status_handler.hpp"
 #include "status/status_write.hpp"
 #include "worker/worker_objects.hpp"
 
@@ -28,40 +25,24 @@ ngx_int_t forgiven(ngx_http_request_t *r, const StatusWrite &write)
 
 ngx_int_t forgive_handler(ngx_http_request_t *r) noexcept
 {
-    ngx_int_t rc = ngx_http_discard_request_body(r);
+    ngx_str_t subject;
+    ngx_int_t rc;
+    const Zone *zone = start_write(r, &subject, &rc);
 
-    if (rc != NGX_OK) {
+    if (zone == nullptr) {
         return rc;
     }
 
-    const char *error = nullptr;
-    const Zone *zone = read_zone(r, &error);
-    ngx_str_t subject, key;
-
-    if (zone == nullptr || (error = read_subject(r, &subject)) != nullptr) {
-        return send_error(r, NGX_HTTP_BAD_REQUEST, error);
-    }
-
-    WorkerObjects &worker = worker_objects();
-    StatusWrite *write = make_subject_key(r, *zone, subject, &key)
-                         && worker.forgive != nullptr
-                         ? new_write(r, zone, subject) : nullptr;
+    StatusWrite *write = new_write(r, zone, subject, forgiven,
+                                   "redis timed out: the key may or may not "
+                                   "be forgiven, try again");
 
     if (write == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    write->done = forgiven;
-    write->unsure = "redis timed out: the key may or may not be forgiven, "
-                    "try again";
-
-    bool sent = worker.forgive->forgive(view(key), write_answered, write);
-
-    // This worker's memory at once; the others' as the message comes.
-    if (sent) {
-        worker.denied->forget(view(key));
-    }
-
+    bool sent = worker_objects().forgive->forgive(view(write->key),
+                                                  write_answered, write);
     return await_write(r, write, sent);
 }
 

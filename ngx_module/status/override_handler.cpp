@@ -5,7 +5,6 @@
 #include "cluster/cluster_slot.hpp"
 #include "keys/subject_key.hpp"
 #include "limits/algorithms.hpp"
-#include "limits/deny_cache.hpp"
 #include "metrics/metrics.hpp"
 #include "params/override_params.hpp"
 #include "rate/forgive_listener.hpp"
@@ -80,9 +79,8 @@ bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
                ngx_str_t *side, ngx_str_t *marker)
 {
     const ngx_str_t &base = zone.side_base;
-    size_t tail = key.len - (base.len - 1);
-    side->len = base.len + tail;
-    side->data = static_cast<u_char *>(ngx_pnalloc(r->pool, side->len));
+    side->data = static_cast<u_char *>(ngx_pnalloc(r->pool,
+                                                   base.len + key.len));
     marker->data = static_cast<u_char *>(
         ngx_pnalloc(r->pool, base.len + kSlotTagMaxSize));
 
@@ -90,8 +88,8 @@ bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
         return false;
     }
 
-    ngx_memcpy(ngx_cpymem(side->data, base.data, base.len),
-               key.data + base.len - 1, tail);
+    side->len = write_side_key(view(base), view(key),
+                               reinterpret_cast<char *>(side->data));
     marker->len = base.len;
     ngx_memcpy(marker->data, base.data, base.len);
 
@@ -108,22 +106,17 @@ bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
 
 ngx_int_t override_handler(ngx_http_request_t *r) noexcept
 {
-    ngx_int_t rc = ngx_http_discard_request_body(r);
+    ngx_str_t subject, side, marker;
+    ngx_int_t rc;
+    const Zone *zone = start_write(r, &subject, &rc);
 
-    if (rc != NGX_OK) {
+    if (zone == nullptr) {
         return rc;
-    }
-
-    const char *error = nullptr;
-    const Zone *zone = read_zone(r, &error);
-    ngx_str_t subject, key, side, marker;
-
-    if (zone == nullptr || (error = read_subject(r, &subject)) != nullptr) {
-        return send_error(r, NGX_HTTP_BAD_REQUEST, error);
     }
 
     Policy policy = zone->policy;
     policy.burst = zone->largest_burst;
+    const char *error = nullptr;
     std::optional<OverrideChange> change = parse_override(
         policy, {arg(r, "limit"), arg(r, "rate"), arg(r, "ttl")}, &error);
 
@@ -131,29 +124,19 @@ ngx_int_t override_handler(ngx_http_request_t *r) noexcept
         return send_error(r, NGX_HTTP_BAD_REQUEST, error);
     }
 
-    WorkerObjects &worker = worker_objects();
-    StatusWrite *write = make_subject_key(r, *zone, subject, &key)
-                         && side_keys(r, *zone, key, &side, &marker)
-                         && worker.forgive != nullptr
-                         ? new_write(r, zone, subject) : nullptr;
+    StatusWrite *write = new_write(r, zone, subject, changed,
+                                   "redis timed out: the limit may or may "
+                                   "not be changed, try again");
 
-    if (write == nullptr) {
+    if (write == nullptr || !side_keys(r, *zone, write->key, &side, &marker)) {
+        delete write;
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    write->done = changed;
-    write->unsure = "redis timed out: the limit may or may not be changed, "
-                    "try again";
     write->change = *change;
-
-    bool sent = worker.forgive->set_override(view(key), view(side),
-                                             view(marker), *change,
-                                             write_answered, write);
-
-    if (sent) {
-        worker.denied->forget(view(key));
-    }
-
+    bool sent = worker_objects().forgive->set_override(
+        view(write->key), view(side), view(marker), *change, write_answered,
+        write);
     return await_write(r, write, sent);
 }
 

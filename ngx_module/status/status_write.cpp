@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "limits/deny_cache.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "status/status_handler.hpp"
@@ -56,19 +57,9 @@ void on_write_event(ngx_event_t *ev) noexcept
     ngx_http_finalize_request(r, rc);
 }
 
-bool read_integer(const Reply &reply, long long *out)
-{
-    if (reply.type != Reply::Type::kInteger) {
-        return false;
-    }
-
-    *out = reply.integer;
-    return true;
-}
-
-}  // namespace
-
-const Zone *read_zone(ngx_http_request_t *r, const char **error) noexcept
+// The rate zone ?zone= names among the location's; nullptr, and the error
+// to answer 400 with in *error, if none.
+const Zone *read_zone(ngx_http_request_t *r, const char **error)
 {
     const LocConf *lcf = loc_conf(r);
     ngx_str_t name;
@@ -103,17 +94,53 @@ const Zone *read_zone(ngx_http_request_t *r, const char **error) noexcept
     return nullptr;
 }
 
-StatusWrite *new_write(ngx_http_request_t *r, const Zone *zone,
-                       const ngx_str_t &subject) noexcept
+bool read_integer(const Reply &reply, long long *out)
 {
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (reply.type != Reply::Type::kInteger) {
+        return false;
+    }
+
+    *out = reply.integer;
+    return true;
+}
+
+}  // namespace
+
+const Zone *start_write(ngx_http_request_t *r, ngx_str_t *subject,
+                        ngx_int_t *rc) noexcept
+{
+    *rc = ngx_http_discard_request_body(r);
+
+    if (*rc != NGX_OK) {
+        return nullptr;
+    }
+
+    const char *error = nullptr;
+    const Zone *zone = read_zone(r, &error);
+
+    if (zone == nullptr || (error = read_subject(r, subject)) != nullptr) {
+        *rc = send_error(r, NGX_HTTP_BAD_REQUEST, error);
+        return nullptr;
+    }
+
+    return zone;
+}
+
+StatusWrite *new_write(ngx_http_request_t *r, const Zone *zone,
+                       const ngx_str_t &subject, WriteDone done,
+                       const char *unsure) noexcept
+{
+    ngx_str_t key;
+    ngx_pool_cleanup_t *cln = make_subject_key(r, *zone, subject, &key)
+                              && worker_objects().forgive != nullptr
+                              ? ngx_pool_cleanup_add(r->pool, 0) : nullptr;
 
     if (cln == nullptr) {
         return nullptr;
     }
 
-    return new (std::nothrow) StatusWrite{r, cln, zone, subject, nullptr,
-                                          nullptr, {}};
+    return new (std::nothrow) StatusWrite{r, cln, zone, subject, key, done,
+                                          unsure, {}};
 }
 
 // The reply of the EVAL that made the change and published it: the number
@@ -154,6 +181,7 @@ ngx_int_t await_write(ngx_http_request_t *r, StatusWrite *write,
                           "redis unavailable");
     }
 
+    worker_objects().denied->forget(view(write->key), ngx_current_msec);
     write->cln->handler = request_gone;
     write->cln->data = write;
     init_event(&write->ev, on_write_event, write, r->connection->log);

@@ -1,5 +1,6 @@
 #include "keys/subject_key.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/sha1.hpp"
@@ -14,26 +15,26 @@ char *append(char *out, std::string_view part)
     return out + part.size();
 }
 
-// The size and the bytes of a subject's key, `mark` written after the zone
-// name ("" for its count key, "+" for its side key).
-std::size_t key_size(std::string_view prefix, std::string_view zone,
-                     std::string_view mark, std::string_view subject,
-                     const HashTag *tag)
+constexpr std::string_view kSideMark = "+";
+
+}  // namespace
+
+std::size_t subject_key_size(std::string_view prefix, std::string_view zone,
+                             std::string_view subject, const HashTag *tag)
 {
     std::size_t tail = subject.size() > kMaxRawSubject ? kSha1HexLength
                                                        : subject.size();
     std::size_t braces = tag != nullptr ? kHashTagLength + 2 : 0;
-    return prefix.size() + 1 + zone.size() + mark.size() + 1 + braces + tail;
+    return prefix.size() + 1 + zone.size() + 1 + braces + tail;
 }
 
-std::size_t write_key(std::string_view prefix, std::string_view zone,
-                      std::string_view mark, std::string_view subject,
-                      char *out, const HashTag *tag)
+std::size_t write_subject_key(std::string_view prefix, std::string_view zone,
+                              std::string_view subject, char *out,
+                              const HashTag *tag)
 {
     char *p = append(out, prefix);
     *p++ = ':';
     p = append(p, zone);
-    p = append(p, mark);
     *p++ = subject.size() > kMaxRawSubject ? '#' : ':';
 
     if (tag != nullptr) {
@@ -52,36 +53,6 @@ std::size_t write_key(std::string_view prefix, std::string_view zone,
     return static_cast<std::size_t>(p - out);
 }
 
-constexpr std::string_view kSideMark = "+";
-
-}  // namespace
-
-std::size_t subject_key_size(std::string_view prefix, std::string_view zone,
-                             std::string_view subject, const HashTag *tag)
-{
-    return key_size(prefix, zone, {}, subject, tag);
-}
-
-std::size_t write_subject_key(std::string_view prefix, std::string_view zone,
-                              std::string_view subject, char *out,
-                              const HashTag *tag)
-{
-    return write_key(prefix, zone, {}, subject, out, tag);
-}
-
-std::size_t side_key_size(std::string_view prefix, std::string_view zone,
-                          std::string_view subject, const HashTag *tag)
-{
-    return key_size(prefix, zone, kSideMark, subject, tag);
-}
-
-std::size_t write_side_key(std::string_view prefix, std::string_view zone,
-                           std::string_view subject, char *out,
-                           const HashTag *tag)
-{
-    return write_key(prefix, zone, kSideMark, subject, out, tag);
-}
-
 std::size_t side_base_size(std::string_view prefix, std::string_view zone)
 {
     return prefix.size() + 1 + zone.size() + kSideMark.size();
@@ -94,6 +65,14 @@ std::size_t write_side_base(std::string_view prefix, std::string_view zone,
     *p++ = ':';
     p = append(p, zone);
     return static_cast<std::size_t>(append(p, kSideMark) - out);
+}
+
+std::size_t write_side_key(std::string_view base, std::string_view key,
+                           char *out)
+{
+    std::size_t from = std::min(base.size() - 1, key.size());
+    char *p = append(out, base);
+    return static_cast<std::size_t>(append(p, key.substr(from)) - out);
 }
 
 std::size_t write_printable_subject(std::string_view subject, char *out)

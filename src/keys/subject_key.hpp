@@ -42,18 +42,6 @@ std::size_t write_subject_key(std::string_view prefix, std::string_view zone,
                               std::string_view subject, char *out,
                               const HashTag *tag = nullptr);
 
-// The subject's side key, beside its count key: what a zone keeps of the
-// subject apart from its counts (a limit override set through the API).
-// "PREFIX:ZONE+:SUBJECT" or "PREFIX:ZONE+#SHA1HEX", tagged as the count key
-// is ("PREFIX:ZONE+:{TAG}SUBJECT"), so that both sit in one Cluster slot.
-// Zone names cannot hold '+', so a side key never names a count key.
-std::size_t side_key_size(std::string_view prefix, std::string_view zone,
-                          std::string_view subject,
-                          const HashTag *tag = nullptr);
-std::size_t write_side_key(std::string_view prefix, std::string_view zone,
-                           std::string_view subject, char *out,
-                           const HashTag *tag = nullptr);
-
 // A zone's side key base, "PREFIX:ZONE+": what its side keys start with,
 // the count key's bytes from the base's size on following it (the window
 // script makes side keys so).  Alone, it is the zone's marker key, which
@@ -64,6 +52,20 @@ std::size_t write_side_key(std::string_view prefix, std::string_view zone,
 std::size_t side_base_size(std::string_view prefix, std::string_view zone);
 std::size_t write_side_base(std::string_view prefix, std::string_view zone,
                             char *out);
+
+// The side key of count key `key` in the zone of side key base `base` (not
+// empty): what the zone keeps of the subject apart from its counts (a
+// limit override set through the API).  `base`, then `key` from its byte
+// #base on, 1-based, as the window script's base .. string.sub(key, #base)
+// makes it: "rl:api+" and "rl:api:u" make "rl:api+:u", "rl:api#SHA1HEX"
+// "rl:api+#SHA1HEX", and a tagged "rl:api:{TAG}u" "rl:api+:{TAG}u", the
+// count key's tag, so that both sit in one Cluster slot.  Zone names cannot
+// hold '+', so a side key never names a count key.  A key shorter than
+// that (none of write_subject_key()'s) makes `base` alone, as string.sub()
+// past the end does.  Writes it into out, which holds base.size() +
+// key.size() bytes; returns the number of bytes written.
+std::size_t write_side_key(std::string_view base, std::string_view key,
+                           char *out);
 
 // The subject as write_printable() shows it (base/printable_text.hpp), at
 // most kMaxLoggedSubject bytes of it.  `out` holds

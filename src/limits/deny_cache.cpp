@@ -30,10 +30,7 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
 
     const Slot &slot = slots_[slot_of(key)];
 
-    if (slot.until_ms <= now_ms || room > slot.room
-        || slot.len != key.size()
-        || std::memcmp(slot.key, key.data(), key.size()) != 0)
-    {
+    if (slot.until_ms <= now_ms || room > slot.room || !holds(slot, key)) {
         return 0;
     }
 
@@ -48,11 +45,32 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
     return slot.until_ms - now_ms;
 }
 
+bool DenyCache::holds(const Slot &slot, std::string_view key)
+{
+    return slot.len == key.size()
+           && std::memcmp(slot.key, key.data(), key.size()) == 0;
+}
+
+void DenyCache::put_key(Slot *slot, std::string_view key)
+{
+    slot->len = static_cast<std::uint8_t>(key.size());
+    std::memcpy(slot->key, key.data(), key.size());
+}
+
 void DenyCache::deny(std::string_view key, std::int64_t room,
-                     std::uint64_t until_ms, std::uint64_t reset_epoch_s,
-                     std::uint64_t quota)
+                     std::uint64_t sent_ms, std::uint64_t until_ms,
+                     std::uint64_t reset_epoch_s, std::uint64_t quota)
 {
     if (key.size() > kMaxKey) {
+        return;
+    }
+
+    Slot &slot = slots_[slot_of(key)];
+
+    if (!holds(slot, key)) {
+        slot.forgotten = false;
+        put_key(&slot, key);
+    } else if (slot.forgotten && sent_ms <= slot.forgotten_ms) {
         return;
     }
 
@@ -60,28 +78,23 @@ void DenyCache::deny(std::string_view key, std::int64_t room,
         live_until_ms_ = until_ms;
     }
 
-    Slot &slot = slots_[slot_of(key)];
     slot.until_ms = until_ms;
     slot.room = room;
     slot.reset_epoch_s = reset_epoch_s;
     slot.quota = quota;
-    slot.len = static_cast<std::uint8_t>(key.size());
-    std::memcpy(slot.key, key.data(), key.size());
 }
 
-void DenyCache::forget(std::string_view key)
+void DenyCache::forget(std::string_view key, std::uint64_t now_ms)
 {
     if (key.size() > kMaxKey) {
         return;
     }
 
     Slot &slot = slots_[slot_of(key)];
-
-    if (slot.len == key.size()
-        && std::memcmp(slot.key, key.data(), key.size()) == 0)
-    {
-        slot.until_ms = 0;
-    }
+    put_key(&slot, key);
+    slot.until_ms = 0;
+    slot.forgotten = true;
+    slot.forgotten_ms = now_ms;
 }
 
 void DenyCache::clear()
@@ -90,6 +103,7 @@ void DenyCache::clear()
 
     for (Slot &slot : slots_) {
         slot.until_ms = 0;
+        slot.forgotten = false;
     }
 }
 

@@ -18,6 +18,22 @@
 // smaller room, whose answer is known; leaving variable limits and costs
 // out would lose the flood's savings for them.
 //
+// A subject forgiven, or its override changed, is forgotten
+// (rate/forgive_listener.hpp): its rejection no longer holds.  But a call
+// sent before that, which Redis rejected before the DELETE or PUT ran, may
+// bring its reply after: on the data link, while the forgiving's message
+// came on the subscriber's connection, or after the handler of this
+// worker forgot the key at once.  Remembered then, that rejection would be
+// answered from memory until its reset, under a limit no longer there.
+// So forgetting leaves a tombstone in the key's slot, the key and the time
+// it was forgotten, and a rejection is remembered only from a call sent
+// after it.  A call sent in the same millisecond counts as sent before:
+// the clock is nginx's cached one, which does not tell their order, and
+// the cost of the doubt is one Redis call.  A tombstone answers nothing.
+// It goes as any entry does: replaced by a rejection of another key in its
+// slot, and by clear().  Only then may a late reply bring back a lifted
+// rejection: a collision, or a lost subscription, within a reply's flight.
+//
 // Fixed memory: a direct-mapped table of kSlots entries.  A collision just
 // replaces the older entry, which costs one more Redis call, never a wrong
 // answer: an entry is used only for the exact key it was made for.
@@ -59,34 +75,45 @@ public:
                              std::uint64_t *reset_epoch_s = nullptr,
                              std::uint64_t *quota = nullptr) const;
 
-    // A request of `key` with `room` was rejected: requests with that room
-    // or less stay so until until_ms (this worker's monotonic clock);
-    // Redis said it resets at reset_epoch_s; `quota`, if not kNoQuota, is
-    // the limit every request of the key is answered with (a subject's
-    // override's, whatever limit the request sends, from which its room
-    // is made).
+    // A request of `key` with `room` was rejected by a call sent at
+    // sent_ms: requests with that room or less stay so until until_ms
+    // (both on this worker's monotonic clock), unless the key was
+    // forgotten at sent_ms or later, when this is ignored.  Redis said it
+    // resets at reset_epoch_s; `quota`, if not kNoQuota, is the limit
+    // every request of the key is answered with (a subject's override's,
+    // whatever limit the request sends, from which its room is made).
     void deny(std::string_view key, std::int64_t room,
-              std::uint64_t until_ms, std::uint64_t reset_epoch_s = 0,
+              std::uint64_t sent_ms, std::uint64_t until_ms,
+              std::uint64_t reset_epoch_s = 0,
               std::uint64_t quota = kNoQuota);
 
-    // The subject of `key` was forgiven (its count deleted): its
-    // rejection, if remembered, no longer holds.
-    void forget(std::string_view key);
+    // The subject of `key` was forgiven (its count deleted) or its
+    // override changed, at now_ms (the clock of deny()): its rejection, if
+    // remembered, no longer holds, nor that of a call sent until now_ms.
+    void forget(std::string_view key, std::uint64_t now_ms);
 
-    // Every rejection forgotten: forgivings may have been missed.
+    // Every rejection and tombstone forgotten: forgivings may have been
+    // missed.
     void clear();
 
 private:
+    // A rejection while until_ms is ahead; a tombstone once `forgotten`
+    // (until_ms 0), and after that a rejection of a call sent after
+    // forgotten_ms, while it holds the same key.
     struct Slot {
         std::uint64_t until_ms = 0;
         std::int64_t room = 0;
         std::uint64_t reset_epoch_s = 0;
         std::uint64_t quota = kNoQuota;
+        std::uint64_t forgotten_ms = 0;  // when `key` was, if `forgotten`
         std::uint8_t len = 0;
+        bool forgotten = false;
         char key[kMaxKey];
     };
 
     static std::size_t slot_of(std::string_view key);
+    static bool holds(const Slot &slot, std::string_view key);
+    static void put_key(Slot *slot, std::string_view key);
 
     // No entry is live at or after this time (ms, the entries' clock): the
     // latest until_ms given to deny() since clear().  Most requests come

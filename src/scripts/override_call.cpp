@@ -7,14 +7,22 @@ namespace ratelimit {
 namespace {
 
 // ARGV: channel, message, the limit (empty: remove), the window in ms, the
-// ms until it lapses (0: never).
+// ms until it lapses (0: never).  The override replaced, `was`, is the one
+// in force as the window script reads it (lua/override.lua's override()):
+// the first part of the form o=L,W,X, L and X at most 2^53, W from 1 to
+// 604800000000000 (call.lua's W), not lapsed; so the log's "(was N)" names
+// the limit that applied.  Its pattern and bounds are written out here as
+// there: that script is assembled from lua/ (assemble.pl), whose bounds
+// are Lua literals too, and this one is a raw string.
 constexpr std::string_view kScript = R"lua(
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local old = redis.pcall('GET', KEYS[1])
 old = type(old) == 'string' and old or ''
-local l, x = string.match(';' .. old .. ';', ';o=(%d+),%d+,(%d+);')
-local was = l and (tonumber(x) == 0 or tonumber(x) > now) and tonumber(l)
+local l, w, x = string.match(';' .. old .. ';', ';o=(%d+),(%d+),(%d+);')
+l, w, x = tonumber(l), tonumber(w), tonumber(x)
+local was = l and l <= 2^53 and w >= 1 and w <= 604800000000000
+            and x <= 2^53 and (x == 0 or x > now) and l
 local keep = {}
 for part in string.gmatch(old, '[^;]+') do
   if string.sub(part, 1, 2) ~= 'o=' then

@@ -1,5 +1,6 @@
 #include "limits/deny_cache.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,10 @@ namespace {
 
 // The limit the requests of these tests are rejected at and carry.
 constexpr std::int64_t kLimit = DenyCache::room(10, 1);
+
+// When the calls of these tests were sent, where it does not matter: no
+// key was forgotten.
+constexpr std::uint64_t kSent = 0;
 
 // The cache is over half a megabyte: keep it off the test's stack.
 std::unique_ptr<DenyCache> make_cache()
@@ -23,23 +28,101 @@ TEST(DenyCache, UnknownKeyIsNotDenied)
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
 }
 
+// Forgetting a key, remembered or not, leaves a tombstone, which is no
+// rejection: whatever the time and the room asked, the key is not denied,
+// while another key's rejection is live.
 TEST(DenyCache, ForgetDropsOnlyThatKey)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", kLimit, 5000);
-    cache->deny("rl:api:b", kLimit, 5000);
-    cache->forget("rl:api:a");
-    cache->forget("rl:api:c");
-    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
+    cache->deny("rl:api:a", kLimit, kSent, 5000);
+    cache->deny("rl:api:b", kLimit, kSent, 5000);
+    cache->forget("rl:api:a", 100);
+    cache->forget("rl:api:c", 100);
+
+    for (const char *key : {"rl:api:a", "rl:api:c"}) {
+        for (std::uint64_t now : {0, 99, 100, 101, 1000, 4999}) {
+            EXPECT_EQ(cache->denied_for(key, INT64_MIN, now), 0u)
+                << key << " at " << now;
+        }
+    }
+
     EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 4000u);
     cache->clear();
     EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 0u);
 }
 
+// The race of a forgiving (or an override raised) with a call in flight:
+// a call sent at 90, rejected by Redis before the subject was forgiven,
+// whose reply comes after this worker forgot it at 100.  That rejection
+// no longer holds: not remembered.  Nor is that of a call sent at 100,
+// which may have left before the forgetting in that millisecond.  A call
+// sent after it is remembered, and a late reply of one sent before does
+// not replace it.  Other keys are remembered as ever.
+TEST(DenyCache, NoRejectionOfACallSentBeforeTheKeyWasForgotten)
+{
+    auto cache = make_cache();
+    cache->deny("rl:api:a", kLimit, 80, 5000);
+    cache->deny("rl:api:b", kLimit, 80, 5000);
+    cache->forget("rl:api:a", 100);
+
+    cache->deny("rl:api:a", kLimit, 90, 5000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
+    cache->deny("rl:api:a", kLimit, 100, 5000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
+
+    EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 4000u);
+    cache->deny("rl:api:c", kLimit, 90, 5000);
+    EXPECT_EQ(cache->denied_for("rl:api:c", kLimit, 1000), 4000u);
+
+    cache->deny("rl:api:a", kLimit, 101, 6000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 5000u);
+    cache->deny("rl:api:a", kLimit, 90, 9000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 5000u);
+
+    // Forgotten again: no rejection, until one of a call sent after.
+    cache->forget("rl:api:a", 200);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
+    cache->deny("rl:api:a", kLimit, 150, 5000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
+    cache->deny("rl:api:a", kLimit, 201, 5000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 4000u);
+}
+
+// A tombstone goes as any entry does: a rejection of another key in its
+// slot replaces it, and clear() clears it.
+TEST(DenyCache, ATombstoneGoesAsAnyEntry)
+{
+    auto cache = make_cache();
+
+    // A key in the slot of "rl:api:a": the one whose rejection evicts a's.
+    std::string other;
+    for (int i = 0; other.empty(); i++) {
+        std::string key = "rl:api:" + std::to_string(i);
+        cache->deny("rl:api:a", kLimit, kSent, 5000);
+        cache->deny(key, kLimit, kSent, 5000);
+        if (key != "rl:api:a"
+            && cache->denied_for("rl:api:a", kLimit, 1000) == 0)
+        {
+            other = key;
+        }
+    }
+
+    cache->forget("rl:api:a", 100);
+    cache->deny(other, kLimit, 90, 5000);
+    EXPECT_EQ(cache->denied_for(other, kLimit, 1000), 4000u);
+    cache->deny("rl:api:a", kLimit, 90, 5000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 4000u);
+
+    cache->forget("rl:api:a", 100);
+    cache->clear();
+    cache->deny("rl:api:a", kLimit, 90, 5000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 4000u);
+}
+
 TEST(DenyCache, DeniedUntilTheGivenTimeOnly)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", kLimit, 5000);
+    cache->deny("rl:api:a", kLimit, kSent, 5000);
 
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 4000u);
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 4999), 1u);
@@ -50,8 +133,8 @@ TEST(DenyCache, DeniedUntilTheGivenTimeOnly)
 TEST(DenyCache, AnswersTheResetRedisGave)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", kLimit, 5000, 1700000017);
-    cache->deny("rl:api:b", kLimit, 5000, 1700000099);
+    cache->deny("rl:api:a", kLimit, kSent, 5000, 1700000017);
+    cache->deny("rl:api:b", kLimit, kSent, 5000, 1700000099);
 
     std::uint64_t reset = 0;
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000, &reset), 4000u);
@@ -67,8 +150,8 @@ TEST(DenyCache, AnswersTheResetRedisGave)
 TEST(DenyCache, AnswersTheQuotaItWasRejectedUnder)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", kLimit, 5000, 1700000017, 3);
-    cache->deny("rl:api:b", kLimit, 5000, 1700000017);
+    cache->deny("rl:api:a", kLimit, kSent, 5000, 1700000017, 3);
+    cache->deny("rl:api:b", kLimit, kSent, 5000, 1700000017);
 
     std::uint64_t reset = 0;
     std::uint64_t quota = 0;
@@ -83,7 +166,7 @@ TEST(DenyCache, AnswersTheQuotaItWasRejectedUnder)
 TEST(DenyCache, OnlyTheExactKeyIsDenied)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", kLimit, 5000);
+    cache->deny("rl:api:a", kLimit, kSent, 5000);
 
     EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 0u);
     EXPECT_EQ(cache->denied_for("rl:api:a ", kLimit, 1000), 0u);
@@ -96,7 +179,7 @@ TEST(DenyCache, BinaryKeysCompareByteForByte)
     auto cache = make_cache();
     const std::string a("rl:ip:\x7f\x00\x00\x01", 10);
     const std::string b("rl:ip:\x7f\x00\x00\x02", 10);
-    cache->deny(a, kLimit, 5000);
+    cache->deny(a, kLimit, kSent, 5000);
 
     EXPECT_EQ(cache->denied_for(a, kLimit, 1000), 4000u);
     EXPECT_EQ(cache->denied_for(b, kLimit, 1000), 0u);
@@ -105,8 +188,8 @@ TEST(DenyCache, BinaryKeysCompareByteForByte)
 TEST(DenyCache, ALaterDenyReplacesTheExpiry)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", kLimit, 5000);
-    cache->deny("rl:api:a", kLimit, 3000);
+    cache->deny("rl:api:a", kLimit, kSent, 5000);
+    cache->deny("rl:api:a", kLimit, kSent, 3000);
 
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 2000u);
 }
@@ -117,20 +200,20 @@ TEST(DenyCache, ALaterDenyReplacesTheExpiry)
 TEST(DenyCache, EachEntryLivesUntilItsOwnTimeWhateverTheOrder)
 {
     auto cache = make_cache();
-    cache->deny("rl:api:a", kLimit, 9000);
-    cache->deny("rl:api:b", kLimit, 3000);
+    cache->deny("rl:api:a", kLimit, kSent, 9000);
+    cache->deny("rl:api:b", kLimit, kSent, 3000);
 
     EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 2000), 1000u);
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 5000), 4000u);
     EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 5000), 0u);
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 9000), 0u);
 
-    cache->deny("rl:api:c", kLimit, 12000);
+    cache->deny("rl:api:c", kLimit, kSent, 12000);
     EXPECT_EQ(cache->denied_for("rl:api:c", kLimit, 10000), 2000u);
 
     cache->clear();
     EXPECT_EQ(cache->denied_for("rl:api:c", kLimit, 10000), 0u);
-    cache->deny("rl:api:a", kLimit, 11000);
+    cache->deny("rl:api:a", kLimit, kSent, 11000);
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 10000), 1000u);
 }
 
@@ -142,7 +225,7 @@ TEST(DenyCache, CollisionsNeverDenyAnotherKey)
     const std::size_t keys = DenyCache::kSlots * 4;
 
     for (std::size_t i = 0; i < keys; i += 2) {
-        cache->deny("rl:api:" + std::to_string(i), kLimit, 10000);
+        cache->deny("rl:api:" + std::to_string(i), kLimit, kSent, 10000);
     }
 
     std::size_t remembered = 0;
@@ -168,8 +251,8 @@ TEST(DenyCache, KeysLongerThanTheSlotAreNotCached)
     const std::string longest(DenyCache::kMaxKey, 'k');
     const std::string too_long(DenyCache::kMaxKey + 1, 'k');
 
-    cache->deny(longest, kLimit, 5000);
-    cache->deny(too_long, kLimit, 5000);
+    cache->deny(longest, kLimit, kSent, 5000);
+    cache->deny(too_long, kLimit, kSent, 5000);
 
     EXPECT_EQ(cache->denied_for(longest, kLimit, 1000), 4000u);
     EXPECT_EQ(cache->denied_for(too_long, kLimit, 1000), 0u);
@@ -181,7 +264,7 @@ TEST(DenyCache, KeysLongerThanTheSlotAreNotCached)
 TEST(DenyCache, DeniedUpToTheLimitRejectedAt)
 {
     auto cache = make_cache();
-    cache->deny("rl:plans:a", DenyCache::room(10, 1), 5000);
+    cache->deny("rl:plans:a", DenyCache::room(10, 1), kSent, 5000);
 
     auto denied = [&](std::uint64_t limit) {
         return cache->denied_for("rl:plans:a", DenyCache::room(limit, 1),
@@ -193,7 +276,7 @@ TEST(DenyCache, DeniedUpToTheLimitRejectedAt)
     EXPECT_EQ(denied(100), 0u);
 
     // Rejected again at 100: every limit up to 100 is.
-    cache->deny("rl:plans:a", DenyCache::room(100, 1), 6000);
+    cache->deny("rl:plans:a", DenyCache::room(100, 1), kSent, 6000);
     EXPECT_EQ(denied(100), 5000u);
     EXPECT_EQ(denied(5), 5000u);
     EXPECT_EQ(denied(101), 0u);
@@ -205,7 +288,7 @@ TEST(DenyCache, DeniedUpToTheLimitRejectedAt)
 TEST(DenyCache, CostsNarrowTheRoom)
 {
     auto cache = make_cache();
-    cache->deny("rl:tokens:a", DenyCache::room(100, 30), 5000);
+    cache->deny("rl:tokens:a", DenyCache::room(100, 30), kSent, 5000);
 
     auto denied = [&](std::uint64_t limit, std::uint64_t cost) {
         return cache->denied_for("rl:tokens:a", DenyCache::room(limit, cost),

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "base/sha1.hpp"
+#include "cluster/cluster_slot.hpp"
 
 namespace ratelimit {
 namespace {
@@ -268,45 +269,68 @@ TEST(SubjectKey, TaggedLongSubjectKeepsItsDigest)
               std::string(digest, kSha1HexLength));
 }
 
-// A side key is its count key with '+' after the zone name, in every form:
-// raw, hashed, tagged with the count key's tag (one Cluster slot).  No
-// zone name holds '+' (params_errors_test), so it names no count key.
-TEST(SideKey, CountKeyWithAPlusAfterTheZone)
+// The side key write_side_key() makes of side key base `base` and count
+// key `key`, in a buffer of exactly base.size() + key.size() bytes followed
+// by a guard, which it must leave untouched.
+std::string side_key_of(std::string_view base, std::string_view key)
 {
-    std::string long_subject(kMaxRawSubject + 1, 'x');
-    HashTag tag{"fleet secret"};
+    std::vector<char> buf(base.size() + key.size() + kGuard, kCanary);
+    std::size_t n = write_side_key(base, key, buf.data());
 
-    for (std::string_view subject : {std::string_view("1.2.3.4"),
-                                     std::string_view(""),
-                                     std::string_view(long_subject)}) {
-        const HashTag *tags[] = {nullptr, &tag};
-
-        for (const HashTag *t : tags) {
-            std::size_t size = side_key_size("rl", "api", subject, t);
-            std::vector<char> buf(size + kGuard, kCanary);
-            std::size_t n = write_side_key("rl", "api", subject, buf.data(),
-                                           t);
-            EXPECT_EQ(n, size);
-            EXPECT_EQ(buf[size], kCanary);
-
-            std::vector<char> count(subject_key_size("rl", "api", subject, t));
-            write_subject_key("rl", "api", subject, count.data(), t);
-            std::string expected(count.begin(), count.end());
-            expected.insert(6, "+");
-            EXPECT_EQ(std::string(buf.data(), n), expected);
-
-            // The window script's making of it: the base, then the count
-            // key from the base's size on (1-based: its last byte's place).
-            char base[16] = {};
-            std::size_t b = write_side_base("rl", "api", base);
-            EXPECT_EQ(b, side_base_size("rl", "api"));
-            EXPECT_EQ(std::string(base, b), "rl:api+");
-            EXPECT_EQ(std::string(base, b)
-                          + std::string(count.begin() + (b - 1),
-                                        count.end()),
-                      expected);
-        }
+    EXPECT_LE(n, base.size() + key.size());
+    for (std::size_t i = base.size() + key.size(); i < buf.size(); i++) {
+        EXPECT_EQ(buf[i], kCanary) << "overwrote guard byte " << i;
     }
+    return std::string(buf.data(), n);
+}
+
+// The window script's rule (override.lua's side_value()), base ..
+// string.sub(key, #base): the count key from its byte #base on, 1-based,
+// after the base; "" where the key is shorter.  Each expected key below is
+// what Lua 5.1 makes of the same two strings.
+TEST(SideKey, TheWindowScriptsRule)
+{
+    char base[16];
+    std::string_view api(base, write_side_base("rl", "api", base));
+    ASSERT_EQ(api, "rl:api+");
+
+    EXPECT_EQ(side_key_of(api, key_of("rl", "api", "1.2.3.4")),
+              "rl:api+:1.2.3.4");
+    EXPECT_EQ(side_key_of(api, key_of("rl", "api", "")), "rl:api+:");
+    std::string binary("a\0\xff", 3);
+    EXPECT_EQ(side_key_of(api, key_of("rl", "api", binary)),
+              "rl:api+:" + binary);
+
+    std::string big(kMaxRawSubject + 1, 'x');
+    EXPECT_EQ(side_key_of(api, key_of("rl", "api", big)),
+              "rl:api+#" + hex_of(big));
+
+    // Shorter than the base: string.sub() past the key's end is "".
+    EXPECT_EQ(side_key_of(api, "rl:a"), "rl:api+");
+    EXPECT_EQ(side_key_of(api, ""), "rl:api+");
+    EXPECT_EQ(side_key_of(api, "rl:api"), "rl:api+");
+}
+
+// In a Redis Cluster the side key carries its count key's tag, so both
+// sit in one slot: the call that counts the subject reads its side key.
+TEST(SideKey, KeepsTheCountKeysClusterSlot)
+{
+    char base[16];
+    std::string_view api(base, write_side_base("rl", "api", base));
+
+    for (std::string_view subject : {"alice", "{alice}", "a}x"}) {
+        std::string key = tagged_key(subject, "fleet secret");
+        std::string side = side_key_of(api, key);
+        std::string tag = "{" + std::string(cluster_tag(key)) + "}";
+
+        EXPECT_EQ(side, "rl:api+:" + tag + std::string(subject));
+        EXPECT_EQ(key_slot(side), key_slot(key));
+    }
+
+    std::string big(kMaxRawSubject + 1, 'x');
+    std::string key = tagged_key(big, "fleet secret");
+    EXPECT_EQ(side_key_of(api, key), "rl:api+" + key.substr(6));
+    EXPECT_EQ(key_slot(side_key_of(api, key)), key_slot(key));
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 -- that reads no side key does not make these functions.
 
 -- The override in force that side value v holds: its limit, window in ms
--- and the Redis time in ms it lapses at (0: never), or nil.
+-- and the Redis time in ms it lapses at (0: never), or nil.  The PUT's
+-- script (scripts/override_call.cpp) reads the limit it replaces alike.
 local function override(v)
   local l, w, x = string.match(
       '@kSidePartNext@' .. v .. '@kSidePartNext@',
