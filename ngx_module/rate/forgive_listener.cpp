@@ -115,7 +115,7 @@ void ForgiveListener::on_change(void *data) noexcept
 {
     auto *listener = static_cast<ForgiveListener *>(data);
 
-    listener->denied_->clear();
+    listener->denied_->clear(ngx_current_msec);
 
     // Subscribed again: a removal may have been missed.  Not as it is lost
     // (Redis gone), when fail local needs them most.

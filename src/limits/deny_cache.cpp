@@ -61,7 +61,7 @@ void DenyCache::deny(std::string_view key, std::int64_t room,
                      std::uint64_t sent_ms, std::uint64_t until_ms,
                      std::uint64_t reset_epoch_s, std::uint64_t quota)
 {
-    if (key.size() > kMaxKey) {
+    if (key.size() > kMaxKey || sent_ms < remembered_from_ms_) {
         return;
     }
 
@@ -97,9 +97,10 @@ void DenyCache::forget(std::string_view key, std::uint64_t now_ms)
     slot.forgotten_ms = now_ms;
 }
 
-void DenyCache::clear()
+void DenyCache::clear(std::uint64_t now_ms)
 {
     live_until_ms_ = 0;
+    remembered_from_ms_ = now_ms + 1;
 
     for (Slot &slot : slots_) {
         slot.until_ms = 0;

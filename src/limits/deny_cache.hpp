@@ -31,8 +31,10 @@
 // the clock is nginx's cached one, which does not tell their order, and
 // the cost of the doubt is one Redis call.  A tombstone answers nothing.
 // It goes as any entry does: replaced by a rejection of another key in its
-// slot, and by clear().  Only then may a late reply bring back a lifted
-// rejection: a collision, or a lost subscription, within a reply's flight.
+// slot.  Only then may a late reply bring back a lifted rejection: a
+// collision within a reply's flight.  clear(), when forgivings may have
+// been missed, forgets every key at once: no rejection of a call sent
+// until then is remembered.
 //
 // Fixed memory: a direct-mapped table of kSlots entries.  A collision just
 // replaces the older entry, which costs one more Redis call, never a wrong
@@ -92,9 +94,8 @@ public:
     // remembered, no longer holds, nor that of a call sent until now_ms.
     void forget(std::string_view key, std::uint64_t now_ms);
 
-    // Every rejection and tombstone forgotten: forgivings may have been
-    // missed.
-    void clear();
+    // Every key forgotten at now_ms: forgivings may have been missed.
+    void clear(std::uint64_t now_ms);
 
 private:
     // A rejection while until_ms is ahead; a tombstone once `forgotten`
@@ -120,6 +121,10 @@ private:
     // when nothing is remembered, and are answered from this one word
     // without hashing their key or touching the half-megabyte table.
     std::uint64_t live_until_ms_ = 0;
+    // No rejection of a call sent before this time is remembered: just
+    // after the last clear() (its time + 1 ms; as with a tombstone, a call
+    // of the same millisecond counts as sent before).
+    std::uint64_t remembered_from_ms_ = 0;
     std::array<Slot, kSlots> slots_;
 };
 

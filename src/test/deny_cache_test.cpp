@@ -47,7 +47,7 @@ TEST(DenyCache, ForgetDropsOnlyThatKey)
     }
 
     EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 4000u);
-    cache->clear();
+    cache->clear(50);
     EXPECT_EQ(cache->denied_for("rl:api:b", kLimit, 1000), 0u);
 }
 
@@ -89,7 +89,8 @@ TEST(DenyCache, NoRejectionOfACallSentBeforeTheKeyWasForgotten)
 }
 
 // A tombstone goes as any entry does: a rejection of another key in its
-// slot replaces it, and clear() clears it.
+// slot replaces it.  clear() forgets every key at once: no rejection of a
+// call sent until then is remembered, one sent after is.
 TEST(DenyCache, ATombstoneGoesAsAnyEntry)
 {
     auto cache = make_cache();
@@ -113,9 +114,12 @@ TEST(DenyCache, ATombstoneGoesAsAnyEntry)
     cache->deny("rl:api:a", kLimit, 90, 5000);
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 4000u);
 
-    cache->forget("rl:api:a", 100);
-    cache->clear();
-    cache->deny("rl:api:a", kLimit, 90, 5000);
+    cache->clear(200);
+    cache->deny("rl:api:a", kLimit, 150, 5000);
+    cache->deny(other, kLimit, 200, 5000);
+    EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 0u);
+    EXPECT_EQ(cache->denied_for(other, kLimit, 1000), 0u);
+    cache->deny("rl:api:a", kLimit, 201, 5000);
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 1000), 4000u);
 }
 
@@ -211,9 +215,9 @@ TEST(DenyCache, EachEntryLivesUntilItsOwnTimeWhateverTheOrder)
     cache->deny("rl:api:c", kLimit, kSent, 12000);
     EXPECT_EQ(cache->denied_for("rl:api:c", kLimit, 10000), 2000u);
 
-    cache->clear();
+    cache->clear(50);
     EXPECT_EQ(cache->denied_for("rl:api:c", kLimit, 10000), 0u);
-    cache->deny("rl:api:a", kLimit, kSent, 11000);
+    cache->deny("rl:api:a", kLimit, 51, 11000);
     EXPECT_EQ(cache->denied_for("rl:api:a", kLimit, 10000), 1000u);
 }
 
