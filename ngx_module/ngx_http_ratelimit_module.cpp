@@ -125,7 +125,7 @@ ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
     if (mcf->forgive) {
         worker.forgive = new (std::nothrow) ForgiveListener(
             worker.link, mcf->prefix, mcf->redis->wake_key, worker.denied,
-            mcf->local_zone, cycle->log);
+            mcf->local_zone, {forget_lease_override, mcf}, cycle->log);
 
         if (worker.forgive == nullptr || !worker.forgive->subscribe()) {
             return NGX_ERROR;

@@ -14,6 +14,13 @@
 #   it: 2 x 125 here) once the subject went quiet and came back; the fixed
 #   window's phase starts just after one of its boundaries (aligned on the
 #   clock) and must end within the window;
+# - a subject's override (issue 41) raised far above its zone's limit of
+#   16: every request, those admitted from a lease too, says
+#   X-RateLimit-Limit 100000, and the leases are sized by it (at most 0.25
+#   Redis calls a request; sized by the zone's 16, 0.5 here); once it is
+#   removed, every request says 16 again, those admitted from what the
+#   leases still held too (the forgiving the PUT publishes makes the
+#   servers forget it);
 # - a server SIGKILLed while it holds leases: the other goes on limiting,
 #   the window's admissions never above the limit.
 
@@ -24,6 +31,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use FaultTest qw(rhdr tally);
+use HTTP::Tiny;
 use POSIX ();
 
 RateLimitTest::require_module();
@@ -39,12 +47,15 @@ EOF
 ratelimit_zone big key=$http_x_api_key limit=1000000 window=10s lease=1m;
 ratelimit_zone svc key=$http_x_api_key limit=1000 window=10s lease=1m;
 ratelimit_zone fx key=$http_x_api_key limit=1000 window=10s algorithm=fixed lease=1m;
+ratelimit_zone ov key=$http_x_api_key limit=16 window=60s lease=1m;
 server {
     listen 127.0.0.1:%%PORT%% reuseport;
     add_header X-RL-Status "$ratelimit_status" always;
     location /big/ { ratelimit zone=big; ratelimit_peek_header X-Peek; alias %%TMP%%/html/; }
     location /svc/ { ratelimit zone=svc; ratelimit_peek_header X-Peek; alias %%TMP%%/html/; }
     location /fx/  { ratelimit zone=fx;  ratelimit_peek_header X-Peek; alias %%TMP%%/html/; }
+    location /ov/  { ratelimit zone=ov; alias %%TMP%%/html/; }
+    location = /q  { ratelimit_query zone=ov override=on; }
 }
 EOF
 $t->write_conf($conf);
@@ -122,7 +133,47 @@ for my $loc ('svc', 'fx') {
     diag("$loc: admitted $got{p} hammered, $total after the leases came back; Redis's count " . used($loc, "ham$loc"));
 }
 
-# 3. A server killed while it holds leases.
+# The X-RateLimit-Limit of $n requests of $key in zone ov, 20 at a time
+# over both servers: { limit => responses }, and how many passed.
+sub ov_limits {
+    my ($key, $n) = @_;
+    my (%limits, $passed);
+    for (my $i = 0; $i < $n; $i += 20) {
+        for my $r ($t->burst(20, sub {
+            ('/ov/index.html', { 'X-Api-Key' => $key }, $SERVERS[ $_[0] % 2 ]->port('PORT'));
+        }, 5)) {
+            $limits{ rhdr($r, 'X-RateLimit-Limit') // '-' }++;
+            $passed++ if $r->{status} == 200;
+        }
+    }
+    return (\%limits, $passed // 0);
+}
+
+sub put_override {
+    my ($query) = @_;
+    return HTTP::Tiny->new(timeout => 5)->request('PUT', $t->url("/q?zone=ov&$query"))->{status};
+}
+
+# 3. An override raised far above the zone's limit, then removed.
+{
+    is(put_override('key=raised&limit=100000'), 204, 'override: raised to 100000 (zone ov: 16)');
+    my $calls0 = evalsha_calls();
+    my ($limits, $passed) = ov_limits('raised', 1000);
+    my $per = (evalsha_calls() - $calls0) / 1000;
+    is($passed, 1000, 'override: all 1000 admitted');
+    is(join(' ', sort keys %$limits), '100000',
+        'override: every request, from a lease or from Redis, says X-RateLimit-Limit 100000');
+    diag(sprintf('override: Redis calls per request %.4f', $per));
+    cmp_ok($per, '<=', 0.25, 'override: the leases are sized by it, not by the limit of 16');
+
+    is(put_override('key=raised&limit=default'), 204, 'override: removed');
+    sleep 0.1;    # the message reaches the workers as the reply reaches the client
+    ($limits, $passed) = ov_limits('raised', 40);
+    diag("override removed: $passed of 40 admitted from what the leases held");
+    is(join(' ', sort keys %$limits), '16', "override removed: every request says the zone's 16");
+}
+
+# 4. A server killed while it holds leases.
 {
     my %a = load('svc', 'killed', 400, 20);
     my @pids = ($t2->nginx_pid, map { $_ } $t2->can('live_workers') ? $t2->live_workers : ());

@@ -81,7 +81,7 @@ void on_lease_renewed(const LeaseRenewal &renewal,
             } else {
                 back = ledger.granted(grant->units, back.bucket, grant->count,
                                       bucket_ms - grant->now_ms % bucket_ms,
-                                      lease_clock_ms());
+                                      lease_clock_ms(), grant->override);
             }
         }
     }
@@ -90,15 +90,19 @@ void on_lease_renewed(const LeaseRenewal &renewal,
 }
 
 // The request's verdict from its lease: admitted, its zone's count the
-// fleet's as this server last heard it from Redis.
-void admit_from_lease(RequestState *state, std::uint64_t fleet_used)
+// fleet's as this server last heard it from Redis, its limit the
+// subject's override in force as Redis last told it, if any.
+void admit_from_lease(RequestState *state, std::uint64_t fleet_used,
+                      const Override &override)
 {
+    state->counts[0] = {0, 0, false, 0, override};
+
     Policy policy = policy_of(state, 0);
     const Policy *policies[1] = {&policy};
     bool enforcing[1] = {true};
     std::uint64_t now_ms = local::wall_clock_ms();
 
-    state->counts[0] = {ngx_min(fleet_used, policy.limit), 0, false};
+    state->counts[0].total = ngx_min(fleet_used, policy.limit);
     state->now_ms = now_ms;
     state->verdict = *decide_verdict(policies, enforcing, state->counts, 1,
                                      now_ms, false);
@@ -135,6 +139,7 @@ bool decide_from_lease(RequestState *state) noexcept
     ngx_array_t *evicted = nullptr;
     LeaseTake take;
     std::uint64_t fleet_used = 0;
+    Override override;
 
     {
         LeaseEntry entry(zone.leases, view(state->keys[0]), state->r->pool,
@@ -145,9 +150,11 @@ bool decide_from_lease(RequestState *state) noexcept
         }
 
         LeaseLedger ledger(*entry.state(), kLeaseParams);
-        take = ledger.take(state->costs[0], lease_clock_ms(),
-                           state->limits[0], fleet_servers(state->r));
+        std::uint64_t now_ms = lease_clock_ms();
+        take = ledger.take(state->costs[0], now_ms, state->limits[0],
+                           fleet_servers(state->r));
         fleet_used = entry.state()->fleet_used;
+        override = ledger.override_at(now_ms);
     }
 
     auto *backs = evicted != nullptr
@@ -170,7 +177,7 @@ bool decide_from_lease(RequestState *state) noexcept
     switch (take.kind) {
     case LeaseTake::Kind::kTaken:
     case LeaseTake::Kind::kRenewAndTaken:
-        admit_from_lease(state, fleet_used);
+        admit_from_lease(state, fleet_used, override);
         return true;
     default:
         return false;
@@ -183,11 +190,36 @@ void note_fleet_count(const RequestState *state) noexcept
         return;
     }
 
+    // When the call left, by the leases' clock (nginx's cached clock timed
+    // it), where an override's end is to be dated from it.
+    const Override &override = state->counts[0].override;
+    std::uint64_t sent_ms = override.set
+                            ? lease_clock_ms()
+                                  - (ngx_current_msec - state->sent_msec)
+                            : 0;
     LeaseEntry entry(state->refs[0]->zone->leases, view(state->keys[0]));
 
     if (entry.state() != nullptr) {
         LeaseLedger ledger(*entry.state(), kLeaseParams);
-        ledger.counted(state->counts[0].total);
+        ledger.counted(state->counts[0].total, override, sent_ms);
+    }
+}
+
+void forget_lease_override(void *data, std::string_view key) noexcept
+{
+    auto *mcf = static_cast<MainConf *>(data);
+    auto **zones = static_cast<Zone **>(mcf->zones.elts);
+
+    for (ngx_uint_t z = 0; z < mcf->zones.nelts; z++) {
+        if (zones[z]->leases == nullptr) {
+            continue;
+        }
+
+        LeaseEntry entry(zones[z]->leases, key);
+
+        if (entry.state() != nullptr) {
+            LeaseLedger(*entry.state(), kLeaseParams).forget_override();
+        }
     }
 }
 

@@ -22,6 +22,11 @@ bool decide_from_lease(RequestState *state) noexcept;
 // the lease's news of the fleet.
 void note_fleet_count(const RequestState *state) noexcept;
 
+// A forgiving of count key `key` (rate/forgive_listener.hpp), `data` the
+// MainConf: its leases forget the override they were told, until a reply
+// tells it again; their units stay.
+void forget_lease_override(void *data, std::string_view key) noexcept;
+
 // This worker's sweep of its server's leases: every kLeaseSweepMs, the
 // units of leases that died or went quiet go back to Redis.
 ngx_int_t start_lease_sweep(ngx_cycle_t *cycle, MainConf *mcf) noexcept;

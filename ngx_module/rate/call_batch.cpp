@@ -529,7 +529,8 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
             } else if (batch->settles[i] != nullptr) {
                 settles_.take_reply(batch->settles[i], part);
             } else if (batch->renewals[i] != nullptr) {
-                take_renewal_reply(batch->renewals[i], decoded.now_ms, part);
+                take_renewal_reply(batch->renewals[i], decoded.now_ms, part,
+                                   its);
                 settles_.let_go();
             }
         }

@@ -12,8 +12,8 @@ namespace ratelimit {
 ForgiveListener::ForgiveListener(RedisLink *link, const ngx_str_t &prefix,
                                  const ngx_str_t &wake_key,
                                  DenyCache *denied, ngx_shm_zone_t *local,
-                                 ngx_log_t *log) noexcept
-    : link_(link), denied_(denied), local_(local), log_(log)
+                                 ForgivenHook leases, ngx_log_t *log) noexcept
+    : link_(link), denied_(denied), local_(local), leases_(leases), log_(log)
 {
     try {
         channel_.assign(view(prefix));
@@ -98,6 +98,10 @@ void ForgiveListener::on_message(void *data, std::string_view message) noexcept
 
         if (listener->local_ != nullptr) {
             local::forget_override(listener->local_, key);
+        }
+
+        if (listener->leases_.forgiven != nullptr) {
+            listener->leases_.forgiven(listener->leases_.data, key);
         }
 
         return;

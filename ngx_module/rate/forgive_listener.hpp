@@ -4,7 +4,8 @@
 // forgiving (scripts/forgive_call.hpp, override_call.hpp), and listens on
 // the fleet's forgive
 // channel, each worker on its own Pub/Sub connection, to drop the
-// rejection it remembers of a forgiven key (its DenyCache).  Pub/Sub loses
+// rejection it remembers of a forgiven key (its DenyCache), and the
+// override its server's memories were told of it.  Pub/Sub loses
 // what is published while it is not subscribed: each time it subscribes
 // again, or loses its subscription, the worker forgets every rejection it
 // remembers, which costs a call to Redis each, never a wrong answer; and
@@ -20,15 +21,23 @@ namespace ratelimit {
 
 class DenyCache;
 
+// Told each key a forgiving names, with `data`; `forgiven` nullptr: none.
+struct ForgivenHook {
+    void (*forgiven)(void *data, std::string_view key) noexcept;
+    void *data;
+};
+
 class ForgiveListener {
 public:
     // `wake_key` signs the messages it sends and checks those it receives
     // (empty: none are signed, and any is taken); `denied` outlives it.
     // `local` (nullptr: none), the memory fail local counts in, forgets
-    // the overrides of forgiven keys too (local/local_memory.hpp).
+    // the overrides of forgiven keys too (local/local_memory.hpp), and so
+    // do the quota leases, through `leases` (leases/lease_decision.hpp).
     ForgiveListener(RedisLink *link, const ngx_str_t &prefix,
                     const ngx_str_t &wake_key, DenyCache *denied,
-                    ngx_shm_zone_t *local, ngx_log_t *log) noexcept;
+                    ngx_shm_zone_t *local, ForgivenHook leases,
+                    ngx_log_t *log) noexcept;
     ~ForgiveListener();
 
     ForgiveListener(const ForgiveListener &) = delete;
@@ -60,6 +69,7 @@ private:
     RedisLink *link_;
     DenyCache *denied_;
     ngx_shm_zone_t *local_;
+    ForgivenHook leases_;
     ngx_log_t *log_;
     std::string channel_;     // "PREFIX:wake:forgive"
     std::string wake_key_;    // may be empty

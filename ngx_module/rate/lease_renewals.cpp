@@ -2,8 +2,6 @@
 
 #include <new>
 
-#include "scripts/window_script.hpp"
-
 namespace ratelimit {
 
 LeaseRenewal *make_renewal(std::string_view key, std::string_view zone_args,
@@ -28,14 +26,21 @@ bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal,
 }
 
 void take_renewal_reply(LeaseRenewal *renewal, std::uint64_t now_ms,
-                        const Reply *reply) noexcept
+                        const Reply *reply, Told told) noexcept
 {
-    LeaseGrant grant{0, 0, now_ms};
+    LeaseGrant grant{0, 0, now_ms, {}};
     ZoneCount count{};
-    ScriptReply decoded = decode_lease_reply(reply, &count, &grant.units);
+    ScriptReply decoded = decode_lease_reply(reply, &count, &grant.units,
+                                             told);
     grant.count = count.total;
-    end_renewal(renewal, decoded.kind == ScriptReply::Kind::kVerdict
-                         ? &grant : nullptr);
+    grant.override = count.override;
+
+    // An override only of a zone that reads them.
+    bool taken = decoded.kind == ScriptReply::Kind::kVerdict
+                 && (!grant.override.set
+                     || renewal->zone->side_base.len > 0);
+
+    end_renewal(renewal, taken ? &grant : nullptr);
 }
 
 void end_renewal(LeaseRenewal *renewal, const LeaseGrant *grant) noexcept

@@ -11,15 +11,18 @@
 #include "conf/module_conf.hpp"
 #include "replies/reply.hpp"
 #include "scripts/script_batch.hpp"
+#include "scripts/window_script.hpp"
 
 namespace ratelimit {
 
 // What Redis counted for a lease's renewal: `units` in the bucket of its
-// time `now_ms`, after which the fleet's count in the window is `count`.
+// time `now_ms`, after which the fleet's count in the window is `count`,
+// under the subject's `override` (none: not set).
 struct LeaseGrant {
     std::uint64_t units;
     std::uint64_t count;
     std::uint64_t now_ms;
+    Override override;
 };
 
 struct LeaseRenewal;
@@ -49,10 +52,11 @@ LeaseRenewal *make_renewal(std::string_view key, std::string_view zone_args,
 bool add_renewal(ScriptBatch *call, const LeaseRenewal &renewal,
                  ZoneSide side) noexcept;
 
-// The renewal's reply, from `reply` on in its batch's, and the batch's
-// Redis time: its owner is told, and the renewal freed.
+// The renewal's reply, from `reply` on in its batch's, with the override
+// the batch's tail tells of it (told_of()), and the batch's Redis time:
+// its owner is told, and the renewal freed.
 void take_renewal_reply(LeaseRenewal *renewal, std::uint64_t now_ms,
-                        const Reply *reply) noexcept;
+                        const Reply *reply, Told told) noexcept;
 
 // Tells the renewal's owner its grant (nullptr: it failed, or its outcome
 // is unknown) and frees it.

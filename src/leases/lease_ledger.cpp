@@ -50,8 +50,9 @@ std::uint64_t LeaseLedger::ask_for(std::uint64_t held, bool at_low_water,
         return 0;
     }
 
-    std::uint64_t cap = lease_cap(limit, s_.fleet_used, servers,
-                                  params_.share_k);
+    Override in_force = override_at(now_ms);
+    std::uint64_t cap = lease_cap(in_force.set ? in_force.limit : limit,
+                                  s_.fleet_used, servers, params_.share_k);
     std::uint64_t size = lease_size(s_.rate,
                                     lease_horizon_ms(params_, rtt_ms()),
                                     cap, params_.min_demand);
@@ -74,7 +75,8 @@ std::uint64_t LeaseLedger::ask_for(std::uint64_t held, bool at_low_water,
 
 LeaseReturn LeaseLedger::granted(std::uint64_t units, std::uint64_t bucket,
                                  std::uint64_t fleet_used,
-                                 std::uint64_t left_ms, std::uint64_t now_ms)
+                                 std::uint64_t left_ms, std::uint64_t now_ms,
+                                 const Override &override)
 {
     bool expected = s_.asked > 0;
 
@@ -85,6 +87,7 @@ LeaseReturn LeaseLedger::granted(std::uint64_t units, std::uint64_t bucket,
     }
 
     s_.asked = 0;
+    note_override(override, s_.sent_ms);
     s_.rtt_ms = rtt_observe(rtt_ms(), now_ms > s_.sent_ms
                                           ? static_cast<double>(now_ms
                                                                 - s_.sent_ms)
@@ -114,6 +117,45 @@ LeaseReturn LeaseLedger::granted(std::uint64_t units, std::uint64_t bucket,
     s_.bucket = bucket;
     s_.end_ms = end_ms;
     return replaced;
+}
+
+void LeaseLedger::counted(std::uint64_t fleet_used, const Override &override,
+                          std::uint64_t sent_ms)
+{
+    s_.fleet_used = fleet_used;
+    note_override(override, sent_ms);
+}
+
+// Redis's time passes the override's end no earlier than sent_ms + left_ms
+// by this clock (it told left_ms after the call left): so it is never
+// taken as in force past its end.  A subject without one writes nothing.
+void LeaseLedger::note_override(const Override &override,
+                                std::uint64_t sent_ms)
+{
+    if (!override.set) {
+        forget_override();
+        return;
+    }
+
+    s_.override_limit = override.limit + 1;
+    s_.override_window_ms = override.window_ms;
+    s_.override_end_ms = override.left_ms > 0 ? sent_ms + override.left_ms
+                                              : 0;
+}
+
+Override LeaseLedger::override_at(std::uint64_t now_ms)
+{
+    if (s_.override_limit == 0) {
+        return {};
+    }
+
+    if (s_.override_end_ms != 0 && now_ms >= s_.override_end_ms) {
+        forget_override();
+        return {};
+    }
+
+    return {true, s_.override_limit - 1, s_.override_window_ms,
+            s_.override_end_ms != 0 ? s_.override_end_ms - now_ms : 0};
 }
 
 LeaseReturn LeaseLedger::expire(std::uint64_t now_ms)

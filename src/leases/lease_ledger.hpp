@@ -39,12 +39,19 @@
 // in that bucket), the window's admissions at t are at least
 //     L - (c - 1) - H(t).
 // See README.md.
+//
+// A subject's override of its zone's limit (issue 41), as the replies to
+// its renewals and exact requests tell it, replaces the limit its asks are
+// sized by while it is in force: Redis grants under it, and the requests
+// admitted from the lease report it.  A leased zone counts requests in a
+// window: the override's limit replaces the zone's as it is.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "leases/lease_policy.hpp"
+#include "limits/override.hpp"
 
 namespace ratelimit {
 
@@ -60,6 +67,12 @@ struct LeaseState {
     double rate;               // units/ms (rate_observe())
     double rtt_ms;             // round trip; 0: not measured yet
     std::uint64_t seen;        // 1 once a request was decided
+    // The subject's override as Redis last told it: its limit + 1 (0:
+    // none), its window, and its end by this clock (0: it never lapses),
+    // dated from when the call that told it left.
+    std::uint64_t override_limit;
+    std::uint64_t override_window_ms;
+    std::uint64_t override_end_ms;
 };
 
 static_assert(std::is_trivially_copyable_v<LeaseState>);
@@ -90,28 +103,42 @@ public:
     LeaseLedger(LeaseState &state, const LeaseParams &params)
         : s_(state), params_(params) {}
 
-    // A request of `cost` units at now_ms, for a zone of `limit` whose
-    // fleet has `servers` live servers.  A lease that has died first is
+    // A request of `cost` units at now_ms, for a zone of `limit` (the
+    // override in force, if one is, replaces it) whose fleet has
+    // `servers` live servers.  A lease that has died first is
     // given back (give_back).  A request told kWaitRenewal is not yet
     // counted in the rate: it is when it is taken again.
     LeaseTake take(std::uint64_t cost, std::uint64_t now_ms,
                    std::uint64_t limit, std::uint64_t servers);
 
     // The renewal's reply: Redis counted `units` (0 to what was asked) in
-    // `bucket`, `left_ms` before that bucket ended by its clock, and the
-    // fleet's count after it is fleet_used.  Returns a lease it replaced
-    // (another bucket's), or the grant itself if it is dead on arrival or
-    // no renewal was in flight (a reply that came after renewal_failed()).
+    // `bucket`, `left_ms` before that bucket ended by its clock, under
+    // `override` (none: not set), and the fleet's count after it is
+    // fleet_used.  Returns a lease it replaced (another bucket's), or the
+    // grant itself if it is dead on arrival or no renewal was in flight (a
+    // reply that came after renewal_failed(), whose override is not taken:
+    // its end cannot be dated).
     LeaseReturn granted(std::uint64_t units, std::uint64_t bucket,
                         std::uint64_t fleet_used, std::uint64_t left_ms,
-                        std::uint64_t now_ms);
+                        std::uint64_t now_ms, const Override &override);
 
     // The renewal failed or its reply was given up on: none in flight.
     // What it may have been granted is lost until its bucket leaves.
     void renewal_failed() { s_.asked = 0; }
 
-    // Redis decided a request exactly; the fleet's count is fleet_used.
-    void counted(std::uint64_t fleet_used) { s_.fleet_used = fleet_used; }
+    // Redis decided a request exactly, in a call sent at sent_ms (read
+    // only with an override), under `override` (none: not set); the
+    // fleet's count is fleet_used.
+    void counted(std::uint64_t fleet_used, const Override &override,
+                 std::uint64_t sent_ms);
+
+    // The override in force at now_ms, as Redis last told it, its left_ms
+    // counted from now_ms; none once it has lapsed (then forgotten).
+    Override override_at(std::uint64_t now_ms);
+
+    // The subject was forgiven or its override changed: the override
+    // told is forgotten until a reply tells it again (the units stay).
+    void forget_override() { s_.override_limit = 0; }
 
     // The lease's units if it has died (its bucket may have ended) or the
     // subject has been quiet for idle_ms; they are no longer held.
@@ -131,6 +158,7 @@ public:
 
 private:
     void note(std::uint64_t cost, std::uint64_t now_ms);
+    void note_override(const Override &override, std::uint64_t sent_ms);
     std::uint64_t ask_for(std::uint64_t held, bool at_low_water,
                           std::uint64_t now_ms, std::uint64_t limit,
                           std::uint64_t servers);

@@ -219,9 +219,9 @@ ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
 }
 
 ScriptReply decode_lease_reply(const Reply *reply, ZoneCount *count,
-                               std::uint64_t *granted)
+                               std::uint64_t *granted, Told told)
 {
-    ScriptReply out = decode_script_reply(reply, 1, count);
+    ScriptReply out = decode_script_reply(reply, 1, count, false, told);
 
     if (out.kind == ScriptReply::Kind::kVerdict
         && (!read_count(reply[1 + kRepliesPerZone], granted)

@@ -194,10 +194,10 @@ ScriptReply decode_settle_reply(const Reply *reply, std::int64_t *applied);
 
 // Decodes a lease's reply, the 5 elements from `reply` on: kVerdict with
 // `rejected` (nothing granted of units asked), the zone's count, oldest
-// bucket and over in *count and the units granted in *granted; kError; or
-// kMalformed, as decode_script_reply(), and where it was rejected and
-// granted units.
+// bucket and over in *count, with the override `told` tells of it
+// (told_of()), and the units granted in *granted; kError; or kMalformed,
+// as decode_script_reply(), and where it was rejected and granted units.
 ScriptReply decode_lease_reply(const Reply *reply, ZoneCount *count,
-                               std::uint64_t *granted);
+                               std::uint64_t *granted, Told told = {});
 
 }  // namespace ratelimit

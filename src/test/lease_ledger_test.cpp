@@ -77,7 +77,7 @@ TEST(LeaseLedger, TakesLocallyAndRenewsOnceAtLowWater)
     LeaseTake first = f.take(1, 1000);
     ASSERT_EQ(first.kind, Kind::kAskExact);
     ASSERT_EQ(first.ask, 52u);  // the rate grew by this request
-    EXPECT_EQ(f.ledger.granted(52, 7, 1000, 900, 1002).units, 0u);
+    EXPECT_EQ(f.ledger.granted(52, 7, 1000, 900, 1002, {}).units, 0u);
     EXPECT_EQ(f.ledger.units(), 52u);
     EXPECT_DOUBLE_EQ(f.ledger.rtt_ms(), 2);
 
@@ -121,13 +121,13 @@ TEST(LeaseLedger, HoldsAtMostTheCapOfItsLastAsk)
     Fixture f(100);
     LeaseTake t = f.take(1, 1000);
     ASSERT_EQ(t.ask, 125u);
-    f.ledger.granted(125, 7, 125, 900, 1001);
+    f.ledger.granted(125, 7, 125, 900, 1001, {});
     for (std::uint64_t now = 1001; f.ledger.units() > 0; now++) {
         t = f.take(1, now);
         EXPECT_LE(f.ledger.units() + f.ledger.asked(), 125u);
     }
     // The fleet has used 8,000: the cap falls to 25.
-    f.ledger.granted(f.ledger.asked(), 7, 8000, 800, 1200);
+    f.ledger.granted(f.ledger.asked(), 7, 8000, 800, 1200, {});
     t = f.take(1, 1201);
     EXPECT_LE(f.ledger.units() + f.ledger.asked(), 125u);
     while (f.ledger.units() > 0) {
@@ -138,17 +138,105 @@ TEST(LeaseLedger, HoldsAtMostTheCapOfItsLastAsk)
     EXPECT_EQ(f.ledger.units() + t.ask, 25u);
 }
 
+// A subject's override (issue 41), as Redis's replies tell it, sizes the
+// asks while in force: a raised one gets larger leases, a lowered one
+// smaller, one of 0 none.
+TEST(LeaseLedger, SizesItsAsksByTheOverrideInForce)
+{
+    // A rate far above the cap: every ask is cut to the cap.
+    Fixture f(100);
+    LeaseTake t = f.take(1, 1000);
+    ASSERT_EQ(t.ask, 125u);  // 10,000 / (8 * 10)
+    EXPECT_FALSE(f.ledger.override_at(1000).set);
+
+    // Granted under an override of 40,000 that never lapses: the next ask
+    // tops the lease up to floor((40,000 - 125) / 80) = 498.
+    f.ledger.granted(125, 7, 125, 900, 1001, {true, 40000, 60000, 0});
+    Override o = f.ledger.override_at(1001);
+    EXPECT_TRUE(o.set);
+    EXPECT_EQ(o.limit, 40000u);
+    EXPECT_EQ(o.window_ms, 60000u);
+    EXPECT_EQ(o.left_ms, 0u);
+    std::uint64_t now = 1001;
+    do {
+        t = f.take(1, ++now);
+    } while (t.kind == Kind::kTaken);
+    ASSERT_EQ(t.kind, Kind::kRenewAndTaken);
+    EXPECT_EQ(f.ledger.cap(), 498u);
+    EXPECT_EQ(f.ledger.units() + t.ask, 498u);
+
+    // Lowered to 2,000, the fleet at 1,000: floor(1,000 / 80) = 12.
+    f.ledger.granted(t.ask, 7, 1000, 800, ++now, {true, 2000, 60000, 0});
+    do {
+        t = f.take(1, ++now);
+    } while (t.kind == Kind::kTaken);
+    EXPECT_EQ(f.ledger.cap(), 12u);
+    EXPECT_EQ(f.ledger.units() + t.ask, 12u);
+
+    // Of 0: nothing more is asked, every request goes to Redis once the
+    // lease is used up.
+    f.ledger.granted(t.ask, 7, 1000, 700, ++now, {true, 0, 60000, 0});
+    while (f.ledger.units() > 0) {
+        EXPECT_EQ(f.take(1, ++now).ask, 0u);
+    }
+    t = f.take(1, ++now);
+    EXPECT_EQ(t.kind, Kind::kAskExact);
+    EXPECT_EQ(t.ask, 0u);
+    EXPECT_EQ(f.ledger.override_at(now).limit, 0u);
+
+    // An exact reply under none: the zone's limit again.
+    f.ledger.counted(1000, {}, now);
+    EXPECT_FALSE(f.ledger.override_at(now).set);
+    t = f.take(1, ++now);
+    EXPECT_EQ(t.ask, 112u);  // (10,000 - 1,000) / 80
+}
+
+// An override with an end is forgotten there, counted from when the call
+// that told it left; a reply with none, or a forgiving, forgets it at once;
+// a grant that came after its renewal was given up on is not dated.
+TEST(LeaseLedger, ForgetsTheOverrideWhenItLapsesOrIsToldNone)
+{
+    Fixture f(100);
+    LeaseTake t = f.take(1, 1000);  // sent at 1000
+    f.ledger.granted(t.ask, 7, 125, 900, 1040, {true, 40000, 60000, 300});
+    EXPECT_EQ(f.ledger.override_at(1299).left_ms, 1u);
+    EXPECT_FALSE(f.ledger.override_at(1300).set);
+    EXPECT_EQ(f.state.override_limit, 0u);
+
+    // Learnt from an exact reply, sent at 1400, lapsing 50 ms after.
+    f.ledger.counted(125, {true, 40000, 60000, 50}, 1400);
+    EXPECT_TRUE(f.ledger.override_at(1449).set);
+    EXPECT_FALSE(f.ledger.override_at(1450).set);
+
+    f.ledger.counted(125, {true, 40000, 60000, 0}, 1500);
+    EXPECT_TRUE(f.ledger.override_at(1500).set);
+    f.ledger.forget_override();
+    EXPECT_FALSE(f.ledger.override_at(1500).set);
+
+    f.ledger.counted(125, {true, 40000, 60000, 0}, 1500);
+    while (f.ledger.units() > 0 || f.ledger.asked() == 0) {
+        t = f.take(1, 1501);
+    }
+    f.ledger.renewal_failed();
+    f.ledger.granted(5, 7, 125, 900, 1510, {true, 7, 60000, 0});
+    EXPECT_EQ(f.ledger.override_at(1510).limit, 40000u);
+    t = f.take(1, 1511);
+    ASSERT_GT(t.ask, 0u);
+    f.ledger.granted(t.ask, 7, 125, 900, 1512, {});
+    EXPECT_FALSE(f.ledger.override_at(1512).set);
+}
+
 TEST(LeaseLedger, ExactModeNearTheLimit)
 {
     Fixture f(1);
     // 9,201 used of 10,000: less than k * servers = 80 remain.
-    f.ledger.counted(9921);
+    f.ledger.counted(9921, {}, 999);
     LeaseTake t = f.take(1, 1000);
     EXPECT_EQ(t.kind, Kind::kAskExact);
     EXPECT_EQ(t.ask, 0u);
     EXPECT_EQ(f.ledger.asked(), 0u);
     // The window slid: room again.
-    f.ledger.counted(5000);
+    f.ledger.counted(5000, {}, 1000);
     t = f.take(1, 1001);
     EXPECT_EQ(t.kind, Kind::kAskExact);
     EXPECT_GT(t.ask, 0u);
@@ -162,7 +250,7 @@ TEST(LeaseLedger, DiesAtTheBucketsEndCountedFromTheSendTime)
     // Sent at 1000; Redis said 300 ms were left of bucket 7 when it
     // granted; the reply came at 1040.  Redis's bucket 7 ends no earlier
     // than 1300 by this clock, less the 1 ms of the clocks' rounding.
-    f.ledger.granted(t.ask, 7, 10, 300, 1040);
+    f.ledger.granted(t.ask, 7, 10, 300, 1040, {});
     std::uint64_t units = f.ledger.units();
     EXPECT_EQ(f.take(1, 1298).kind, Kind::kTaken);
     EXPECT_EQ(f.ledger.expire(1298).units, 0u);
@@ -177,7 +265,7 @@ TEST(LeaseLedger, ExpireAtTheEndAndWhenQuiet)
 {
     Fixture f(0.05);
     LeaseTake t = f.take(1, 1000);
-    f.ledger.granted(t.ask, 7, 10, 5000, 1001);
+    f.ledger.granted(t.ask, 7, 10, 5000, 1001, {});
     std::uint64_t units = f.ledger.units();
     EXPECT_EQ(f.ledger.expire(1999).units, 0u);
     LeaseReturn back = f.ledger.expire(2000);  // 1,000 ms quiet
@@ -191,13 +279,13 @@ TEST(LeaseLedger, AGrantOfTheSameBucketAddsOfANewOneReplaces)
 {
     Fixture f(1);
     LeaseTake t = f.take(1, 1000);
-    f.ledger.granted(10, 7, 10, 500, 1001);  // ends at 1500
+    f.ledger.granted(10, 7, 10, 500, 1001, {});  // ends at 1500
     while (f.ledger.units() > 2) {
         t = f.take(1, 1002);
     }
     ASSERT_GT(f.ledger.asked(), 0u);
     // Same bucket: added; its end is the later of the two.
-    EXPECT_EQ(f.ledger.granted(5, 7, 30, 490, 1003).units, 0u);
+    EXPECT_EQ(f.ledger.granted(5, 7, 30, 490, 1003, {}).units, 0u);
     EXPECT_EQ(f.ledger.units(), 7u);
     EXPECT_EQ(f.state.end_ms, 1499u);
 
@@ -207,7 +295,7 @@ TEST(LeaseLedger, AGrantOfTheSameBucketAddsOfANewOneReplaces)
     std::uint64_t left = f.ledger.units();
     // Granted in bucket 8: bucket 7 has ended by Redis's clock; its units
     // go back, whatever this server's estimate of its end said.
-    LeaseReturn back = f.ledger.granted(20, 8, 60, 1000, 1006);
+    LeaseReturn back = f.ledger.granted(20, 8, 60, 1000, 1006, {});
     EXPECT_EQ(back.units, left);
     EXPECT_EQ(back.bucket, 7u);
     EXPECT_EQ(f.ledger.units(), 20u);
@@ -220,7 +308,7 @@ TEST(LeaseLedger, GrantsNoLongerUsableGoBack)
     Fixture f(1);
     LeaseTake t = f.take(1, 1000);
     // Dead on arrival: 5 ms were left of the bucket, the reply took 9.
-    LeaseReturn back = f.ledger.granted(t.ask, 7, 10, 5, 1009);
+    LeaseReturn back = f.ledger.granted(t.ask, 7, 10, 5, 1009, {});
     EXPECT_EQ(back.units, t.ask);
     EXPECT_EQ(f.ledger.units(), 0u);
 
@@ -229,13 +317,13 @@ TEST(LeaseLedger, GrantsNoLongerUsableGoBack)
     ASSERT_GT(t.ask, 0u);
     f.ledger.renewal_failed();
     EXPECT_EQ(f.ledger.asked(), 0u);
-    back = f.ledger.granted(t.ask, 7, 10, 500, 1020);
+    back = f.ledger.granted(t.ask, 7, 10, 500, 1020, {});
     EXPECT_EQ(back.units, t.ask);
     EXPECT_EQ(f.ledger.units(), 0u);
 
     // A grant of nothing: exact mode until the next ask.
     t = f.take(1, 1030);
-    EXPECT_EQ(f.ledger.granted(0, 7, 10000, 500, 1031).units, 0u);
+    EXPECT_EQ(f.ledger.granted(0, 7, 10000, 500, 1031, {}).units, 0u);
     EXPECT_EQ(f.ledger.asked(), 0u);
     EXPECT_EQ(f.take(1, 1032).ask, 0u);
 }
@@ -284,11 +372,11 @@ TEST(LeaseLedger, RandomSequencesKeepTheInvariants)
                 fleet_used = rng() % kLimit;
                 granted += g;
                 back += f.ledger.granted(g, bucket, fleet_used,
-                                         rng() % 400, now).units;
+                                         rng() % 400, now, {}).units;
             } else if (what == 8) {
                 back += f.ledger.expire(now).units;
             } else {
-                f.ledger.counted(rng() % kLimit);
+                f.ledger.counted(rng() % kLimit, {}, now);
             }
             ASSERT_LE(f.ledger.units() + f.ledger.asked(), f.ledger.cap());
             ASSERT_EQ(granted, taken + back + f.ledger.units());

@@ -20,12 +20,22 @@
 // of every bucket in which Redis refused a request after the last
 // give-back was applied, the window's admissions are at least
 // L - (c_max - 1) - q * (S + G + X).
+//
+// With a subject's override (issue 41) Redis applies its limit L' from a
+// time T on, and tells it in every reply: the servers' asks are sized by
+// it.  From T on, the window's admissions are at most max(L', A + H), A
+// the admissions made before T still in the window and H the units held
+// (counted, not admitted) at T: every count after T leaves Redis's count
+// at most L', and the units counted before T are at most those admitted
+// and those held.  q is then floor(max(L, L') / (k S)), and L is L' at
+// the ends of the buckets after T's.
 #include "leases/lease_ledger.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <queue>
 #include <random>
 #include <sstream>
@@ -41,6 +51,9 @@ using Kind = LeaseTake::Kind;
 
 struct SimParams {
     std::uint64_t limit;
+    bool overridden;             // Redis applies override_limit ...
+    std::uint64_t override_limit;
+    std::uint64_t override_from_ms;  // ... from this time on
     std::uint64_t window_ms;
     std::uint64_t bucket_ms;
     int servers;
@@ -85,8 +98,8 @@ public:
     Sim(const SimParams &p, std::uint64_t seed)
         : p_(p), rng_(seed), servers_(static_cast<std::size_t>(p.servers)),
           ring_(p.window_ms / p.bucket_ms + 4),
-          q_(p.limit / (p.lease.share_k * static_cast<std::uint64_t>(
-                            p.servers))),
+          q_(std::max(p.limit, p.overridden ? p.override_limit : 0)
+             / (p.lease.share_k * static_cast<std::uint64_t>(p.servers))),
           held_by_(servers_.size())
     {
         std::uniform_real_distribution<double> u(0, 1);
@@ -120,7 +133,8 @@ private:
         Msg msg = kExact;
         std::uint64_t epoch = 0, id = 0, cost = 0, ask = 0;
         std::uint64_t units = 0, bucket = 0, used = 0, left = 0;
-
+        std::uint64_t sent = 0;  // when the server sent the call
+        Override told{};         // the override Redis applied
     };
 
     // The queue orders small keys; the events wait in pool_.
@@ -150,6 +164,7 @@ private:
         std::uint64_t bucket = ~std::uint64_t{0};
         std::int64_t count = 0;      // Redis's count
         std::int64_t admitted = 0;   // admissions at times in the bucket
+        std::int64_t admitted_since = 0;  // those from the override's T
         std::int64_t granting = 0;   // granted, reply on its way
         std::int64_t settling = 0;   // give-backs on their way, units
         std::int64_t settles = 0;    // and their number
@@ -193,6 +208,18 @@ private:
     }
 
     double uniform() { return std::uniform_real_distribution<>(0, 1)(rng_); }
+
+    bool overriding(std::uint64_t t) const
+    {
+        return p_.overridden && t >= p_.override_from_ms * kUs;
+    }
+
+    // The limit Redis applies at t.
+    std::int64_t limit_at(std::uint64_t t) const
+    {
+        return static_cast<std::int64_t>(overriding(t) ? p_.override_limit
+                                                       : p_.limit);
+    }
 
     std::uint64_t arrival_gap(const Server &s)
     {
@@ -248,6 +275,7 @@ private:
             result_.calls++;
         }
         e.epoch = servers_[server].epoch;
+        e.sent = now_;
         schedule(delay(), kToRedis, server, e);
     }
 
@@ -267,7 +295,11 @@ private:
 
     void admit(std::uint64_t cost)
     {
-        slot(bucket_at(now_)).admitted += static_cast<std::int64_t>(cost);
+        Slot &b = slot(bucket_at(now_));
+        b.admitted += static_cast<std::int64_t>(cost);
+        if (overriding(now_)) {
+            b.admitted_since += static_cast<std::int64_t>(cost);
+        }
         result_.admitted += cost;
     }
 
@@ -307,6 +339,7 @@ private:
     std::uint64_t last_settle_ = 0;    // +1, 0: none
     std::vector<std::int64_t> held_by_;  // refresh()
     std::int64_t in_leases_ = 0;
+    std::int64_t held_at_override_ = -1;  // H at T; -1: T not reached
     SimResult result_;
 };
 
@@ -387,7 +420,7 @@ void Sim::at_redis(const Event &e)
 {
     std::uint64_t cur = bucket_at(now_);
     std::int64_t used = window_sum(now_, [](Slot &s) { return s.count; });
-    std::int64_t limit = static_cast<std::int64_t>(p_.limit);
+    std::int64_t limit = limit_at(now_);
     Event reply = e;
 
     if (e.msg == kSettle) {
@@ -439,6 +472,9 @@ void Sim::at_redis(const Event &e)
         slot(cur).granting += static_cast<std::int64_t>(g);
     }
     reply.used = static_cast<std::uint64_t>(used);
+    if (overriding(now_)) {
+        reply.told = {true, p_.override_limit, p_.window_ms, 0};
+    }
     schedule(delay(), kToServer, e.server, reply);
 }
 
@@ -464,12 +500,12 @@ void Sim::at_server(const Event &e)
 
     LeaseLedger ledger(s.state, p_.lease);
     if (e.msg == kExact) {
-        ledger.counted(e.used);
+        ledger.counted(e.used, e.told, local_ms(s, e.sent));
     }
     if (e.ask > 0) {
         s.renewal_id = 0;
         give_back(e.server, ledger.granted(e.units, e.bucket, e.used, e.left,
-                                           local_ms(s, now_)));
+                                           local_ms(s, now_), e.told));
     }
     drain(e.server);
 }
@@ -514,17 +550,24 @@ void Sim::refresh(int i)
 
 void Sim::check()
 {
-    std::int64_t limit = static_cast<std::int64_t>(p_.limit);
+    std::int64_t limit = limit_at(now_);
     std::int64_t admitted = window_sum(now_,
                                        [](Slot &s) { return s.admitted; });
+    std::int64_t counted = window_sum(now_, [](Slot &s) { return s.count; });
+    std::int64_t held = counted - admitted;
+
+    if (held_at_override_ >= 0) {
+        std::int64_t since = window_sum(now_, [](Slot &s) {
+            return s.admitted_since;
+        });
+        limit = std::max(limit, admitted - since + held_at_override_);
+    }
     if (admitted > limit) {
         fail("admitted " + std::to_string(admitted) + " in the window, over "
              + std::to_string(limit));
         return;
     }
 
-    std::int64_t counted = window_sum(now_, [](Slot &s) { return s.count; });
-    std::int64_t held = counted - admitted;
     std::int64_t parts = window_sum(now_, [](Slot &s) {
         return s.granting + s.settling + s.lost;
     });
@@ -554,7 +597,8 @@ void Sim::check_bucket_end(std::uint64_t bucket)
 {
     std::uint64_t start = bucket * p_.bucket_ms * kUs;
     if (last_refusal_ == 0 || last_refusal_ - 1 < start
-        || last_refusal_ <= last_settle_)
+        || last_refusal_ <= last_settle_
+        || overriding(now_) != overriding(start))
     {
         return;
     }
@@ -566,7 +610,7 @@ void Sim::check_bucket_end(std::uint64_t bucket)
     });
     std::int64_t bound = static_cast<std::int64_t>(p_.cost_max) - 1
                          + static_cast<std::int64_t>(q_) * (p_.servers + gx);
-    std::int64_t under = static_cast<std::int64_t>(p_.limit) - admitted;
+    std::int64_t under = limit_at(now_) - admitted;
 
     result_.saturated_ends++;
     if (under > bound) {
@@ -602,6 +646,14 @@ SimResult Sim::run()
         now_ = e.t;
         if (crossing) {
             refresh_all();
+        }
+        if (overriding(now_) && p_.override_from_ms > 0
+            && held_at_override_ < 0)
+        {
+            // T has come, and nothing happened since.
+            held_at_override_ = window_sum(now_, [](Slot &s) {
+                return s.count - s.admitted;
+            });
         }
 
         switch (e.type) {
@@ -775,9 +827,8 @@ TEST(LeaseSimulation, TwoServersHammeringOneSubject)
     }
 }
 
-// A limit far above the load: after the warm-up, at most one Redis call
-// per hundred requests.
-TEST(LeaseSimulation, FarBelowTheLimitRedisIsRarelyCalled)
+// A limit of 10^9, far above the load of 100 servers.
+SimParams far_below_the_limit()
 {
     SimParams p{};
     p.limit = 1000000000;
@@ -789,13 +840,54 @@ TEST(LeaseSimulation, FarBelowTheLimitRedisIsRarelyCalled)
     p.rate_hi = 1.2;
     p.cost_max = 1;
     p.warmup_ms = 2000;
-    for (std::uint64_t seed : {31, 32}) {
+    return p;
+}
+
+// After the warm-up, at most one Redis call per hundred requests, and no
+// request refused.
+void expect_rarely_called(const SimParams &p,
+                          std::initializer_list<std::uint64_t> seeds)
+{
+    for (std::uint64_t seed : seeds) {
         SimResult r = simulate(p, seed);
         expect_clean(r, seed);
         double per_request = static_cast<double>(r.calls)
                              / static_cast<double>(r.requests_counted);
         EXPECT_LE(per_request, 0.01) << "seed " << seed;
         EXPECT_EQ(r.refused, 0u) << "seed " << seed;
+    }
+}
+
+TEST(LeaseSimulation, FarBelowTheLimitRedisIsRarelyCalled)
+{
+    expect_rarely_called(far_below_the_limit(), {31, 32});
+}
+
+// A subject's override far above the load, its zone's limit of 1,000 far
+// below it: the asks are sized by the override, so Redis is called as
+// rarely as under a limit that high.
+TEST(LeaseSimulation, ARaisedOverrideSizesTheLeases)
+{
+    SimParams p = far_below_the_limit();
+    p.overridden = true;
+    p.override_limit = p.limit;
+    p.limit = 1000;
+    expect_rarely_called(p, {41, 42});
+}
+
+// The saturated fleet's subject lowered to a quarter of its limit halfway:
+// from then on, the window's admissions stay within max(L', A + H), and
+// Redis refuses requests under the new limit.
+TEST(LeaseSimulation, ALoweredOverrideHoldsWithinWhatTheLeasesHeld)
+{
+    SimParams p = saturated();
+    p.overridden = true;
+    p.override_limit = p.limit / 4;
+    p.override_from_ms = 2500;
+    for (std::uint64_t seed : {51, 52, 53}) {
+        SimResult r = simulate(p, seed);
+        expect_clean(r, seed);
+        EXPECT_GE(r.saturated_ends, 5u) << "seed " << seed;
     }
 }
 

@@ -197,6 +197,43 @@ TEST(DecodeLeaseReply, GrantedAfterTheZone)
     EXPECT_EQ(out.error, "ERR ratelimit: lease of a dry-run zone");
 }
 
+// A lease's override, from the batch's tail: the renewal's ledger sizes
+// its asks by it (leases/lease_ledger.hpp).  Past the zone's one, none.
+TEST(DecodeLeaseReply, TheOverrideOfItsTail)
+{
+    ReplyPtr r = must_parse(batch_of(1700000000123, {
+        verdict(false, {{3, 1700000000, false}}),
+        {integer(0), integer(97), integer(1700000000), integer(0),
+         integer(37)},
+    }, {{2, 1, 40000, 60000, 2500}}));
+    BatchReply batch = decode_batch_reply(r.get(), 10, 2, true);
+    ASSERT_EQ(batch.kind, BatchKind::kReplies);
+
+    std::size_t next = 0;
+    ZoneCount count{};
+    std::uint64_t granted = 0;
+    told_of(batch.told, 0, &next);
+    ScriptReply out = decode_lease_reply(r->element + 5, &count, &granted,
+                                         told_of(batch.told, 1, &next));
+    ASSERT_EQ(out.kind, Kind::kVerdict);
+    EXPECT_EQ(granted, 37u);
+    EXPECT_TRUE(count.override.set);
+    EXPECT_EQ(count.override.limit, 40000u);
+    EXPECT_EQ(count.override.window_ms, 60000u);
+    EXPECT_EQ(count.override.left_ms, 2500u);
+
+    r = must_parse(batch_of(1700000000123, {
+        {integer(0), integer(97), integer(1700000000), integer(0),
+         integer(37)},
+    }, {{1, 2, 40000, 60000, 0}}));
+    batch = decode_batch_reply(r.get(), 6, 1, true);
+    ASSERT_EQ(batch.kind, BatchKind::kReplies);
+    next = 0;
+    EXPECT_EQ(decode_lease_reply(r->element + 1, &count, &granted,
+                                 told_of(batch.told, 0, &next)).kind,
+              Kind::kMalformed);
+}
+
 // Refused yet granted, or a grant that is no count: malformed.
 TEST(DecodeLeaseReply, BadGrantIsMalformed)
 {
