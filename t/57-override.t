@@ -131,6 +131,8 @@ for my $implementation ('script', 'command') {
     $t->redis('SET', 'rl:v+', 1);
     $t->redis('SET', 'rl:v+:p', 'o=4,60000,0');
     is(statuses('v', 'p', 5), '200 200 200 200 429', "$implementation: the override wins over limit=\$var (3)");
+    like($t->get('/metrics')->{content}, qr/^nginx_ratelimit_zone_limit\{zone="v"\} 4$/m,
+        "$implementation: the zone's limit metric is the override's");
     $r = ask($t, 'v', 'shut', 'blocked');
     is($r->{status}, 429, "$implementation: a map's limit of 0 refuses");
     is(hdr($r, 'X-RateLimit-Limit'), 0, "$implementation: X-RateLimit-Limit 0");

@@ -100,9 +100,11 @@ void record_request_decision(RequestState *state) noexcept
         Decision decision = zone_decision(state, i);
         const Zone &zone = *state->refs[i]->zone;
 
-        // 0: the zone's variable gave no valid limit.
-        if (zone.limit_value != nullptr && state->limits[i] > 0) {
-            metrics::record_zone_limit(zone.index, state->limits[i], now);
+        // The limit applied: the subject's override's where one did.  A
+        // request refused as a bad one applied none.
+        if (zone.limit_value != nullptr && state->result != Result::kInvalid) {
+            metrics::record_zone_limit(zone.index, policy_of(state, i).limit,
+                                       now);
         }
 
         if (decision != Decision::kCount
