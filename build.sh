@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds ngx_http_ratelimit_module.so and runs its tests, demo and benchmark.
 #
-#   ./build.sh          install what is missing, build build/ngx_http_ratelimit_module.so
-#                       and the Redis module build/ratelimit_redis.so
+#   ./build.sh          install what is missing, build build/ngx_http_ratelimit_module.so,
+#                       the Redis module build/ratelimit_redis.so and the
+#                       tests' clock shim build/clock_shim.so
 #   ./build.sh test     build, then unit tests (ctest) and integration tests
 #                       (prove), then MODULE_TESTS again with the Redis
 #                       module loaded into their redis-server
@@ -57,6 +58,7 @@ else
 fi
 MODULE=$BUILD/ngx_http_ratelimit_module.so
 REDIS_MODULE=$BUILD/ratelimit_redis.so
+CLOCK_SHIM=$BUILD/clock_shim.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
           libgtest-dev perl prometheus python3-prometheus-client wrk
@@ -230,6 +232,18 @@ build_redis_module() {
     mv -f "$REDIS_MODULE.tmp" "$REDIS_MODULE"
 }
 
+# The tests' clock shim (t/lib/clock_shim.c), which RateLimitTest preloads
+# into the nginx and redis-server of a test that sets their wall clock.  It
+# is never instrumented: under SANITIZE it loads after the runtimes.
+build_clock_shim() {
+    say "building $CLOCK_SHIM"
+    mkdir -p "$BUILD"
+    gcc -O2 -fPIC -shared -Wall -Wextra -Werror -o "$CLOCK_SHIM.tmp" \
+        "$ROOT/t/lib/clock_shim.c"
+    # Renamed into place, as the modules are.
+    mv -f "$CLOCK_SHIM.tmp" "$CLOCK_SHIM"
+}
+
 unit_tests() {
     say "unit tests"
     cmake -S "$ROOT/src" -B "$BUILD/unit" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -272,8 +286,9 @@ integration_tests() {
 
 # prove with the built module.  With SANITIZE, nginx and redis-server (which
 # loads the Redis module in t/19, t/33 and the module's run) are not
-# instrumented: the runtimes must be loaded before the modules, and the
-# workers (user nobody) must be able to write their reports.
+# instrumented: the runtimes must be loaded before the modules (and before
+# a preload the test gives, the clock shim), and the workers (user nobody)
+# must be able to write their reports.
 run_prove() {
     if [ -z "$SANITIZE" ]; then
         RATELIMIT_MODULE=$MODULE prove -I "$ROOT/t/lib" "$@"
@@ -293,7 +308,7 @@ run_prove() {
         bin=$(command -v "$name" || echo "/usr/sbin/$name")
         cat >"$BUILD/$name-sanitized" <<EOW
 #!/bin/sh
-export LD_PRELOAD="${preload#:}"
+export LD_PRELOAD="${preload#:}\${LD_PRELOAD:+:\$LD_PRELOAD}"
 export ASAN_OPTIONS="detect_leaks=0:log_path=$reports/asan"
 export UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
 exec $bin "\$@"
@@ -360,11 +375,13 @@ case "${1:-build}" in
         install_missing
         build_module
         build_redis_module
+        build_clock_shim
         ;;
     test)
         install_missing "${DEB_PACKAGES[@]}"
         build_for_nginx
         build_redis_module
+        build_clock_shim
         [ -n "$NGINX_VERSION" ] || unit_tests
         integration_tests
         ;;

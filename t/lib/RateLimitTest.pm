@@ -15,13 +15,14 @@ package RateLimitTest;
 #   $t->no_alerts;
 #
 # API (see each sub for details):
-#   new(workers => N)              temp dir (0755) with html/{index,a,b,x,ok}.html
+#   new(workers => N, clock => $t) temp dir (0755) with html/{index,a,b,x,ok}.html;
+#                                  clock: share test $t's clock (below)
 #   write_html($rel, $content)     extra files under html/
 #   port($name)                    free loopback port for %%NAME%% (PORT, PORT2, ...)
 #   start_redis(%o) / stop_redis / redis_port / redis_pid / redis_socket
 #     %o: port, requirepass, unixsocket => 1|path, args => [...],
 #         redis_module => 1|0 (load the Redis module or not; default: as
-#         RATELIMIT_REDIS_MODULE says)
+#         RATELIMIT_REDIS_MODULE says), clock => 1 (on the test's clock)
 #   redis_module_so                the Redis module's path (undef if not built)
 #   redis(@argv), redis_db($db, @argv), redis_keys($pattern[, $db]),
 #   is_redis_error($reply)
@@ -40,7 +41,14 @@ package RateLimitTest;
 #   write_conf($http_body, %o)     %o: workers, no_module, main, error_log_level
 #   conf_line($re)                 line number of the written conf matching $re
 #   nginx_t                        (exit status, output) of "nginx -t"
-#   start_nginx / reload / stop_nginx([$timeout]) (true if graceful) / worker_pids
+#   start_nginx(clock => 1) / reload / stop_nginx([$timeout]) (true if
+#                                  graceful) / worker_pids
+#   set_clock($epoch) / clock_now  the wall clock of every process started
+#                                  with clock => 1 (the clock shim): it reads
+#                                  $epoch (fractional seconds) at once and
+#                                  goes on from there; the time it reads.
+#                                  Tests made with new(clock => $t) share
+#                                  $t's: one clock for all their servers
 #   get($path, \%headers, port => P)   HTTP::Tiny response + {elapsed}
 #   get_as($loc, $key)            GET /$loc/index.html with X-Api-Key: $key
 #   parallel_get(%o)               many forked clients at once
@@ -59,6 +67,7 @@ package RateLimitTest;
 #   RATELIMIT_MODULE  path of the module .so (default <repo>/build/ngx_http_ratelimit_module.so)
 #   NGINX_BIN         nginx binary (default /usr/sbin/nginx)
 #   REDIS_BIN         redis-server binary (default redis-server from PATH or /usr/bin)
+#   RATELIMIT_CLOCK_SHIM  path of the clock shim (default <dir of RATELIMIT_MODULE>/clock_shim.so)
 #   RATELIMIT_REDIS_MODULE=path  every redis-server started here (not the
 #                     sentinels) loads this Redis module, so nginx uses its
 #                     command instead of the script
@@ -76,6 +85,7 @@ package RateLimitTest;
 #   HTTP      get, raw_exchange, parallel_get; header / hdr, parse_*
 #   Log       error.log and access.log; no_alerts
 #   Conf      configuration pieces many files share (fail-policy server)
+#   Clock     a test's wall clock, the file the clock shim reads
 #   Warnings  a Perl warning in a test file (*.t) is a failed test
 
 use strict;
@@ -96,6 +106,7 @@ use RateLimitTest::Nginx ();
 use RateLimitTest::HTTP qw(header hdr parse_ratelimit parse_policy);
 use RateLimitTest::Log ();
 use RateLimitTest::Conf qw(fail_policy_http fail_policy_server);
+use RateLimitTest::Clock ();
 BEGIN { require RateLimitTest::Warnings if $0 =~ /\.t\z/ }
 
 our @ISA = qw(RateLimitTest::Process RateLimitTest::Redis RateLimitTest::Nginx
@@ -128,6 +139,7 @@ sub new {
         nginx_pid => undef,
         redis_pid => undef,
     }, $class;
+    $self->{clock} = $opts{clock}->clock if $opts{clock};
     mkdir "$dir/html" or die "mkdir: $!";
     $self->write_html('index.html', "index page\n");
     $self->write_html('a.html',     "page a\n");
@@ -148,6 +160,24 @@ sub write_html {
     chmod 0644, $path;
     return $path;
 }
+
+# The wall clock of the processes started with clock => 1: this test's own
+# (a file in its temp dir, made at first use) or the one new() was given.
+sub clock {
+    my ($self) = @_;
+    return $self->{clock} //= RateLimitTest::Clock->new($self->{tmp});
+}
+
+sub set_clock { $_[0]->clock->set($_[1]) }
+sub clock_now { $_[0]->clock->now }
+
+# The environment that starts a process on the clock if $on, else none:
+# for local @ENV{...}.
+sub clock_env {
+    my ($self, $on) = @_;
+    return $on ? { $self->clock->env } : {};
+}
+
 sub DESTROY {
     my ($self) = @_;
     return unless $self->{owner} && $self->{owner} == $$;

@@ -1,8 +1,9 @@
 package RateLimitTest::Env;
 
 # Where things are and how to run them: the repository, the module under
-# test, the nginx and redis-server binaries, the Redis module, the slow-down
-# factor (valgrind), and the small file helpers every other module uses.
+# test, the nginx and redis-server binaries, the Redis module, the clock
+# shim, the slow-down factor (valgrind), and the small file helpers every
+# other module uses.
 
 use strict;
 use warnings;
@@ -15,7 +16,8 @@ use Cwd qw(abs_path);
 use Exporter 'import';
 
 our @EXPORT_OK = qw(repo_dir window_script slow module_path nginx_bin redis_bin
-    redis_module_so _module_args require_module _mkpath _write_file _read_file);
+    redis_module_so clock_shim _module_args require_module _mkpath _write_file
+    _read_file);
 
 my $REPO = abs_path(File::Spec->catdir(dirname(abs_path(__FILE__)), '..', '..', '..'));
 
@@ -57,6 +59,13 @@ sub redis_bin {
 sub redis_module_so {
     my $so = $ENV{RATELIMIT_REDIS_MODULE} || dirname(module_path()) . '/ratelimit_redis.so';
     return -f $so ? abs_path($so) : undef;
+}
+
+# The clock shim (t/lib/clock_shim.c): RATELIMIT_CLOCK_SHIM, else the one
+# built beside the nginx module; absolute, for LD_PRELOAD.
+sub clock_shim {
+    my $so = $ENV{RATELIMIT_CLOCK_SHIM} || dirname(module_path()) . '/clock_shim.so';
+    return -f $so ? abs_path($so) : $so;
 }
 
 # The arguments that make a redis-server load the Redis module, if `want`

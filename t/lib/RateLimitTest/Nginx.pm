@@ -109,10 +109,14 @@ sub nginx_t {
     return ($status, $text);
 }
 
+# start_nginx(clock => 1): on the test's clock (RateLimitTest::clock); the
+# workers a reload starts too, forked by the master.
 sub start_nginx {
-    my ($self) = @_;
+    my ($self, %o) = @_;
     die "nginx already running" if $self->{nginx_pid};
     my $tmp = $self->{tmp};
+    my $env = $self->clock_env($o{clock});
+    local @ENV{keys %$env} = values %$env;
     my $pid = $self->_spawn('nginx', "$tmp/nginx.out",
         nginx_bin(), '-p', "$tmp/", '-c', "$tmp/nginx.conf", '-e', "$tmp/error.log");
     $self->{nginx_pid} = $pid;

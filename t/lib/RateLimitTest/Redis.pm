@@ -22,7 +22,9 @@ our @EXPORT_OK = qw(redis_at is_redis_error read_window window_count
 
 sub redis_port { $_[0]->port('REDIS_PORT') }
 
-# start_redis(port => P, requirepass => 'x', unixsocket => 1 | '/path', args => [...])
+# start_redis(port => P, requirepass => 'x', unixsocket => 1 | '/path', args => [...],
+#             clock => 1)
+# clock => 1: on the test's clock (RateLimitTest::clock).
 sub start_redis {
     my ($self, %o) = @_;
     die "redis already running" if $self->{redis_pid};
@@ -40,6 +42,8 @@ sub start_redis {
     push @cmd, _module_args($o{redis_module});
     push @cmd, @{ $o{args} } if $o{args};
     $self->{redis_auth} = defined $o{requirepass} ? [$o{requirepass}] : undef;
+    my $env = $self->clock_env($o{clock});
+    local @ENV{keys %$env} = values %$env;
     my $pid = $self->_spawn('redis-server', "$self->{tmp}/redis.out", @cmd);
     $self->{redis_pid} = $pid;
     $self->_redis_close;
@@ -306,11 +310,13 @@ package RateLimitTest::Redis;
 # address) and a one-shot client for any of them
 
 # start_redis_server(name => 'replica', port => P, bind => '127.0.0.1',
-#                    args => [...], conf => $text, sentinel => 1, auth => [pw])
+#                    args => [...], conf => $text, sentinel => 1, auth => [pw],
+#                    clock => 1)
 # Starts redis-server (with conf => ..., a config file TMP/NAME.conf, which a
 # sentinel needs writable) in its own process group, registered for cleanup,
 # and waits until it answers PING on bind:port (sending AUTH @auth first if
-# given).  Returns the pid.  Its output goes to TMP/NAME.out.
+# given), on the test's clock with clock => 1.  Returns the pid.  Its output
+# goes to TMP/NAME.out.
 sub start_redis_server {
     my ($self, %o) = @_;
     my $name = $o{name} // 'redis2';
@@ -329,6 +335,8 @@ sub start_redis_server {
     push @cmd, '--save', '', '--appendonly', 'no', _module_args($o{redis_module}) unless $o{sentinel};
     push @cmd, @{ $o{args} } if $o{args};
     my $out = "$self->{tmp}/$name.out";
+    my $env = $self->clock_env($o{clock});
+    local @ENV{keys %$env} = values %$env;
     my $pid = $self->_spawn($name, $out, @cmd);
     my $deadline = time + 5;
     while (1) {
