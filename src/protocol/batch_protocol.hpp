@@ -35,7 +35,10 @@ constexpr char kLayoutPackedMarked = 'P';
 constexpr char kLayoutHashMarked = 'H';
 
 // A zone's arguments: limit, bucket length in ms, buckets per window (of a
-// GCRA zone: 1 + burst), its kind, and its mode: enforced or dry run; of a
+// GCRA zone: 1 + burst; of a calendar zone, in place of these two, the
+// ends A < B in Unix ms of two periods in a row, Redis counting in the
+// first while its clock is before A, else in the second: see
+// window_script.hpp), its kind, and its mode: enforced or dry run; of a
 // zone whose subjects may have side keys (an override of their limit,
 // keys/subject_key.hpp), the side mode's letter followed by the zone's
 // side key base, its count keys' first bytes up to the zone name and a
@@ -44,6 +47,7 @@ constexpr std::size_t kArgsPerZone = 5;
 constexpr char kZoneSliding = 's';
 constexpr char kZoneFixed = 'f';
 constexpr char kZoneGcra = 'g';
+constexpr char kZoneCalendar = 'c';
 constexpr char kZoneEnforced = '1';
 constexpr char kZoneDryRun = '0';
 constexpr char kZoneEnforcedSide = '3';
