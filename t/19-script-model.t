@@ -16,7 +16,8 @@
 # doubles be (issue 39).  Zones of side mode (issue 41) share those keys:
 # their subjects' side keys, set between batches as the status API would,
 # hold overrides of their limits, in force, lapsed or malformed, and their
-# marker keys come and go.
+# marker keys come and go; side zones of limit 0 admit a subject only
+# under its override.
 #
 # Expected (spec: src/scripts/lua/, docs/directives.md "Algorithms",
 # docs/operations.md "Redis data layout" and window_script.hpp's "Side
@@ -119,6 +120,11 @@
 #   (from 1), L, W, and X - now (0 for X = 0).  An entry that fails (a key
 #   of another type, a lease in error) tells its overrides too.  No call
 #   writes a side key or a marker;
+# - a side zone's own limit may be 0 (nginx's limit=$var of 0: a plan
+#   blocked): a use under an override is decided under it as above; one
+#   without fits nothing (a GCRA zone's interval, which a settle moves its
+#   TAT by, that of limit 1); no fast path.  A zone of limit 0 in any
+#   other mode refuses the call as numbers nginx does not send;
 # - every situation above occurs at least once, so the run is not vacuous.
 #
 # The seed (default 24) is printed; rerun with MODEL_SEED=<seed>.  It fixes
@@ -207,18 +213,30 @@ my @ZONES = map {
     ['f-o',    'm:f', 2,     300,       1,       'f',  1,  'm:f+'],
     ['g-o',    'm:q', 4,     400,       3,       'g',  1,  'm:q+'],
     ['max-o',  'm:x', $MAX,  100,       10,      's',  1,  'm:x+'],
+    # Side zones of limit 0 (limit=$plan evaluating to 0: a plan blocked
+    # but for the subjects its overrides let in), each one above with its
+    # keys, base and marker: a-0 a-o's, b-dry-0 b-dry-o's, f-0 f-o's, g-0
+    # g-o's.
+    ['a-0',    'm:a', 0,     100,       10,      's',  1,  'm:a+'],
+    ['b-dry-0','m:b', 0,     50,        20,      's',  0,  'm:b+'],
+    ['f-0',    'm:f', 0,     300,       1,       'f',  1,  'm:f+'],
+    ['g-0',    'm:q', 0,     400,       3,       'g',  1,  'm:q+'],
 );
 
 # A zone for a request or a settle: one of 2^53 now and then, a side zone
-# a fifth of the time, so that the others keep the share of the batches
-# their cases need to be seen.
-my @SIDE_ZONES = grep { $_->{side} } @ZONES;
+# a fifth of the time, one of limit 0 now and then, so that the others
+# keep the share of the batches their cases need to be seen.
+# @SIDE_ZONES own the side keys and markers, a zone of limit 0 shares its
+# sibling's.
+my @SIDE_ZONES = grep { $_->{side} && $_->{limit} } @ZONES;
+my @ZERO_ZONES = grep { $_->{side} && !$_->{limit} } @ZONES;
 my @MAX_ZONES = grep { $_->{limit} == $MAX && !$_->{side} } @ZONES;
 my @SMALL_ZONES = grep { $_->{limit} != $MAX && !$_->{side} } @ZONES;
 sub pick_zone {
     my $r = rand;
     return $r < 0.08 ? $MAX_ZONES[rand @MAX_ZONES]
          : $r < 0.28 ? $SIDE_ZONES[rand @SIDE_ZONES]
+         : $r < 0.31 ? $ZERO_ZONES[rand @ZERO_ZONES]
          : $SMALL_ZONES[rand @SMALL_ZONES];
 }
 
@@ -269,7 +287,7 @@ my $batch_no;   # the batch being made or checked
 my $now_us;     # the batch's Redis time in us
 my $call;       # the implementation under test
 my %side;       # side key => its value (['hash']: a hash), as last set
-my %marker;     # side zone name => its marker's type ('string', 'hash'),
+my %marker;     # marker key => its type ('string', 'hash'),
                 # absent if none
 my $marked;     # the batch names marker keys ("P" or "H")
 my %reads;      # side zone name => 1: the batch reads its side keys
@@ -354,6 +372,7 @@ sub model_request {
     my $rejected = (any { $over[$_] && $zones[$_]{enforce} } 0 .. $#zones) ? 1 : 0;
     my $counting = !$q->{peek} && !$rejected;
     model_override_situations($q, \@over, \@own, $rejected);
+    model_zero_situations($q, \@over, $rejected);
 
     my @reply = ($rejected);
     for my $i (0 .. $#zones) {
@@ -374,9 +393,11 @@ sub model_request {
     # expired is left out: Redis may still hold it for the script's first
     # millisecond (it expires keys at the time the script started), and then
     # decide() deletes it.
-    # (A request under an override takes decide().)
+    # (A request under an override takes decide(), and so does one of a
+    # zone of limit 0.)
     my $fast = !$q->{peek} && !$q->{cost} && @zones == 1 && !gcra($zones[0])
-               && !$zones[0]{desc} && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
+               && !$zones[0]{desc} && $zones[0]{limit}
+               && $found[0] =~ /^(?:same bucket|new bucket|new key)$/;
     $seen{'fast-path requests'}++ if $fast;
     if ($fast && $over[0]) {
         $seen{ $rejected ? 'fast path: rejected' : 'fast path: over in dry run, not counted' }++;
@@ -440,6 +461,7 @@ sub model_settle {
 
     my $kind = $KIND{ $z->{kind} };
     $seen{'override: a settle of a window zone under one (its limit unused)'}++ if $z->{desc};
+    $seen{'limit 0: a settle of a window zone (its limit unused)'}++ if !($z->{desc} // $z)->{limit};
     $seen{ !$inside ? 'lease: unused units after its bucket left the window, nothing'
          : $applied == $delta ? "lease, $kind: unused units given back to its bucket"
          : 'lease: unused units given back, fewer (the bucket settled since)' }++
@@ -487,6 +509,8 @@ sub model_lease {
     # Given back in one of the next 3 batches, or, now and then, after the
     # window (1 s) has slid past it.
     $seen{"override: a lease under one"}++ if $z->{desc};
+    $seen{ $z->{desc} ? 'limit 0: a lease under an override' : 'limit 0: a lease, no override, none granted' }++
+        if !($z->{desc} // $z)->{limit};
     push @leased, [$z->{desc} // $z, $key, $cur, $granted, $batch_no + (rand() < 0.2 ? 16 + int rand 6 : 1 + int rand 3)]
         if $granted > 0;
     my $over = $count + max($asked, 1) > $z->{limit} ? 1 : 0;
@@ -505,9 +529,10 @@ sub model_lease {
 # ---------------------------------------------------------------------------
 # the model of GCRA zones: a key is a string, the TAT in integer us
 
-# Zone `z`'s emission interval T (us, a double), as the script computes it;
-# of a zone an override applied, the one it made (applied()).
-sub gcra_t { $_[0]{t} // $_[0]{width} * 1000 / $_[0]{limit} }
+# Zone `z`'s emission interval T (us, a double), as the script computes it
+# (a zone of limit 0, which admits nothing, that of limit 1); of a zone an
+# override applied, the one it made (applied()).
+sub gcra_t { $_[0]{t} // $_[0]{width} * 1000 / max($_[0]{limit}, 1) }
 
 # Whether a request of `cost` turns does not fit with backlog `ahead` (us):
 # ahead + max(cost, 1) * T > capacity * T + 1 (capacity in "buckets").
@@ -558,7 +583,8 @@ sub model_gcra_interval {
 sub model_gcra_situations {
     my ($q, $i, $rejected, $over, $add) = @_;
     my @zones = @{ $q->{zones} };
-    my $fast = !$q->{peek} && !$q->{cost} && @zones == 1 && !$zones[0]{desc};
+    my $fast = !$q->{peek} && !$q->{cost} && @zones == 1 && !$zones[0]{desc}
+               && $zones[0]{limit};
     my $cost = $q->{cost} ? $q->{cost}[$i] : 1;
     $seen{ $q->{peek} ? 'gcra: peek'
          : $add > 1 ? 'gcra: a cost of several turns counted'
@@ -589,6 +615,8 @@ sub model_gcra_settle {
         $seen{ $z->{limit} ? "gcra settle under an override: its interval's turns"
                            : "gcra settle under an override of limit 0: the zone's own turns" }++
             if $z->{desc};
+        $seen{'limit 0: a GCRA settle, no override: the turns of limit 1'}++
+            if !$z->{desc} && !$z->{limit};
     } else {
         $seen{'gcra settle: nothing moved'}++;
     }
@@ -639,7 +667,7 @@ sub model_side {
     $seen{"side key read, no override: $why"}++ if !$o;
     return undef if !$o;
     $seen{'override in force: a later part, after one of another form'}++ if $v !~ /^o=[0-9]+,[0-9]+,[0-9]+(;|$)/;
-    $seen{'override in force: the marker a hash, read'}++ if $marked && $marker{ $z->{name} } eq 'hash';
+    $seen{'override in force: the marker a hash, read'}++ if $marked && $marker{ $z->{side} } eq 'hash';
     $seen{'override in force: no markers named, read'}++ if !$marked;
     $seen{ $o->[2] ? 'override in force: lapses later, ms left told' : 'override in force: never lapses, 0 told' }++;
     return $o;
@@ -675,6 +703,31 @@ sub model_override_situations {
              : $over->[$i] && !$own->[$i] ? 'override, window: a lowered limit, over in dry run'
              : 'override, window: the same outcome' }++;
     }
+}
+
+# The situations of a request's zones of limit 0 (side zones: their own
+# limit, whatever an override makes it), `over` and `rejected` as
+# model_request() found them: rejected but under an override.
+sub model_zero_situations {
+    my ($q, $over, $rejected) = @_;
+    for my $i (grep { !($q->{zones}[$_]{desc} // $q->{zones}[$_])->{limit} } 0 .. $#{ $q->{zones} }) {
+        my $z = $q->{zones}[$i];
+        my $kind = gcra($z) ? 'GCRA' : $KIND{ $z->{kind} };
+        if (!$z->{desc}) {
+            $seen{ $q->{peek} ? 'limit 0: no override, a peek over'
+                 : !$z->{enforce} ? "limit 0, $kind: no override, over in dry run, not counted"
+                 : "limit 0, $kind: no override, rejected" }++;
+        } elsif (!$z->{limit}) {
+            $seen{'limit 0: an override of limit 0, over'}++;
+        } else {
+            $seen{ $over->[$i] ? 'limit 0: under an override, over its limit'
+                 : $rejected || $q->{peek} ? 'limit 0: under an override, fits'
+                 : "limit 0, $kind: under an override, counted" }++;
+        }
+    }
+    $seen{'limit 0: a request of several zones rejected by one, no override'}++
+        if $rejected && @{ $q->{zones} } > 1
+           && any { !$_->{desc} && !$_->{limit} && $_->{enforce} } @{ $q->{zones} };
 }
 
 # The hash the script leaves for `key`, as "field=value ..." ('' for none),
@@ -995,8 +1048,8 @@ sub set_marker {
     my ($z, $type) = @_;
     rcmd('DEL', $z->{side});
     rcmd($type eq 'hash' ? ('HSET', $z->{side}, x => 1) : ('SET', $z->{side}, 1)) if $type;
-    $marker{ $z->{name} } = $type;
-    delete $marker{ $z->{name} } if !$type;
+    $marker{ $z->{side} } = $type;
+    delete $marker{ $z->{side} } if !$type;
 }
 
 # The subjects whose side keys are set: the frequent ones and "wrong" (a
@@ -1065,6 +1118,7 @@ sub gen_side_requests {
         $q->{wrong} = 1;
         push @reqs, $q;
     }
+    push @reqs, gen_zero_requests() if rand() < 0.6;
     my ($g) = grep { gcra($_) } @SIDE_ZONES;
     push @reqs, gen_request($g, side_subject($g), rand() < 0.4) if rand() < 0.3;
     push @reqs, gen_settle($g, side_subject($g)) if rand() < 0.5;
@@ -1073,6 +1127,29 @@ sub gen_side_requests {
         set_side(side_key($g, "$g->{prefix}:$s"), sprintf 'o=%d,%d,0', (0, 1, 8)[rand 3], $g->{width});
         push @reqs, gen_request($g, $s), gen_settle($g, $s);
     }
+    return @reqs;
+}
+
+# Requests of a zone of limit 0: a request (a peek, costs, other zones
+# now and then) of a subject that often holds an override there, now and
+# then one just given an override of 0, 1, 3 or 9 (the zone's window), and
+# one of a new subject (none); a settle, and of an enforced window zone a
+# lease, of the first; of the GCRA zone, a settle of turns to the new
+# subject (the TAT moved by the interval of limit 1).
+sub gen_zero_requests {
+    my $z = $ZERO_ZONES[rand @ZERO_ZONES];
+    my $s = side_subject($z);
+    if (rand() < 0.3) {
+        $s = $SIDE_SUBJECTS[rand 4];
+        set_side(side_key($z, "$z->{prefix}:$s"), sprintf 'o=%d,%d,0', (0, 1, 3, 9)[rand 4], $z->{width});
+    }
+    my $new = 'new' . $fresh++;
+    my @reqs = (gen_request($z, $s, rand() < 0.25), gen_request($z, $new));
+    push @reqs, gen_settle($z, $s) if rand() < 0.4;
+    push @reqs, { settle => [1 + int rand 3, 0], zones => [$z], keys => ["$z->{prefix}:$new"], wrong => 0 }
+        if gcra($z);
+    push @reqs, { lease => 1, asked => int rand 4, zones => [$z], keys => ["$z->{prefix}:$s"], wrong => 0 }
+        if !gcra($z) && $z->{enforce} && rand() < 0.4;
     return @reqs;
 }
 
@@ -1145,7 +1222,7 @@ sub run_model {
         # keys.
         $new_layout = (qw(p h), '')[rand 3];
         $marked = $new_layout ne '' && rand() < 0.75;
-        %reads = map { ($_->{name} => !$marked || $marker{ $_->{name} } ? 1 : 0) } @SIDE_ZONES;
+        %reads = map { ($_->{name} => !$marked || $marker{ $_->{side} } ? 1 : 0) } @SIDE_ZONES, @ZERO_ZONES;
         # Now and then a key holds junk, overwritten by "an operator": a request
         # of this batch reads it (the model has the key empty from now on).
         if (rand() < 0.05) {
@@ -1269,8 +1346,7 @@ sub run_model {
     my $type = sub { my $type = rcmd('TYPE', $_[0]); $type eq 'string' ? rcmd('GET', $_[0]) : $type };
     is_deeply({ map { $_ => $type->($_) } grep { /\+/ } $t->redis_keys('m:*') },
               { (map { $_ => ref $side{$_} ? 'hash' : $side{$_} } keys %side),
-                map { $_->{side} => $marker{ $_->{name} } eq 'hash' ? 'hash' : 1 }
-                grep { $marker{ $_->{name} } } @SIDE_ZONES },
+                map { $_ => $marker{$_} eq 'hash' ? 'hash' : 1 } keys %marker },
               'the side keys and markers are left alone');
 
     note("$_: $seen{$_}") for sort keys %seen;
@@ -1383,7 +1459,22 @@ sub run_model {
                        "gcra settle under an override: its interval's turns",
                        "gcra settle under an override of limit 0: the zone's own turns",
                        'override: two side zones of an entry, different overrides',
-                       'override: a failed entry (a key of another type) tells it') {
+                       'override: a failed entry (a key of another type) tells it',
+                       'limit 0, sliding: no override, rejected',
+                       'limit 0, fixed: no override, rejected',
+                       'limit 0, GCRA: no override, rejected',
+                       'limit 0, sliding: no override, over in dry run, not counted',
+                       'limit 0: no override, a peek over',
+                       'limit 0, sliding: under an override, counted',
+                       'limit 0, fixed: under an override, counted',
+                       'limit 0, GCRA: under an override, counted',
+                       'limit 0: under an override, over its limit',
+                       'limit 0: an override of limit 0, over',
+                       'limit 0: a request of several zones rejected by one, no override',
+                       'limit 0: a lease, no override, none granted',
+                       'limit 0: a lease under an override',
+                       'limit 0: a settle of a window zone (its limit unused)',
+                       'limit 0: a GCRA settle, no override: the turns of limit 1') {
         cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
     }
 
@@ -1644,5 +1735,42 @@ sub run_model {
            'after them: a cost of 2^53 is rejected, a count counted');
         my @written = $t->redis_keys('m2:bad-settle-*');
         is("@written", '', 'malformed settles: no key written');
+    }
+
+    # -----------------------------------------------------------------------
+    # limit 0: a side zone's only
+
+    # nginx sends a zone's limit 0 (limit=$var of 0) only in side mode,
+    # where a subject's override may lift it.  Expected: in any other mode
+    # (enforced, dry run, a side mode's letter without a base, a base after
+    # another letter), of any kind, the numbers' error refuses the whole
+    # call, no key written.  In side mode: a subject under an override of 2
+    # in force is counted twice, then rejected; one without is rejected in
+    # the enforced zone, over and not rejected in the dry-run one, and
+    # nothing is written for it.
+    {
+        # (rcmd() dies with the call's error.)
+        my $error = qr/: ERR ratelimit: a zone's limit, bucket and span must be whole numbers from 1, the limit at most 2\^53, bucket \* span at most 604800000000000 ms$/;
+        my @taken;
+        for my $kind ('s', 'f', 'g') {
+            for my $mode ('1', '0', '3', '2', '4m4:z+', '1m4:z+', '0m4:z+') {
+                my $r = eval { $call->(1, 'm4:z:u', 1, 0, 1000, 1, $kind, $mode, "c\x00") };
+                push @taken, "[$kind $mode]: " . ($r ? "@$r" : $@) unless !$r && $@ =~ $error;
+            }
+        }
+        is("@taken", '', 'limit 0 in a zone not of side mode: the call refused');
+        is(join(' ', $t->redis_keys('m4:*')), '', 'limit 0 refused: no key written');
+
+        for my $kind ('s', 'f', 'g') {
+            my ($key, $base) = ("m4:$kind:o", "m4:$kind+");
+            my @zone = (0, 1000, $kind eq 'g' ? 2 : 1, $kind);
+            rcmd('SET', "$base:o", 'o=2,1000,0');
+            my $r = $call->(5, ($key) x 3, ("m4:$kind:u") x 2, 2, @zone, "3$base", @zone, "2$base",
+                            ("c\x00") x 4, "c\x01");
+            is("@$r[1, 5, 9, 13, 17]", '0 0 1 1 0', "limit 0, $kind: rejected but under the override, not in dry run");
+            is("@$r[4, 8, 12, 16, 20]", '0 0 1 1 1', "limit 0, $kind: over but under the override");
+            is("@$r[21 .. $#$r]", '1 1 2 1000 0 2 1 2 1000 0 3 1 2 1000 0', "limit 0, $kind: the override told");
+            is(rcmd('EXISTS', "m4:$kind:u"), 0, "limit 0, $kind: nothing written for a subject without");
+        }
     }
 }

@@ -234,7 +234,7 @@ const char *parse_entry(std::string_view text,
         }
     }
 
-    entry->solo = entry->mode == kEntryCount && entry->zones.size() == 1;
+    entry->solo = solo(*entry, zones);
     return nullptr;
 }
 

@@ -27,13 +27,17 @@ const char *text_of(const redis::String *str, std::size_t *len)
 const char kNumkeys[] = "ERR ratelimit: the entries name other than numkeys "
                         "keys";
 const char kUnknown[] = "ERR ratelimit: unknown zone kind or mode";
+const char kBadNumbers[] =
+    "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
+    "from 1, the limit at most 2^53, bucket * span at most "
+    "604800000000000 ms";
 
 class BatchCallTest : public ::testing::Test {
 protected:
     void SetUp() override { redis::StringPtrLen = text_of; }
 
     // A call of `keys` keys, the number of zones `count`, zone 0 a sliding
-    // window of `mode`, zone 1 a GCRA zone of mode "3rl:g+" (a side zone),
+    // window of limit `args_limit` and `mode`, zone 1 a GCRA zone of mode "3rl:g+" (a side zone),
     // and `entries`.
     const char *parse(int keys, const std::string &count, const char *mode,
                       const std::vector<std::string> &entries)
@@ -46,7 +50,7 @@ protected:
 
         args.push_back(count);
 
-        for (const char *arg : {"5", "1000", "10", "s", mode,
+        for (const char *arg : {args_limit, "1000", "10", "s", mode,
                                 "5", "1000", "3", "g", "3rl:g+"})
         {
             args.push_back(arg);
@@ -62,6 +66,7 @@ protected:
         return call.parse(argv.data(), static_cast<int>(argv.size()), 0, 0);
     }
 
+    const char *args_limit = "5";
     std::vector<std::string> args;
     std::vector<redis::String *> argv;
     BatchCall call;
@@ -134,6 +139,32 @@ TEST_F(BatchCallTest, SideModes)
 
     for (const char *mode : {"3", "2", "1rl:s+", "0rl:s+", "4rl:s+", ""}) {
         EXPECT_STREQ(parse(1, "2p", mode, {"c\0"s}), kUnknown) << mode;
+    }
+}
+
+// The script's fast path takes a counted request of one zone, but not a
+// side zone's of limit 0 (the careful path applies its override or
+// rejects); a zone of limit 0 but in side mode refuses the call.
+TEST_F(BatchCallTest, NoFastPathUnderLimitZero)
+{
+    ASSERT_EQ(parse(2, "2p", "3rl:s+", {"c\0"s, "c\1"}), nullptr);
+    EXPECT_TRUE(call.entries[0].solo);
+    EXPECT_TRUE(call.entries[1].solo);
+    ASSERT_EQ(parse(1, "2p", "3rl:s+", {"p\0"s}), nullptr);
+    EXPECT_FALSE(call.entries[0].solo);
+
+    args_limit = "0";
+    ASSERT_EQ(parse(4, "2p", "3rl:s+", {"c\0"s, "c\1", "c\0\1"s}),
+              nullptr);
+    EXPECT_EQ(call.zones[0].limit, 0);
+    EXPECT_FALSE(call.entries[0].solo);
+    EXPECT_TRUE(call.entries[1].solo);
+    EXPECT_FALSE(call.entries[2].solo);
+    ASSERT_EQ(parse(1, "2p", "2rl:s+", {"c\0"s}), nullptr);
+    EXPECT_FALSE(call.entries[0].solo);
+
+    for (const char *mode : {"1", "0", "3", "4rl:s+"}) {
+        EXPECT_STREQ(parse(1, "2p", mode, {"c\0"s}), kBadNumbers) << mode;
     }
 }
 

@@ -1,5 +1,6 @@
 #include "test/decide_fixture.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "limits/window_rules.hpp"
@@ -17,7 +18,9 @@ ZoneParams params(const ZoneSpec &spec, double now_ms)
     zone.bucket_ms = spec.bucket_ms;
     zone.span = spec.span;
     zone.fixed = spec.kind == 'f';
-    zone.gcra = spec.kind == 'g' ? spec.bucket_ms * 1000 / spec.limit : 0;
+    zone.gcra = spec.kind == 'g'
+                    ? spec.bucket_ms * 1000 / std::max(spec.limit, 1.0)
+                    : 0;
     zone.enforce = spec.enforce;
     zone.side_base = spec.side_base;
     zone.packed = spec.packed && packed_fits(zone.fixed, zone.span);
@@ -33,7 +36,6 @@ Entry entry(char mode, std::string_view zones)
     Entry made{};
     made.mode = mode;
     made.zones = zones;
-    made.solo = mode == 'c' && zones.size() == 1;
     return made;
 }
 
@@ -70,6 +72,7 @@ std::vector<ReplyElement> DecideTest::decide(
     }
 
     for (Entry &made : call.entries) {
+        made.solo = solo(made, call.zones);
         call.count_keys += made.keys();
         call.reply_size += made.reply_size();
     }

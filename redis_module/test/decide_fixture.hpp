@@ -33,7 +33,8 @@ inline const std::string_view kZone0("\0", 1);
 inline const std::string_view kZone1("\1", 1);
 inline const std::string_view kZones01("\0\1", 2);
 
-// An entry of `mode` on `zones`, as parse_entry() makes it.
+// An entry of `mode` on `zones`, as parse_entry() makes it (decide()
+// sets its `solo` from the call's zones).
 Entry entry(char mode, std::string_view zones);
 Entry settle_entry(double delta, double at, std::string_view zone);
 Entry lease_entry(double asked, std::string_view zone);

@@ -15,6 +15,10 @@ namespace {
 using namespace std::literals;
 
 const char kUnknown[] = "ERR ratelimit: unknown zone kind or mode";
+const char kBadNumbers[] =
+    "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
+    "from 1, the limit at most 2^53, bucket * span at most "
+    "604800000000000 ms";
 
 // Zone arguments of a limit of 5 in 60 buckets of 1 s, of `kind` and
 // `mode`, read at a whole minute.
@@ -87,10 +91,46 @@ TEST(ParseZone, RefusesNumbersNginxDoesNotSendFirst)
     ZoneParams zone{};
     std::string_view args[] = {"nan", "1000", "60", "x", "4"};
 
-    EXPECT_STREQ(parse_zone(args, 0, false, &zone),
-                 "ERR ratelimit: a zone's limit, bucket and span must be "
-                 "whole numbers from 1, the limit at most 2^53, bucket * "
-                 "span at most 604800000000000 ms");
+    EXPECT_STREQ(parse_zone(args, 0, false, &zone), kBadNumbers);
+}
+
+// Limit 0 is a side zone's only (it admits a subject only under its
+// override); a GCRA zone's interval is then that of limit 1, finite.  Any
+// other mode, a side mode's letter without a base or a base after another
+// letter among them, refuses it as numbers nginx does not send, before an
+// unknown kind.
+TEST(ParseZone, LimitZeroInASideModeOnly)
+{
+    ZoneParams zone{};
+
+    for (std::string_view kind : {"s"sv, "f"sv, "g"sv}) {
+        for (std::string_view mode : {"3rl:a+"sv, "2rl:a+"sv}) {
+            std::string_view args[] = {"0", "1000", "60", kind, mode};
+            ASSERT_EQ(parse_zone(args, 0, true, &zone), nullptr)
+                << kind << " " << mode;
+            EXPECT_EQ(zone.limit, 0);
+            EXPECT_EQ(zone.side_base, "rl:a+");
+            EXPECT_EQ(zone.gcra, kind == "g" ? 1000000 : 0);
+        }
+    }
+
+    for (std::string_view mode :
+         {"1"sv, "0"sv, "3"sv, "2"sv, "1rl:a+"sv, "0rl:a+"sv, "4rl:a+"sv,
+          ""sv})
+    {
+        std::string_view args[] = {"0", "1000", "60", "x", mode};
+        EXPECT_STREQ(parse_zone(args, 0, true, &zone), kBadNumbers) << mode;
+    }
+
+    // What a side zone still refuses.
+    for (std::string_view limit : {"-1"sv, "0.5"sv, "nan"sv, ""sv}) {
+        std::string_view args[] = {limit, "1000", "60", "s", "3rl:a+"};
+        EXPECT_STREQ(parse_zone(args, 0, true, &zone), kBadNumbers)
+            << limit;
+    }
+
+    std::string_view args[] = {"0", "1000", "60", "x", "3rl:a+"};
+    EXPECT_STREQ(parse_zone(args, 0, true, &zone), kUnknown);
 }
 
 }  // namespace

@@ -167,6 +167,57 @@ TEST_F(SideKeysTest, LimitZeroOnAWindow)
     EXPECT_EQ(live("rl:a:u"), nullptr);
 }
 
+// A side zone of limit 0 (nginx's limit=$var of 0): a subject under an
+// override is decided by it; any other is rejected, nothing counted, the
+// count as its key holds it (dry run: not rejected, over); a peek over, a
+// lease granted nothing; a settle applied as to any window.
+TEST_F(SideKeysTest, LimitZeroAdmitsOnlyUnderAnOverride)
+{
+    zones = {{0, 1000, 10, 's', true, true, kA},
+             {0, 60000, 1, 'f', false, false, kA}};
+    store.names = {"rl:a:u", "rl:a:v", "rl:a:u", "rl:a:v", "rl:a:v",
+                   "rl:a:v", "rl:a:v"};
+    side("rl:a+:u", "o=1,60000,0");
+    double b = bucket(1000);
+    std::vector<ReplyElement> reply = decide(
+        {entry('c', kZone0), entry('c', kZone0), entry('c', kZone0),
+         entry('c', kZone1), entry('p', kZone0), lease_entry(2, kZone0),
+         settle_entry(2, b, kZone0)});
+    ASSERT_EQ(reply.size(), 1u + 6 * 4 + 5 + 10);
+    EXPECT_EQ(one(reply, 1), (V{0, 1, b, 0}));   // u: its override's 1
+    EXPECT_EQ(one(reply, 5), (V{1, 0, 0, 1}));   // v: none, rejected
+    EXPECT_EQ(one(reply, 9), (V{1, 1, b, 1}));   // u: 2 over 1
+    EXPECT_EQ(one(reply, 13), (V{0, 0, 0, 1}));  // v, dry run: over
+    EXPECT_EQ(one(reply, 17), (V{1, 0, 0, 1}));  // v: a peek
+    EXPECT_EQ(one(reply, 21), (V{1, 0, 0, 1}));  // v: a lease of 2...
+    EXPECT_EQ(reply[25].value, 0);               // ...granted none
+    EXPECT_EQ(one(reply, 26), (V{0, 2, b, 2}));  // v: a settle of 2
+    EXPECT_EQ(tail(reply, 30), (V{1, 1, 1, 60000, 0, 3, 1, 1, 60000, 0}));
+    EXPECT_NE(text("rl:a:v"), "");               // the settle's bucket
+}
+
+// A GCRA side zone of limit 0: rejected but under an override; a settle
+// moves the TAT by the interval of limit 1 (1000000 us a second).
+TEST_F(SideKeysTest, LimitZeroOnAGcraZone)
+{
+    zones = {{0, 1000, 3, 'g', true, true, kA}};
+    store.names = {"rl:a:u", "rl:a:v", "rl:a:v", "rl:a:u"};
+    side("rl:a+:u", "o=10,1000,0");
+    std::vector<ReplyElement> reply = decide(
+        {entry('c', kZone0), entry('c', kZone0), settle_entry(1, 0, kZone0),
+         settle_entry(-1, 0, kZone0)});
+    ASSERT_EQ(reply.size(), 1u + 4 * 4 + 10);
+    EXPECT_EQ(one(reply, 1), (V{0, 100000, 0, 0}));
+    EXPECT_EQ(one(reply, 5), (V{1, 0, 0, 1}));
+    EXPECT_EQ(one(reply, 9), (V{0, 1000000, 0, 1}));
+    EXPECT_EQ(one(reply, 13), (V{0, 0, 0, -1}));  // the override's turn
+    EXPECT_EQ(tail(reply, 17), (V{1, 1, 10, 1000, 0, 4, 1, 10, 1000, 0}));
+    EXPECT_EQ(one(decide({entry('c', kZone0)}), 1), (V{0, 100000, 0, 0}));
+
+    store.names = {"rl:a:v"};
+    EXPECT_EQ(one(count()), (V{1, 1000000, 0, 1}));
+}
+
 // With marker keys (after the count keys, one a side zone in the zones'
 // order), a zone reads its side keys only where its marker exists, of
 // any type.

@@ -1,5 +1,6 @@
 #include "zones/batch.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "limits/window_rules.hpp"
@@ -34,28 +35,31 @@ bool is(std::string_view text, char code)
 
 // NaN, an infinity or a bucket of 1e-300 made an expiry time Redis would
 // not take, and a key written with none; an unknown kind was read as a
-// sliding window, an unknown mode as dry run.
+// sliding window, an unknown mode as dry run.  The mode is read first, as
+// the script reads it: a side mode's limit may be 0 (zone_numbers_valid()),
+// but the numbers' error comes before the mode's.
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone)
 {
-    if (!number(args[0], &zone->limit) || !number(args[1], &zone->bucket_ms)
-        || !number(args[2], &zone->span)
-        || !window_rules::zone_numbers_valid(zone->limit, zone->bucket_ms,
-                                             zone->span))
-    {
-        return kBadZoneNumbers;
-    }
-
     // Modes: enforced or dry run, one byte; or either with side keys, its
     // letter followed by the zone's side key base (kept as a view: the
     // argument outlives the call).
     std::string_view mode = args[4].substr(0, 1);
     zone->side_base = args[4].size() > 1 ? args[4].substr(1) : "";
     zone->enforce = is(mode, kZoneEnforced) || is(mode, kZoneEnforcedSide);
+    bool side = !zone->side_base.empty()
+                && (is(mode, kZoneEnforcedSide) || is(mode, kZoneDryRunSide));
     bool known = zone->side_base.empty()
                      ? is(mode, kZoneEnforced) || is(mode, kZoneDryRun)
-                     : is(mode, kZoneEnforcedSide)
-                           || is(mode, kZoneDryRunSide);
+                     : side;
+
+    if (!number(args[0], &zone->limit) || !number(args[1], &zone->bucket_ms)
+        || !number(args[2], &zone->span)
+        || !window_rules::zone_numbers_valid(zone->limit, zone->bucket_ms,
+                                             zone->span, side))
+    {
+        return kBadZoneNumbers;
+    }
 
     if (!(is(args[3], kZoneSliding) || is(args[3], kZoneFixed)
           || is(args[3], kZoneGcra))
@@ -64,9 +68,12 @@ const char *parse_zone(const std::string_view *args, double now_ms,
         return kUnknownZone;
     }
 
+    // A side zone of limit 0 admits nothing (over()): its GCRA interval is
+    // that of limit 1, finite, which only a settle moves its TAT by.
     zone->fixed = is(args[3], kZoneFixed);
-    zone->gcra = is(args[3], kZoneGcra) ? zone->bucket_ms * 1000 / zone->limit
-                                        : 0;
+    zone->gcra = is(args[3], kZoneGcra)
+                     ? zone->bucket_ms * 1000 / std::max(zone->limit, 1.0)
+                     : 0;
     zone->packed = packed && packed_fits(zone->fixed, zone->span);
     zone->bucket = std::floor(now_ms / zone->bucket_ms);
     lua::format(zone->bucket, zone->bucket_field);

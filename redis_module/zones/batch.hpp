@@ -16,12 +16,14 @@ namespace ratelimit {
 
 // Numbers are doubles, as in the script (see lua_number.hpp).
 struct ZoneParams {
-    double limit;
+    double limit;           // 0 only in a side mode: nothing fits
+                            // (over()) but under an override
     double bucket_ms;
     double span;            // buckets per window
     bool fixed;
     double gcra;            // a GCRA zone's emission interval (us), else 0;
-                            // its `span` is its capacity, 1 + burst
+                            // its `span` is its capacity, 1 + burst; of
+                            // limit 0, that of limit 1 (a settle's turns)
     bool enforce;
     std::string_view side_base;  // of a side mode (kZoneEnforcedSide or
                                  // kZoneDryRunSide): the base of its
@@ -38,8 +40,8 @@ struct ZoneParams {
 // them, its new keys packed strings where the call asks (`packed`) and
 // they fit: nullptr, or the error that refuses the whole call (the
 // script's text) where they are not what nginx sends: numbers
-// zone_numbers_valid() refuses, an unknown kind or mode (a side mode with
-// no base, or another mode with one).
+// zone_numbers_valid() refuses (limit 0 but in a side mode), an unknown
+// kind or mode (a side mode with no base, or another mode with one).
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone);
 
@@ -57,7 +59,7 @@ struct Entry {
     double asked;                // of 'l': units asked, 0 to 2^53
     const char *error;           // of a malformed 's', of an 'l' that
                                  // fails: its reply's error
-    bool solo;                   // "c" and one zone: the script's fast path
+    bool solo;                   // the script's fast path: solo()
 
     // The units a counted request counts in its zone `i`.
     double cost(std::size_t i) const
@@ -82,6 +84,17 @@ struct Entry {
                + (mode == kEntryLease ? kLeaseGrantReplies : 0);
     }
 };
+
+// Whether the script's run() takes `entry`, of a call of `zones` (its
+// solo table): a counted request of one zone, but not of a side zone of
+// limit 0, which admits a request only under its subject's override (the
+// careful path applies that or rejects; a GCRA zone's fast path reads no
+// limit).
+inline bool solo(const Entry &entry, const std::vector<ZoneParams> &zones)
+{
+    return entry.mode == kEntryCount && entry.zones.size() == 1
+           && zones[static_cast<unsigned char>(entry.zones[0])].limit > 0;
+}
 
 struct Batch {
     double now_ms;

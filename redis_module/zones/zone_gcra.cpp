@@ -14,8 +14,8 @@ double round_half_up(double x)
 }
 
 // Whether `cost` units do not fit in a backlog of `ahead` us: within 1 us
-// of the capacity still fits; nothing fits a zone under an override of
-// limit 0 (side_value.hpp: a zone's own limit is at least 1).
+// of the capacity still fits; nothing fits a zone of limit 0, a side
+// zone's own or an override's (side_value.hpp).
 bool gcra_over(double ahead, double cost, const ZoneParams &zone)
 {
     return zone.limit == 0

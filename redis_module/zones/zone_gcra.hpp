@@ -23,7 +23,7 @@ public:
                         ZoneRead *z) override;
 
     // need * T > capacity * T, with 1 us of tolerance for T's rounding;
-    // or an override's limit 0.
+    // or limit 0, a side zone's own or an override's.
     bool over(const ZoneRead &z, double cost,
               const ZoneParams &zone) const override;
 

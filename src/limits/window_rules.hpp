@@ -26,14 +26,18 @@ constexpr std::uint64_t kMaxWindowMs = std::uint64_t{1000000} * 7 * 24
 // A zone's limit, bucket length (ms) and buckets per window as the Redis
 // side reads them, doubles: what nginx sends, whole numbers from 1, the
 // limit and the window (bucket * span) no larger than the above.  NaN and
-// infinities are not.
-inline bool zone_numbers_valid(double limit, double bucket_ms, double span)
+// infinities are not.  A zone of side mode (`side`: its subjects may hold
+// an override) may also have limit 0, which admits a subject only under
+// its override.
+inline bool zone_numbers_valid(double limit, double bucket_ms, double span,
+                               bool side)
 {
     auto whole = [](double x, double most) {
         return x >= 1 && x <= most && x == std::floor(x);
     };
 
-    return whole(limit, static_cast<double>(kMaxLimit))
+    return (whole(limit, static_cast<double>(kMaxLimit))
+            || (side && limit == 0))
            && whole(bucket_ms, static_cast<double>(kMaxWindowMs))
            && whole(span, static_cast<double>(kMaxWindowMs))
            && bucket_ms * span <= static_cast<double>(kMaxWindowMs);

@@ -42,7 +42,9 @@ constexpr char kLayoutHashMarked = 'H';
 // zone whose subjects may have side keys (an override of their limit,
 // keys/subject_key.hpp), the side mode's letter followed by the zone's
 // side key base, its count keys' first bytes up to the zone name and a
-// mark ("rl:api+": see window_script.hpp and keys/subject_key.hpp).
+// mark ("rl:api+": see window_script.hpp and keys/subject_key.hpp).  The
+// limit is a whole number from 1, or of a side mode's zone from 0 (only
+// its subjects under an override are admitted).
 constexpr std::size_t kArgsPerZone = 5;
 constexpr char kZoneSliding = 's';
 constexpr char kZoneFixed = 'f';

@@ -63,6 +63,10 @@
 // L us, its capacity (span) unchanged, and with L = 0 rejects every
 // request, its TAT moved by the zone's own interval.  A window zone given
 // L = 0 rejects every request too (nothing fits in a count of 0 or more).
+// A side zone's own limit may be 0 (nginx's limit=$var of 0), any other
+// zone's not (the call is refused): a use under an override is decided
+// under it, any other rejects as L = 0 does, a GCRA zone's TAT moved by
+// the interval of limit 1.
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per

@@ -35,7 +35,8 @@ TEST(WindowRules, ClockSteppedBack)
 }
 
 // What nginx can send is valid, up to the largest limit and window; NaN,
-// infinities, fractions, 0 and anything larger are not.
+// infinities, fractions, 0 and anything larger are not, but a side zone's
+// limit 0.
 TEST(WindowRules, ZoneNumbers)
 {
     constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -43,11 +44,14 @@ TEST(WindowRules, ZoneNumbers)
     constexpr double kLimit = 9007199254740992.0;    // 2^53
     constexpr double kWindow = 604800000000000.0;    // 1000000w
 
-    EXPECT_TRUE(zone_numbers_valid(3, 1000, 60));
-    EXPECT_TRUE(zone_numbers_valid(1, 1, 1));
-    EXPECT_TRUE(zone_numbers_valid(kLimit, kWindow, 1));
-    EXPECT_TRUE(zone_numbers_valid(kLimit, 1, kWindow));
-    EXPECT_TRUE(zone_numbers_valid(3, kWindow / 60, 60));
+    for (bool side : {false, true}) {
+        EXPECT_TRUE(zone_numbers_valid(3, 1000, 60, side));
+        EXPECT_TRUE(zone_numbers_valid(1, 1, 1, side));
+        EXPECT_TRUE(zone_numbers_valid(kLimit, kWindow, 1, side));
+        EXPECT_TRUE(zone_numbers_valid(kLimit, 1, kWindow, side));
+        EXPECT_TRUE(zone_numbers_valid(3, kWindow / 60, 60, side));
+    }
+
     EXPECT_EQ(static_cast<double>(kMaxLimit), kLimit);
     EXPECT_EQ(static_cast<double>(kMaxWindowMs), kWindow);
 
@@ -56,17 +60,27 @@ TEST(WindowRules, ZoneNumbers)
         {kNaN, 1000, 60},    {3, kNaN, 60},       {3, 1000, kNaN},
         {-kInf, 1000, 60},   {3, 1e-300, 60},     {3, 1000, 1e-300},
         {3, 1e300, 60},      {3, 1000, 1e300},    {1e300, 1000, 60},
-        {0, 1000, 60},       {-3, 1000, 60},      {3, 0, 60},
+        {-3, 1000, 60},      {3, 0, 60},          {0.5, 1000, 60},
         {3, 1000, 0},        {3, -1000, 60},      {3, 1000, -60},
         {2.5, 1000, 60},     {3, 0.5, 60},        {3, 1000, 1.5},
         {kLimit + 2, 1000, 60},                   {3, kWindow + 1, 1},
         {3, kWindow, 2},     {3, 1e15, 1000},     {3, 1e8, 1e8},
+        {0, 0, 60},          {0, 1000, 0},        {0, kWindow, 2},
     };
 
     for (const auto &z : bad) {
-        EXPECT_FALSE(zone_numbers_valid(z[0], z[1], z[2]))
-            << z[0] << " " << z[1] << " " << z[2];
+        for (bool side : {false, true}) {
+            EXPECT_FALSE(zone_numbers_valid(z[0], z[1], z[2], side))
+                << z[0] << " " << z[1] << " " << z[2] << " side " << side;
+        }
     }
+
+    // Limit 0: a side zone's only, whatever its window.
+    EXPECT_FALSE(zone_numbers_valid(0, 1000, 60, false));
+    EXPECT_FALSE(zone_numbers_valid(-0.0, 1000, 60, false));
+    EXPECT_TRUE(zone_numbers_valid(0, 1000, 60, true));
+    EXPECT_TRUE(zone_numbers_valid(0, kWindow, 1, true));
+    EXPECT_TRUE(zone_numbers_valid(0, 1, 1, true));
 }
 
 }  // namespace

@@ -113,13 +113,19 @@ const char kOneZone[] =
     "*5\r\n:1700000000123\r\n:0\r\n:3\r\n:1700000000\r\n:0\r\n";
 
 // The script refuses the zone numbers the Redis module refuses: it states
-// window_rules' bounds in its own text.
+// window_rules' bounds in its own text, limit 0 a side zone's only, read
+// after its mode.
 TEST(WindowScript, StatesTheZoneBounds)
 {
     std::string_view script = window_script();
+    std::size_t bounds =
+        script.find("(whole(limit[d],2^53)or side[d]and limit[d]==0)");
 
     EXPECT_EQ(window_rules::kMaxLimit, std::uint64_t{1} << 53);
-    EXPECT_NE(script.find("whole(limit[d],2^53)"), script.npos);
+    EXPECT_TRUE(window_rules::zone_numbers_valid(0, 1, 1, true));
+    EXPECT_FALSE(window_rules::zone_numbers_valid(0, 1, 1, false));
+    ASSERT_NE(bounds, script.npos);
+    EXPECT_LT(script.find("side[d]="), bounds);
     EXPECT_NE(script.find("local W="
                           + std::to_string(window_rules::kMaxWindowMs)
                           + "\n"),

@@ -7,10 +7,15 @@ local replies = {now}
 local entries = #ARGV
 
 -- The zone of an entry that counts 1 unit in one zone, by the entry's
--- text: run() takes those itself.
+-- text: run() takes those itself, but not a side zone's of limit 0,
+-- which admits a request only under its subject's override: careful()
+-- applies that or rejects (over() refuses limit 0; run_gcra() does not
+-- look at the limit).  Once a zone and a call, not once a request.
 local solo = {}
 for d = 1, zones do
-  solo['@kEntryCount@' .. string.char(d - 1)] = d
+  if limit[d] > 0 then
+    solo['@kEntryCount@' .. string.char(d - 1)] = d
+  end
 end
 
 -- The next entry's argument, its first key and its reply's first element;

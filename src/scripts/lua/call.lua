@@ -18,16 +18,19 @@ local now = time[1] * 1000 + math.floor(time[2] / 1000)
 local now_us = time[1] * 1000000 + time[2]
 
 -- A zone's limit, bucket length and span are what nginx sends
--- (window_rules.hpp, zone_numbers_valid()), and its kind and mode one of
--- the protocol's, or the whole call is refused: an infinite or too large
--- expiry time made Redis delete a key as soon as written or keep it for
--- ever, a limit of NaN let every request pass, and an unknown kind was
--- read as a sliding window, an unknown mode as dry run.
+-- (window_rules.hpp, zone_numbers_valid(): limit 0 only in side mode, so
+-- the mode is read first), and its kind and mode one of the protocol's,
+-- or the whole call is refused: an infinite or too large expiry time made
+-- Redis delete a key as soon as written or keep it for ever, a limit of
+-- NaN let every request pass, and an unknown kind was read as a sliding
+-- window, an unknown mode as dry run.
 -- The zones of the batch are read once, each with its current bucket
 -- number.  A GCRA zone's gcra[d] is its emission interval in us (else
--- false).  The number of zones is a number, or one followed by the layout
--- letter: compared, not matched by a pattern, as are a zone's kind and
--- mode (every call reads them; a pattern match costs more).
+-- false); a side zone's of limit 0, which admits nothing (over()), that
+-- of limit 1: only a settle moves its TAT by it, and it must be finite.
+-- The number of zones is a number, or one followed by the layout letter:
+-- compared, not matched by a pattern, as are a zone's kind and mode
+-- (every call reads them; a pattern match costs more).
 -- packed[d]: the zone's new keys are packed strings (window.lua), as the
 -- letter after the number of zones asks, but a sliding zone's of more
 -- buckets than a string's 2-byte bucket numbers reach.
@@ -59,19 +62,20 @@ for d = 1, zones do
   limit[d] = tonumber(ARGV[z])
   width[d] = tonumber(ARGV[z + 1])
   span[d] = tonumber(ARGV[z + 2])
-  if not (whole(limit[d], 2^53) and whole(width[d], W)
-          and whole(span[d], W) and width[d] * span[d] <= W) then
-    return {err = "ERR ratelimit: a zone's limit, bucket and span must "
-                  .. 'be whole numbers from 1, the limit at most 2^53, '
-                  .. 'bucket * span at most 604800000000000 ms'}
-  end
   local kind, mode = ARGV[z + 3], ARGV[z + 4]
-  if #mode > 1 then
+  if mode and #mode > 1 then
     local m = string.byte(mode)
     side[d] = m == @kZoneEnforcedSide.byte@ or m == @kZoneDryRunSide.byte@
     base[d] = string.sub(mode, 2)
     mode = m == @kZoneEnforcedSide.byte@ and '@kZoneEnforced@'
            or m == @kZoneDryRunSide.byte@ and '@kZoneDryRun@' or ''
+  end
+  if not ((whole(limit[d], 2^53) or side[d] and limit[d] == 0)
+          and whole(width[d], W) and whole(span[d], W)
+          and width[d] * span[d] <= W) then
+    return {err = "ERR ratelimit: a zone's limit, bucket and span must "
+                  .. 'be whole numbers from 1, the limit at most 2^53, '
+                  .. 'bucket * span at most 604800000000000 ms'}
   end
   enforce[d] = mode == '@kZoneEnforced@'
   if not ((kind == '@kZoneSliding@' or kind == '@kZoneFixed@'
@@ -80,7 +84,8 @@ for d = 1, zones do
     return {err = 'ERR ratelimit: unknown zone kind or mode'}
   end
   fixed[d] = kind == '@kZoneFixed@'
-  gcra[d] = kind == '@kZoneGcra@' and width[d] * 1000 / limit[d]
+  gcra[d] = kind == '@kZoneGcra@'
+            and width[d] * 1000 / math.max(limit[d], 1)
   packed[d] = layout == '@kLayoutPacked@' and (fixed[d] or span[d] <= 65536)
   bucket[d] = math.floor(now / width[d])
 end

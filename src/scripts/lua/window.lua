@@ -392,8 +392,9 @@ local function write_zone(key, d, add, count, oldest, newest, here, gone,
 end
 
 -- Whether a request of cost `c` does not fit in zone `d`, which holds
--- `count` (a GCRA zone: whose backlog is `count` us; one an override gave
--- limit 0 fits nothing).
+-- `count` (a GCRA zone: whose backlog is `count` us).  A zone of limit 0,
+-- a side zone's own or an override's, fits nothing (a window's count is 0
+-- or more as the script writes it).
 local function over(d, count, c)
   local need = math.max(c, 1)
   if gcra[d] then
