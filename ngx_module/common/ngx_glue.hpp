@@ -23,6 +23,14 @@ inline std::string_view view(const ngx_str_t &s)
     return {reinterpret_cast<const char *>(s.data), s.len};
 }
 
+// Wall-clock time in ms since the epoch, as nginx last read it: the clock
+// of the local windows and of calendar zones' periods.
+inline std::uint64_t wall_clock_ms()
+{
+    ngx_time_t *tp = ngx_timeofday();
+    return static_cast<std::uint64_t>(tp->sec) * 1000 + tp->msec;
+}
+
 // Deletes the event's timer if it is set.
 inline void stop_timer(ngx_event_t *ev)
 {

@@ -5,6 +5,7 @@
 
 #include "common/ngx_glue.hpp"
 #include "scripts/concurrency_script.hpp"
+#include "limits/calendar_zone.hpp"
 #include "limits/policy.hpp"
 #include "scripts/window_script.hpp"
 
@@ -124,7 +125,27 @@ struct Zone {
     // override=on`: the base of its subjects' side keys, "PREFIX:ZONE+"
     // (keys/subject_key.hpp), whose overrides its calls read; empty: none.
     ngx_str_t side_base;
+    // A calendar zone's periods: its time zone, in the cycle's pool (a
+    // cleanup destroys it), and the periods of the clock, which each
+    // worker keeps in its own copy of the pool from one call to the next;
+    // nullptr for other zones.  `tz` is its name as configured (empty:
+    // UTC).
+    CalendarPeriods *calendar;
+    ngx_str_t tz;
 };
+
+// The zone's policy for a call made at wall_ms (nginx's wall clock, ms
+// since 1970): a calendar zone's periods are those of that instant.
+inline Policy policy_at(const Zone &zone, std::uint64_t wall_ms)
+{
+    Policy policy = zone.policy;
+
+    if (zone.calendar != nullptr) {
+        zone.calendar->make_call(&policy, wall_ms);
+    }
+
+    return policy;
+}
 
 // One `ratelimit zone=NAME [dry_run];`, resolved to its zone when the http
 // block has been read, so zones may be defined after their first use.

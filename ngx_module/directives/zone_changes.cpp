@@ -45,6 +45,19 @@ const Zone *running_zone(const MainConf *mcf, const ngx_str_t &name)
     return nullptr;
 }
 
+// Whether a calendar zone counts in other periods than it did: another
+// period, start or time zone.
+bool periods_changed(const Zone &now, const Zone &then)
+{
+    const PeriodStart &a = now.calendar->start();
+    const PeriodStart &b = then.calendar->start();
+
+    return now.calendar->kind() != then.calendar->kind()
+           || view(now.tz) != view(then.tz) || a.hour != b.hour
+           || a.minute != b.minute || a.weekday != b.weekday
+           || a.month != b.month || a.day != b.day;
+}
+
 }  // namespace
 
 void warn_zone_change(ngx_conf_t *cf, const Zone &zone) noexcept
@@ -71,6 +84,12 @@ void warn_zone_change(ngx_conf_t *cf, const Zone &zone) noexcept
         directive_warning(cf, "zone \"%V\" changed its algorithm from %*s "
                               "to %*s%s", &zone.name, from.size(),
                           from.data(), to.size(), to.data(), kWhat);
+    } else if (zone.calendar != nullptr) {
+        if (periods_changed(zone, *was)) {
+            directive_warning(cf, "zone \"%V\" changed its calendar "
+                                  "periods (window=, start= or tz=)%s",
+                              &zone.name, kWhat);
+        }
     } else if (row_of(now).counts_per_bucket
                && now.bucket_ms != then.bucket_ms)
     {

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "directives/conf_params.hpp"
+#include "directives/time_zone_file.hpp"
 #include "directives/zone_changes.hpp"
 #include "directives/zone_warnings.hpp"
 #include "leases/lease_table.hpp"
@@ -55,8 +56,10 @@ bool render_zone(ngx_pool_t *pool, Zone *zone)
     }
 
     zone->policy_member.data = member;
+    // The window of a zone whose arguments are the same for every call is
+    // the same at any time.
     zone->policy_member.len = write_policy_member(
-        name, row_of(p).quota(p), row_of(p).window_s(p),
+        name, row_of(p).quota(p), row_of(p).window_s(p, 0),
         reinterpret_cast<char *>(member));
     return true;
 }
@@ -67,11 +70,11 @@ bool set_zone_policy(ngx_pool_t *pool, const ZoneParams &params, Zone *zone)
 {
     if (params.kind == ZoneKind::kRate) {
         zone->policy = params.policy;
-        // A zone that takes burst= has it from its location (GCRA's): its
-        // arguments and header member are made per request, as a variable
-        // limit's.
+        // A GCRA zone's burst is its location's, a calendar zone's periods
+        // follow the clock: their arguments and header member are made per
+        // call, as a variable limit's.
         return !params.limit_variable.empty()
-               || row_of(params.policy).accepts_burst
+               || row_of(params.policy).args_per_call
                || render_zone(pool, zone);
     }
 
@@ -138,6 +141,12 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
 
     if (!set_zone_policy(cf->pool, parsed.params, zone)) {
         return nginx_logged_error();
+    }
+
+    if (parsed.params.policy.algorithm == Algorithm::kCalendar) {
+        if (char *rv = add_calendar(cf, parsed.params, zone)) {
+            return rv;
+        }
     }
 
     ngx_str_t key = arg_string(parsed.params.key);

@@ -145,11 +145,12 @@ ngx_int_t pass_on(RequestState *state)
 
 // The request's zone `i` has a limit of 0 and no verdict from Redis: it
 // rejects the request (in a dry-run zone, would have), counting nothing.
-// Its numbers: no request left, until the window ends.
+// Its numbers: no request left, until the window ends (a calendar zone's
+// window: its period now).
 void reject_blocked(RequestState *state, ngx_uint_t i)
 {
-    std::uint64_t window_ms = state->refs[i]->zone->policy.window_ms;
-    std::uint64_t now_ms = local::wall_clock_ms();
+    std::uint64_t window_ms = sent_policy_of(state, i).window_ms;
+    std::uint64_t now_ms = wall_clock_ms();
 
     state->now_ms = now_ms;
     state->verdict = {enforced(state, i) ? Outcome::kRejected
@@ -303,6 +304,9 @@ ngx_int_t ask_rate_zones(RequestState *state)
         state->result = state->peek ? Result::kPeeked : Result::kNone;
         return act_on(state);
     }
+
+    // Maybe later than the state was made: after a wait for a permit.
+    state->asked_ms = wall_clock_ms();
 
     if (decide_from_lease(state) || !send_call(state)) {
         return act_on(state);

@@ -86,11 +86,12 @@ bool add_policy(ngx_http_request_t *r, const RequestState *state)
             Policy policy = policy_of(state, i);
             const AlgorithmRow &row = row_of(policy);
             bool blocked = policy.limit == 0;  // a limit of 0: no turns
+            std::uint64_t window_s = blocked
+                                     ? policy.window_seconds()
+                                     : row.window_s(policy, state->now_ms);
             p += write_policy_member(view(zone.name),
                                      blocked ? 0 : row.quota(policy),
-                                     blocked ? policy.window_seconds()
-                                             : row.window_s(policy),
-                                     reinterpret_cast<char *>(p));
+                                     window_s, reinterpret_cast<char *>(p));
             continue;
         }
 

@@ -1,6 +1,7 @@
 #include "leases/lease_decision.hpp"
 
 #include "leases/lease_table.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/sliding_window.hpp"
 #include "local/local_memory.hpp"
 #include "metrics/metrics.hpp"
@@ -36,7 +37,8 @@ std::uint64_t fleet_servers(ngx_http_request_t *r)
 
 // Gives units of `key` back to Redis: a settle of -units into their bucket.
 // A settle does not depend on the limit: a zone whose limit is a variable
-// is written with its policy's.
+// is written with its policy's, a calendar zone's call in the periods of
+// now (Redis applies nothing once the bucket's period has ended).
 void give_back(const Zone &zone, std::string_view key,
                const LeaseReturn &back)
 {
@@ -50,7 +52,7 @@ void give_back(const Zone &zone, std::string_view key,
     std::string_view args = view(zone.script_args);
 
     if (args.empty()) {
-        Policy policy = zone.policy;
+        Policy policy = policy_at(zone, wall_clock_ms());
         policy.limit = ngx_max(policy.limit, 1);
         args = {made, write_zone_args(policy, made)};
     }
@@ -59,15 +61,20 @@ void give_back(const Zone &zone, std::string_view key,
                   back.bucket, zone);
 }
 
+// A renewal's outcome into the lease: its units granted in the bucket of
+// Redis's time (a calendar zone's, the period of the renewal's call that
+// time is in), until that bucket ends.
 void on_lease_renewed(const LeaseRenewal &renewal,
                       const LeaseGrant *grant) noexcept
 {
     const Zone &zone = *renewal.zone;
     LeaseReturn back{0, 0};
-    std::uint64_t bucket_ms = zone.policy.bucket_ms;
+    CountedBucket bucket{0, 0};
 
     if (grant != nullptr) {
-        back = {grant->units, grant->now_ms / bucket_ms};
+        Policy policy = policy_at(zone, renewal.made_ms);
+        bucket = row_of(policy).bucket_at(policy, grant->now_ms);
+        back = {grant->units, bucket.number};
     }
 
     {
@@ -80,7 +87,7 @@ void on_lease_renewed(const LeaseRenewal &renewal,
                 ledger.renewal_failed();
             } else {
                 back = ledger.granted(grant->units, back.bucket, grant->count,
-                                      bucket_ms - grant->now_ms % bucket_ms,
+                                      bucket.end_ms - grant->now_ms,
                                       lease_clock_ms(), grant->override);
             }
         }
@@ -100,7 +107,7 @@ void admit_from_lease(RequestState *state, std::uint64_t fleet_used,
     Policy policy = policy_of(state, 0);
     const Policy *policies[1] = {&policy};
     bool enforcing[1] = {true};
-    std::uint64_t now_ms = local::wall_clock_ms();
+    std::uint64_t now_ms = wall_clock_ms();
 
     state->counts[0].total = ngx_min(fleet_used, policy.limit);
     state->now_ms = now_ms;
@@ -168,10 +175,10 @@ bool decide_from_lease(RequestState *state) noexcept
 
     if (take.ask > 0 && worker_objects().calls != nullptr) {
         char made[kZoneArgsMaxSize];
-        worker_objects().calls->renew_lease(view(state->keys[0]),
-                                            request_zone_args(state, 0, made),
-                                            take.ask, zone,
-                                            on_lease_renewed);
+        worker_objects().calls->renew_lease(
+            view(state->keys[0]),
+            request_zone_args(state, 0, state->asked_ms, made),
+            state->asked_ms, take.ask, zone, on_lease_renewed);
     }
 
     switch (take.kind) {

@@ -155,7 +155,7 @@ void LocalBreaker::on_reply(void *data, const Reply *reply) noexcept
     {
         local::learn_live_servers(breaker->zone_,
                                   static_cast<ngx_uint_t>(reply->integer),
-                                  local::wall_clock_ms());
+                                  wall_clock_ms());
     }
 
     breaker->turn(false);

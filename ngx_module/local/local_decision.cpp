@@ -2,6 +2,7 @@
 
 #include "local/local_breaker.hpp"
 #include "local/local_memory.hpp"
+#include "limits/algorithms.hpp"
 #include "limits/sliding_window.hpp"
 #include "metrics/metrics.hpp"
 #include "worker/worker_objects.hpp"
@@ -29,6 +30,16 @@ ngx_uint_t reported_zone(const local::LocalAsk *asks, ngx_uint_t n,
     }
 
     return fewest;
+}
+
+// The end of zone i's local window at now_ms (wall clock): of the fixed
+// windows as long as the zone's, or a calendar zone's period.
+std::uint64_t local_window_end(const RequestState *state, ngx_uint_t i,
+                               std::uint64_t now_ms)
+{
+    Policy policy = sent_policy_of(state, i);
+    policy.bucket_ms = policy.window_ms;
+    return row_of(policy).bucket_at(policy, now_ms).end_ms;
 }
 
 void record_local(const RequestState *state)
@@ -69,6 +80,7 @@ void decide_locally(RequestState *state) noexcept
 
     ngx_uint_t servers = breaker->servers(state->lcf->fail_servers);
     local::LocalAsk asks[kMaxZonesPerRequest];
+    std::uint64_t now_ms = wall_clock_ms();
 
     for (ngx_uint_t i = 0; i < state->zones; i++) {
         // A limit or cost with no valid value (its keys are not made
@@ -78,11 +90,10 @@ void decide_locally(RequestState *state) noexcept
         }
 
         asks[i] = {view(state->keys[i]), state->limits[i], servers,
-                   state->refs[i]->zone->policy.window_ms, state->costs[i],
+                   local_window_end(state, i, now_ms), state->costs[i],
                    enforced(state, i), 0, {}};
     }
 
-    std::uint64_t now_ms = local::wall_clock_ms();
     bool passed = local::count_locally(zone, asks, state->zones, now_ms);
     ngx_uint_t z = reported_zone(asks, state->zones, passed);
     const LocalStatus &status = asks[z].status;
@@ -94,6 +105,7 @@ void decide_locally(RequestState *state) noexcept
     state->result = outcome == Outcome::kRejected ? Result::kRejected
                     : outcome == Outcome::kPassed ? Result::kPassed
                     : Result::kRejectedDryRun;
+    state->now_ms = now_ms;
     state->verdict = {outcome, z,
                       {asks[z].share, status.remaining, status.reset_ms}};
     state->reset_epoch_s = seconds_ceil(now_ms + status.reset_ms);

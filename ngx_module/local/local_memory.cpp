@@ -119,8 +119,8 @@ bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
 
         ask.share = local_share(local_limit(count, ask.limit, now_ms),
                                 ask.servers);
-        ask.status = local_status(count, ask.share, ask.window_ms, now_ms,
-                                  ask.cost);
+        ask.status = local_status(count, ask.share, ask.window_end_ms,
+                                  now_ms, ask.cost);
         fits &= ask.status.fits || !ask.enforced;
 
         if (taken != nullptr && !ask.status.fits) {
@@ -133,7 +133,7 @@ bool count_locally(ngx_shm_zone_t *zone, LocalAsk *asks, ngx_uint_t n,
         LocalCount *taken = take_count(pool, shared, asks[i].key, now_ms);
 
         if (taken != nullptr) {
-            local_add(taken, asks[i].window_ms, now_ms, asks[i].cost);
+            local_add(taken, asks[i].window_end_ms, asks[i].cost);
             local_note_full(taken, asks[i].status, now_ms);
         }
     }

@@ -17,26 +17,18 @@ namespace ratelimit {
 
 namespace local {
 
-// Wall-clock time in ms since the epoch, as nginx last read it: the clock
-// of the local windows.
-inline std::uint64_t wall_clock_ms()
-{
-    ngx_time_t *tp = ngx_timeofday();
-    return static_cast<std::uint64_t>(tp->sec) * 1000 + tp->msec;
-}
-
 // After the http block is read: adds the zone if mcf->local.
 ngx_int_t add_shared_zone(ngx_conf_t *cf, MainConf *mcf) noexcept;
 
 // One zone of a request decided locally: the zone's `limit`, shared among
-// `servers`, per window of `window_ms`, `cost` asked; `share` (this
-// server's of the limit, or of the subject's override) and `status` are
-// filled in.
+// `servers`, in the window that ends at window_end_ms (wall clock),
+// `cost` asked; `share` (this server's of the limit, or of the subject's
+// override) and `status` are filled in.
 struct LocalAsk {
     std::string_view key;
     std::uint64_t limit;
     ngx_uint_t servers;
-    std::uint64_t window_ms;
+    std::uint64_t window_end_ms;
     std::uint64_t cost;
     bool enforced;          // not a dry run: may reject
     std::uint64_t share;

@@ -14,6 +14,7 @@
 namespace ratelimit {
 
 std::string_view request_zone_args(const RequestState *state, ngx_uint_t i,
+                                   std::uint64_t wall_ms,
                                    char (&out)[kZoneArgsMaxSize]) noexcept
 {
     const Zone &zone = *state->refs[i]->zone;
@@ -22,7 +23,7 @@ std::string_view request_zone_args(const RequestState *state, ngx_uint_t i,
         return view(zone.script_args);
     }
 
-    return {out, write_zone_args(sent_policy_of(state, i), out)};
+    return {out, write_zone_args(call_policy_of(state, i, wall_ms), out)};
 }
 
 void tell_link_of_script_error(RedisLink *link,
@@ -231,7 +232,7 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
     for (ngx_uint_t j = 0; j < part.zones; j++) {
         ngx_uint_t i = part.zone[j];
         keys[j] = view(state->keys[i]);
-        args[j] = request_zone_args(state, i, made[j]);
+        args[j] = request_zone_args(state, i, state->asked_ms, made[j]);
         enforce[j] = enforced(state, i);
         buckets[j] = state->interval_buckets ? state->interval_buckets[i] : 0;
         costs[j] = state->costs[i];

@@ -77,10 +77,13 @@ struct Batch {
     Batch *next_free;
 };
 
-// The script arguments of the request's zone i (write_zone_args()): the
-// zone's own, or made in `out` under the request's limit for a zone whose
-// limit is a variable.
+// The script arguments of the request's zone i (write_zone_args()) in a
+// call made at wall_ms (nginx's wall clock): the zone's own, or made in
+// `out` under the request's limit for a zone whose limit is a variable,
+// a GCRA zone's under its burst, a calendar zone's in the periods of
+// wall_ms (call_policy_of()).
 std::string_view request_zone_args(const RequestState *state, ngx_uint_t i,
+                                   std::uint64_t wall_ms,
                                    char (&out)[kZoneArgsMaxSize]) noexcept;
 
 // An error the window script's call answered, whole or for one request,
@@ -146,8 +149,9 @@ public:
     static void forget(RequestState *state) noexcept;
 
     // Sends `units` to bucket `bucket` of `key` in `zone`, whose script
-    // arguments are `zone_args`, in the next batch of the key's connection,
-    // or once the link is up again (SettleQueue).  Never resent once it may
+    // arguments are `zone_args` (made now), in the next batch of the key's
+    // connection, or once the link is up again (SettleQueue), unless its
+    // arguments are a calendar zone's periods that have passed by then.  Never resent once it may
     // have reached Redis.  Whatever becomes of it is counted in the
     // metrics, and logged unless Redis answered it; it never fails the
     // caller.
@@ -157,11 +161,11 @@ public:
 
     // Asks Redis to count up to `asked` units of `key` in `zone` for a
     // lease (rate/lease_renewals.hpp), in the next batch of the key's
-    // connection; `renewed` is told the outcome, at once if the link is
-    // down.
+    // connection, with `zone_args` made at made_ms (nginx's wall clock);
+    // `renewed` is told the outcome, at once if the link is down.
     void renew_lease(std::string_view key, std::string_view zone_args,
-                     std::uint64_t asked, const Zone &zone,
-                     LeaseRenewed renewed) noexcept;
+                     std::uint64_t made_ms, std::uint64_t asked,
+                     const Zone &zone, LeaseRenewed renewed) noexcept;
 
 private:
     // The reply to a batch, or nullptr when the connection failed with it

@@ -20,6 +20,16 @@ void note_entry(Batch *batch, ngx_uint_t entry, Settle *settle,
     batch->settle_count++;
 }
 
+// Whether a settle that waited for the link names a calendar zone's
+// periods that have passed on nginx's clock: Redis would refuse the whole
+// call it went in, and the settle's bucket has left its period anyway.
+bool outdated(const Settle &settle)
+{
+    return settle.zone->calendar != nullptr
+           && policy_at(*settle.zone, settle.made_ms).periods.second_end_ms
+                  <= wall_clock_ms();
+}
+
 }  // namespace
 
 void CallBatcher::settle(std::string_view key, std::string_view zone_args,
@@ -43,11 +53,11 @@ void CallBatcher::settle(std::string_view key, std::string_view zone_args,
 
 void CallBatcher::renew_lease(std::string_view key,
                               std::string_view zone_args,
-                              std::uint64_t asked, const Zone &zone,
-                              LeaseRenewed renewed) noexcept
+                              std::uint64_t made_ms, std::uint64_t asked,
+                              const Zone &zone, LeaseRenewed renewed) noexcept
 {
-    LeaseRenewal *renewal = make_renewal(key, zone_args, asked, zone,
-                                         renewed);
+    LeaseRenewal *renewal = make_renewal(key, zone_args, made_ms, asked,
+                                         zone, renewed);
 
     if (renewal == nullptr) {
         return;
@@ -137,7 +147,9 @@ void CallBatcher::send_waiting_settles() noexcept
         Settle *settle = list;
         list = list->next;
 
-        if (!add_call(settle)) {
+        if (outdated(*settle)) {
+            settles_.end(settle, SettleOutcome::kDropped);
+        } else if (!add_call(settle)) {
             settles_.wait(settle);
         }
     }

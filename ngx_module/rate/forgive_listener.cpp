@@ -49,7 +49,7 @@ bool ForgiveListener::forgive(std::string_view key,
     try {
         command = format_forgive_call(key, channel_,
                                       forgive_message(key, wake_key_,
-                                                      local::wall_clock_ms()));
+                                                      wall_clock_ms()));
     } catch (...) {
         return false;
     }
@@ -69,7 +69,7 @@ bool ForgiveListener::set_override(std::string_view key,
     try {
         command = format_override_call(
             side, marker, channel_,
-            forgive_message(key, wake_key_, local::wall_clock_ms()), change);
+            forgive_message(key, wake_key_, wall_clock_ms()), change);
     } catch (...) {
         return false;
     }
@@ -91,7 +91,7 @@ void ForgiveListener::on_message(void *data, std::string_view message) noexcept
 {
     auto *listener = static_cast<ForgiveListener *>(data);
     std::string_view key = forgiven_key(message, listener->wake_key_,
-                                        local::wall_clock_ms());
+                                        wall_clock_ms());
 
     if (!key.empty()) {
         listener->denied_->forget(key, ngx_current_msec);

@@ -5,14 +5,14 @@
 namespace ratelimit {
 
 LeaseRenewal *make_renewal(std::string_view key, std::string_view zone_args,
-                           std::uint64_t asked, const Zone &zone,
-                           LeaseRenewed renewed) noexcept
+                           std::uint64_t made_ms, std::uint64_t asked,
+                           const Zone &zone, LeaseRenewed renewed) noexcept
 {
     try {
         return new LeaseRenewal{std::string(key), std::string(zone_args),
-                                asked, &zone, 0, renewed};
+                                made_ms, asked, &zone, 0, renewed};
     } catch (const std::bad_alloc &) {
-        LeaseRenewal none{{}, {}, asked, &zone, 0, renewed};
+        LeaseRenewal none{{}, {}, made_ms, asked, &zone, 0, renewed};
         renewed(none, nullptr);
         return nullptr;
     }

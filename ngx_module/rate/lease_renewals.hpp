@@ -35,17 +35,20 @@ using LeaseRenewed = void (*)(const LeaseRenewal &renewal,
 struct LeaseRenewal {
     std::string key;
     std::string zone_args;  // write_zone_args() of the zone
+    std::uint64_t made_ms;  // when zone_args were made, on nginx's wall
+                            // clock: of a calendar zone, the periods of
+                            // that instant (policy_at())
     std::uint64_t asked;    // units asked, > 0
     const Zone *zone;
     std::uint16_t slot;     // of the key, in a cluster
     LeaseRenewed renewed;
 };
 
-// A renewal of `asked` units of `key` in `zone`; nullptr on no memory,
-// `renewed` told so at once.
+// A renewal of `asked` units of `key` in `zone`, whose arguments were
+// made at made_ms; nullptr on no memory, `renewed` told so at once.
 LeaseRenewal *make_renewal(std::string_view key, std::string_view zone_args,
-                           std::uint64_t asked, const Zone &zone,
-                           LeaseRenewed renewed) noexcept;
+                           std::uint64_t made_ms, std::uint64_t asked,
+                           const Zone &zone, LeaseRenewed renewed) noexcept;
 
 // Adds the renewal's entry to `call`, of its zone's `side` keys; false,
 // with the call as it was, on no memory.

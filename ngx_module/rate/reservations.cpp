@@ -1,5 +1,6 @@
 #include "rate/reservations.hpp"
 
+#include "limits/algorithms.hpp"
 #include "rate/call_batch.hpp"
 #include "rate/zone_values.hpp"
 #include "worker/worker_objects.hpp"
@@ -25,7 +26,10 @@ const RequestState::Part *part_of(const RequestState *state, ngx_uint_t i)
 }
 
 // Adds `units` to the bucket zone i counted the request in: the bucket (of
-// a fixed window, the window) of the Redis time its part was decided at.
+// a fixed window, the window; of a calendar zone, its period) of the Redis
+// time its part was decided at.  The settle's call is made now: a calendar
+// zone's names the periods of now, which Redis's clock is in, and applies
+// nothing if the request's period has ended.
 void send_settle(const RequestState *state, ngx_uint_t i, std::int64_t units)
 {
     CallBatcher *calls = worker_objects().calls;
@@ -35,11 +39,13 @@ void send_settle(const RequestState *state, ngx_uint_t i, std::int64_t units)
         return;
     }
 
-    const Zone &zone = *state->refs[i]->zone;
+    Policy sent = sent_policy_of(state, i);
     char made[kZoneArgsMaxSize];
 
-    calls->settle(view(state->keys[i]), request_zone_args(state, i, made),
-                  units, part->now_ms / zone.policy.bucket_ms, zone);
+    calls->settle(view(state->keys[i]),
+                  request_zone_args(state, i, wall_clock_ms(), made), units,
+                  row_of(sent).bucket_at(sent, part->now_ms).number,
+                  *state->refs[i]->zone);
 }
 
 // The zone of the request that `settle` names, if it counted the request.

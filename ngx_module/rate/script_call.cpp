@@ -136,7 +136,7 @@ void note_local_override(const RequestState *state, ngx_uint_t i)
     if (local != nullptr && o.set) {
         local::note_override(local, view(state->keys[i]),
                              override_in_window(sent_policy_of(state, i), o),
-                             o.left_ms, local::wall_clock_ms());
+                             o.left_ms, wall_clock_ms());
     }
 }
 

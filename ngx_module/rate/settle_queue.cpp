@@ -13,8 +13,9 @@ Settle *make_settle(std::string_view key, std::string_view zone_args,
                     const Zone &zone) noexcept
 {
     try {
-        return new Settle{std::string(key), std::string(zone_args), units,
-                          bucket, &zone, 0, 0, nullptr};
+        return new Settle{std::string(key), std::string(zone_args),
+                          wall_clock_ms(), units, bucket, &zone, 0, 0,
+                          nullptr};
     } catch (const std::bad_alloc &) {
         metrics::record_settle(zone.index, SettleOutcome::kDropped);
         return nullptr;

@@ -20,6 +20,8 @@ namespace ratelimit {
 struct Settle {
     std::string key;
     std::string zone_args;  // write_zone_args() of the zone
+    std::uint64_t made_ms;  // when, on nginx's wall clock: a calendar
+                            // zone's zone_args name the periods of then
     std::int64_t units;     // < 0 gives units back
     std::uint64_t bucket;   // the bucket (of a fixed window: the window)
     const Zone *zone;       // for the metrics and the log
@@ -28,8 +30,8 @@ struct Settle {
     Settle *next;           // in the queue of those waiting for the link
 };
 
-// A settle of `units` to `bucket` of `key` in `zone`; nullptr on no
-// memory, counted as dropped.
+// A settle of `units` to `bucket` of `key` in `zone`, its `zone_args`
+// made now; nullptr on no memory, counted as dropped.
 Settle *make_settle(std::string_view key, std::string_view zone_args,
                     std::int64_t units, std::uint64_t bucket,
                     const Zone &zone) noexcept;

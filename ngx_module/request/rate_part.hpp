@@ -1,7 +1,7 @@
 // The rate zones' call of one main request, a part of its RequestState:
 // written by rate/ (the call's parts, by the batcher; its time sent, by the
-// script call) and by status/ (a query's interval), read by rate/ and
-// leases/.
+// script call), by status/ (a query's interval) and by http/ (when the
+// zones are asked), read by rate/ and leases/.
 #pragma once
 
 #include "conf/module_conf.hpp"
@@ -36,6 +36,9 @@ struct RatePart {
     std::uint64_t interval_ms;
     const std::uint64_t *interval_buckets;
     ngx_msec_t sent_msec;    // when the call left, on nginx's clock
+    // When the rate zones were asked, on nginx's wall clock (ms since
+    // 1970): a calendar zone's call names the periods of this instant.
+    std::uint64_t asked_ms;
 };
 
 }  // namespace ratelimit

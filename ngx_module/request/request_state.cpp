@@ -129,6 +129,7 @@ RequestState *create_state(ngx_http_request_t *r, ngx_uint_t max_zones,
 
     auto *state = new (cln->data) RequestState();
     state->r = r;
+    state->asked_ms = wall_clock_ms();
     state->part = take_array<RequestState::Part>(&p, max_zones);
     state->refs = take_array<const ZoneRef *>(&p, max_zones);
     state->subjects = take_array<ngx_str_t>(&p, max_zones);

@@ -87,16 +87,26 @@ inline bool enforced(const RequestState *state, ngx_uint_t i)
              || (state->lcf != nullptr && state->lcf->dry_run));
 }
 
-// Zone i's policy as the request's call sends it: the zone's, under the
-// request's limit and its location's burst; limit 0 where the request's
-// value blocked the zone (http/access_handler.cpp, reject_blocked()).
-inline Policy sent_policy_of(const RequestState *state, ngx_uint_t i)
+// Zone i's policy in a call of the request made at wall_ms (nginx's wall
+// clock): the zone's, under the request's limit and its location's burst,
+// of a calendar zone in the periods of that instant; limit 0 where the
+// request's value blocked the zone (http/access_handler.cpp,
+// reject_blocked()).
+inline Policy call_policy_of(const RequestState *state, ngx_uint_t i,
+                             std::uint64_t wall_ms)
 {
-    Policy policy = state->refs[i]->zone->policy;
+    Policy policy = policy_at(*state->refs[i]->zone, wall_ms);
     policy.limit = state->limits[i];
     policy.burst = state->refs[i]->query ? state->refs[i]->zone->largest_burst
                                          : state->refs[i]->burst;
     return policy;
+}
+
+// Zone i's policy as the request's call sends it: made when its zones
+// were asked.
+inline Policy sent_policy_of(const RequestState *state, ngx_uint_t i)
+{
+    return call_policy_of(state, i, state->asked_ms);
 }
 
 // Zone i's policy as it applies to the request: as sent, under the

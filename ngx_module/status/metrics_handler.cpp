@@ -11,6 +11,18 @@ namespace ratelimit {
 
 namespace {
 
+// A calendar zone's algorithm, period and time zone (UTC unless tz=).
+void name_calendar(const Zone &zone, ZoneMetrics *m)
+{
+    if (zone.calendar == nullptr) {
+        return;
+    }
+
+    m->type = row_of(zone.policy).name;
+    m->period = period_kind_name(zone.calendar->kind());
+    m->tz = zone.tz.len > 0 ? view(zone.tz) : "UTC";
+}
+
 // Every worker row summed, per zone and for the link; the busy clocks
 // read consistently with their closed intervals.
 ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
@@ -31,8 +43,9 @@ ZoneMetrics *read_zones(ngx_pool_t *pool, const MainConf *mcf,
         ZoneMetrics &m = zones[z];
         m.name = view(defined[z]->name);
         m.limit = defined[z]->policy.limit;
-        m.window_ms = defined[z]->policy.window_ms;
+        m.window_ms = policy_at(*defined[z], wall_clock_ms()).window_ms;
         m.takes_turns = row_of(defined[z]->policy).takes_turns;
+        name_calendar(*defined[z], &m);
 
         if (const ConcurrencyPolicy *c = defined[z]->concurrency) {
             m.concurrency = true;

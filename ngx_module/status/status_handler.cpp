@@ -1,5 +1,8 @@
 #include "status/status_handler.hpp"
 
+#include <new>
+
+#include "calendar/local_time_text.hpp"
 #include "rate/script_call.hpp"
 #include "rate/zone_values.hpp"
 #include "limits/algorithms.hpp"
@@ -184,6 +187,42 @@ const char *plan_interval(RequestState *state, std::uint64_t interval_ms)
     return nullptr;
 }
 
+// `utc_ms` as ISO 8601 local time in the zone, in `pool`; empty on no
+// memory.
+std::string_view local_time_text(ngx_pool_t *pool, const TimeZone &zone,
+                                 std::int64_t utc_ms)
+{
+    try {
+        std::string text = iso8601_local(zone, utc_ms);
+        auto *copy = static_cast<char *>(ngx_pnalloc(pool, text.size()));
+
+        if (copy != nullptr) {
+            ngx_memcpy(copy, text.data(), text.size());
+            return {copy, text.size()};
+        }
+    } catch (const std::bad_alloc &) {
+    }
+
+    return {};
+}
+
+// A calendar zone's period that Redis counted in at now_ms, into its
+// report; false on no memory.
+bool report_period(ngx_pool_t *pool, const Zone &zone, const Policy &policy,
+                   std::uint64_t now_ms, ZoneReport *report)
+{
+    if (zone.calendar == nullptr) {
+        return true;
+    }
+
+    const TimeZone &tz = zone.calendar->time_zone();
+    Period period = counted_period(policy, now_ms);
+
+    report->period_start = local_time_text(pool, tz, period.start_ms);
+    report->period_end = local_time_text(pool, tz, period.end_ms);
+    return !report->period_start.empty() && !report->period_end.empty();
+}
+
 void finish_query(RequestState *state) noexcept
 {
     ngx_http_finalize_request(state->r, send_status(state));
@@ -285,6 +324,12 @@ ngx_int_t send_status(RequestState *state) noexcept
         reports[k] = report_zone(view(zone->name),
                                  view(state->subjects[rate]), policy,
                                  state->counts[rate], state->now_ms);
+
+        if (!report_period(r->pool, *zone, policy, state->now_ms,
+                           &reports[k]))
+        {
+            return NGX_ERROR;
+        }
 
         if (state->interval_ms > 0) {
             report_interval(&reports[k], policy, state->interval_ms,

@@ -13,6 +13,9 @@ namespace {
 // milliseconds stay inside 64 bits.
 constexpr std::int64_t kMsLimit = std::int64_t{1} << 53;
 
+// By PeriodKind.
+constexpr std::string_view kKindNames[4] = {"day", "week", "month", "year"};
+
 constexpr std::string_view kWeekdays[7] = {
     "mon", "tue", "wed", "thu", "fri", "sat", "sun"
 };
@@ -118,16 +121,17 @@ std::int64_t period_number(PeriodKind kind, const PeriodStart &s,
 
 std::optional<PeriodKind> parse_period_kind(std::string_view text)
 {
-    static constexpr std::string_view kNames[] = {
-        "day", "week", "month", "year"
-    };
-
     for (std::size_t i = 0; i < 4; i++) {
-        if (text == kNames[i]) {
+        if (text == kKindNames[i]) {
             return static_cast<PeriodKind>(i);
         }
     }
     return std::nullopt;
+}
+
+std::string_view period_kind_name(PeriodKind kind)
+{
+    return kKindNames[static_cast<std::size_t>(kind)];
 }
 
 std::optional<std::string> parse_period_start(PeriodKind kind,

@@ -34,6 +34,7 @@ struct Period {
 
 // "day", "week", "month" or "year".
 std::optional<PeriodKind> parse_period_kind(std::string_view text);
+std::string_view period_kind_name(PeriodKind kind);
 
 // The value of start= for a period of `kind` into *start, or the error
 // text: day "HH:MM" (00:00..23:59), week "mon".."sun", month "1".."31",

@@ -1,6 +1,6 @@
 // The algorithms of rate zones, one row each: what sets one apart from the
 // others, as plain values and, where they count differently, functions of
-// the algorithm's own file (window_zone.cpp, gcra.cpp).  Code outside the
+// the algorithm's own file (window_zone.cpp, gcra.cpp, calendar_zone.cpp).  Code outside the
 // table asks a zone's row for a column, never which algorithm the zone
 // has.  A new algorithm is a value of Algorithm, a row here, its file of
 // functions, and its side in the script and the Redis module.
@@ -33,6 +33,10 @@ struct AlgorithmRow {
     bool accepts_burst;    // burst=, delay= and nodelay of `ratelimit`
     bool accepts_settles;  // ratelimit_settle
     bool accepts_leases;   // lease=SIZE: quota leases
+    // Its script arguments and RateLimit-Policy member are made for each
+    // call, not once: a GCRA zone's burst is its location's, a calendar
+    // zone's periods follow the clock.
+    bool args_per_call;
     // The status API: the zone's object says "type":NAME; the zone answers
     // ?interval=, with this note ("" for none).
     bool named_in_status;
@@ -40,11 +44,14 @@ struct AlgorithmRow {
     std::string_view interval_note;
 
     // What the headers and the status API call the limit (RateLimit-Policy
-    // q=), and its window in seconds (w=), at least 1.
+    // q=), and its window in seconds (w=), at least 1, of a reply at Redis
+    // time `now_ms`.
     std::uint64_t (*quota)(const Policy &policy);
-    std::uint64_t (*window_s)(const Policy &policy);
-    // The third of the script's zone arguments, after the limit and the
-    // bucket length: the buckets of a window, or a capacity.
+    std::uint64_t (*window_s)(const Policy &policy, std::uint64_t now_ms);
+    // The second and third of the script's zone arguments, after the
+    // limit: the bucket length in ms, and the buckets of a window or a
+    // capacity; a calendar zone's, the ends of its call's periods.
+    std::uint64_t (*bucket_arg)(const Policy &policy);
     std::uint64_t (*span)(const Policy &policy);
     // The client's numbers from the script's for the zone: `total`,
     // `oldest` bucket and `over` (see ZoneCount), at Redis time `now_ms`.
@@ -57,9 +64,12 @@ struct AlgorithmRow {
     // from the script's `total` and its location's delay= (kNoDelay: none).
     std::uint64_t (*wait_ms)(const Policy &policy, std::uint64_t total,
                              std::uint64_t cost, std::uint64_t delay);
+    // The bucket a request decided at Redis time `now_ms` was counted in:
+    // where its settles and a lease's give-backs go.
+    CountedBucket (*bucket_at)(const Policy &policy, std::uint64_t now_ms);
 };
 
-constexpr std::size_t kAlgorithmCount = 3;
+constexpr std::size_t kAlgorithmCount = 4;
 
 // In the order of Algorithm.
 extern const AlgorithmRow kAlgorithms[kAlgorithmCount];

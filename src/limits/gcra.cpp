@@ -58,7 +58,7 @@ std::uint64_t gcra_turns_ahead(const Policy &policy, std::uint64_t ahead_us)
     return turns > 0 ? static_cast<std::uint64_t>(std::ceil(turns)) : 0;
 }
 
-std::uint64_t gcra_window_s(const Policy &policy)
+std::uint64_t gcra_window_s(const Policy &policy, std::uint64_t)
 {
     double us = static_cast<double>(gcra_capacity(policy))
                 * policy.emission_us();

@@ -39,7 +39,8 @@ ZoneStatus gcra_status(const Policy &policy, std::uint64_t ahead_us,
 std::uint64_t gcra_turns_ahead(const Policy &policy, std::uint64_t ahead_us);
 
 // The seconds a full burst, 1 + burst requests, takes at the rate: the
-// window of RateLimit-Policy, whose quota is the capacity; at least 1.
-std::uint64_t gcra_window_s(const Policy &policy);
+// window of RateLimit-Policy, whose quota is the capacity; at least 1, at
+// any time.
+std::uint64_t gcra_window_s(const Policy &policy, std::uint64_t now_ms);
 
 }  // namespace ratelimit

@@ -4,9 +4,9 @@ namespace ratelimit {
 
 namespace {
 
-std::uint64_t used_now(const LocalCount &count, std::uint64_t window)
+std::uint64_t used_in(const LocalCount &count, std::uint64_t window_end_ms)
 {
-    return count.window == window ? count.used : 0;
+    return count.window_end_ms == window_end_ms ? count.used : 0;
 }
 
 }  // namespace
@@ -21,25 +21,22 @@ std::uint64_t local_share(std::uint64_t limit, std::uint64_t servers)
 }
 
 LocalStatus local_status(const LocalCount &count, std::uint64_t share,
-                         std::uint64_t window_ms, std::uint64_t now_ms,
+                         std::uint64_t window_end_ms, std::uint64_t now_ms,
                          std::uint64_t cost)
 {
-    std::uint64_t window = now_ms / window_ms;
-    std::uint64_t used = used_now(count, window);
+    std::uint64_t used = used_in(count, window_end_ms);
     std::uint64_t left = used < share ? share - used : 0;
     bool fits = cost <= left;
 
     return {fits, fits ? left - cost : left,
-            (window + 1) * window_ms - now_ms};
+            window_end_ms > now_ms ? window_end_ms - now_ms : 0};
 }
 
-void local_add(LocalCount *count, std::uint64_t window_ms,
-               std::uint64_t now_ms, std::uint64_t cost)
+void local_add(LocalCount *count, std::uint64_t window_end_ms,
+               std::uint64_t cost)
 {
-    std::uint64_t window = now_ms / window_ms;
-
-    count->used = used_now(*count, window) + cost;
-    count->window = window;
+    count->used = used_in(*count, window_end_ms) + cost;
+    count->window_end_ms = window_end_ms;
 }
 
 void local_note_full(LocalCount *count, const LocalStatus &status,

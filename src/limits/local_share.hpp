@@ -2,7 +2,8 @@
 // cannot be reached (`ratelimit_fail local`): each of N live servers admits
 // ceil(limit / N) per window, in fixed windows aligned on the zone's window
 // (window k covers [k * window_ms, (k + 1) * window_ms) of wall-clock time,
-// in ms since the epoch), whatever the zone's algorithm.
+// in ms since the epoch), whatever the zone's algorithm; a calendar zone's
+// windows are its periods.  A window is named by its end.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,10 @@ namespace ratelimit {
 // ceil(limit / servers); servers 0 is taken as 1.
 std::uint64_t local_share(std::uint64_t limit, std::uint64_t servers);
 
-// One subject's units in one zone on this server, in window `window`.
+// One subject's units in one zone on this server, in the window that ends
+// at `window_end_ms`.
 struct LocalCount {
-    std::uint64_t window;
+    std::uint64_t window_end_ms;
     std::uint64_t used;
     std::uint64_t full_until_ms;  // the end of the window in which the
                                   // share was used up; 0: not yet
@@ -30,9 +32,10 @@ struct LocalCount {
 std::uint64_t local_limit(const LocalCount &count, std::uint64_t limit,
                           std::uint64_t now_ms);
 
-// A request of `cost` units against the share, at now_ms: whether it fits,
-// the units the window admits after it (after its cost if it fits), and
-// the ms until the window ends.  A count of an earlier window is 0.
+// A request of `cost` units against the share, at now_ms in the window
+// that ends at window_end_ms: whether it fits, the units the window admits
+// after it (after its cost if it fits), and the ms until the window ends.
+// A count of another window is 0.
 struct LocalStatus {
     bool fits;
     std::uint64_t remaining;
@@ -40,12 +43,12 @@ struct LocalStatus {
 };
 
 LocalStatus local_status(const LocalCount &count, std::uint64_t share,
-                         std::uint64_t window_ms, std::uint64_t now_ms,
+                         std::uint64_t window_end_ms, std::uint64_t now_ms,
                          std::uint64_t cost);
 
-// Counts `cost` units in the window of now_ms.
-void local_add(LocalCount *count, std::uint64_t window_ms,
-               std::uint64_t now_ms, std::uint64_t cost);
+// Counts `cost` units in the window that ends at window_end_ms.
+void local_add(LocalCount *count, std::uint64_t window_end_ms,
+               std::uint64_t cost);
 
 // Notes a request's status (after local_add() if it fitted): a share used
 // up keeps the count full until its window ends.

@@ -18,20 +18,34 @@ struct Rate {
 };
 
 // How a rate zone counts: a sliding window of buckets, a fixed window (one
-// bucket, the window), or GCRA as nginx's limit_req (a theoretical arrival
-// time per subject; a request of the rate every window_ms / limit).  Each
-// is a row of kAlgorithms (algorithms.hpp).
-enum class Algorithm { kSliding, kFixed, kGcra };
+// bucket, the window), GCRA as nginx's limit_req (a theoretical arrival
+// time per subject; a request of the rate every window_ms / limit), or a
+// fixed window whose windows are calendar periods (calendar_zone.hpp).
+// Each is a row of kAlgorithms (algorithms.hpp).
+enum class Algorithm { kSliding, kFixed, kGcra, kCalendar };
+
+// Three boundaries of a calendar zone's periods, in Unix ms: the periods
+// [start_ms, first_end_ms) and [first_end_ms, second_end_ms), two in a
+// row, whose ends a call names (A and B: protocol/batch_protocol.hpp).
+struct CallPeriods {
+    std::uint64_t start_ms;
+    std::uint64_t first_end_ms;
+    std::uint64_t second_end_ms;
+};
 
 struct Policy {
     std::uint64_t limit;
     std::uint64_t window_ms;
-    std::uint64_t bucket_ms;  // divides window_ms; a fixed or GCRA zone's
-                              // is the window
+    std::uint64_t bucket_ms;  // divides window_ms; a fixed, GCRA or
+                              // calendar zone's is the window
     Algorithm algorithm = Algorithm::kSliding;
     // GCRA: the requests over the rate that may come at once (limit_req's
     // burst=), from the location that applies the zone.
     std::uint64_t burst = 0;
+    // A calendar zone's periods as one call names them, made from nginx's
+    // clock (calendar_zone.hpp), its window the period that clock is in;
+    // zeros until made, and in other zones.
+    CallPeriods periods{};
 
     // GCRA: the time one request of the rate takes, in microseconds; of a
     // subject given limit 0 (an override, whose requests all fail:
@@ -51,6 +65,14 @@ struct ZoneStatus {
     std::uint64_t limit;      // what the headers call the limit
     std::uint64_t remaining;  // requests the zone still admits
     std::uint64_t reset_ms;   // until remaining grows
+};
+
+// The bucket a request decided at some Redis time was counted in: its
+// number, as Redis names it (of a fixed window, the window's), and when it
+// ends, in Unix ms.
+struct CountedBucket {
+    std::uint64_t number;
+    std::uint64_t end_ms;
 };
 
 // "100r/s", "10r/m", "5r/h", "1r/d": N requests per second, minute, hour or

@@ -9,7 +9,7 @@ std::uint64_t window_quota(const Policy &policy)
     return policy.limit;
 }
 
-std::uint64_t window_length_s(const Policy &policy)
+std::uint64_t window_length_s(const Policy &policy, std::uint64_t)
 {
     return policy.window_seconds();
 }

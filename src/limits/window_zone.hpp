@@ -14,8 +14,8 @@ namespace ratelimit {
 // The limit: the requests of a window.
 std::uint64_t window_quota(const Policy &policy);
 
-// The window in whole seconds, rounded up.
-std::uint64_t window_length_s(const Policy &policy);
+// The window in whole seconds, rounded up, at any time.
+std::uint64_t window_length_s(const Policy &policy, std::uint64_t now_ms);
 
 // The buckets of a window.
 std::uint64_t window_buckets(const Policy &policy);

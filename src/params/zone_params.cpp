@@ -2,7 +2,9 @@
 
 #include <iterator>
 
+#include "calendar/time_zone.hpp"
 #include "limits/algorithms.hpp"
+#include "limits/calendar_zone.hpp"
 #include "limits/window_rules.hpp"
 #include "params/zone_warnings.hpp"
 
@@ -41,6 +43,8 @@ enum ZoneParam {
     kQueue,
     kQueueTimeout,
     kLease,
+    kTz,
+    kStart,
     kZoneParamCount
 };
 
@@ -59,6 +63,9 @@ constexpr NamedParam kZoneParams[] = {
     // A concurrency zone's slot lease (a time); a rate zone's quota
     // leases' shared memory (a size).
     {"lease", kRateForm | kConcurrencyForm, nullptr},
+    // A calendar window's time zone and the start of its periods.
+    {"tz", kRateForm, nullptr},
+    {"start", kRateForm, nullptr},
 };
 
 static_assert(std::size(kZoneParams) == kZoneParamCount);
@@ -68,7 +75,7 @@ using ZoneValues = std::optional<std::string_view>[kZoneParamCount];
 // Zone names go into Redis keys and quoted header members: tokens only, and
 // never '#', which marks hashed subjects in keys, nor '+', which marks side
 // keys (keys/subject_key.hpp).
-bool valid_zone_name(std::string_view name)
+bool valid_name(std::string_view name)
 {
     if (name.empty()) {
         return false;
@@ -93,6 +100,95 @@ bool is_variable(std::string_view value)
     return !value.empty() && value[0] == '$';
 }
 
+// A calendar window's algorithm, start and time zone: the algorithm is
+// the calendar's, which algorithm=fixed names too (a period is a fixed
+// window); a sliding window or GCRA has no calendar periods.
+std::optional<std::string> read_calendar(const ZoneValues &v,
+                                         ZoneParams *zone)
+{
+    std::string_view window = *v[kWindow];
+    std::string_view algorithm = v[kAlgorithm].value_or("fixed");
+    const AlgorithmRow *row = algorithm_named(algorithm);
+
+    if (row != nullptr && row->algorithm != Algorithm::kFixed
+        && row->algorithm != Algorithm::kCalendar)
+    {
+        return "window=" + std::string(window) + " counts calendar periods, "
+               "a fixed window: algorithm " + quoted(algorithm)
+               + " cannot; leave out \"algorithm=\" or give \"fixed\"";
+    }
+
+    if (v[kStart]) {
+        auto error = parse_period_start(zone->period, *v[kStart],
+                                        &zone->period_start);
+        if (error) {
+            return error;
+        }
+    }
+
+    zone->tz = v[kTz].value_or("");
+
+    if (v[kTz] && !valid_zone_name(zone->tz)) {
+        return "invalid tz " + quoted(zone->tz) + ": use a time zone of the "
+               "tz database, such as Europe/Berlin or UTC";
+    }
+
+    zone->policy.algorithm = Algorithm::kCalendar;
+    zone->policy.window_ms = nominal_period_ms(zone->period);
+    return std::nullopt;
+}
+
+// `window=day|week|month|year`: a calendar zone, whose limit is a count
+// (a rate has no calendar); else `tz=` and `start=` have no meaning.
+std::optional<std::string> read_period(std::string_view name,
+                                       const ZoneValues &v, ZoneParams *zone)
+{
+    auto period = parse_period_kind(v[kWindow].value_or(""));
+
+    if (!period) {
+        for (int p : {kTz, kStart}) {
+            if (v[p]) {
+                return "\"" + std::string(kZoneParams[p].name)
+                       + "=\" applies to calendar windows only: "
+                         "window=day, week, month or year";
+            }
+        }
+        return std::nullopt;
+    }
+
+    if (v[kRate]) {
+        return "window=" + std::string(*v[kWindow]) + " takes limit=N or "
+               "limit=$NAME, not \"rate=\": a calendar period has no rate";
+    }
+
+    if (!v[kLimit]) {
+        return "ratelimit_zone " + quoted(name) + " needs \"limit=\" with "
+               "window=" + std::string(*v[kWindow]);
+    }
+
+    zone->period = *period;
+    return read_calendar(v, zone);
+}
+
+// The limit of `limit=`: a number, or a variable.
+std::optional<std::string> read_limit(std::string_view limit,
+                                      ZoneParams *zone)
+{
+    if (is_variable(limit)) {
+        zone->limit_variable = limit;
+        return std::nullopt;
+    }
+
+    auto parsed = parse_count(limit);
+
+    if (!parsed) {
+        return "invalid limit " + quoted(limit);
+    }
+
+    zone->policy.limit = *parsed;
+    return std::nullopt;
+}
+
 // The limit and the window, from `rate=`, or from `limit=` and `window=`.
 // A limit from a variable has its window from `window=`, `rate=$NAME` too:
 // the window is the zone's, fixed when the configuration is read.
@@ -102,6 +198,14 @@ std::optional<std::string> read_rate_window(std::string_view name,
 {
     Policy *policy = &zone->policy;
     bool variable_rate = v[kRate] && is_variable(*v[kRate]);
+
+    if (auto error = read_period(name, v, zone)) {
+        return error;
+    }
+
+    if (policy->algorithm == Algorithm::kCalendar) {
+        return read_limit(*v[kLimit], zone);
+    }
 
     if (v[kRate] && !variable_rate) {
         if (v[kLimit] || v[kWindow]) {
@@ -138,17 +242,8 @@ std::optional<std::string> read_rate_window(std::string_view name,
         return "ratelimit_zone " + quoted(name)
                + " needs \"rate=\", or both \"limit=\" and \"window=\"";
 
-    } else if (is_variable(*v[kLimit])) {
-        zone->limit_variable = *v[kLimit];
-
-    } else {
-        auto limit = parse_count(*v[kLimit]);
-
-        if (!limit) {
-            return "invalid limit " + quoted(*v[kLimit]);
-        }
-
-        policy->limit = *limit;
+    } else if (auto error = read_limit(*v[kLimit], zone)) {
+        return error;
     }
 
     auto window_ms = parse_time_ms(*v[kWindow]);
@@ -184,13 +279,22 @@ std::string algorithm_choices()
 std::optional<std::string> read_buckets(const ZoneValues &v, ZoneParams *out)
 {
     Policy &policy = out->policy;
-    // Without algorithm=, Policy's own: sliding.
+    bool calendar = policy.algorithm == Algorithm::kCalendar;
+    // Without algorithm=, Policy's own: sliding, or a calendar window's.
     std::string_view name = v[kAlgorithm].value_or(row_of(policy).name);
     const AlgorithmRow *row = algorithm_named(name);
 
     if (row == nullptr) {
         return "invalid algorithm " + quoted(name) + ": use "
                + algorithm_choices();
+    }
+
+    if (calendar) {
+        // algorithm=fixed names it too (read_calendar()).
+        row = &row_of(policy);
+    } else if (row->algorithm == Algorithm::kCalendar) {
+        return "algorithm \"calendar\" needs window=day, week, month or "
+               "year";
     }
 
     policy.algorithm = row->algorithm;
@@ -363,7 +467,7 @@ ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
     ZoneParams &zone = result.params;
     zone.name = tokens.empty() ? std::string_view() : tokens[0];
 
-    if (!valid_zone_name(zone.name)) {
+    if (!valid_name(zone.name)) {
         result.error = ParamError{
             "invalid zone name " + quoted(zone.name)
                 + ": use letters, digits, \"_\", \"-\" and \".\"",
@@ -407,9 +511,11 @@ ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
     if (error) {
         result.error = ParamError{std::move(*error), tokens.size()};
     } else if (zone.kind == ZoneKind::kRate) {
-        zone.warnings = policy_warnings(zone.policy,
-                                        values[kWindow].value_or(""),
-                                        values[kBucket].value_or(""));
+        // A calendar zone's keys go at the end of their period.
+        bool calendar = zone.policy.algorithm == Algorithm::kCalendar;
+        zone.warnings = policy_warnings(
+            zone.policy, calendar ? "" : values[kWindow].value_or(""),
+            values[kBucket].value_or(""));
     }
 
     return result;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "calendar/calendar_period.hpp"
 #include "limits/policy.hpp"
 #include "params/param_values.hpp"
 #include "scripts/concurrency_script.hpp"
@@ -31,6 +32,13 @@ struct ZoneParams {
     // A rate zone's `lease=SIZE`: bytes of shared memory for its quota
     // leases (leases/lease_ledger.hpp); 0, none: every request asks Redis.
     std::uint64_t lease_bytes = 0;
+    // A calendar zone's (`window=day|week|month|year`, its algorithm
+    // kCalendar): its period, where the period begins (`start=`), and its
+    // time zone's name (`tz=`, valid_zone_name(); empty: UTC), whose file
+    // nginx reads.
+    PeriodKind period = PeriodKind::kDay;
+    PeriodStart period_start{};
+    std::string_view tz;
     // What `nginx -t` warns of in the zone (params/zone_warnings.hpp),
     // besides its key, which names variables only nginx knows.
     std::vector<std::string> warnings;

@@ -62,7 +62,8 @@ enum class UnitEvent : std::size_t {
 enum class SettleOutcome : std::size_t {
     kApplied,  // Redis answered it
     kDropped,  // never sent: the queue while Redis was away was full, the
-               // worker exited first, or no memory
+               // worker exited first, no memory, or a calendar zone's
+               // periods it named passed while it waited
     kUnknown,  // sent, never answered (the connection failed): not resent
     kFailed,   // Redis answered an error
     kCount,

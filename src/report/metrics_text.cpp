@@ -471,9 +471,15 @@ std::string json_zone(const ZoneMetrics &z)
     double rate = c.busy_us > 0 ? c.successes * 1e6 / c.busy_us : 0;
     double mean = c.successes > 0 ? c.response_us / 1e6 / c.successes : 0;
 
+    std::string calendar = z.period.empty()
+        ? std::string()
+        : ",\"type\":\"" + std::string(z.type) + "\",\"period\":\""
+              + std::string(z.period) + "\",\"tz\":\"" + std::string(z.tz)
+              + "\"";
+
     return out + "\"deny_cache_hits\":" + decimal_text(c.deny_cache_hits)
            + ",\"limit\":" + decimal_text(z.limit)
-           + ",\"window\":" + fixed_point(z.window_ms, 3)
+           + ",\"window\":" + fixed_point(z.window_ms, 3) + calendar
            + ",\"check_duration\":"
            + json_histogram(c.check_us, kDurationBoundsText, 6)
            + ",\"successful_responses\":" + decimal_text(c.successes)

@@ -20,7 +20,13 @@ struct ZoneMetrics {
     std::uint64_t limit;      // requests per window (a limit from a
                               // variable: the one applied last), or in
                               // flight
-    std::uint64_t window_ms;  // 0 for a concurrency zone
+    std::uint64_t window_ms;  // 0 for a concurrency zone; a calendar
+                              // zone's: its period now
+    // A calendar zone's algorithm, period ("month") and time zone
+    // ("Europe/Berlin"), in its JSON object; "" for other zones.
+    std::string_view type;
+    std::string_view period;
+    std::string_view tz;
     bool concurrency;
     bool takes_turns;           // its algorithm's: its requests may
                                 // wait for their turn (delays reported)

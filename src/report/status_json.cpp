@@ -12,9 +12,10 @@ namespace ratelimit {
 namespace {
 
 // Bytes of one object besides the zone name, the escaped subject, its
-// type and its interval's note: the field names, punctuation, and
-// thirteen numbers of at most kMaxDigits + 1 (seconds with milliseconds).
-constexpr std::size_t kObjectOverhead = 260 + 13 * (kMaxDigits + 1);
+// type, its interval's note and its period's texts: the field names,
+// punctuation, and thirteen numbers of at most kMaxDigits + 1 (seconds
+// with milliseconds).
+constexpr std::size_t kObjectOverhead = 300 + 13 * (kMaxDigits + 1);
 
 char *append(char *out, std::string_view part)
 {
@@ -81,6 +82,8 @@ char *append_rate_fields(char *p, const ZoneReport &z)
     p = append_field(p, ",\"window\":", z.window_s);
     p = append_field(p, ",\"reset\":", z.reset);
     p = append_field(p, ",\"retry_after\":", z.retry_after);
+    p = append_text(p, ",\"period_start\":\"", z.period_start);
+    p = append_text(p, ",\"period_end\":\"", z.period_end);
 
     if (z.takes_turns) {
         p = append_seconds(p, ",\"next_in\":", z.next_ms);
@@ -164,7 +167,7 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
                       status.limit,
                       row.used(policy, count.total),
                       status.remaining,
-                      row.window_s(policy),
+                      row.window_s(policy, now_ms),
                       seconds_ceil(now_ms + status.reset_ms),
                       status.remaining > 0 ? 0 : retry_after_seconds(reset_s)};
 
@@ -251,7 +254,9 @@ std::size_t status_json_max_size(const ZoneReport *reports, std::size_t n)
     for (std::size_t i = 0; i < n; i++) {
         size += kObjectOverhead + reports[i].zone.size()
                 + 6 * reports[i].subject.size() + reports[i].type.size()
-                + reports[i].interval_note.size();
+                + reports[i].interval_note.size()
+                + reports[i].period_start.size()
+                + reports[i].period_end.size();
     }
 
     return size;

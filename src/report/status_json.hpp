@@ -17,6 +17,12 @@
 //   {"zone":"api","key":"...","type":"gcra","limit":6,"used":6,
 //    "remaining":0,"window":1,"reset":1700000001,"retry_after":1,
 //    "next_in":0.080}
+// A calendar zone's object says so, and names the period it counts in,
+// its start and end in ISO 8601 in the zone's time zone:
+//   {"zone":"plan","key":"...","type":"calendar","limit":1000000,
+//    "used":7,"remaining":999993,"window":2592000,"reset":1796079600,
+//    "retry_after":0,"period_start":"2026-11-01T00:00:00+01:00",
+//    "period_end":"2026-12-01T00:00:00+01:00"}
 // A concurrency zone's object says so, and counts requests in flight
 // instead (across the fleet, as Redis holds them), and takes no interval:
 //   {"zone":"uploads","key":"...","type":"concurrency","limit":2,
@@ -49,6 +55,10 @@ struct ZoneReport {
     std::string_view type = {};           // "" for none: see above
     bool takes_turns = false;        // next_ms is reported
     std::uint64_t next_ms = 0;       // until a request would be admitted
+    // A calendar zone's period: its start and end as ISO 8601 local time,
+    // which need no escape ("" for other zones).
+    std::string_view period_start = {};
+    std::string_view period_end = {};
     // The subject's override in force (limits/override.hpp), reported as
     // its limit, the seconds until it lapses (rounded up; -1: never) and,
     // of a zone that takes turns, its rate.

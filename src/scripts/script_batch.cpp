@@ -106,7 +106,7 @@ std::size_t write_zone_args(const Policy &policy, char *out)
 {
     const AlgorithmRow &row = row_of(policy);
     char *p = put_decimal_bulk(out, policy.limit);
-    p = put_decimal_bulk(p, policy.bucket_ms);
+    p = put_decimal_bulk(p, row.bucket_arg(policy));
     p = put_decimal_bulk(p, row.span(policy));
     p = put_bulk(p, {&row.wire_kind, 1});
     return static_cast<std::size_t>(p - out);

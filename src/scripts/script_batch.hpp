@@ -18,9 +18,11 @@ namespace ratelimit {
 
 // The arguments of a zone that do not depend on the request (limit, bucket
 // length in ms, buckets per window, algorithm; of a GCRA zone, its limit,
-// window, capacity 1 + burst and algorithm), as RESP bulk strings: at most
-// kZoneArgsMaxSize bytes, a bulk of at most 20 digits for each argument
-// but the last (whether the zone is enforced, which the batch adds).
+// window, capacity 1 + burst and algorithm; of a calendar zone, its limit,
+// its call's period ends A and B, and algorithm), as RESP bulk strings: at
+// most kZoneArgsMaxSize bytes, a bulk of at most 20 digits for each
+// argument but the last (whether the zone is enforced, which the batch
+// adds).
 constexpr std::size_t kZoneArgsMaxSize = (kArgsPerZone - 1)
                                          * (1 + 20 + 2 + 20 + 2);
 std::size_t write_zone_args(const Policy &policy, char *out);

@@ -10,12 +10,18 @@
 namespace ratelimit {
 namespace {
 
-// A zone of `name` parsed from ratelimit_zone's parameters.
+// A zone of `name` parsed from ratelimit_zone's parameters: a rate's,
+// of a calendar zone a day's.
 ParamResult<ZoneParams> zone_of(std::string_view name,
                                 std::string_view extra = "")
 {
+    static const std::string kCalendar = "calendar";
     std::string algorithm = "algorithm=" + std::string(name);
     ParamTokens tokens{"z", "key=$k", "rate=10r/s", algorithm};
+
+    if (name == kCalendar) {
+        tokens = {"z", "key=$k", "limit=10", "window=day", algorithm};
+    }
 
     if (!extra.empty()) {
         tokens.push_back(extra);
@@ -92,7 +98,8 @@ TEST(Algorithms, ParametersFollowTheColumns)
         // Without bucket=, a zone that takes none has one, the window.
         auto zone = zone_of(row.name);
         ASSERT_FALSE(zone.error);
-        EXPECT_EQ(zone.params.policy.bucket_ms == 1000, !row.accepts_bucket);
+        const Policy &policy = zone.params.policy;
+        EXPECT_EQ(policy.bucket_ms == policy.window_ms, !row.accepts_bucket);
     }
 }
 
@@ -104,17 +111,23 @@ TEST(Algorithms, ColumnsHoldTogether)
         SCOPED_TRACE(std::string(row.name));
         ASSERT_NE(row.quota, nullptr);
         ASSERT_NE(row.window_s, nullptr);
+        ASSERT_NE(row.bucket_arg, nullptr);
         ASSERT_NE(row.span, nullptr);
         ASSERT_NE(row.status, nullptr);
         ASSERT_NE(row.used, nullptr);
         ASSERT_NE(row.wait_ms, nullptr);
+        ASSERT_NE(row.bucket_at, nullptr);
 
-        Policy policy{10, 60000, 60000, row.algorithm, 4};
+        // A call's periods, which a calendar zone's row reads.
+        Policy policy{10, 60000, 60000, row.algorithm, 4,
+                      {60000, 120000, 180000}};
         ZoneStatus status = row.status(policy, 3000000, 0, false, 0);
 
         EXPECT_EQ(status.limit, row.quota(policy));
-        EXPECT_GE(row.window_s(policy), 1u);
+        EXPECT_GE(row.window_s(policy, 0), 1u);
+        EXPECT_GE(row.bucket_arg(policy), 1u);
         EXPECT_GE(row.span(policy), 1u);
+        EXPECT_GT(row.bucket_at(policy, 0).end_ms, 0u);
         EXPECT_TRUE(row.interval_note.empty() || row.answers_interval);
 
         if (!row.takes_turns) {
@@ -136,8 +149,12 @@ TEST(Algorithms, WindowsAndGcraDiffer)
     EXPECT_EQ(row_of(fixed).span(fixed), 1u);
     EXPECT_EQ(row_of(gcra).quota(gcra), 5u);
     EXPECT_EQ(row_of(gcra).span(gcra), 5u);
-    EXPECT_EQ(row_of(gcra).window_s(gcra), 30u);
-    EXPECT_EQ(row_of(sliding).window_s(sliding), 60u);
+    EXPECT_EQ(row_of(gcra).window_s(gcra, 0), 30u);
+    EXPECT_EQ(row_of(sliding).window_s(sliding, 0), 60u);
+    EXPECT_EQ(row_of(sliding).bucket_arg(sliding), 1000u);
+    EXPECT_EQ(row_of(gcra).bucket_arg(gcra), 60000u);
+    EXPECT_EQ(row_of(sliding).bucket_at(sliding, 61500).number, 61u);
+    EXPECT_EQ(row_of(fixed).bucket_at(fixed, 61500).end_ms, 120000u);
 
     // 6 turns of 6 s ahead, the capacity of 5 passed: 30 s to wait past
     // the delay of 0, the request's own turn counted.
@@ -155,6 +172,30 @@ TEST(Algorithms, WindowsAndGcraDiffer)
     EXPECT_EQ(row_of(sliding).interval_note, "");
     EXPECT_EQ(row_of(fixed).interval_note,
               "fixed window: the count of its current window");
+}
+
+// A calendar zone is a fixed window made per call: its second and third
+// arguments are its call's period ends; its window, reset and bucket are
+// those of the period Redis's time is in.
+TEST(Algorithms, CalendarZonesCountPeriods)
+{
+    Policy day{10, 86400000, 86400000, Algorithm::kCalendar, 0,
+               {1000, 83801000, 170201000}};
+    const AlgorithmRow &row = row_of(day);
+
+    EXPECT_EQ(row.name, "calendar");
+    EXPECT_TRUE(row.args_per_call);
+    EXPECT_TRUE(row.named_in_status);
+    EXPECT_TRUE(row.accepts_settles);
+    EXPECT_TRUE(row.accepts_leases);
+    EXPECT_FALSE(row.accepts_bucket);
+    EXPECT_EQ(row.bucket_arg(day), 83801000u);
+    EXPECT_EQ(row.span(day), 170201000u);
+    EXPECT_EQ(row.window_s(day, 83800999), 83800u);
+    EXPECT_EQ(row.window_s(day, 83801000), 86400u);
+    EXPECT_EQ(row.status(day, 4, 83800999, false, 83800000).reset_ms, 1000u);
+    EXPECT_EQ(row.bucket_at(day, 90000000).number, 170200999u);
+    EXPECT_FALSE(row_of(Policy{1, 1000, 1000}).args_per_call);
 }
 
 }  // namespace

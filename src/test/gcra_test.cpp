@@ -52,8 +52,8 @@ TEST(Gcra, StatusCountsTurnsLeft)
     EXPECT_EQ(s.remaining, 0u);
     EXPECT_EQ(s.reset_ms, 80u);
 
-    EXPECT_EQ(gcra_window_s(p), 1u);
-    EXPECT_EQ(gcra_window_s(ten_a_second(25)), 3u);
+    EXPECT_EQ(gcra_window_s(p, 0), 1u);
+    EXPECT_EQ(gcra_window_s(ten_a_second(25), 0), 3u);
 }
 
 // The script's arguments: limit, window, capacity 1 + burst, "g".

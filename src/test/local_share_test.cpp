@@ -17,27 +17,29 @@ TEST(LocalShare, RoundsUp)
 TEST(LocalShare, FixedWindowFillsAndResets)
 {
     LocalCount count{0, 0, 0};
-    const std::uint64_t window_ms = 10000;
-    std::uint64_t now = 1700000003000;  // 3 s into its window
+    const std::uint64_t end = 1700000010000;
+    std::uint64_t now = 1700000003000;  // 7 s before its window's end
 
     for (int i = 0; i < 10; i++) {
-        LocalStatus s = local_status(count, 10, window_ms, now, 1);
+        LocalStatus s = local_status(count, 10, end, now, 1);
         ASSERT_TRUE(s.fits);
         EXPECT_EQ(s.remaining, 9u - i);
         EXPECT_EQ(s.reset_ms, 7000u);
-        local_add(&count, window_ms, now, 1);
+        local_add(&count, end, 1);
     }
 
-    LocalStatus full = local_status(count, 10, window_ms, now + 6999, 1);
+    LocalStatus full = local_status(count, 10, end, now + 6999, 1);
     EXPECT_FALSE(full.fits);
     EXPECT_EQ(full.remaining, 0u);
     EXPECT_EQ(full.reset_ms, 1u);
 
-    // The next window starts from nothing.
-    LocalStatus next = local_status(count, 10, window_ms, now + 7000, 1);
+    // The next window starts from nothing, however long it is (a calendar
+    // zone's next period).
+    LocalStatus next = local_status(count, 10, end + 3600000, now + 7000, 1);
     EXPECT_TRUE(next.fits);
     EXPECT_EQ(next.remaining, 9u);
-    local_add(&count, window_ms, now + 7000, 1);
+    EXPECT_EQ(next.reset_ms, 3600000u);
+    local_add(&count, end + 3600000, 1);
     EXPECT_EQ(count.used, 1u);
 }
 
@@ -47,7 +49,7 @@ TEST(LocalShare, CostsCount)
 
     EXPECT_TRUE(local_status(count, 10, 1000, 500, 10).fits);
     EXPECT_FALSE(local_status(count, 10, 1000, 500, 11).fits);
-    local_add(&count, 1000, 500, 7);
+    local_add(&count, 1000, 7);
 
     LocalStatus s = local_status(count, 10, 1000, 600, 4);
     EXPECT_FALSE(s.fits);
@@ -62,20 +64,20 @@ TEST(LocalShare, FullUntilTheWindowEnds)
     LocalCount count{0, 0, 0};
     std::uint64_t now = 12000;
 
-    LocalStatus s = local_status(count, 3, 10000, now, 2);
-    local_add(&count, 10000, now, 2);
+    LocalStatus s = local_status(count, 3, 20000, now, 2);
+    local_add(&count, 20000, 2);
     local_note_full(&count, s, now);
     EXPECT_FALSE(local_full(count, now));
 
-    s = local_status(count, 3, 10000, now + 1, 1);
-    local_add(&count, 10000, now + 1, 1);
+    s = local_status(count, 3, 20000, now + 1, 1);
+    local_add(&count, 20000, 1);
     local_note_full(&count, s, now + 1);
     EXPECT_TRUE(local_full(count, now + 1));
     EXPECT_TRUE(local_full(count, 19999));
     EXPECT_FALSE(local_full(count, 20000));
 
-    LocalCount refused{1, 1, 0};
-    s = local_status(refused, 3, 10000, 15000, 5);
+    LocalCount refused{20000, 1, 0};
+    s = local_status(refused, 3, 20000, 15000, 5);
     local_note_full(&refused, s, 15000);
     EXPECT_FALSE(s.fits);
     EXPECT_TRUE(local_full(refused, 19999));

@@ -165,6 +165,22 @@ TEST(MetricsText, DelaysOfGcraZones)
     EXPECT_TRUE(has(j, "\"delayed\":3,\"delay\":{\"count\":3,"));
 }
 
+// A calendar zone's object names its type, period and time zone.
+TEST(MetricsText, JsonNamesCalendarZones)
+{
+    Fixture f;
+    f.zones[1].type = "calendar";
+    f.zones[1].period = "month";
+    f.zones[1].tz = "Europe/Berlin";
+    f.zones[1].window_ms = 2592000000;
+    std::string j = render_metrics(f.report, MetricsFormat::kJson);
+
+    EXPECT_TRUE(has(j, "\"limit\":5,\"window\":2592000.000,"
+                       "\"type\":\"calendar\",\"period\":\"month\","
+                       "\"tz\":\"Europe/Berlin\",\"check_duration\":"));
+    EXPECT_FALSE(has(j, "\"window\":60.000,\"type\""));
+}
+
 TEST(MetricsText, FormatFromArgumentThenAccept)
 {
     EXPECT_EQ(choose_metrics_format("json", ""), MetricsFormat::kJson);

@@ -127,11 +127,11 @@ const BadCase kBadZones[] = {
      "bucket \"300ms\" does not divide the window of 1000 ms into whole "
      "buckets", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=leaky"},
-     "invalid algorithm \"leaky\": use \"sliding\", \"fixed\" or "
-     "\"gcra\"", kWhole},
+     "invalid algorithm \"leaky\": use \"sliding\", \"fixed\", "
+     "\"gcra\" or \"calendar\"", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=Fixed"},
-     "invalid algorithm \"Fixed\": use \"sliding\", \"fixed\" or "
-     "\"gcra\"", kWhole},
+     "invalid algorithm \"Fixed\": use \"sliding\", \"fixed\", "
+     "\"gcra\" or \"calendar\"", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=fixed", "bucket=100ms"},
      "\"bucket=\" applies to sliding windows only", kWhole},
     {{"api", "key=$a", "rate=1r/s", "algorithm=gcra", "bucket=100ms"},
@@ -142,8 +142,59 @@ const BadCase kBadZones[] = {
      "bucket \"2s\" does not divide the window of 1000 ms into whole "
      "buckets", kWhole},
     {{"api", "rate=1r/s", "algorithm=x"},
-     "invalid algorithm \"x\": use \"sliding\", \"fixed\" or "
-     "\"gcra\"", kWhole},
+     "invalid algorithm \"x\": use \"sliding\", \"fixed\", "
+     "\"gcra\" or \"calendar\"", kWhole},
+    // calendar windows
+    {{"api", "key=$a", "limit=1", "window=month", "algorithm=gcra"},
+     "window=month counts calendar periods, a fixed window: algorithm "
+     "\"gcra\" cannot; leave out \"algorithm=\" or give \"fixed\"", kWhole},
+    {{"api", "key=$a", "limit=1", "window=day", "algorithm=sliding"},
+     "window=day counts calendar periods, a fixed window: algorithm "
+     "\"sliding\" cannot; leave out \"algorithm=\" or give \"fixed\"",
+     kWhole},
+    {{"api", "key=$a", "limit=1", "window=day", "algorithm=leaky"},
+     "invalid algorithm \"leaky\": use \"sliding\", \"fixed\", "
+     "\"gcra\" or \"calendar\"", kWhole},
+    {{"api", "key=$a", "limit=1", "window=1d", "algorithm=calendar"},
+     "algorithm \"calendar\" needs window=day, week, month or year",
+     kWhole},
+    {{"api", "key=$a", "limit=1", "window=1d", "tz=Europe/Berlin"},
+     "\"tz=\" applies to calendar windows only: window=day, week, month "
+     "or year", kWhole},
+    {{"api", "key=$a", "rate=1r/s", "start=mon"},
+     "\"start=\" applies to calendar windows only: window=day, week, "
+     "month or year", kWhole},
+    {{"api", "key=$a", "rate=$r", "window=month"},
+     "window=month takes limit=N or limit=$NAME, not \"rate=\": a "
+     "calendar period has no rate", kWhole},
+    {{"api", "key=$a", "window=week"},
+     "ratelimit_zone \"api\" needs \"limit=\" with window=week", kWhole},
+    {{"api", "key=$a", "limit=0", "window=day"}, "invalid limit \"0\"",
+     kWhole},
+    {{"api", "key=$a", "limit=1", "window=day", "bucket=1h"},
+     "\"bucket=\" applies to sliding windows only", kWhole},
+    {{"api", "key=$a", "limit=1", "window=month", "start=32"},
+     "invalid start \"32\": a month starts on a day 1 to 31", kWhole},
+    {{"api", "key=$a", "limit=1", "window=week", "start=monday"},
+     "invalid start \"monday\": a week starts on mon, tue, wed, thu, fri, "
+     "sat or sun", kWhole},
+    {{"api", "key=$a", "limit=1", "window=day", "start=24:00"},
+     "invalid start \"24:00\": a day starts at HH:MM, 00:00 to 23:59",
+     kWhole},
+    {{"api", "key=$a", "limit=1", "window=year", "start=02-30"},
+     "invalid start \"02-30\": a year starts on a date MM-DD, 01-01 to "
+     "12-31", kWhole},
+    {{"api", "key=$a", "limit=1", "window=month", "tz=../../etc/passwd"},
+     "invalid tz \"../../etc/passwd\": use a time zone of the tz "
+     "database, such as Europe/Berlin or UTC", kWhole},
+    {{"api", "key=$a", "limit=1", "window=month", "tz="},
+     "invalid tz \"\": use a time zone of the tz database, such as "
+     "Europe/Berlin or UTC", kWhole},
+    {{"api", "key=$a", "limit=1", "window=day", "tz=UTC", "tz=UTC"},
+     "duplicate parameter \"tz=UTC\"", 5},
+    {{"api", "key=$a", "concurrency=1", "tz=UTC"},
+     "\"tz=\" is for rate zones; \"api\" is a concurrency zone "
+     "(concurrency=)", 3},
     // concurrency zones' values, in the order they are checked
     {{"api", "key=$a", "concurrency=0"}, "invalid concurrency \"0\"", kWhole},
     {{"api", "key=$a", "concurrency="}, "invalid concurrency \"\"", kWhole},

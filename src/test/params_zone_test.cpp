@@ -106,6 +106,52 @@ TEST(ParseZoneParams, LimitsFromVariables)
     }
 }
 
+// window=day|week|month|year: a calendar zone, its period, start= and tz=
+// as read; algorithm=fixed names it too, limit=$NAME is a plan's.
+TEST(ParseZoneParams, CalendarZones)
+{
+    struct Case {
+        ParamTokens args;
+        PeriodKind period;
+        std::string_view tz;
+        std::uint64_t window_ms;
+    };
+    const Case cases[] = {
+        {{"m", "key=$k", "limit=1000000", "window=month",
+          "tz=Europe/Berlin"},
+         PeriodKind::kMonth, "Europe/Berlin", 31 * 86400000ull},
+        {{"d", "key=$k", "limit=5", "window=day", "algorithm=fixed"},
+         PeriodKind::kDay, "", 86400000},
+        {{"w", "key=$k", "limit=$plan", "window=week", "start=sun",
+          "tz=UTC"},
+         PeriodKind::kWeek, "UTC", 7 * 86400000ull},
+        {{"y", "key=$k", "limit=5", "window=year", "algorithm=calendar",
+          "start=04-01", "lease=1m"},
+         PeriodKind::kYear, "", 366 * 86400000ull},
+    };
+
+    for (const Case &c : cases) {
+        SCOPED_TRACE(joined(c.args));
+        auto result = parse_zone_params(c.args);
+        ASSERT_FALSE(result.error.has_value()) << result.error->text;
+        const ZoneParams &zone = result.params;
+        EXPECT_EQ(zone.policy.algorithm, Algorithm::kCalendar);
+        EXPECT_EQ(zone.period, c.period);
+        EXPECT_EQ(zone.tz, c.tz);
+        EXPECT_EQ(zone.policy.window_ms, c.window_ms);
+        EXPECT_EQ(zone.policy.bucket_ms, c.window_ms);
+        EXPECT_TRUE(zone.warnings.empty());
+    }
+
+    auto week = parse_zone_params(cases[2].args);
+    EXPECT_EQ(week.params.period_start.weekday, 6);
+    EXPECT_EQ(week.params.limit_variable, "$plan");
+    auto year = parse_zone_params(cases[3].args);
+    EXPECT_EQ(year.params.period_start.month, 4);
+    EXPECT_EQ(year.params.period_start.day, 1);
+    EXPECT_EQ(year.params.lease_bytes, 1024u * 1024);
+}
+
 TEST(ParseZoneParams, NumbersHaveNoVariable)
 {
     for (ParamTokens args : {ParamTokens{"a", "key=$k", "rate=10r/s"},

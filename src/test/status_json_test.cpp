@@ -294,6 +294,28 @@ TEST(StatusJson, GcraZoneTakesNoInterval)
               "\"reset\":1700000000,\"retry_after\":0,\"next_in\":0.000}]");
 }
 
+// A calendar zone's object names the period Redis counted in, in its time
+// zone, after retry_after; its window is that period's, reset its end.
+TEST(StatusJson, CalendarZoneNamesItsPeriod)
+{
+    // November 2026 in Berlin, and December's end beside it.
+    Policy month{1000, 2592000000, 2592000000, Algorithm::kCalendar, 0,
+                 {1793487600000, 1796079600000, 1798758000000}};
+    ZoneReport report = report_zone("plan", "k", month,
+                                    {7, 1796079599999, false},
+                                    1795000000000);
+    report.period_start = "2026-11-01T00:00:00+01:00";
+    report.period_end = "2026-12-01T00:00:00+01:00";
+
+    EXPECT_EQ(status_json(&report, 1),
+              "[{\"zone\":\"plan\",\"key\":\"k\",\"type\":\"calendar\","
+              "\"limit\":1000,\"used\":7,\"remaining\":993,"
+              "\"window\":2592000,\"reset\":1796079600,"
+              "\"retry_after\":0,"
+              "\"period_start\":\"2026-11-01T00:00:00+01:00\","
+              "\"period_end\":\"2026-12-01T00:00:00+01:00\"}]");
+}
+
 // Seeded and bounded: random subjects (biased to the byte values that need
 // care) and extreme numbers.  Every output is valid JSON in valid UTF-8 that
 // decodes back to the subject, and never longer than the size promised.
@@ -330,6 +352,12 @@ TEST(StatusJsonFuzz, AnyBytesGiveValidJsonWithinBounds)
         report.in_flight = n();
         report.queued = n();
         report.queue_limit = n();
+
+        if (rng() % 2 == 0) {
+            report.period_start = "-292277022657-01-27T08:29:52+25:59:59";
+            report.period_end = "2026-12-01T00:00:00+01:00";
+        }
+
         std::string out(status_json_max_size(&report, 1) + 1, '#');
         std::size_t len = write_status_json(&report, 1, out.data());
         ASSERT_LE(len, status_json_max_size(&report, 1));
