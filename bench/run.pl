@@ -598,6 +598,14 @@ my @CASES = (
         loc => '            ratelimit zone=zfx;',
     },
     {
+        # the same as a calendar zone (issue 42): a day in Berlin, its
+        # periods made per call
+        id => 'fixed_cal', label => '4c. module calendar window=day tz=Europe/Berlin', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone zcal key=\$http_x_api_key limit=$BIG_LIMIT window=day tz=Europe/Berlin;\n",
+        loc => '            ratelimit zone=zcal;',
+    },
+    {
         # the sliding and fixed zones on the Redis with the Redis module:
         # its command in place of the script
         id => 'native', label => '3n. module sliding 60s/1s, Redis module command', limiter => 1,
@@ -1393,6 +1401,20 @@ target('Redis bytes per subject <= 200', defined $z60_bytes ? $z60_bytes <= 200 
     sprintf('%s bytes (%s buckets per key)', f('%.0f', $z60_bytes), f('%.1f', $fields_avg)));
 target('worker RSS flat (growth <= 1024 kB)', $u ? $rss_growth <= 1024 : undef,
     $u ? sprintf('%+d kB over %d distinct subjects', $rss_growth, $u->{requests}) : '-');
+
+# A calendar zone's Redis cost is a fixed window's (issue 42).
+{
+    my $cpu_c = median(col('fixed_cal', 'cpu_us'));
+    my $cpu_f = median(col('fixed', 'cpu_us'));
+    my $r = (defined $cpu_c && $cpu_f) ? $cpu_c / $cpu_f : undef;
+    target("Redis CPU per request of a calendar-day zone within 10% of the fixed window's (same run, 4c / 4)",
+        defined $r ? $r <= 1.10 : undef,
+        sprintf('%s vs %s us/req (x%s; per round %s; commandstats usec %s vs %s; req/s x%s)',
+            f('%.2f', $cpu_c), f('%.2f', $cpu_f), f('%.3f', $r),
+            join('/', map { sprintf '%.2f', $_ } ratios('fixed_cal', 'fixed', 'cpu_us')) || '-',
+            f('%.2f', median(col('fixed_cal', 'usec'))), f('%.2f', median(col('fixed', 'usec'))),
+            f('%.2f', median(ratios('fixed_cal', 'fixed')))));
+}
 
 # GCRA nodelay against the fixed window and weserv, decided by the script
 # (gcra vs fixed) and by the Redis module's command (native_gcra vs

@@ -151,10 +151,10 @@ public:
     // Sends `units` to bucket `bucket` of `key` in `zone`, whose script
     // arguments are `zone_args` (made now), in the next batch of the key's
     // connection, or once the link is up again (SettleQueue), unless its
-    // arguments are a calendar zone's periods that have passed by then.  Never resent once it may
-    // have reached Redis.  Whatever becomes of it is counted in the
-    // metrics, and logged unless Redis answered it; it never fails the
-    // caller.
+    // arguments are a calendar zone's periods that have passed by then.
+    // Never resent once it may have reached Redis.  Whatever becomes of it
+    // is counted in the metrics, and logged unless Redis answered it; it
+    // never fails the caller.
     void settle(std::string_view key, std::string_view zone_args,
                 std::int64_t units, std::uint64_t bucket,
                 const Zone &zone) noexcept;
