@@ -17,7 +17,9 @@
 # their subjects' side keys, set between batches as the status API would,
 # hold overrides of their limits, in force, lapsed or malformed, and their
 # marker keys come and go; side zones of limit 0 admit a subject only
-# under its override.
+# under its override.  Calendar zones (issue 42), their periods of uneven
+# lengths, are sent the ends of two periods around Redis's time, now and
+# then two it is past.
 #
 # Expected (spec: src/scripts/lua/, docs/directives.md "Algorithms",
 # docs/operations.md "Redis data layout" and window_script.hpp's "Side
@@ -125,6 +127,17 @@
 #   without fits nothing (a GCRA zone's interval, which a settle moves its
 #   TAT by, that of limit 1); no fast path.  A zone of limit 0 in any
 #   other mode refuses the call as numbers nginx does not send;
+# - a calendar zone ("c") sends two period ends A < B (ms) in place of
+#   bucket and span: Redis's clock chooses the period that ends at A while
+#   it is before A, else the one that ends at B, and the zone is then a
+#   fixed window of bucket length 1 ms and 1 bucket whose bucket number is
+#   that end less 1 (every rule above for a fixed window: counts, costs,
+#   dry run, peeks, settles, leases, overrides, limit 0, layouts; its key
+#   expires at the period's end, a settle of another period changes
+#   nothing).  A clock at or past B refuses the whole call with "ERR
+#   ratelimit: redis's clock is past the calendar periods nginx sent",
+#   nothing written;  ends other than whole numbers from 1 to 2^53 in
+#   order refuse it with their own error, before the limit's;
 # - every situation above occurs at least once, so the run is not vacuous.
 #
 # The seed (default 24) is printed; rerun with MODEL_SEED=<seed>.  It fixes
@@ -177,6 +190,9 @@ sub rcmd {
 # window has 500 buckets, so that a slide often finds no live bucket among
 # the 64 after the oldest and reads the whole hash instead.
 my $MAX = 9007199254740992;    # 2^53, the largest limit, cost and lease
+# A calendar zone's periods (issue 42), by its keys: their lengths in ms,
+# repeated from the Unix epoch on, uneven as months are.
+my %PERIODS = ('m:k' => [400, 700, 250, 1100, 550], 'm:l' => [900, 1300]);
 my @ZONES = map {
     my ($name, $prefix, $limit, $width, $span, $kind, $enforce, $side) = @$_;
     { name => $name, prefix => $prefix, limit => $limit, width => $width,
@@ -221,22 +237,37 @@ my @ZONES = map {
     ['b-dry-0','m:b', 0,     50,        20,      's',  0,  'm:b+'],
     ['f-0',    'm:f', 0,     300,       1,       'f',  1,  'm:f+'],
     ['g-0',    'm:q', 0,     400,       3,       'g',  1,  'm:q+'],
+    # Calendar zones: each call sends, in place of bucket and span, two
+    # period ends A < B of its %PERIODS (calendar_ends()); the model's zone
+    # is then the fixed window of 1 ms buckets and span 1 whose bucket is
+    # the end Redis's clock chose less 1 (its `end`).  cal-dry is cal at
+    # a lower limit in dry run, cal-o in side mode, cal-0 that of limit 0;
+    # cal2 has periods of its own.
+    ['cal',    'm:k', 3,     1,         1,       'c',  1],
+    ['cal-dry','m:k', 2,     1,         1,       'c',  0],
+    ['cal2',   'm:l', 2,     1,         1,       'c',  1],
+    ['cal-o',  'm:k', 3,     1,         1,       'c',  1,  'm:k+'],
+    ['cal-0',  'm:k', 0,     1,         1,       'c',  1,  'm:k+'],
 );
 
 # A zone for a request or a settle: one of 2^53 now and then, a side zone
-# a fifth of the time, one of limit 0 now and then, so that the others
-# keep the share of the batches their cases need to be seen.
+# a fifth of the time, one of limit 0 now and then, a calendar zone (not
+# of side mode) now and then, so that the others keep the share of the
+# batches their cases need to be seen.
 # @SIDE_ZONES own the side keys and markers, a zone of limit 0 shares its
 # sibling's.
+sub calendar { $_[0]{kind} eq 'c' }
 my @SIDE_ZONES = grep { $_->{side} && $_->{limit} } @ZONES;
 my @ZERO_ZONES = grep { $_->{side} && !$_->{limit} } @ZONES;
 my @MAX_ZONES = grep { $_->{limit} == $MAX && !$_->{side} } @ZONES;
-my @SMALL_ZONES = grep { $_->{limit} != $MAX && !$_->{side} } @ZONES;
+my @CALENDAR_ZONES = grep { calendar($_) && !$_->{side} } @ZONES;
+my @SMALL_ZONES = grep { $_->{limit} != $MAX && !$_->{side} && !calendar($_) } @ZONES;
 sub pick_zone {
     my $r = rand;
     return $r < 0.08 ? $MAX_ZONES[rand @MAX_ZONES]
          : $r < 0.28 ? $SIDE_ZONES[rand @SIDE_ZONES]
          : $r < 0.31 ? $ZERO_ZONES[rand @ZERO_ZONES]
+         : $r < 0.37 ? $CALENDAR_ZONES[rand @CALENDAR_ZONES]
          : $SMALL_ZONES[rand @SMALL_ZONES];
 }
 
@@ -249,6 +280,36 @@ sub mode {
 }
 my ($GCRA_CLOCK) = grep { $_->{name} eq 'g' } @ZONES;
 sub gcra { $_[0]{kind} eq 'g' }
+# A fixed window's keys and reads: a fixed zone's, a calendar zone's.
+sub fixed { $_[0]{kind} eq 'f' || calendar($_[0]) }
+my %KIND = (s => 'sliding', f => 'fixed', c => 'calendar');
+
+# The ends of calendar zone `z`'s periods around time `t` (ms): P, S, E
+# and N, the period [S, E) holding t, P the start of the one before, N
+# the end of the one after.
+sub period_ends {
+    my ($z, $t) = @_;
+    my @lengths = @{ $PERIODS{ $z->{prefix} } };
+    my $cycle = sum(@lengths);
+    my @ends = ((floor($t / $cycle) - 1) * $cycle);
+    push @ends, $ends[-1] + $lengths[$_ % @lengths] for 0 .. 3 * @lengths - 1;
+    my ($i) = grep { $ends[$_] > $t } 0 .. $#ends;
+    return @ends[$i - 2 .. $i + 1];
+}
+
+# The bucket a request of zone `z` is counted in at time `t` (ms) by the
+# zone's own clock: a calendar zone's, its period's last ms.
+sub bucket_at {
+    my ($z, $t) = @_;
+    return calendar($z) ? (period_ends($z, $t))[2] - 1 : floor($t / $z->{width});
+}
+
+# A zone's arguments in a call: a calendar zone's period ends in place of
+# bucket and span, as calendar_ends() chose them for the batch.
+sub zone_args {
+    my ($z) = @_;
+    return ($z->{limit}, calendar($z) ? @{ $z->{ends} } : ($z->{width}, $z->{span}), $z->{kind}, mode($z));
+}
 
 # Subjects, some much more often than others: frequent ones keep their keys
 # alive over many windows (slides), rare ones find theirs expired.
@@ -266,6 +327,7 @@ sub gen_subject { rand() < 0.08 ? 'new' . $fresh++ : $SUBJECTS[rand @SUBJECTS] }
 my %STRINGS = map { ("$_->{prefix}:wrong" => "not a window ($_->{prefix})") }
               grep { !gcra($_) } @ZONES;
 my $CLOCK_KEY = 'm:clock';
+my $PAST = "ERR ratelimit: redis's clock is past the calendar periods nginx sent";
 
 # ---------------------------------------------------------------------------
 # the model
@@ -297,7 +359,7 @@ my %reads;      # side zone name => 1: the batch reads its side keys
 # found, and the current bucket.
 sub model_read {
     my ($z, $key, $now) = @_;
-    my $cur = floor($now / $z->{width});
+    my $cur = calendar($z) ? $z->{end} - 1 : floor($now / $z->{width});
     my $first = $cur - $z->{span} + 1;
     my $buckets = $state{$key} //= {};
     $zone_of{$key} = $z;
@@ -312,6 +374,7 @@ sub model_read {
               : exists $buckets->{$cur} ? 'same bucket'
               :                          'new bucket';
     delete @$buckets{ grep { $_ < $first } @ids };
+    $seen{'calendar: the key of an earlier period, started afresh'}++ if calendar($z) && $found eq 'expired';
     # Deleting the buckets that left the window writes the key.
     $wrote{$key} = 1 if $found =~ /^slide/;
     # A key found with no live bucket is gone: made anew, in the batch's
@@ -327,9 +390,9 @@ sub model_count { sum(values %{ $state{ $_[0] } }) // 0 }
 sub model_interval {
     my ($z, $key, $cur, $wanted) = @_;
     my $buckets = $state{$key};
-    my $count = $z->{kind} eq 'f' ? model_count($key)
+    my $count = fixed($z) ? model_count($key)
               : sum(0, map { $buckets->{$_} } grep { $_ > $cur - $wanted } keys %$buckets);
-    $seen{ $z->{kind} eq 'f' ? 'interval peek: fixed window'
+    $seen{ fixed($z) ? "interval peek: $KIND{ $z->{kind} } window"
          : $count < model_count($key) ? 'interval peek: part of the window'
          : 'interval peek: the whole count' }++;
     return $count;
@@ -402,11 +465,13 @@ sub model_request {
     if ($fast && $over[0]) {
         $seen{ $rejected ? 'fast path: rejected' : 'fast path: over in dry run, not counted' }++;
     } elsif ($fast) {
-        my ($kind, $found) = ($zones[0]{kind} eq 'f' ? 'fixed' : 'sliding', $found[0]);
-        $found =~ s/bucket/window/ if $kind eq 'fixed';
+        my ($kind, $found) = ($KIND{ $zones[0]{kind} }, $found[0]);
+        $found =~ s/bucket/window/ if fixed($zones[0]);
         $seen{"fast path, $kind: $found"}++;
     }
     $seen{'peek'}++ if $q->{peek};
+    $seen{'calendar: over in dry run, not counted there'}
+        += grep { calendar($zones[$_]) && !$zones[$_]{enforce} && $over[$_] } 0 .. $#zones if $counting;
     $seen{$_}++ for grep { /^slide/ } @found;
     $seen{'junk hash started afresh'} += grep { $_ eq 'junk' } @found;
     if (@zones > 1 && $rejected && any { !$_ } @over) {
@@ -416,8 +481,6 @@ sub model_request {
     }
     return @reply;
 }
-
-my %KIND = (s => 'sliding', f => 'fixed');
 
 # The situations of a request with costs ("w").
 sub model_cost_situations {
@@ -453,7 +516,7 @@ sub model_settle {
     my ($found, $cur) = model_read($z, $key, $now);
     my $buckets = $state{$key};
     my ($empty, $oldest, $newest) = (!%$buckets, model_oldest($key), max(keys %$buckets) // 0);
-    my $fixed = $z->{kind} eq 'f';
+    my $fixed = fixed($z);
     my $inside = $at <= $cur && $at > $cur - $z->{span};
     my $was = !$inside ? 0 : $fixed ? model_count($key) : $buckets->{$at} // 0;
     my $applied = $inside ? max(0, $was + $delta) - $was : 0;
@@ -469,14 +532,16 @@ sub model_settle {
     $seen{'settle: the window slid first'}++ if $found =~ /^slide/;
     $seen{'junk hash started afresh'}++ if $found eq 'junk';
     if (!$inside) {
-        $seen{ $fixed ? 'settle, fixed: another window, nothing'
+        $seen{ calendar($z) ? ($at < $cur ? 'settle, calendar: an earlier period, nothing'
+                                          : 'settle, calendar: a later period, nothing')
+             : $fixed ? 'settle, fixed: another window, nothing'
              : $at > $cur ? 'settle, sliding: a bucket ahead of the current, nothing'
              : 'settle, sliding: a bucket that left the window, nothing' }++;
     } elsif ($applied == 0) {
         $seen{ $delta == 0 ? 'settle: a delta of 0, nothing' : 'settle: nothing to give back, nothing' }++;
     } else {
         $seen{ $empty ? "settle, $kind: an empty key"
-             : $fixed ? 'settle, fixed: the current window'
+             : $fixed ? "settle, $kind: the current window"
              : $at == $cur ? 'settle, sliding: the current bucket'
              : 'settle, sliding: an older bucket of the window' }++;
         $seen{'settle, sliding: a bucket older than the oldest'}++ if !$fixed && !$empty && $at < $oldest;
@@ -697,6 +762,7 @@ sub model_override_situations {
                  : 'override, GCRA: the same interval' }++ if !$q->{peek};
             next;
         }
+        $seen{'override, calendar: decided under it'}++ if calendar($z);
         $seen{ $z->{limit} == 0 ? 'override, window: limit 0, over'
              : !$over->[$i] && $own->[$i] ? 'override, window: a raised limit, fits'
              : $over->[$i] && !$own->[$i] && $rejected ? 'override, window: a lowered limit, rejected'
@@ -754,7 +820,7 @@ sub packed_text {
     my ($z, $key, @ids) = @_;
     my $buckets = $state{$key};
     return 'packed ' . unpack('H*', pack('Q<Q<', $ids[0], $buckets->{ $ids[0] }))
-        if $z->{kind} eq 'f';
+        if fixed($z);
     my ($width, $base) = @{ $packing{$key} };
     my %format = (1 => 'C', 2 => 'S<', 4 => 'L<', 8 => 'Q<');
     return 'packed ' . unpack('H*', pack('CQ<', $width, $base)
@@ -779,6 +845,8 @@ sub model_layout {
     if (!$layout{$key}) {
         $layout{$key} = $want;
         $seen{ $want eq 'p' ? 'a key made a packed string' : 'a key made a hash' }++;
+        $seen{ $want eq 'p' ? 'calendar: a key made a packed string' : 'calendar: a key made a hash' }++
+            if calendar($zone_of{$key});
     } elsif ($layout{$key} ne $want && $wrote{$key}) {
         $seen{ $want eq 'p' ? 'a hash written: made a string' : 'a string written: made a hash' }++;
         $layout{$key} = $want;
@@ -858,7 +926,7 @@ sub gen_request {
     # Half the peeks ask for the count of their K newest buckets, K from 1
     # to the window (1 to 3 for a fixed window, which ignores it).
     my $interval = $peek && rand() < 0.5
-        ? [map { 1 + int rand($_->{kind} eq 'f' ? 3 : $_->{span}) } @zones] : undef;
+        ? [map { 1 + int rand(fixed($_) ? 3 : $_->{span}) } @zones] : undef;
     my $cost = $weighted ? [map { gen_cost($zones[$_], $keys[$_]) } 0 .. $#zones] : undef;
     return { peek => $peek, zones => \@zones, keys => \@keys, wrong => $wrong,
              interval => $interval, cost => $cost };
@@ -882,11 +950,12 @@ sub gen_cost {
 # A random settle, `zone` and `subject` as for gen_request(), else half the
 # time a key of its zone that the model holds counts in (nginx settles a
 # counted request); a new subject more often than for a request (paying
-# afterwards, cost=0 then the settle, counts in empty keys).  Its bucket,
-# by Redis's time before the batch: the current one (more often for a fixed
-# window, whose window has no other), one the key was counted in, the one
-# before its oldest, an older one of the window, one that left it, one
-# ahead.  Its delta: often a refund of part of the key's count to a bucket
+# afterwards, cost=0 then the settle, counts in empty keys; in a calendar
+# zone more often still).  Its bucket, by Redis's time before the batch:
+# the current one (more often for a fixed window, whose window has no
+# other), one the key was counted in, the one before its oldest, an older
+# one of the window, one that left it, one ahead; of a calendar zone, its
+# period's, the period before's or after's, a ms beside.  Its delta: often a refund of part of the key's count to a bucket
 # it was counted in; else a few units, more often up than down, now and
 # then 0 or a refund of more than any bucket holds.
 sub gen_settle {
@@ -905,13 +974,19 @@ sub gen_settle {
         my $key = $live[rand @live];
         ($subject, $held) = ((split /:/, $key)[2], $live{$key});
     }
-    $subject //= rand() < 0.15 ? 'new' . $fresh++ : gen_subject();
+    $subject //= rand() < (calendar($z) ? 0.4 : 0.15) ? 'new' . $fresh++ : gen_subject();
     my $key = "$z->{prefix}:" . ($wrong ? 'wrong' : $subject);
-    my $cur = floor($batch_time / $z->{width});
+    my $cur = bucket_at($z, $batch_time);
     my $first = $cur - $z->{span} + 1;
     my @counted = sort { $a <=> $b } grep { $_ >= $first } keys %{ $state{$key} // {} };
+    # A calendar zone's: its period's, the one before's or the one
+    # after's (a request counted in another period), or a ms beside its
+    # own.
+    my (undef, $start, undef, $next) = calendar($z) ? period_ends($z, $batch_time) : ();
     my $r = rand;
-    my $at = $r < ($z->{kind} eq 'f' ? 0.55 : 0.25) ? $cur
+    my $at = calendar($z) ? ($r < 0.55 ? $cur : $r < 0.75 ? $start - 1 : $r < 0.9 ? $next - 1
+                             : $cur + (rand() < 0.5 ? 1 : -1))
+           : $r < (fixed($z) ? 0.55 : 0.25) ? $cur
            : $r < 0.55 && @counted ? $counted[rand @counted]
            : $r < 0.7 && @counted && $counted[0] > $first ? $counted[0] - 1
            : $r < 0.75 && $z->{span} > 1 ? $first + int rand($z->{span} - 1)
@@ -988,7 +1063,7 @@ sub model_live {
     my %live;
     for my $key (keys %state) {
         my $z = $zone_of{$key};
-        my $first = floor($now / $z->{width}) - $z->{span} + 1;
+        my $first = bucket_at($z, $now) - $z->{span} + 1;
         my $held = sum(0, map { $state{$key}{$_} } grep { $_ >= $first } keys %{ $state{$key} });
         $live{$key} = $held if $held > 0;
     }
@@ -1153,6 +1228,26 @@ sub gen_zero_requests {
     return @reqs;
 }
 
+# The period ends each calendar zone of `zones`, a batch's, sends, by
+# Redis's time t now in its period [S, E): (S, E) or (E, N), as nginx
+# sends them in the first half of its period and in the second, both
+# meaning the period ending at E (or at N once Redis's clock passes E:
+# (S, E) only while E is 150 ms ahead, so that the call is not refused).
+# Now and then in a batch not `messy`, one zone's (P, S): Redis's clock
+# past both, the call refused; returns whether so.
+sub calendar_ends {
+    my ($zones, $messy) = @_;
+    my @calendars = grep { calendar($_) } @$zones;
+    my $refuse = @calendars && !$messy && rand() < 0.05;
+    my $now = $t->redis_time_ms;
+    for my $z (@calendars) {
+        my ($p, $s, $e, $n) = period_ends($z, $now);
+        $z->{ends} = $refuse && $z == $calendars[0] ? [$p, $s]
+                   : rand() < 0.5 && $now + 150 < $e ? [$s, $e] : [$e, $n];
+    }
+    return $refuse;
+}
+
 # An entry of the call, its zones numbered by `number` (name => number).
 sub entry {
     my ($q, $number) = @_;
@@ -1225,7 +1320,10 @@ sub run_model {
         %reads = map { ($_->{name} => !$marked || $marker{ $_->{side} } ? 1 : 0) } @SIDE_ZONES, @ZERO_ZONES;
         # Now and then a key holds junk, overwritten by "an operator": a request
         # of this batch reads it (the model has the key empty from now on).
-        if (rand() < 0.05) {
+        # (Such a batch, `messy`, is not one refused whole: its junk would
+        # stay.)
+        my $messy = rand() < 0.05;
+        if ($messy) {
             my @windows = grep { !gcra($_) } @ZONES;
             my $z = $windows[rand @windows];
             my $s = $SUBJECTS[rand @SUBJECTS];
@@ -1238,6 +1336,7 @@ sub run_model {
         }
         # Now and then a GCRA zone's key is a hash (another type).
         if (rand() < 0.04) {
+            $messy = 1;
             my @gcra = grep { gcra($_) } @ZONES;
             my ($z, $s) = ($gcra[rand @gcra], $SUBJECTS[rand @SUBJECTS]);
             my $key = "$z->{prefix}:$s";
@@ -1264,10 +1363,26 @@ sub run_model {
         # The marker keys after the count keys, one per side zone, in the
         # order of the zones.
         my @markers = $marked ? map { $_->{side} // () } @zones : ();
-        my $reply = $call->(@keys + @markers, @keys, @markers,
-            scalar(@zones) . ($marked ? uc $new_layout : $new_layout),
-            (map { ($_->{limit}, $_->{width}, $_->{span}, $_->{kind}, mode($_)) } @zones),
-            map { entry($_, \%number) } @reqs);
+        my $refuse = calendar_ends(\@zones, $messy);
+        my $reply = eval {
+            $call->(@keys + @markers, @keys, @markers,
+                    scalar(@zones) . ($marked ? uc $new_layout : $new_layout),
+                    (map { zone_args($_) } @zones), map { entry($_, \%number) } @reqs);
+        };
+        if (!$refuse && !$reply) {
+            # (The model cannot follow: the batches stop.)
+            push @bad_replies, "batch $batch: the call failed: $@";
+            last;
+        }
+        if ($refuse) {
+            # Refused whole, with nothing written.
+            push @bad_replies, "batch $batch: expected the call refused with $PAST, got "
+                               . ($reply ? "[@$reply[0 .. 4] ...]" : $@)
+                if $reply || $@ !~ /: \Q$PAST\E$/;
+            $seen{"calendar: Redis's clock past B, the call refused"}++ if !$reply;
+            push @bad_keys, check_keys("after refused batch $batch", sort grep { !$STRINGS{$_} } @keys);
+            next;
+        }
 
         my $now = shift @$reply;
         die "batch $batch: Redis time went back from $prev_now to $now: the model needs a steady clock\n"
@@ -1279,6 +1394,16 @@ sub run_model {
         $now_us = $STRINGS{$CLOCK_KEY} - $clock[1];
         push @bad_replies, "batch $batch: the clock peek [@clock] is not at $now ms"
             if "@clock[0, 2, 3]" ne '1 0 1' || floor($now_us / 1000) != $now;
+        # Each calendar zone's period as Redis's clock chose it: the one
+        # ending at A before A, else the one ending at B.
+        for my $z (grep { calendar($_) } @zones) {
+            my ($A, $B) = @{ $z->{ends} };
+            $z->{end} = $now < $A ? $A : $B;
+            push @bad_replies, "batch $batch at $now: zone $z->{name}'s ends [$A $B] are past, yet answered"
+                if $now >= $B;
+            $seen{ $now < $A ? "calendar: the period ending at A, Redis's clock before A"
+                             : "calendar: the period ending at B, Redis's clock from A" }++;
+        }
         my %limits;    # a key of a and a-hi => the limits it was counted under
         my @tail;      # the overrides the reply tells after the requests'
         for my $i (0 .. $#reqs) {
@@ -1474,7 +1599,28 @@ sub run_model {
                        'limit 0: a lease, no override, none granted',
                        'limit 0: a lease under an override',
                        'limit 0: a settle of a window zone (its limit unused)',
-                       'limit 0: a GCRA settle, no override: the turns of limit 1') {
+                       'limit 0: a GCRA settle, no override: the turns of limit 1',
+                       "calendar: the period ending at A, Redis's clock before A",
+                       "calendar: the period ending at B, Redis's clock from A",
+                       "calendar: Redis's clock past B, the call refused",
+                       'calendar: the key of an earlier period, started afresh',
+                       'calendar: a key made a packed string',
+                       'calendar: a key made a hash',
+                       'calendar: over in dry run, not counted there',
+                       'fast path, calendar: same window',
+                       'fast path, calendar: new key',
+                       'interval peek: calendar window',
+                       'cost of several units counted: calendar window',
+                       'settle, calendar: the current window',
+                       'settle, calendar: an empty key',
+                       'settle, calendar: an earlier period, nothing',
+                       'settle, calendar: a later period, nothing',
+                       'settle: units given back, calendar',
+                       'lease, calendar: all asked granted',
+                       'lease, calendar: unused units given back to its bucket',
+                       'override, calendar: decided under it',
+                       'limit 0, calendar: no override, rejected',
+                       'limit 0, calendar: under an override, counted') {
         cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
     }
 
@@ -1772,5 +1918,67 @@ sub run_model {
             is("@$r[21 .. $#$r]", '1 1 2 1000 0 2 1 2 1000 0 3 1 2 1000 0', "limit 0, $kind: the override told");
             is(rcmd('EXISTS', "m4:$kind:u"), 0, "limit 0, $kind: nothing written for a subject without");
         }
+    }
+
+    # -----------------------------------------------------------------------
+    # calendar zones: the period Redis's clock chooses
+
+    # Period ends around Redis's time: A ahead (the period ending at A), A
+    # behind and B ahead (the one ending at B), B = 2^53.  Expected: each
+    # counted in its period's last ms, its key expiring at its end; a
+    # settle to the other period's bucket changes nothing.  Both behind:
+    # the call refused, nothing written, though its other zone's request
+    # would fit.  Ends out of range or order: their own error, before the
+    # limit's and the mode's; then the limit's, the mode's, and the
+    # clock's last.
+    {
+        my $now = $t->redis_time_ms;
+        my ($A, $B) = ($now + 100000, $now + 200000);
+        my $hash = sub {
+            join ' ', map { "$_->[0]=$_->[1]" } sort { $a->[0] cmp $b->[0] } pairs(@{ rcmd('HGETALL', $_[0]) });
+        };
+        rcmd('DEL', 'm5:a', 'm5:b', 'm5:c', 'm5:s');
+        my $r = $call->(4, 'm5:a', 'm5:b', 'm5:b', 'm5:c', 3, 3, $A, $B, 'c', '1', 3, $now - 1000, $B, 'c', '1',
+                        3, 1, $MAX, 'c', '0', "c\x00", "c\x01", "w2:\x01", "c\x02");
+        is("@$r[1 .. 12]", join(' ', 0, 1, $A - 1, 0, 0, 1, $B - 1, 0, 0, 3, $B - 1, 0),
+           'calendar: before A the period ending at A, from A the one ending at B');
+        is("@$r[13 .. 16]", join(' ', 0, 1, $MAX - 1, 0), 'calendar: B = 2^53, the period ending at it');
+        is(join(' ', map { rcmd('PEXPIRETIME', $_) } 'm5:a', 'm5:b', 'm5:c'), "$A $B $MAX",
+           'calendar: each key expires at its period\'s end');
+        is($hash->('m5:b'), 'n=' . ($B - 1) . ' t=3', 'calendar: a fixed window\'s hash, its bucket the period\'s last ms');
+        $r = $call->(3, ('m5:b') x 3, 1, 3, $now - 1000, $B, 'c', '1', "s-1,@{[ $A - 1 ]}:\x00", "s-1,$B:\x00",
+                     "s-2,@{[ $B - 1 ]}:\x00");
+        is("@$r[1 .. 12]", join(' ', 0, 3, $B - 1, 0, 0, 3, $B - 1, 0, 0, 1, $B - 1, -2),
+           'calendar: settles of another period\'s bucket change nothing, of its own apply');
+
+        my $refused = sub {
+            my ($want, @zone) = @_;
+            my $r = eval { $call->(2, 'm5:s', 'm5:b', 2, 5, 1000, 10, 's', '1', @zone, "c\x00", "c\x01") };
+            return $r ? "a reply: @$r[1 .. 8]" : $@ =~ /: \Q$want\E$/ ? 'refused' : "another error: $@";
+        };
+        is($refused->($PAST, 3, $now - 2000, $now - 1000, 'c', '1'), 'refused', 'calendar: past B, the call refused');
+        is(rcmd('EXISTS', 'm5:s') . ' ' . $hash->('m5:b'), '0 n=' . ($B - 1) . ' t=1',
+           'calendar: past B, nothing written');
+
+        my $ends = "ERR ratelimit: a calendar zone's period ends must be whole numbers from 1 to 2^53, the first before the second";
+        my $numbers = "ERR ratelimit: a zone's limit, bucket and span must be whole numbers from 1, the limit at most 2^53, bucket * span at most 604800000000000 ms";
+        my $unknown = 'ERR ratelimit: unknown zone kind or mode';
+        my @wrong;
+        for my $bad ([$B, $A], [$A, $A], [0, $A], [-1, $A], [$A + 0.5, $B], [$A, $MAX + 2], [$A, 'x'], [$A, '']) {
+            for my $rest (['3', '1'], ['x', '1'], ['3', '5']) {
+                my $got = $refused->($ends, $rest->[0], @$bad, 'c', $rest->[1]);
+                push @wrong, "[@$bad @$rest]: $got" if $got ne 'refused';
+            }
+        }
+        is("@wrong", '', 'calendar: ends out of range or order, their error first');
+        is(join(' ', map { $refused->(@$_) }
+                    [$numbers, 'x', $now - 2000, $now - 1000, 'c', '1'],
+                    [$numbers, 0, $now - 2000, $now - 1000, 'c', '1'],
+                    [$unknown, 3, $now - 2000, $now - 1000, 'c', '4'],
+                    [$numbers, 3, 1, $MAX, 'f', '1']),
+           'refused refused refused refused',
+           'calendar: then the limit\'s error, the mode\'s, the clock\'s; a fixed zone keeps its bounds');
+        is(rcmd('EXISTS', 'm5:s') . ' ' . $hash->('m5:b'), '0 n=' . ($B - 1) . ' t=1',
+           'calendar: refused calls, nothing written');
     }
 }

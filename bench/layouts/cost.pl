@@ -25,6 +25,9 @@
 #   new    the key's newest bucket is the one before (1 s buckets, 60)
 #   fresh  no key
 #   fixed  a fixed window of 1 h, counted in before
+#   calendar  a calendar zone's day (UTC: the period ends it is sent are
+#          the next two midnights), counted in before (script_hash and
+#          command_hash only)
 # PER_CALL (default 16): requests a call.  Prints one line: instructions a
 # request from the moment the counters were zeroed to the dump (the calls,
 # their reading and replies), commands a request, and MEMORY USAGE of the
@@ -47,7 +50,9 @@ use RateLimitTest::Env qw(window_script);
 my ($CASE, $SCENARIO, $PER_CALL, $SUBJECTS) = @ARGV;
 die "usage: $0 CASE SCENARIO [PER_CALL] [SUBJECTS]\n" unless $SCENARIO;
 die "$0: no scenario $SCENARIO\n"
-    unless $SCENARIO =~ /^(?:same|mix7|new|fresh|fixed)$/;
+    unless $SCENARIO =~ /^(?:same|mix7|new|fresh|fixed|calendar)$/;
+die "$0: calendar is for script_hash and command_hash\n"
+    if $SCENARIO eq 'calendar' && $CASE !~ /^(?:script|command)_hash$/;
 $PER_CALL ||= 16;
 $SUBJECTS ||= 2048;
 my $ROOT = "$Bin/../..";
@@ -77,9 +82,12 @@ my %sha = (
     script_set   => $redis->command('SCRIPT', 'LOAD', $packed_set),
     script_range => $redis->command('SCRIPT', 'LOAD', $packed),
 );
+my $DAY_MS = 86400000;
+my $midnight = (int(time * 1000 / $DAY_MS) + 1) * $DAY_MS;
 my ($BUCKET_MS, $SPAN, $KIND) =
     $SCENARIO eq 'new'   ? (1000, 60, 's')
   : $SCENARIO eq 'fixed' ? (3600000, 1, 'f')
+  : $SCENARIO eq 'calendar' ? ($midnight, $midnight + $DAY_MS, 'c')
   : $SCENARIO eq 'mix7'  ? (3600000, 60, 's')
   :                        (3600000, 2, 's');
 my $LIMIT = 1_000_000_000;

@@ -1,31 +1,35 @@
 #include "test/decide_fixture.hpp"
 
-#include <algorithm>
 #include <cmath>
+#include <string>
 
-#include "limits/window_rules.hpp"
-#include "zones/packed_window.hpp"
+#include "protocol/batch_protocol.hpp"
 
 namespace ratelimit::test {
 
 namespace {
 
-// As parse_zone() reads a zone's arguments at `now_ms`.
-ZoneParams params(const ZoneSpec &spec, double now_ms)
+// Zone `spec` read by parse_zone() at `now_ms`, from its arguments as
+// nginx sends them; `mode` holds its mode argument, which the zone's side
+// key base views.
+ZoneParams params(const ZoneSpec &spec, double now_ms, std::string *mode)
 {
+    char limit[lua::kMaxText], bucket_ms[lua::kMaxText], span[lua::kMaxText];
+    lua::format(spec.limit, limit);
+    lua::format(spec.bucket_ms, bucket_ms);
+    lua::format(spec.span, span);
+    *mode = spec.side_base.empty()
+                ? std::string(1, spec.enforce ? kZoneEnforced : kZoneDryRun)
+                : (spec.enforce ? kZoneEnforcedSide : kZoneDryRunSide)
+                      + std::string(spec.side_base);
+    std::string_view args[] = {limit, bucket_ms, span,
+                               std::string_view(&spec.kind, 1), *mode};
     ZoneParams zone{};
-    zone.limit = spec.limit;
-    zone.bucket_ms = spec.bucket_ms;
-    zone.span = spec.span;
-    zone.fixed = spec.kind == 'f';
-    zone.gcra = spec.kind == 'g'
-                    ? spec.bucket_ms * 1000 / std::max(spec.limit, 1.0)
-                    : 0;
-    zone.enforce = spec.enforce;
-    zone.side_base = spec.side_base;
-    zone.packed = spec.packed && packed_fits(zone.fixed, zone.span);
-    zone.bucket = std::floor(now_ms / spec.bucket_ms);
-    lua::format(zone.bucket, zone.bucket_field);
+
+    if (const char *error = parse_zone(args, now_ms, spec.packed, &zone)) {
+        ADD_FAILURE() << "zone arguments refused: " << error;
+    }
+
     return zone;
 }
 
@@ -66,9 +70,10 @@ std::vector<ReplyElement> DecideTest::decide(
 {
     Batch call{now_ms, now_ms * 1000, {}, entries, 1};
     call.marked = marked;
+    std::vector<std::string> modes(zones.size());
 
-    for (const ZoneSpec &spec : zones) {
-        call.zones.push_back(params(spec, now_ms));
+    for (std::size_t i = 0; i < zones.size(); i++) {
+        call.zones.push_back(params(zones[i], now_ms, &modes[i]));
     }
 
     for (Entry &made : call.entries) {

@@ -17,9 +17,10 @@
 namespace ratelimit::test {
 
 // A zone's arguments: its limit, bucket (ms) and span (buckets; a GCRA
-// zone's capacity), its kind ('s' sliding, 'f' fixed, 'g' GCRA), whether
-// the call asks for packed strings as its new keys, and of a side zone
-// its side key base (zones/side_value.hpp).
+// zone's capacity; a calendar zone's two period ends in their place), its
+// kind ('s' sliding, 'f' fixed, 'g' GCRA, 'c' calendar), whether the call
+// asks for packed strings as its new keys, and of a side zone its side key
+// base (zones/side_value.hpp).  decide() reads them with parse_zone().
 struct ZoneSpec {
     double limit, bucket_ms, span;
     char kind;

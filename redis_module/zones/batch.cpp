@@ -16,9 +16,15 @@ const char kBadZoneNumbers[] =
     "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
     "from 1, the limit at most 2^53, bucket * span at most 604800000000000 "
     "ms";
+const char kBadCalendarEnds[] =
+    "ERR ratelimit: a calendar zone's period ends must be whole numbers "
+    "from 1 to 2^53, the first before the second";
 const char kUnknownZone[] = "ERR ratelimit: unknown zone kind or mode";
+const char kPastCalendar[] =
+    "ERR ratelimit: redis's clock is past the calendar periods nginx sent";
 static_assert(window_rules::kMaxLimit == 9007199254740992
-              && window_rules::kMaxWindowMs == 604800000000000);
+              && window_rules::kMaxWindowMs == 604800000000000
+              && window_rules::kMaxPeriodEndMs == 9007199254740992);
 
 bool number(std::string_view text, double *out)
 {
@@ -31,16 +37,43 @@ bool is(std::string_view text, char code)
     return text == std::string_view(&code, 1);
 }
 
+// The fixed window a calendar zone is.
+constexpr char kCalendarKind = kZoneFixed;
+
 }  // namespace
 
 // NaN, an infinity or a bucket of 1e-300 made an expiry time Redis would
 // not take, and a key written with none; an unknown kind was read as a
 // sliding window, an unknown mode as dry run.  The mode is read first, as
 // the script reads it: a side mode's limit may be 0 (zone_numbers_valid()),
-// but the numbers' error comes before the mode's.
+// but the numbers' error comes before the mode's.  A calendar zone's
+// bucket and span are two period ends, checked first (window_rules.hpp,
+// calendar_end()): the zone is then a fixed window of 1 ms buckets and
+// span 1 whose bucket, the time `at`, is the last ms of the period Redis's
+// clock chooses, or -1 where the clock is past both, which refuses the
+// call after any other zone error.  Any other zone's `at` is now.
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone)
 {
+    std::string_view kind = args[3];
+    double at = now_ms;
+    bool numbers = number(args[1], &zone->bucket_ms)
+                   && number(args[2], &zone->span);
+
+    if (is(kind, kZoneCalendar)) {
+        if (!numbers
+            || !window_rules::calendar_ends_valid(zone->bucket_ms,
+                                                  zone->span))
+        {
+            return kBadCalendarEnds;
+        }
+
+        at = window_rules::calendar_end(now_ms, zone->bucket_ms, zone->span)
+             - 1;
+        zone->bucket_ms = zone->span = 1;
+        kind = std::string_view(&kCalendarKind, 1);
+    }
+
     // Modes: enforced or dry run, one byte; or either with side keys, its
     // letter followed by the zone's side key base (kept as a view: the
     // argument outlives the call).
@@ -53,29 +86,32 @@ const char *parse_zone(const std::string_view *args, double now_ms,
                      ? is(mode, kZoneEnforced) || is(mode, kZoneDryRun)
                      : side;
 
-    if (!number(args[0], &zone->limit) || !number(args[1], &zone->bucket_ms)
-        || !number(args[2], &zone->span)
+    if (!numbers || !number(args[0], &zone->limit)
         || !window_rules::zone_numbers_valid(zone->limit, zone->bucket_ms,
                                              zone->span, side))
     {
         return kBadZoneNumbers;
     }
 
-    if (!(is(args[3], kZoneSliding) || is(args[3], kZoneFixed)
-          || is(args[3], kZoneGcra))
+    if (!(is(kind, kZoneSliding) || is(kind, kZoneFixed)
+          || is(kind, kZoneGcra))
         || !known)
     {
         return kUnknownZone;
     }
 
+    if (at < 0) {
+        return kPastCalendar;
+    }
+
     // A side zone of limit 0 admits nothing (over()): its GCRA interval is
     // that of limit 1, finite, which only a settle moves its TAT by.
-    zone->fixed = is(args[3], kZoneFixed);
-    zone->gcra = is(args[3], kZoneGcra)
+    zone->fixed = is(kind, kZoneFixed);
+    zone->gcra = is(kind, kZoneGcra)
                      ? zone->bucket_ms * 1000 / std::max(zone->limit, 1.0)
                      : 0;
     zone->packed = packed && packed_fits(zone->fixed, zone->span);
-    zone->bucket = std::floor(now_ms / zone->bucket_ms);
+    zone->bucket = std::floor(at / zone->bucket_ms);
     lua::format(zone->bucket, zone->bucket_field);
     return nullptr;
 }

@@ -18,9 +18,9 @@ namespace ratelimit {
 struct ZoneParams {
     double limit;           // 0 only in a side mode: nothing fits
                             // (over()) but under an override
-    double bucket_ms;
-    double span;            // buckets per window
-    bool fixed;
+    double bucket_ms;       // of a calendar zone, 1
+    double span;            // buckets per window; of a calendar zone, 1
+    bool fixed;             // a fixed window, or a calendar zone
     double gcra;            // a GCRA zone's emission interval (us), else 0;
                             // its `span` is its capacity, 1 + burst; of
                             // limit 0, that of limit 1 (a settle's turns)
@@ -31,17 +31,23 @@ struct ZoneParams {
                                  // never empty; else empty
     bool packed;            // its new keys are packed strings
                             // (zones/packed_window.hpp), else hashes
-    double bucket;          // the current bucket: now / bucket_ms, floored
+    double bucket;          // the current bucket: now / bucket_ms,
+                            // floored; of a calendar zone, the last ms of
+                            // its period
     char bucket_field[lua::kMaxText];  // `bucket` as text, its field name
 };
 
 // A zone's kArgsPerZone arguments as text (limit, bucket in ms, buckets,
-// kind, mode) read into `zone` at Redis time `now_ms` as the script reads
+// kind, mode; of a calendar zone, two period ends in place of bucket and
+// buckets) read into `zone` at Redis time `now_ms` as the script reads
 // them, its new keys packed strings where the call asks (`packed`) and
-// they fit: nullptr, or the error that refuses the whole call (the
-// script's text) where they are not what nginx sends: numbers
+// they fit; a calendar zone as the fixed window of its period that Redis's
+// clock chooses (window_rules.hpp, calendar_end()): nullptr, or the error
+// that refuses the whole call (the script's text) where they are not what
+// nginx sends: period ends calendar_ends_valid() refuses, numbers
 // zone_numbers_valid() refuses (limit 0 but in a side mode), an unknown
-// kind or mode (a side mode with no base, or another mode with one).
+// kind or mode (a side mode with no base, or another mode with one), and
+// then a clock past both period ends.
 const char *parse_zone(const std::string_view *args, double now_ms,
                        bool packed, ZoneParams *zone);
 

@@ -23,24 +23,53 @@ constexpr std::uint64_t kMaxLimit = std::uint64_t{1} << 53;
 constexpr std::uint64_t kMaxWindowMs = std::uint64_t{1000000} * 7 * 24
                                        * 60 * 60 * 1000;
 
+// The latest end of a calendar zone's period that nginx sends, in Unix ms:
+// an exact double, and a key's expiry time Redis takes.
+constexpr std::uint64_t kMaxPeriodEndMs = std::uint64_t{1} << 53;
+
+// Whether `x`, a double, is a whole number from 1 to `most`: NaN and
+// infinities are not.
+inline bool whole(double x, double most)
+{
+    return x >= 1 && x <= most && x == std::floor(x);
+}
+
 // A zone's limit, bucket length (ms) and buckets per window as the Redis
 // side reads them, doubles: what nginx sends, whole numbers from 1, the
 // limit and the window (bucket * span) no larger than the above.  NaN and
 // infinities are not.  A zone of side mode (`side`: its subjects may hold
 // an override) may also have limit 0, which admits a subject only under
-// its override.
+// its override.  (A calendar zone's bucket and span are 1: its period
+// ends, calendar_ends_valid().)
 inline bool zone_numbers_valid(double limit, double bucket_ms, double span,
                                bool side)
 {
-    auto whole = [](double x, double most) {
-        return x >= 1 && x <= most && x == std::floor(x);
-    };
-
     return (whole(limit, static_cast<double>(kMaxLimit))
             || (side && limit == 0))
            && whole(bucket_ms, static_cast<double>(kMaxWindowMs))
            && whole(span, static_cast<double>(kMaxWindowMs))
            && bucket_ms * span <= static_cast<double>(kMaxWindowMs);
+}
+
+// A calendar zone's two period ends A < B in Unix ms, in place of its
+// bucket length and span, as the Redis side reads them: whole numbers from
+// 1, B at most kMaxPeriodEndMs.
+inline bool calendar_ends_valid(double a, double b)
+{
+    return whole(a, static_cast<double>(kMaxPeriodEndMs))
+           && whole(b, static_cast<double>(kMaxPeriodEndMs)) && a < b;
+}
+
+// The end (Unix ms) of the period a calendar zone of ends `a` < `b` counts
+// in at Redis time `now_ms`: the one ending at A while the clock is before
+// A, else the one ending at B; 0 (none) once the clock is past B, which
+// refuses the call (nginx's clock half a period away from Redis's).  The
+// zone is then a fixed window of 1 ms buckets and span 1 whose bucket is
+// the period's last ms, end - 1: its key expires at the period's end.
+template <typename N>
+constexpr N calendar_end(N now_ms, N a, N b)
+{
+    return now_ms < a ? a : now_ms < b ? b : 0;
 }
 
 // The oldest bucket of a window of `span` buckets whose newest is `current`.

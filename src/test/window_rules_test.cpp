@@ -83,5 +83,47 @@ TEST(WindowRules, ZoneNumbers)
     EXPECT_TRUE(zone_numbers_valid(0, 1, 1, true));
 }
 
+// A calendar zone's period ends: whole numbers from 1 to 2^53, the first
+// before the second, however far apart (not a window's bound).
+TEST(WindowRules, CalendarEnds)
+{
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    constexpr double kEnd = 9007199254740992.0;    // 2^53
+
+    EXPECT_EQ(static_cast<double>(kMaxPeriodEndMs), kEnd);
+    EXPECT_TRUE(calendar_ends_valid(1, 2));
+    EXPECT_TRUE(calendar_ends_valid(1, kEnd));
+    EXPECT_TRUE(calendar_ends_valid(kEnd - 1, kEnd));
+    EXPECT_TRUE(calendar_ends_valid(1711839600000, 1711922400000));
+
+    const double bad[][2] = {
+        {0, 1},      {2, 2},        {3, 2},          {-1, 2},
+        {1.5, 3},    {1, 2.5},      {1, kEnd + 2},   {kEnd, kEnd + 2},
+        {kNaN, 2},   {1, kNaN},     {1, kInf},       {-kInf, 2},
+        {1e300, 1e301},
+    };
+
+    for (const auto &ends : bad) {
+        EXPECT_FALSE(calendar_ends_valid(ends[0], ends[1]))
+            << ends[0] << " " << ends[1];
+    }
+}
+
+// Redis's clock chooses the period: before A the one ending at A, from A
+// to B - 1 the one ending at B, from B on none; alike in integers.
+TEST(WindowRules, CalendarEnd)
+{
+    EXPECT_EQ(calendar_end(0.0, 100.0, 250.0), 100.0);
+    EXPECT_EQ(calendar_end(99.0, 100.0, 250.0), 100.0);
+    EXPECT_EQ(calendar_end(100.0, 100.0, 250.0), 250.0);
+    EXPECT_EQ(calendar_end(249.0, 100.0, 250.0), 250.0);
+    EXPECT_EQ(calendar_end(250.0, 100.0, 250.0), 0.0);
+    EXPECT_EQ(calendar_end(std::uint64_t{99}, std::uint64_t{100},
+                           std::uint64_t{250}), 100u);
+    EXPECT_EQ(calendar_end(std::uint64_t{300}, std::uint64_t{100},
+                           std::uint64_t{250}), 0u);
+}
+
 }  // namespace
 }  // namespace ratelimit::window_rules

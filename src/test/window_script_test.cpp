@@ -132,6 +132,21 @@ TEST(WindowScript, StatesTheZoneBounds)
               script.npos);
 }
 
+// A calendar zone's period ends too: whole numbers to 2^53, in order,
+// checked before its limit, its bucket that of its period's last ms.
+TEST(WindowScript, StatesTheCalendarBounds)
+{
+    std::string_view script = window_script();
+    std::size_t ends =
+        script.find("if not(whole(a,2^53)and whole(b,2^53)and a<b)then");
+
+    EXPECT_EQ(window_rules::kMaxPeriodEndMs, std::uint64_t{1} << 53);
+    ASSERT_NE(ends, script.npos);
+    EXPECT_LT(ends, script.find("(whole(limit[d],2^53)or side[d]"));
+    EXPECT_NE(script.find("at=now<a and a - 1 or now<b and b - 1\n"),
+              script.npos);
+}
+
 TEST(DecodeScriptReply, OneZonePassed)
 {
     ReplyPtr r = must_parse(kOneZone);

@@ -57,12 +57,32 @@ local function whole(x, most)
   return x and x >= 1 and x <= most and x % 1 == 0
 end
 
+-- A calendar zone's bucket length and span are two period ends A < B
+-- (Unix ms: window_rules.hpp, calendar_ends_valid(), or the call is
+-- refused): Redis's clock chooses the period, the one ending at A while
+-- it is before A, else the one ending at B (calendar_end()), and once it
+-- is past B the call is refused, after any other zone error.  The zone is
+-- then a fixed window of 1 ms buckets and span 1 whose bucket, `at`, is
+-- the period's last ms: its key expires at the period's end, and its
+-- settles, leases and peeks are a fixed window's.  Any other zone's `at`
+-- is now.
 for d = 1, zones do
   local z = 2 + (d - 1) * @kArgsPerZone@
   limit[d] = tonumber(ARGV[z])
   width[d] = tonumber(ARGV[z + 1])
   span[d] = tonumber(ARGV[z + 2])
   local kind, mode = ARGV[z + 3], ARGV[z + 4]
+  local at = now
+  if kind == '@kZoneCalendar@' then
+    local a, b = width[d], span[d]
+    if not (whole(a, 2^53) and whole(b, 2^53) and a < b) then
+      return {err = "ERR ratelimit: a calendar zone's period ends must be "
+                    .. 'whole numbers from 1 to 2^53, the first before '
+                    .. 'the second'}
+    end
+    at = now < a and a - 1 or now < b and b - 1
+    width[d], span[d], kind = 1, 1, '@kZoneFixed@'
+  end
   if mode and #mode > 1 then
     local m = string.byte(mode)
     side[d] = m == @kZoneEnforcedSide.byte@ or m == @kZoneDryRunSide.byte@
@@ -83,11 +103,15 @@ for d = 1, zones do
           and (mode == '@kZoneEnforced@' or mode == '@kZoneDryRun@')) then
     return {err = 'ERR ratelimit: unknown zone kind or mode'}
   end
+  if not at then
+    return {err = "ERR ratelimit: redis's clock is past the calendar "
+                  .. 'periods nginx sent'}
+  end
   fixed[d] = kind == '@kZoneFixed@'
   gcra[d] = kind == '@kZoneGcra@'
             and width[d] * 1000 / math.max(limit[d], 1)
   packed[d] = layout == '@kLayoutPacked@' and (fixed[d] or span[d] <= 65536)
-  bucket[d] = math.floor(now / width[d])
+  bucket[d] = math.floor(at / width[d])
 end
 
 local byte = string.byte
