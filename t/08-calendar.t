@@ -300,13 +300,15 @@ sub used {
 # --- a monthly zone with quota leases -------------------------------------------
 
 # Requests of `key` at /leased/, the servers taking turns, until `n` or
-# the clock reaches `until`: how many, and how many were admitted.
+# the clock reaches `until`, `pause` seconds apart: how many, and how many
+# were admitted.
 sub hammer {
-    my ($key, $n, $until) = @_;
+    my ($key, $n, $until, $pause) = @_;
     my ($sent, $admitted) = (0, 0);
     while ($sent < $n && (!defined $until || $t->clock_now < $until)) {
         my $r = $SERVERS[$sent++ % 2]->get_as('leased', $key);
         $admitted++ if $r->{status} == 200;
+        sleep $pause if $pause;
     }
     return ($sent, $admitted);
 }
@@ -314,8 +316,9 @@ sub hammer {
 {
     my $at = utc(2027, 7, 31, 22);   # August 1 00:00 in Berlin
     $t->set_clock($at - $LEAD - 1);
-    # The subject hot up to the boundary: both servers hold July's leases.
-    my ($sent, $admitted) = hammer('hot', 350, $at - 0.3);
+    # The subject hot up to the boundary, under its limit: both servers
+    # hold July's leases then.
+    my ($sent, $admitted) = hammer('hot', 400, $at - 0.3, 0.01);
     is($admitted, $sent, "leases: July's $sent requests admitted");
     run_past($at);
     # July's leases die at July's end: August's admissions are August's
