@@ -21,7 +21,8 @@
 #   into the period Redis's clock is in, at a boundary;
 # - a subject's override (PUT limit=5) is its limit per period; a dry run
 #   passes what it would reject; a peek counts nothing; with Redis away,
-#   `ratelimit_fail local` admits a server's share per period;
+#   `ratelimit_fail local` admits a server's share per period; a reload
+#   that changes a zone's tz= warns;
 # - the status API names the period in the zone's time zone, and the
 #   metrics' JSON the zone's type, period and tz;
 # - `nginx -t` fails with file and line on an unknown tz, an unreadable or
@@ -405,6 +406,19 @@ sub hammer {
     is(join(' ', map { "$_->{status}/" . reset_of($_) } @r),
         join(' ', map { "$_/" . utc(2028, 1, 31, 23) } 200, 200, 429),
         '... and 2 again in January');
+}
+
+# --- a reload that changes a zone's periods warns ----------------------------
+
+{
+    (my $conf = $CONF) =~ s/(zone month .*?) tz=Europe\/Berlin/$1 tz=Europe\/Paris/;
+    $off->write_conf($conf);
+    my $line = $off->conf_line(qr/ratelimit_zone month /);
+    $off->reload;
+    is($off->wait_log(qr/\[warn\] .*zone "month" changed its calendar periods \(window=, start= or tz=\): its counts in Redis start afresh; .* in \S*nginx\.conf:$line\b/, 1), 1,
+        'a reload from tz=Europe/Berlin to Europe/Paris warns at the zone\'s line');
+    is($off->count_log(qr/zone "(?!month")\w+" changed/), 0,
+        '... of that zone alone');
 }
 
 $_->no_alerts for $t, $t2, $off;
