@@ -163,18 +163,20 @@ across(name => 'Berlin November to December', loc => 'month', key => 'm1',
 
 # --- daylight saving time: days of 23 and 25 hours ----------------------------
 
-across(name => 'spring: into the day of 23 h', loc => 'day', key => 'd1',
-       at => utc(2026, 3, 28, 23), w => $DAY,
-       next => utc(2026, 3, 29, 22), w_after => 23 * 3600);
-across(name => 'spring: out of the day of 23 h', loc => 'day', key => 'd2',
-       at => utc(2026, 3, 29, 22), w => 23 * 3600,
-       next => utc(2026, 3, 30, 22), w_after => $DAY);
-across(name => 'autumn: into the day of 25 h', loc => 'day', key => 'd3',
-       at => utc(2026, 10, 24, 22), w => $DAY,
-       next => utc(2026, 10, 25, 23), w_after => 25 * 3600);
-across(name => 'autumn: out of the day of 25 h', loc => 'day', key => 'd4',
-       at => utc(2026, 10, 25, 23), w => 25 * 3600,
-       next => utc(2026, 10, 26, 23), w_after => $DAY);
+# Berlin's local midnights: UTC 23:00 in winter, 22:00 in summer.
+for my $c (['spring: into the day of 23 h', utc(2026, 3, 28, 23), $DAY,
+            utc(2026, 3, 29, 22), 23 * 3600],
+           ['spring: out of the day of 23 h', utc(2026, 3, 29, 22), 23 * 3600,
+            utc(2026, 3, 30, 22), $DAY],
+           ['autumn: into the day of 25 h', utc(2026, 10, 24, 22), $DAY,
+            utc(2026, 10, 25, 23), 25 * 3600],
+           ['autumn: out of the day of 25 h', utc(2026, 10, 25, 23), 25 * 3600,
+            utc(2026, 10, 26, 23), $DAY])
+{
+    my ($name, $at, $w, $next, $w_after) = @$c;
+    across(name => $name, loc => 'day', key => $name, at => $at, w => $w,
+           next => $next, w_after => $w_after);
+}
 
 # --- tz unset: UTC --------------------------------------------------------------
 
