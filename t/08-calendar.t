@@ -14,7 +14,8 @@
 #   tz unset (UTC midnight), a billing day of 31 in February (Feb 28 2027,
 #   Feb 29 2028, local midnight);
 # - w of a month of 28, 29, 30 and 31 days;
-# - costs and settles in a monthly token budget; a monthly zone with quota
+# - costs and settles in a monthly token budget (a settle after its
+#   month's end changes nothing); a monthly zone with quota
 #   leases: never more than the limit in a period, and its leases die with
 #   their period (Redis's count of the next is what it admitted);
 # - a server whose clock is 3 minutes ahead of Redis's (or behind) counts
@@ -39,6 +40,7 @@ use Time::Local qw(timegm);
 use JSON::PP;
 use HTTP::Tiny;
 use RateLimitTest qw(hdr);
+use TokenBackend;
 
 RateLimitTest::require_module();
 
@@ -59,9 +61,13 @@ my $t2 = RateLimitTest->new(workers => 2, clock => $t);
 my $off = RateLimitTest->new(workers => 1);
 $t->start_redis(clock => 1);
 my $REDIS_PORT = $t->redis_port;
+# A model that answers its token count after holding the request.
+my $BACKEND = $t->port('BACKEND');
+TokenBackend::start($t, $BACKEND);
 
 my $CONF = <<"EOF" . <<'EOF';
 ratelimit_redis 127.0.0.1:$REDIS_PORT timeout=2s;
+upstream model { server 127.0.0.1:$BACKEND; }
 EOF
 ratelimit_zone month key=$http_x_api_key limit=3 window=month tz=Europe/Berlin;
 ratelimit_zone day key=$http_x_api_key limit=3 window=day tz=Europe/Berlin;
@@ -99,6 +105,11 @@ server {
         ratelimit zone=tokens cost=$arg_cost;
         ratelimit_settle zone=tokens $arg_used;
         alias %%TMP%%/html/;
+    }
+    location /model/ {
+        ratelimit zone=tokens cost=$arg_cost;
+        ratelimit_settle zone=tokens $upstream_http_x_usage_tokens;
+        proxy_pass http://model/;
     }
     location /leased/ { ratelimit zone=leased; alias %%TMP%%/html/; }
     location = /q { ratelimit_query zone=month zone=tokens zone=leased override=on; }
@@ -298,6 +309,24 @@ sub used {
     is(join(' ', map { $z->{$_} // '-' } qw(used period_start period_end)),
         '50 2027-06-01T00:00:00+02:00 2027-07-01T00:00:00+02:00',
         '... 50 counted in June');
+}
+
+# A response streamed across the month's end: its settle goes to the month
+# the request was counted in, which has ended, and changes nothing.
+{
+    my $at = utc(2027, 6, 30, 22);   # July 1 00:00 in Berlin
+    $t->set_clock($at - 0.5);
+    my $r = $t->get('/model/x?cost=40&mode=value&val=90&hold=1500',
+                    { 'X-Api-Key' => 'late' });
+    is($r->{status} . ' ' . reset_of($r), "200 $at",
+        'tokens: a request of June, answered in July');
+    ok($t->clock_now > $at + 0.5, '... 1.5 s later');
+    sleep 0.3;    # the settle goes at the log phase
+    my $z = used('late', 'tokens');
+    is(join(' ', map { $z->{$_} // '-' } qw(used period_start)),
+        '0 2027-07-01T00:00:00+02:00', '... its settle of 50 more is not July\'s');
+    my ($st) = turns('tokens', 'late', 1, '?cost=100&used=100');
+    is($st, '200', '... whose budget is whole');
 }
 
 # --- a monthly zone with quota leases -------------------------------------------
