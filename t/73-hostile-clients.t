@@ -202,22 +202,31 @@ sub status_rs {
 # --- evicted leases give back every unit -------------------------------------
 # 600 subjects whose keys have many lengths through a 32 KB lease table:
 # making one subject's entry evicts several others (slab sizes differ).
-# Once quiet, Redis's counts must be the requests admitted.
+# Once quiet, Redis's counts must be the requests admitted, and the requests
+# wrk cut as it stopped while their call was in Redis (logged 499 with no
+# verdict): Redis counted those, as it counts any request it was asked
+# about.  One of them may have left while waiting for its lease's renewal
+# instead, not counted: so those are a bound, at most wrk's 4 connections.
 
 {
     wrk(2, '/ls/index.html', 'local i = math.floor(n / 30) % 600
         return "s" .. i .. string.rep("k", i % 97)');
     # A request wrk gave up on as it stopped may still be served and logged
     # after it: both sides are read again until they agree.
-    my ($admitted, $counted);
+    my ($admitted, $left, $counted);
     RateLimitTest::wait_until(sub {
-        $admitted = grep { $_->{uri} eq '/ls/index.html' && $_->{rs} eq 'PASSED' } $t->access_entries;
+        my @e = grep { $_->{uri} eq '/ls/index.html' } $t->access_entries;
+        $admitted = grep { $_->{rs} eq 'PASSED' } @e;
+        $left = grep { $_->{status} == 499 && $_->{rs} eq '-' } @e;
         $counted = 0;
         $counted += $t->redis_window_total($_) // 0 for grep { /:ls:/ } @{ $t->redis('KEYS', '*') };
-        $counted == $admitted;
+        $counted >= $admitted && $counted <= $admitted + $left;
     }, 5);
     cmp_ok($admitted, '>', 2000, "wrk's subjects admitted ($admitted)");
-    is($counted, $admitted, 'evicted leases gave back every unit: Redis counts the requests admitted');
+    cmp_ok($left, '<=', 4, "requests cut by wrk's stop while undecided: $left, one a connection at most");
+    ok($counted >= $admitted && $counted <= $admitted + $left,
+       "evicted leases gave back every unit: Redis counts the $admitted admitted and "
+       . ($counted - $admitted) . " of the $left cut undecided");
 }
 
 # --- fail local: a flood of subjects does not free a limited one -----------

@@ -144,7 +144,8 @@ bool decide_from_lease(RequestState *state) noexcept
 
     const Zone &zone = *state->refs[0]->zone;
     ngx_array_t *evicted = nullptr;
-    LeaseTake take;
+    // No entry (no room even after evictions): Redis decides, exactly.
+    LeaseTake take{LeaseTake::Kind::kAskExact, 0, {0, 0}};
     std::uint64_t fleet_used = 0;
     Override override;
 
@@ -152,18 +153,18 @@ bool decide_from_lease(RequestState *state) noexcept
         LeaseEntry entry(zone.leases, view(state->keys[0]), state->r->pool,
                          &evicted);
 
-        if (entry.state() == nullptr) {
-            return false;
+        if (entry.state() != nullptr) {
+            LeaseLedger ledger(*entry.state(), kLeaseParams);
+            std::uint64_t now_ms = lease_clock_ms();
+            take = ledger.take(state->costs[0], now_ms, state->limits[0],
+                               fleet_servers(state->r));
+            fleet_used = entry.state()->fleet_used;
+            override = ledger.override_at(now_ms);
         }
-
-        LeaseLedger ledger(*entry.state(), kLeaseParams);
-        std::uint64_t now_ms = lease_clock_ms();
-        take = ledger.take(state->costs[0], now_ms, state->limits[0],
-                           fleet_servers(state->r));
-        fleet_used = entry.state()->fleet_used;
-        override = ledger.override_at(now_ms);
     }
 
+    // The subjects evicted give back what they held, even when no entry
+    // could be made after all.
     auto *backs = evicted != nullptr
                   ? static_cast<LeaseGiveBack *>(evicted->elts) : nullptr;
 
