@@ -409,6 +409,30 @@ sub hammer {
     is($peek->(), $want, '... and the peek counted nothing');
 }
 
+# --- rejections from a worker's memory ----------------------------------------
+
+# In the first half of November (30 days) the call names October's end
+# too, a month of 31 days and an hour: a rejection the worker remembers
+# (no call) tells November's w and end as Redis's did.
+{
+    my $nov = utc(2027, 11, 10, 12);
+    $t->set_clock($nov);
+    my $hits = sub {
+        decode_json($t->get('/metrics?format=json')->{content})
+            ->{limit_reqs}{month}{deny_cache_hits} // 0;
+    };
+    my $before = $hits->();
+    my @r = map { $t->get_as('month', 'memo') } 1 .. 9;
+    is(join(' ', map { $_->{status} } @r),
+        '200 200 200 ' . join(' ', ('429') x 6), 'memory: 3 of 9 in November');
+    is($hits->() - $before >= 4 ? 'hits' : 'no hits', 'hits',
+        '... the worker remembered the rejections');
+    my %told = map { window_of($_) . ' ' . reset_of($_) => 1 } @r;
+    is(join(', ', sort keys %told),
+        (30 * $DAY) . ' ' . utc(2027, 11, 30, 23),
+        '... each telling November\'s w and end');
+}
+
 # --- the metrics' zone object ---------------------------------------------------
 
 {

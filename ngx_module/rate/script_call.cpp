@@ -91,7 +91,11 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
             continue;
         }
 
+        // Decided now, on nginx's clock: a calendar zone's w is that of
+        // the period now is in, not the first the call names (in the
+        // first half of a period, the one before).
         Policy policy = policy_of(state, i);
+        state->now_ms = wall_clock_ms();
         state->verdict = {Outcome::kRejected, i,
                           {quota != DenyCache::kNoQuota
                                ? quota : row_of(policy).quota(policy),
