@@ -27,8 +27,8 @@
 # - the status API names the period in the zone's time zone, and the
 #   metrics' JSON the zone's type, period and tz;
 # - `nginx -t` fails with file and line on an unknown tz, an unreadable or
-#   malformed zone file, a bad start=, tz= without a calendar window,
-#   algorithm=gcra with window=month.
+#   malformed zone file, one not a regular file (a FIFO), a bad start=,
+#   tz= without a calendar window, algorithm=gcra with window=month.
 
 use strict;
 use warnings;
@@ -38,6 +38,7 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use Time::Local qw(timegm);
 use JSON::PP;
+use POSIX ();
 use HTTP::Tiny;
 use RateLimitTest qw(hdr);
 use TokenBackend;
@@ -487,6 +488,9 @@ mkdir "$tzdir/Bad";
 open my $fh, '>', "$tzdir/Bad/Zone" or die $!;
 print $fh "TZif2 is not enough\n";
 close $fh;
+# A FIFO in the zones' directory: opened, it waited for a writer (nginx -t
+# hung).
+POSIX::mkfifo("$tzdir/Bad/Fifo", 0644) or die "mkfifo: $!";
 
 for my $case (
     ['tz=Europe/Berln window=month',
@@ -498,6 +502,9 @@ for my $case (
      qr{time zone file "\Q$tzdir\E/Bad/Zone" of tz=Bad/Zone is not one nginx reads \(.+\): reinstall},
      $tzdir],
     ['tz=Europe/Berlin window=month', qr{unknown time zone "Europe/Berlin": there is no \Q$tzdir\E/Europe/Berlin},
+     $tzdir],
+    ['tz=Bad/Fifo window=month',
+     qr{time zone file "\Q$tzdir\E/Bad/Fifo" of tz=Bad/Fifo is not a regular file},
      $tzdir],
     ['window=month start=32', qr{invalid start "32": a month starts on a day 1 to 31}, undef],
     ['window=1d tz=Europe/Berlin',

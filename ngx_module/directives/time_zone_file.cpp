@@ -52,14 +52,24 @@ ngx_err_t read_bytes(const OpenFile &file, std::string *bytes)
     return 0;
 }
 
+// The directive's error for the zone file `path` that the system call
+// failing with `err` could not read.
+char *unreadable(ngx_conf_t *cf, ngx_err_t err, const std::string &path)
+{
+    return directive_errno_error(cf, err, "cannot read time zone file "
+                                 "\"%s\"", path.c_str());
+}
+
 // The bytes of the zone file `path` of the zone `name`; nothing, with the
-// directive's error in *rv, if it cannot be read.
+// directive's error in *rv, if it cannot be read or is not a regular file.
+// Opened without blocking: a FIFO's open waits for a writer.
 std::optional<std::string> read_zone_file(ngx_conf_t *cf,
                                           const ngx_str_t &name,
                                           const std::string &path, char **rv)
 {
-    ngx_fd_t fd = ngx_open_file(path.c_str(), NGX_FILE_RDONLY, NGX_FILE_OPEN,
-                                0);
+    ngx_fd_t fd = ngx_open_file(path.c_str(),
+                                NGX_FILE_RDONLY | NGX_FILE_NONBLOCK,
+                                NGX_FILE_OPEN, 0);
 
     if (fd == NGX_INVALID_FILE) {
         ngx_err_t err = ngx_errno;
@@ -68,8 +78,7 @@ std::optional<std::string> read_zone_file(ngx_conf_t *cf,
                                 "%s; check the name (Area/City, as "
                                 "Europe/Berlin), or install the tz database "
                                 "(Debian's tzdata)", &name, path.c_str())
-              : directive_errno_error(cf, err, "cannot read time zone "
-                                      "file \"%s\"", path.c_str());
+              : unreadable(cf, err, path);
         return std::nullopt;
     }
 
@@ -77,16 +86,26 @@ std::optional<std::string> read_zone_file(ngx_conf_t *cf,
     ngx_file_info_t info;
     std::string bytes;
 
-    if (ngx_fd_info(fd, &info) != NGX_FILE_ERROR && ngx_is_dir(&info)) {
+    if (ngx_fd_info(fd, &info) == NGX_FILE_ERROR) {
+        *rv = unreadable(cf, ngx_errno, path);
+        return std::nullopt;
+    }
+
+    if (ngx_is_dir(&info)) {
         *rv = directive_error(cf, "unknown time zone \"%V\": %s is a "
                               "directory of zones; name one of them",
                               &name, path.c_str());
         return std::nullopt;
     }
 
+    if (!ngx_is_file(&info)) {
+        *rv = directive_error(cf, "time zone file \"%s\" of tz=%V is not a "
+                              "regular file", path.c_str(), &name);
+        return std::nullopt;
+    }
+
     if (ngx_err_t err = read_bytes(file, &bytes)) {
-        *rv = directive_errno_error(cf, err, "cannot read time zone file "
-                                    "\"%s\"", path.c_str());
+        *rv = unreadable(cf, err, path);
         return std::nullopt;
     }
 
