@@ -2,8 +2,9 @@
 // others, as plain values and, where they count differently, functions of
 // the algorithm's own file (window_zone.cpp, gcra.cpp, calendar_zone.cpp).
 // Code outside the table asks a zone's row for a column, never which
-// algorithm the zone has.  A new algorithm is a value of Algorithm, a row here, its file of
-// functions, and its side in the script and the Redis module.
+// algorithm the zone has.  A new algorithm is a value of Algorithm, a row
+// here, its file of functions, and its side in the script and the Redis
+// module.
 #pragma once
 
 #include <cstddef>
