@@ -103,8 +103,9 @@ struct Zone {
     ngx_http_complex_value_t *limit_value;
     bool limit_is_rate;       // rate=$NAME: its value is a rate
     // The zone's script arguments that do not depend on the request, made
-    // once, encoded: see write_zone_args().  Empty with limit_value, and
-    // for a GCRA zone: a request's are made with its limit and burst.
+    // once, encoded: see write_zone_args().  Empty with limit_value, for
+    // a GCRA zone and for a calendar zone: a call's are made with its
+    // request's limit and burst, and its periods (policy_at()).
     ngx_str_t script_args;
     ngx_str_t policy_member;  // its member of the RateLimit-Policy list;
                               // empty with limit_value, likewise

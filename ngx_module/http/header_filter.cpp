@@ -43,7 +43,8 @@ bool add_number(ngx_http_request_t *r, ngx_str_t name, std::uint64_t value)
 
 // Whether zone i's RateLimit-Policy member is written for the request, not
 // the zone's own: its limit is a variable, it is a GCRA zone (its burst is
-// the location's), or the subject's override applied.
+// the location's) or a calendar zone (w is its period's length), or the
+// subject's override applied.
 bool own_member(const RequestState *state, ngx_uint_t i)
 {
     return state->refs[i]->zone->policy_member.len == 0

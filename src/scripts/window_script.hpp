@@ -8,19 +8,18 @@
 // or a hash; without a letter, hashes: see scripts/lua/window.lua), and
 // kArgsPerZone arguments for each zone: limit; bucket length in ms;
 // buckets per window; "s" for a sliding window of buckets, "f" for a
-// fixed window (one bucket, the whole window,
-// aligned to Redis time), "c" for a calendar zone (below); "1" to enforce
-// the limit, "0" for dry run.  A calendar zone's bucket length and buckets
-// are two period ends A < B in Unix ms, whole numbers from 1, B at most
-// 2^53: the zone counts in the period that ends at A while Redis's clock
-// is before A, else in the one that ends at B; with the clock past B the
-// whole call is refused ("ERR ratelimit: redis's clock is past the
-// calendar periods nginx sent", after any other zone error), nothing
-// written.  It is then a fixed window of bucket length 1 ms and 1 bucket
-// whose bucket number is the period's end less 1: its replies' oldest
-// bucket, the bucket its settles name, and its key expires at the period's
-// end; a settle of a request counted in another period changes nothing.
-// Then
+// fixed window (one bucket, the whole window, aligned to Redis time), "c"
+// for a calendar zone (below); "1" to enforce the limit, "0" for dry run.
+// A calendar zone's bucket length and buckets are two period ends A < B in
+// Unix ms, whole numbers from 1, B at most 2^53: the zone counts in the
+// period that ends at A while Redis's clock is before A, else in the one
+// that ends at B; with the clock past B the whole call is refused
+// ("ERR ratelimit: redis's clock is past the calendar periods nginx sent",
+// after any other zone error), nothing written.  It is then a fixed window of
+// bucket length 1 ms and 1 bucket whose bucket number is the period's end
+// less 1: its replies' oldest bucket, the bucket its settles name, and its
+// key expires at the period's end; a settle of a request counted in
+// another period changes nothing.  Then
 // one entry per request: "c" (decide and count the request) or "p" (report,
 // count nothing), followed by one byte per zone of the request, in the
 // order of its keys: the zone's number among the batch's, from 0.  Or an
