@@ -20,6 +20,8 @@
 #   their period (Redis's count of the next is what it admitted);
 # - a server whose clock is 3 minutes ahead of Redis's (or behind) counts
 #   into the period Redis's clock is in, at a boundary;
+# - a rejection a worker remembers tells the w and end of the period its
+#   clock is in, as Redis's did (in a period's first half too);
 # - a subject's override (PUT limit=5) is its limit per period; a dry run
 #   passes what it would reject; a peek counts nothing; with Redis away,
 #   `ratelimit_fail local` admits a server's share per period; a reload
