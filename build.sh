@@ -83,7 +83,7 @@ MODULE_TESTS=${MODULE_TESTS:-t/10-limit.t t/13-zones.t t/14-dry-run.t
     t/21-redis-restart.t t/25-bad-keys.t t/12-fixed-window.t t/50-status-query.t
     t/52-peek-header.t t/17-batch.t t/51-status-interval.t t/70-costs.t
     t/71-settle.t t/81-gcra-fleet.t t/83-gcra-slot.t t/91-leases.t
-    t/92-lease-failover.t t/08-calendar.t}
+    t/92-lease-failover.t t/08-calendar.t t/07-calendar-settle.t}
 
 say() { printf '==> %s\n' "$*" >&2; }
 

@@ -38,7 +38,8 @@ std::uint64_t fleet_servers(ngx_http_request_t *r)
 // Gives units of `key` back to Redis: a settle of -units into their bucket.
 // A settle does not depend on the limit: a zone whose limit is a variable
 // is written with its policy's, a calendar zone's call in the periods of
-// now (Redis applies nothing once the bucket's period has ended).
+// when it is sent (Redis applies nothing once the bucket's period has
+// ended).
 void give_back(const Zone &zone, std::string_view key,
                const LeaseReturn &back)
 {
@@ -48,16 +49,10 @@ void give_back(const Zone &zone, std::string_view key,
         return;
     }
 
-    char made[kZoneArgsMaxSize];
-    std::string_view args = view(zone.script_args);
+    Policy policy = zone.policy;
+    policy.limit = ngx_max(policy.limit, 1);
 
-    if (args.empty()) {
-        Policy policy = policy_at(zone, wall_clock_ms());
-        policy.limit = ngx_max(policy.limit, 1);
-        args = {made, write_zone_args(policy, made)};
-    }
-
-    calls->settle(key, args, -static_cast<std::int64_t>(back.units),
+    calls->settle(key, policy, -static_cast<std::int64_t>(back.units),
                   back.bucket, zone);
 }
 

@@ -148,14 +148,15 @@ public:
     // The request stops waiting: its reply, when it comes, goes nowhere.
     static void forget(RequestState *state) noexcept;
 
-    // Sends `units` to bucket `bucket` of `key` in `zone`, whose script
-    // arguments are `zone_args` (made now), in the next batch of the key's
-    // connection, or once the link is up again (SettleQueue), unless its
-    // arguments are a calendar zone's periods that have passed by then.
+    // Sends `units` to bucket `bucket` of `key` in `zone`, its call
+    // written with `policy` (a calendar zone's in the periods of nginx's
+    // clock as it is sent), in the next batch of the key's connection, or
+    // once the link is up again (SettleQueue), unless the periods a
+    // calendar zone's call would name by then leave out the bucket's.
     // Never resent once it may have reached Redis.  Whatever becomes of it
     // is counted in the metrics, and logged unless Redis answered it; it
     // never fails the caller.
-    void settle(std::string_view key, std::string_view zone_args,
+    void settle(std::string_view key, const Policy &policy,
                 std::int64_t units, std::uint64_t bucket,
                 const Zone &zone) noexcept;
 

@@ -4,6 +4,7 @@
 #include "rate/call_batch.hpp"
 
 #include "cluster/cluster_slot.hpp"
+#include "limits/calendar_zone.hpp"
 #include "redis/redis_link.hpp"
 
 namespace ratelimit {
@@ -20,23 +21,54 @@ void note_entry(Batch *batch, ngx_uint_t entry, Settle *settle,
     batch->settle_count++;
 }
 
-// Whether a settle that waited for the link names a calendar zone's
-// periods that have passed on nginx's clock: Redis would refuse the whole
-// call it went in, and the settle's bucket has left its period anyway.
+// The settle's script arguments, made as it is sent: its zone's own, or
+// written with its policy, a calendar zone's in the periods of nginx's
+// clock now, of which Redis's clock picks one.  So a settle that waited
+// (for the link, or after a call refused) counts in its request's period
+// while Redis's clock is in it, and nowhere once it has ended, however
+// long it waited and whatever nginx's clock says; it never names periods
+// Redis's clock is past, which would refuse the whole call.
+std::string_view settle_args(const Settle &settle,
+                             char (&out)[kZoneArgsMaxSize])
+{
+    const Zone &zone = *settle.zone;
+
+    if (zone.script_args.len > 0) {
+        return view(zone.script_args);
+    }
+
+    Policy policy = settle.policy;
+
+    if (zone.calendar != nullptr) {
+        zone.calendar->make_call(&policy, wall_clock_ms());
+    }
+
+    return {out, write_zone_args(policy, out)};
+}
+
+// Whether a calendar zone's call made now names two periods neither of
+// which is the settle's bucket's: Redis, whichever its clock chose, would
+// apply nothing (its period ended more than half a period ago).
 bool outdated(const Settle &settle)
 {
-    return settle.zone->calendar != nullptr
-           && policy_at(*settle.zone, settle.made_ms).periods.second_end_ms
-                  <= wall_clock_ms();
+    if (settle.zone->calendar == nullptr) {
+        return false;
+    }
+
+    Policy now = policy_at(*settle.zone, wall_clock_ms());
+    std::uint64_t first_end = now.periods.first_end_ms;
+
+    return settle.bucket != calendar_bucket_at(now, first_end - 1).number
+           && settle.bucket != calendar_bucket_at(now, first_end).number;
 }
 
 }  // namespace
 
-void CallBatcher::settle(std::string_view key, std::string_view zone_args,
+void CallBatcher::settle(std::string_view key, const Policy &policy,
                          std::int64_t units, std::uint64_t bucket,
                          const Zone &zone) noexcept
 {
-    Settle *settle = make_settle(key, zone_args, units, bucket, zone);
+    Settle *settle = make_settle(key, policy, units, bucket, zone);
 
     if (settle == nullptr) {
         return;
@@ -104,8 +136,9 @@ bool CallBatcher::fill_call(Batch *batch, Settle *settle) noexcept
 {
     ngx_uint_t entry = batch->call.entries();
     char tag[kSlotTagMaxSize];
+    char made[kZoneArgsMaxSize];
 
-    if (!batch->call.add_settle(settle->key, settle->zone_args,
+    if (!batch->call.add_settle(settle->key, settle_args(*settle, made),
                                 settle->units, settle->bucket,
                                 side_of(*settle->zone, batch->slot, tag)))
     {

@@ -27,9 +27,10 @@ const RequestState::Part *part_of(const RequestState *state, ngx_uint_t i)
 
 // Adds `units` to the bucket zone i counted the request in: the bucket (of
 // a fixed window, the window; of a calendar zone, its period) of the Redis
-// time its part was decided at.  The settle's call is made now: a calendar
-// zone's names the periods of now, which Redis's clock is in, and applies
-// nothing if the request's period has ended.
+// time its part was decided at.  The settle's call is written with the
+// request's policy, a calendar zone's in the periods of nginx's clock when
+// it is sent (CallBatcher::settle()): Redis applies nothing once the
+// request's period has ended on its clock.
 void send_settle(const RequestState *state, ngx_uint_t i, std::int64_t units)
 {
     CallBatcher *calls = worker_objects().calls;
@@ -40,10 +41,8 @@ void send_settle(const RequestState *state, ngx_uint_t i, std::int64_t units)
     }
 
     Policy sent = sent_policy_of(state, i);
-    char made[kZoneArgsMaxSize];
 
-    calls->settle(view(state->keys[i]),
-                  request_zone_args(state, i, wall_clock_ms(), made), units,
+    calls->settle(view(state->keys[i]), sent, units,
                   row_of(sent).bucket_at(sent, part->now_ms).number,
                   *state->refs[i]->zone);
 }

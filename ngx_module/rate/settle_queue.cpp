@@ -8,14 +8,13 @@
 
 namespace ratelimit {
 
-Settle *make_settle(std::string_view key, std::string_view zone_args,
+Settle *make_settle(std::string_view key, const Policy &policy,
                     std::int64_t units, std::uint64_t bucket,
                     const Zone &zone) noexcept
 {
     try {
-        return new Settle{std::string(key), std::string(zone_args),
-                          wall_clock_ms(), units, bucket, &zone, 0, 0,
-                          nullptr};
+        return new Settle{std::string(key), policy, units, bucket, &zone, 0,
+                          0, nullptr};
     } catch (const std::bad_alloc &) {
         metrics::record_settle(zone.index, SettleOutcome::kDropped);
         return nullptr;

@@ -19,9 +19,10 @@ namespace ratelimit {
 // added to the bucket a request was counted in.
 struct Settle {
     std::string key;
-    std::string zone_args;  // write_zone_args() of the zone
-    std::uint64_t made_ms;  // when, on nginx's wall clock: a calendar
-                            // zone's zone_args name the periods of then
+    // The policy its call is written with (write_zone_args()), but for a
+    // zone whose arguments are its own (Zone::script_args): a calendar
+    // zone's periods are made again each time it is sent.
+    Policy policy;
     std::int64_t units;     // < 0 gives units back
     std::uint64_t bucket;   // the bucket (of a fixed window: the window)
     const Zone *zone;       // for the metrics and the log
@@ -30,9 +31,9 @@ struct Settle {
     Settle *next;           // in the queue of those waiting for the link
 };
 
-// A settle of `units` to `bucket` of `key` in `zone`, its `zone_args`
-// made now; nullptr on no memory, counted as dropped.
-Settle *make_settle(std::string_view key, std::string_view zone_args,
+// A settle of `units` to `bucket` of `key` in `zone`, its call written
+// with `policy`; nullptr on no memory, counted as dropped.
+Settle *make_settle(std::string_view key, const Policy &policy,
                     std::int64_t units, std::uint64_t bucket,
                     const Zone &zone) noexcept;
 
