@@ -240,8 +240,8 @@ local function run_hash(d)
       out and enforce[d] and 1 or 0, out and count or count + 1, oldest,
       out and 1 or 0
   if not (out or same) then
-    local w = redis.pcall('PEXPIREAT', key,
-                          fmt('%d', (current + span[d]) * width[d]))
+    local command, when = expiry((current + span[d]) * width[d])
+    local w = redis.pcall(command, key, when)
     if type(w) == 'table' then
       replies[r], replies[r + 1], replies[r + 2], replies[r + 3] =
           w, 0, 0, 0

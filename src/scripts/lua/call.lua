@@ -17,6 +17,25 @@ local time = call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
 local now_us = time[1] * 1000000 + time[2]
 
+-- The command and argument that make a hash key expire at `at` (ms):
+-- PEXPIREAT `at`, or where Redis's wall clock has passed it since the call
+-- began, PEXPIRE 1.  Redis 7.0 deletes a key at once on a PEXPIREAT its
+-- wall clock has passed, though within the call keys live by the call's
+-- time (now): a call that ran past a window's end lost the key that its
+-- later requests then counted in afresh.  (SET ... PXAT keeps the key.)
+-- The clock is read only for an expiry within a second of now: a call
+-- that ran a second would have stalled Redis for every client.
+local function expiry(at)
+  if at - now >= 1000 then
+    return 'PEXPIREAT', fmt('%d', at)
+  end
+  local t = call('TIME')
+  if t[1] * 1000 + math.floor(t[2] / 1000) < at then
+    return 'PEXPIREAT', fmt('%d', at)
+  end
+  return 'PEXPIRE', '1'
+end
+
 -- A zone's limit, bucket length and span are what nginx sends
 -- (window_rules.hpp, zone_numbers_valid(): limit 0 only in side mode, so
 -- the mode is read first), and its kind and mode one of the protocol's,

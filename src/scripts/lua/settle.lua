@@ -72,7 +72,8 @@ local function settle(k, entry, reply, r)
   end
   call('HSET', key, unpack(set))
   if renew then
-    call('PEXPIREAT', key, fmt('%d', (at + span[d]) * width[d]))
+    local command, when = expiry((at + span[d]) * width[d])
+    call(command, key, when)
   end
   reply[r + 1], reply[r + 2], reply[r + 3] = count, oldest, now_at - was
   return 1, 1 + @kRepliesPerZone@

@@ -165,7 +165,7 @@ end
 
 -- Writes p whole in the layout of new keys: a string (SET ... PXAT), or
 -- where new keys are hashes, the hash of its buckets (DEL, HSET, 256
--- fields a call, PEXPIREAT), either expiring when its newest bucket leaves
+-- fields a call, expiry()), either expiring when its newest bucket leaves
 -- the window.
 local function rewrite(key, d, p)
   local ids, k = p.ids, #p.ids
@@ -184,7 +184,8 @@ local function rewrite(key, d, p)
     for i = 1, #h, 512 do
       call('HSET', key, unpack(h, i, math.min(i + 511, #h)))
     end
-    return call('PEXPIREAT', key, at)
+    local command, when = expiry((ids[k] + span[d]) * width[d])
+    return call(command, key, when)
   elseif not fixed[d] then
     for i = 1, k do
       p.w = math.max(p.w, width_of(p.counts[i]))
@@ -382,7 +383,8 @@ local function write_zone(key, d, add, count, oldest, newest, here, gone,
         call('HSET', key, field, fmt('%d', add), 't', total,
              'o', fmt('%d', oldest), 'n', field)
       end
-      call('PEXPIREAT', key, fmt('%d', (current + span[d]) * width[d]))
+      local command, when = expiry((current + span[d]) * width[d])
+      call(command, key, when)
     end
     count = count + add
   elseif gone then
