@@ -1007,27 +1007,28 @@ sub gen_settle {
 }
 
 # A random lease: of an enforced window zone (zone a twice as often: its
-# keys may hold more than its limit, counted under a-hi's), now and then of
-# a dry-run or GCRA zone or of two zones, or of a key of another type
-# (errors).  Its
-# units asked near what is left of the limit (left - 1 to left + 1, 0, 1)
+# keys may hold more than its limit, counted under a-hi's; fixed and
+# calendar zones twice as often: their windows, which close whole, must
+# still be open when the unused units come back), now and then of a
+# dry-run or GCRA zone or of two zones, or of a key of another type
+# (errors, each about 6% of leases).  Its units asked near what is left of the limit (left - 1 to left + 1, 0, 1)
 # or far from it (up to three limits, 2^53).  Not 2^53 in a side zone of
 # a smaller limit: an override of 2^53 would grant it, and a settle then
 # add past 2^53 to keys the model and the script hold exact only to it.
 sub gen_lease {
     my @ok = grep { !gcra($_) && $_->{enforce} } @ZONES;
-    push @ok, grep { $_->{name} eq 'a' } @ZONES;
+    push @ok, grep { $_->{name} eq 'a' || fixed($_) } @ok;
     my @dry = grep { !gcra($_) && !$_->{enforce} } @ZONES;
     my @gcra = grep { gcra($_) } @ZONES;
     my $r = rand;
-    my @zones = $r < 0.05 ? ($dry[rand @dry]) : $r < 0.09 ? ($gcra[rand @gcra]) : ($ok[rand @ok]);
-    if ($r >= 0.09 && $r < 0.13) {
+    my @zones = $r < 0.06 ? ($dry[rand @dry]) : $r < 0.12 ? ($gcra[rand @gcra]) : ($ok[rand @ok]);
+    if ($r >= 0.12 && $r < 0.18) {
         my @other = grep { $_->{prefix} ne $zones[0]{prefix} } @ZONES;
         push @zones, $other[rand @other];
     }
     my $subject = gen_subject();
     my @keys = map { "$_->{prefix}:$subject" } @zones;
-    my $wrong = @zones == 1 && $r >= 0.09 && rand() < 0.05;
+    my $wrong = @zones == 1 && $r >= 0.12 && rand() < 0.07;
     $keys[0] = "$zones[0]{prefix}:wrong" if $wrong;
     my $limit = $zones[0]{limit};
     my $left = $limit - ($live{ $keys[0] } // 0);
@@ -1041,7 +1042,9 @@ sub gen_lease {
 
 # Settles of what earlier leases' holders did not use: each lease granted
 # is given back, the unused part of it (none: no settle), to its bucket, in
-# the batch model_lease() chose.
+# the batch model_lease() chose.  A third of those due in the next batch
+# find their bucket given back, in this one, all it holds (the requests
+# counted there refunded), so that their unused units come back fewer.
 sub gen_returns {
     my @returns;
     my @kept;
@@ -1049,6 +1052,9 @@ sub gen_returns {
         my ($z, $key, $bucket, $units, $due) = @$lease;
         if ($due > $batch_no) {
             push @kept, $lease;
+            my $held = $state{$key}{$bucket} // 0;
+            push @returns, { settle => [-$held, $bucket], zones => [$z], keys => [$key], wrong => 0 }
+                if $due == $batch_no + 1 && $held > 0 && rand() < 0.33;
             next;
         }
         my $unused = int rand($units + 1);
@@ -1358,7 +1364,7 @@ sub run_model {
         # then the settle), so that its empty key is settled in every run.
         push @reqs, gen_settle($CALENDAR_ZONES[rand @CALENDAR_ZONES], 'new' . $fresh++)
             if rand() < 0.2;
-        push @reqs, gen_lease() for 1 .. int rand 3;
+        push @reqs, gen_lease() for 1 .. int rand 4;
         push @reqs, gen_returns();
         push @reqs, gen_side_requests();
         @reqs = shuffle @reqs;
@@ -1569,6 +1575,7 @@ sub run_model {
                        'lease, sliding: unused units given back to its bucket',
                        'lease, fixed: unused units given back to its bucket',
                        'lease: unused units after its bucket left the window, nothing',
+                       'lease: unused units given back, fewer (the bucket settled since)',
                        'side key read, no override: no side key',
                        'side key read, no override: a hash',
                        'side key read, no override: no part of the form o=L,W,X',
