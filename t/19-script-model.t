@@ -1006,6 +1006,31 @@ sub gen_settle {
     return { settle => [$delta, $at], zones => [$z], keys => [$key], wrong => $wrong };
 }
 
+# A request paid afterwards (cost=0, then a settle of its units to the
+# bucket it began in) of a window zone of each kind as often, not of
+# 2^53 (whose zones only take units back): of a new subject, an empty key
+# settled; of a sliding zone, half the time, of a subject others counted
+# in since it began, a bucket of the window before the key's oldest.
+sub gen_paid {
+    my $kind = (qw(s f c))[rand 3];
+    my @zones = grep { $_->{kind} eq $kind && $_->{limit} != $MAX } @ZONES;
+    my $z = $zones[rand @zones];
+    my $cur = bucket_at($z, $batch_time);
+    my $first = $cur - $z->{span} + 1;
+    # (A key of %live may have been emptied since: a junk hash.)
+    my (%oldest, @late);
+    for my $key (grep { /^\Q$z->{prefix}:\E/ } sort keys %live) {
+        $oldest{$key} = min(grep { $_ >= $first } keys %{ $state{$key} }) // next;
+        push @late, $key if $oldest{$key} > $first;
+    }
+    my ($key, $at) = ("$z->{prefix}:new" . $fresh++, $cur);
+    if ($kind eq 's' && @late && rand() < 0.5) {
+        $key = $late[rand @late];
+        $at = $first + int rand($oldest{$key} - $first);
+    }
+    return { settle => [1 + int rand 3, $at], zones => [$z], keys => [$key], wrong => 0 };
+}
+
 # A random lease: of an enforced window zone (zone a twice as often: its
 # keys may hold more than its limit, counted under a-hi's; fixed and
 # calendar zones twice as often: their windows, which close whole, must
@@ -1360,8 +1385,10 @@ sub run_model {
         push @reqs, gen_request() while @reqs < 1 + int rand 8;
         push @reqs, gen_request(undef, undef, 1) for 1 .. int rand 3;
         push @reqs, gen_settle() for 1 .. int rand 4;
-        # A new subject of a calendar zone settled (paid afterwards: cost=0,
-        # then the settle), so that its empty key is settled in every run.
+        push @reqs, gen_paid() if rand() < 0.5;
+        # A new subject of a calendar zone settled (gen_settle(): to its
+        # period, or one before or after it), so that settles of other
+        # periods are seen in every run.
         push @reqs, gen_settle($CALENDAR_ZONES[rand @CALENDAR_ZONES], 'new' . $fresh++)
             if rand() < 0.2;
         push @reqs, gen_lease() for 1 .. int rand 4;
