@@ -1195,7 +1195,8 @@ sub side_subject {
 # at random seldom make: one whose override lapses at the batch's time or
 # 1 ms after it (the call reads it 0 to 2 ms after: at its X, or just
 # before); one of two side zones; one that fails (a key of another type)
-# with a side zone; a request (often of costs) and a settle of the GCRA
+# with a side zone; those of a zone of limit 0 (gen_zero_requests(), in
+# every batch); a request (often of costs) and a settle of the GCRA
 # side zone, now and then of a subject just given there limit 0, a slower
 # interval (400000 us) or a faster one (50000 us).  Their subjects often
 # hold overrides.
@@ -1227,7 +1228,7 @@ sub gen_side_requests {
         $q->{wrong} = 1;
         push @reqs, $q;
     }
-    push @reqs, gen_zero_requests() if rand() < 0.6;
+    push @reqs, gen_zero_requests();
     my ($g) = grep { gcra($_) } @SIDE_ZONES;
     push @reqs, gen_request($g, side_subject($g), rand() < 0.4) if rand() < 0.3;
     push @reqs, gen_settle($g, side_subject($g)) if rand() < 0.5;
@@ -1240,17 +1241,17 @@ sub gen_side_requests {
 }
 
 # Requests of a zone of limit 0: a request (a peek, costs, other zones
-# now and then) of a subject that often holds an override there, now and
-# then one just given an override of 0, 1, 3 or 9 (the zone's window), and
+# now and then) of a subject that often holds an override there, half the
+# time one just given an override of 0, 1, 3 or 9 (the zone's window), and
 # one of a new subject (none); a settle, and of an enforced window zone a
 # lease, of the first; of the GCRA zone, a settle of turns to the new
 # subject (the TAT moved by the interval of limit 1).
 sub gen_zero_requests {
     my $z = $ZERO_ZONES[rand @ZERO_ZONES];
     my $s = side_subject($z);
-    # The GCRA zone more often: its counted case needs an override above 0
-    # and a turn free.
-    if (rand() < (gcra($z) ? 0.6 : 0.3)) {
+    # The GCRA zone's more often: its counted case needs an override above
+    # 0 and a turn free.
+    if (rand() < (gcra($z) ? 0.7 : 0.5)) {
         $s = $SIDE_SUBJECTS[rand 4];
         set_side(side_key($z, "$z->{prefix}:$s"), sprintf 'o=%d,%d,0', (0, 1, 3, 9)[rand 4], $z->{width});
     }
