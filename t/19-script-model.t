@@ -1006,6 +1006,17 @@ sub gen_settle {
     return { settle => [$delta, $at], zones => [$z], keys => [$key], wrong => $wrong };
 }
 
+# A burst of one subject in a calendar zone's keys: 3 to 5 requests (a
+# third of them of costs) of the zones of those keys (enforced, dry run,
+# side mode, limit 0), of a new subject half the time: its period filled,
+# counted several units at once, then over, in dry run not counted there.
+sub gen_burst {
+    my $c = $CALENDAR_ZONES[rand @CALENDAR_ZONES];
+    my @zones = grep { calendar($_) && $_->{prefix} eq $c->{prefix} } @ZONES;
+    my $s = rand() < 0.5 ? 'new' . $fresh++ : gen_subject();
+    return map { gen_request($zones[rand @zones], $s, rand() < 0.33) } 1 .. 3 + int rand 3;
+}
+
 # A request paid afterwards (cost=0, then a settle of its units to the
 # bucket it began in) of a window zone of each kind as often, not of
 # 2^53 (whose zones only take units back): of a new subject, an empty key
@@ -1387,6 +1398,7 @@ sub run_model {
         push @reqs, gen_request(undef, undef, 1) for 1 .. int rand 3;
         push @reqs, gen_settle() for 1 .. int rand 4;
         push @reqs, gen_paid() if rand() < 0.5;
+        push @reqs, gen_burst() if rand() < 0.3;
         # A new subject of a calendar zone settled (gen_settle(): to its
         # period, or one before or after it), so that settles of other
         # periods are seen in every run.
