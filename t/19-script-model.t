@@ -936,14 +936,18 @@ sub gen_request {
 }
 
 # A cost in zone `z` for key `key`: 0 (more often when the key is full or
-# empty), what is left of the limit or one more, 1, from 2 to the limit,
-# or above it.
+# empty), what is left or one more, 1, from 2 to the limit, or above it.
+# What is left: of a window zone, its limit less the key's count; of a
+# GCRA zone, its capacity less the turns of its key's backlog (by its own
+# interval).
 sub gen_cost {
     my ($z, $key) = @_;
-    my $left = $z->{limit} - ($live{$key} // 0);
+    my $held = !gcra($z) ? $live{$key} // 0
+             : ceil(max(0, ($tat{$key} ? $tat{$key}[0] : 0) - $batch_time * 1000) / gcra_t($z));
+    my $left = (gcra($z) ? $z->{span} : $z->{limit}) - $held;
     my $r = rand;
     # Costs are at most 2^53, as nginx sends them.
-    return min($MAX, $r < ($left <= 0 ? 0.4 : $live{$key} ? 0.15 : 0.25) ? 0
+    return min($MAX, $r < ($left <= 0 ? 0.4 : $held ? 0.15 : 0.25) ? 0
                    : $r < 0.5 ? max(1, $left + int rand 2)
                    : $r < 0.6 ? 1
                    : $r < 0.9 ? 2 + int rand($z->{limit} - 1)
