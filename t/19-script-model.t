@@ -1290,12 +1290,12 @@ sub gen_zero_requests {
 # sends them in the first half of its period and in the second, both
 # meaning the period ending at E (or at N once Redis's clock passes E:
 # (S, E) only while E is 150 ms ahead, so that the call is not refused).
-# Now and then in a batch not `messy`, one zone's (P, S): Redis's clock
+# In a tenth of the batches not `messy`, one zone's (P, S): Redis's clock
 # past both, the call refused; returns whether so.
 sub calendar_ends {
     my ($zones, $messy) = @_;
     my @calendars = grep { calendar($_) } @$zones;
-    my $refuse = @calendars && !$messy && rand() < 0.05;
+    my $refuse = @calendars && !$messy && rand() < 0.1;
     my $now = $t->redis_time_ms;
     for my $z (@calendars) {
         my ($p, $s, $e, $n) = period_ends($z, $now);
@@ -1379,7 +1379,7 @@ sub run_model {
         # of this batch reads it (the model has the key empty from now on).
         # (Such a batch, `messy`, is not one refused whole: its junk would
         # stay.)
-        my $messy = rand() < 0.05;
+        my $messy = rand() < 0.08;
         if ($messy) {
             my @windows = grep { !gcra($_) } @ZONES;
             my $z = $windows[rand @windows];
@@ -1392,7 +1392,7 @@ sub run_model {
             push @reqs, rand() < 0.25 ? gen_settle($z, $s) : gen_request($z, $s);
         }
         # Now and then a GCRA zone's key is a hash (another type).
-        if (rand() < 0.04) {
+        if (rand() < 0.08) {
             $messy = 1;
             my @gcra = grep { gcra($_) } @ZONES;
             my ($z, $s) = ($gcra[rand @gcra], $SUBJECTS[rand @SUBJECTS]);
