@@ -1219,8 +1219,10 @@ sub side_subject {
 # The requests of a batch for the cases of side zones that requests picked
 # at random seldom make: one whose override lapses at the batch's time or
 # 1 ms after it (the call reads it 0 to 2 ms after: at its X, or just
-# before); one of two side zones; one that fails (a key of another type)
-# with a side zone; those of a zone of limit 0 (gen_zero_requests(), in
+# before); one of a subject with counts in the dry-run side zone just
+# given a limit of 1 to its count (over under it, not rejected); one of
+# two side zones; one that fails (a key of another type) with a side
+# zone; those of a zone of limit 0 (gen_zero_requests(), in
 # every batch); a request (often of costs) and a settle of the GCRA
 # side zone, now and then of a subject just given there limit 0, a slower
 # interval (400000 us) or a faster one (50000 us).  Their subjects often
@@ -1233,6 +1235,15 @@ sub gen_side_requests {
         set_side(side_key($z, "$z->{prefix}:$s"),
                  sprintf 'o=%d,1000,%d', (0, 1, $z->{limit} + 3)[rand 3], $batch_time + int rand 2);
         push @reqs, gen_request($z, $s);
+    }
+    my ($dry) = grep { !$_->{enforce} } @SIDE_ZONES;
+    my @held = grep { my $c = $live{"$dry->{prefix}:$_"} // 0; $c > 0 && $c < $dry->{limit} }
+               @SIDE_SUBJECTS[0 .. 3];
+    if ($reads{ $dry->{name} } && @held && rand() < 0.15) {
+        my $s = $held[rand @held];
+        set_side(side_key($dry, "$dry->{prefix}:$s"),
+                 sprintf 'o=%d,1000,0', 1 + int rand $live{"$dry->{prefix}:$s"});
+        push @reqs, gen_request($dry, $s);
     }
     if (rand() < 0.5) {
         my ($y, $z) = shuffle @SIDE_ZONES;
@@ -1645,6 +1656,7 @@ sub run_model {
                        'override in force: lapses later, ms left told',
                        'override, window: a raised limit, fits',
                        'override, window: a lowered limit, rejected',
+                       'override, window: a lowered limit, over in dry run',
                        'override, window: limit 0, over',
                        'override, GCRA: a slower interval',
                        'override, GCRA: a faster interval',
