@@ -1091,8 +1091,8 @@ sub gen_lease {
 }
 
 # Settles of what earlier leases' holders did not use: each lease granted
-# is given back, the unused part of it (none: no settle), to its bucket, in
-# the batch model_lease() chose.  A third of those due in the next batch
+# is given back, the unused part of it (none, a fifth of the time: no
+# settle), to its bucket, in the batch model_lease() chose.  A third of those due in the next batch
 # find their bucket given back, in this one, all it holds (the requests
 # counted there refunded), so that their unused units come back fewer.
 sub gen_returns {
@@ -1107,7 +1107,7 @@ sub gen_returns {
                 if $due == $batch_no + 1 && $held > 0 && rand() < 0.33;
             next;
         }
-        my $unused = int rand($units + 1);
+        my $unused = rand() < 0.2 ? 0 : 1 + int rand $units;
         push @returns, { settle => [-$unused, $bucket], zones => [$z], keys => [$key],
                          wrong => 0, returned => 1 } if $unused > 0;
     }
