@@ -1277,20 +1277,22 @@ sub gen_side_requests {
 }
 
 # Requests of a zone of limit 0: a request (a peek, costs, other zones
-# now and then) of a subject that often holds an override there, half the
-# time one just given an override of 0, 1, 3 or 9 (the zone's window), and
-# one of a new subject (none); a settle, and of an enforced window zone a
+# now and then) of a subject that often holds an override there, now and
+# then one just given an override of 0, 1, 3 or 9 (the zone's window), or
+# half the time a new subject given one (a plan's client granted it before
+# its first request: its key empty, the frequent subjects' side keys left
+# to gen_sides()), and one of a new subject (none); a settle, and of an enforced window zone a
 # lease, of the first; of the GCRA zone, a settle of turns to the new
 # subject (the TAT moved by the interval of limit 1).
 sub gen_zero_requests {
     my $z = $ZERO_ZONES[rand @ZERO_ZONES];
-    my $s = side_subject($z);
     # The GCRA zone's more often: its counted case needs an override above
     # 0 and a turn free.
-    if (rand() < (gcra($z) ? 0.7 : 0.5)) {
-        $s = $SIDE_SUBJECTS[rand 4];
-        set_side(side_key($z, "$z->{prefix}:$s"), sprintf 'o=%d,%d,0', (0, 1, 3, 9)[rand 4], $z->{width});
-    }
+    my $r = rand;
+    my $s = $r < (gcra($z) ? 0.6 : 0.3) ? $SIDE_SUBJECTS[rand 4] : $r < 0.8 ? 'new' . $fresh++ : undef;
+    set_side(side_key($z, "$z->{prefix}:$s"), sprintf 'o=%d,%d,0', (0, 1, 3, 9)[rand 4], $z->{width})
+        if defined $s;
+    $s //= side_subject($z);
     my $new = 'new' . $fresh++;
     my @reqs = (gen_request($z, $s, rand() < 0.25), gen_request($z, $new));
     push @reqs, gen_settle($z, $s) if rand() < 0.4;
