@@ -1217,25 +1217,18 @@ sub side_subject {
 }
 
 # The requests of a batch for the cases of side zones that requests picked
-# at random seldom make: one whose override lapses at the batch's time or
-# 1 ms after it (the call reads it 0 to 2 ms after: at its X, or just
-# before); one of a subject with counts in the dry-run side zone just
-# given a limit of 1 to its count (over under it, not rejected); one of
-# two side zones; one that fails (a key of another type) with a side
-# zone; those of a zone of limit 0 (gen_zero_requests(), in
+# at random seldom make: one whose override lapses at Redis's time as the
+# batch is sent or 1 ms after it (the call reads it 0 to 2 ms after: at
+# its X, or just before); one of a subject with counts in the dry-run
+# side zone just given a limit of 1 to its count (over under it, not
+# rejected); one of two side zones; one that fails (a key of another
+# type) with a side zone; those of a zone of limit 0 (gen_zero_requests(), in
 # every batch); a request (often of costs) and a settle of the GCRA
 # side zone, now and then of a subject just given there limit 0, a slower
 # interval (400000 us) or a faster one (50000 us).  Their subjects often
 # hold overrides.
 sub gen_side_requests {
     my @reqs;
-    my @read = grep { $reads{ $_->{name} } } @SIDE_ZONES;
-    if (@read && rand() < 0.4) {
-        my ($z, $s) = ($read[rand @read], $SIDE_SUBJECTS[rand 4]);
-        set_side(side_key($z, "$z->{prefix}:$s"),
-                 sprintf 'o=%d,1000,%d', (0, 1, $z->{limit} + 3)[rand 3], $batch_time + int rand 2);
-        push @reqs, gen_request($z, $s);
-    }
     my ($dry) = grep { !$_->{enforce} } @SIDE_ZONES;
     my @held = grep { my $c = $live{"$dry->{prefix}:$_"} // 0; $c > 0 && $c < $dry->{limit} }
                @SIDE_SUBJECTS[0 .. 3];
@@ -1254,7 +1247,7 @@ sub gen_side_requests {
         $q->{cost} = [map { gen_cost($q->{zones}[$_], $q->{keys}[$_]) } 0, 1] if $r >= 0.75;
         push @reqs, $q;
     }
-    if (rand() < 0.15) {
+    if (rand() < 0.25) {
         my @windows = grep { !gcra($_) } @SIDE_ZONES;
         my $z = $windows[rand @windows];
         my $q = gen_request($z, side_subject($z));
@@ -1272,6 +1265,14 @@ sub gen_side_requests {
         my $s = $SIDE_SUBJECTS[rand 4];
         set_side(side_key($g, "$g->{prefix}:$s"), sprintf 'o=%d,%d,0', (0, 1, 8)[rand 3], $g->{width});
         push @reqs, gen_request($g, $s), gen_settle($g, $s);
+    }
+    # (Last: Redis's time read here is the call's, or 1 ms before it.)
+    my @read = grep { $reads{ $_->{name} } } @SIDE_ZONES;
+    if (@read && rand() < 0.4) {
+        my ($z, $s) = ($read[rand @read], $SIDE_SUBJECTS[rand 4]);
+        set_side(side_key($z, "$z->{prefix}:$s"),
+                 sprintf 'o=%d,1000,%d', (0, 1, $z->{limit} + 3)[rand 3], $t->redis_time_ms + int rand 2);
+        push @reqs, gen_request($z, $s);
     }
     return @reqs;
 }
