@@ -1282,25 +1282,27 @@ sub gen_side_requests {
 # then one just given an override of 0, 1, 3 or 9 (the zone's window), or
 # half the time a new subject given one (a plan's client granted it before
 # its first request: its key empty, the frequent subjects' side keys left
-# to gen_sides()), and one of a new subject (none); a settle, and of an enforced window zone a
-# lease, of the first; of the GCRA zone, a settle of turns to the new
-# subject (the TAT moved by the interval of limit 1).
+# to gen_sides()), and one of a new subject (none); a settle, and of an
+# enforced window zone a lease, of the first unless new (a hash it made
+# the script would lose in a call that outlasts its window: gen_burst());
+# of the GCRA zone, a settle of turns to the new subject (the TAT moved by
+# the interval of limit 1).
 sub gen_zero_requests {
     my $z = $ZERO_ZONES[rand @ZERO_ZONES];
     # The GCRA zone's more often: its counted case needs an override above
     # 0 and a turn free.
     my $r = rand;
-    my $s = $r < (gcra($z) ? 0.6 : 0.3) ? $SIDE_SUBJECTS[rand 4] : $r < 0.8 ? 'new' . $fresh++ : undef;
+    my $given = $r >= (gcra($z) ? 0.6 : 0.3) && $r < 0.8;
+    my $s = $given ? 'new' . $fresh++ : $r < 0.8 ? $SIDE_SUBJECTS[rand 4] : side_subject($z);
     set_side(side_key($z, "$z->{prefix}:$s"), sprintf 'o=%d,%d,0', (0, 1, 3, 9)[rand 4], $z->{width})
-        if defined $s;
-    $s //= side_subject($z);
+        if $r < 0.8;
     my $new = 'new' . $fresh++;
     my @reqs = (gen_request($z, $s, rand() < 0.25), gen_request($z, $new));
-    push @reqs, gen_settle($z, $s) if rand() < 0.4;
+    push @reqs, gen_settle($z, $s) if !$given && rand() < 0.4;
     push @reqs, { settle => [1 + int rand 3, 0], zones => [$z], keys => ["$z->{prefix}:$new"], wrong => 0 }
         if gcra($z);
     push @reqs, { lease => 1, asked => int rand 4, zones => [$z], keys => ["$z->{prefix}:$s"], wrong => 0 }
-        if !gcra($z) && $z->{enforce} && rand() < 0.4;
+        if !gcra($z) && $z->{enforce} && !$given && rand() < 0.4;
     return @reqs;
 }
 
