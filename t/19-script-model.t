@@ -1061,10 +1061,11 @@ sub gen_paid {
 # calendar zones twice as often: their windows, which close whole, must
 # still be open when the unused units come back), now and then of a
 # dry-run or GCRA zone or of two zones, or of a key of another type
-# (errors, each about 6% of leases).  Its units asked near what is left of the limit (left - 1 to left + 1, 0, 1)
-# or far from it (up to three limits, 2^53).  Not 2^53 in a side zone of
-# a smaller limit: an override of 2^53 would grant it, and a settle then
-# add past 2^53 to keys the model and the script hold exact only to it.
+# (errors, each about 6% of leases).  Its units asked near what is left
+# of the limit (left - 1 to left + 1, 0, 1) or far from it (up to three
+# limits, 2^53).  Not 2^53 in a side zone of a smaller limit: an override
+# of 2^53 would grant it, and a settle then add past 2^53 to keys the
+# model and the script hold exact only to it.
 sub gen_lease {
     my @ok = grep { !gcra($_) && $_->{enforce} } @ZONES;
     push @ok, grep { $_->{name} eq 'a' || fixed($_) } @ok;
@@ -1092,9 +1093,10 @@ sub gen_lease {
 
 # Settles of what earlier leases' holders did not use: each lease granted
 # is given back, the unused part of it (none, a fifth of the time: no
-# settle), to its bucket, in the batch model_lease() chose.  A third of those due in the next batch
-# find their bucket given back, in this one, all it holds (the requests
-# counted there refunded), so that their unused units come back fewer.
+# settle), to its bucket, in the batch model_lease() chose.  A third of
+# those due in the next batch find their bucket given back, in this one,
+# all it holds (the requests counted there refunded), so that their
+# unused units come back fewer.
 sub gen_returns {
     my @returns;
     my @kept;
