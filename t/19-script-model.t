@@ -1224,8 +1224,8 @@ sub side_subject {
 # its X, or just before); one of a subject with counts in the dry-run
 # side zone just given a limit of 1 to its count (over under it, not
 # rejected); one of two side zones; one that fails (a key of another
-# type) with a side zone; those of a zone of limit 0 (gen_zero_requests(), in
-# every batch); a request (often of costs) and a settle of the GCRA
+# type) with a side zone; those of a zone of limit 0 (gen_zero_requests(),
+# in every batch); a request (often of costs) and a settle of the GCRA
 # side zone, now and then of a subject just given there limit 0, a slower
 # interval (400000 us) or a faster one (50000 us).  Their subjects often
 # hold overrides.
@@ -1280,19 +1280,19 @@ sub gen_side_requests {
 }
 
 # Requests of a zone of limit 0: a request (a peek, costs, other zones
-# now and then) of a subject that often holds an override there, now and
-# then one just given an override of 0, 1, 3 or 9 (the zone's window), or
-# half the time a new subject given one (a plan's client granted it before
-# its first request: its key empty, the frequent subjects' side keys left
-# to gen_sides()), and one of a new subject (none); a settle, and of an
-# enforced window zone a lease, of the first unless new (a hash it made
-# the script would lose in a call that outlasts its window: gen_burst());
-# of the GCRA zone, a settle of turns to the new subject (the TAT moved by
-# the interval of limit 1).
+# now and then) of a subject just given an override of 0, 1, 3 or 9 (the
+# zone's window), one of the frequent ones (30% of the time) or a new one
+# (50%: a plan's client granted it before its first request, its key
+# empty, the frequent subjects' side keys left to gen_sides()), else of
+# one that often holds an override there; and one of a new subject
+# (none); a settle, and of an enforced window zone a lease, of the first
+# unless new (a hash it made the script would lose in a call that
+# outlasts its window: gen_burst()); of the GCRA zone, a settle of turns
+# to the new subject (the TAT moved by the interval of limit 1).
 sub gen_zero_requests {
     my $z = $ZERO_ZONES[rand @ZERO_ZONES];
-    # The GCRA zone's more often: its counted case needs an override above
-    # 0 and a turn free.
+    # Of the GCRA zone, a frequent subject 60% of the time, a new one 20%:
+    # its counted case needs an override above 0 and a turn free.
     my $r = rand;
     my $given = $r >= (gcra($z) ? 0.6 : 0.3) && $r < 0.8;
     my $s = $given ? 'new' . $fresh++ : $r < 0.8 ? $SIDE_SUBJECTS[rand 4] : side_subject($z);
