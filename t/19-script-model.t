@@ -970,7 +970,7 @@ sub gen_cost {
 # then 0 or a refund of more than any bucket holds.
 sub gen_settle {
     my ($zone, $subject) = @_;
-    my $wrong = !defined $zone && rand() < 0.05;
+    my $wrong = !defined $zone && rand() < 0.08;
     my $z = $zone // pick_zone();
     $wrong = 0 if gcra($z);
     # Half the time, a GCRA key with a backlog as the batch is made gives a
