@@ -1035,7 +1035,8 @@ sub gen_burst {
 # bucket it began in) of a window zone of each kind as often, not of
 # 2^53 (whose zones only take units back): of a new subject, an empty key
 # settled; of a sliding zone, half the time, of a subject others counted
-# in since it began, a bucket of the window before the key's oldest.
+# in since it began or before it, a bucket of the window before the key's
+# oldest or after its newest.
 sub gen_paid {
     my $kind = (qw(s f c))[rand 3];
     my @zones = grep { $_->{kind} eq $kind && $_->{limit} != $MAX } @ZONES;
@@ -1043,15 +1044,18 @@ sub gen_paid {
     my $cur = bucket_at($z, $batch_time);
     my $first = $cur - $z->{span} + 1;
     # (A key of %live may have been emptied since: a junk hash.)
-    my (%oldest, @late);
+    my (%ends, @late);
     for my $key (grep { /^\Q$z->{prefix}:\E/ } sort keys %live) {
-        $oldest{$key} = min(grep { $_ >= $first } keys %{ $state{$key} }) // next;
-        push @late, $key if $oldest{$key} > $first;
+        my @live = grep { $_ >= $first } keys %{ $state{$key} } or next;
+        $ends{$key} = [min(@live), max(@live)];
+        push @late, $key if $ends{$key}[0] > $first || $ends{$key}[1] < $cur;
     }
     my ($key, $at) = ("$z->{prefix}:new" . $fresh++, $cur);
     if ($kind eq 's' && @late && rand() < 0.5) {
         $key = $late[rand @late];
-        $at = $first + int rand($oldest{$key} - $first);
+        my ($oldest, $newest) = @{ $ends{$key} };
+        $at = $oldest > $first && ($newest == $cur || rand() < 0.5) ? $first + int rand($oldest - $first)
+            : $newest + 1 + int rand($cur - $newest);
     }
     return { settle => [1 + int rand 3, $at], zones => [$z], keys => [$key], wrong => 0 };
 }
