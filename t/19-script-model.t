@@ -1017,15 +1017,10 @@ sub gen_settle {
 # requests (a third of them of costs) of the zones of those keys
 # (enforced, dry run, side mode, limit 0), of a new subject half the
 # time: its window, period or capacity filled, counted several units at
-# once, then over, in dry run not counted there.  None in a window's last
-# 100 ms: a call at its last ms that outlasts it finds a hash the script
-# made there gone (PEXPIREAT deletes a key whose time Redis's moving clock
-# has passed), the module's not: a divergence to fix in the script, not
-# one for this test to meet by chance.
+# once, then over, in dry run not counted there.
 my @BURST_ZONES = grep { $_->{kind} ne 's' && $_->{limit} != $MAX && !$_->{side} } @ZONES;
 sub gen_burst {
     my $c = $BURST_ZONES[rand @BURST_ZONES];
-    return () if fixed($c) && (bucket_at($c, $batch_time) + 1) * $c->{width} - $batch_time <= 100;
     my @zones = grep { $_->{prefix} eq $c->{prefix} } @ZONES;
     my $s = rand() < 0.5 ? 'new' . $fresh++ : gen_subject();
     return map { gen_request($zones[rand @zones], $s, rand() < 0.33) } 1 .. 3 + int rand 3;
@@ -1289,10 +1284,9 @@ sub gen_side_requests {
 # (50%: a plan's client granted it before its first request, its key
 # empty, the frequent subjects' side keys left to gen_sides()), else of
 # one that often holds an override there; and one of a new subject
-# (none); a settle, and of an enforced window zone a lease, of the first
-# unless new (a hash it made the script would lose in a call that
-# outlasts its window: gen_burst()); of the GCRA zone, a settle of turns
-# to the new subject (the TAT moved by the interval of limit 1).
+# (none); a settle, and of an enforced window zone a lease, of the first;
+# of the GCRA zone, a settle of turns to the new subject (the TAT moved by
+# the interval of limit 1).
 sub gen_zero_requests {
     my $z = $ZERO_ZONES[rand @ZERO_ZONES];
     # Of the GCRA zone, a frequent subject 60% of the time, a new one 20%:
@@ -1304,11 +1298,11 @@ sub gen_zero_requests {
         if $r < 0.8;
     my $new = 'new' . $fresh++;
     my @reqs = (gen_request($z, $s, rand() < 0.25), gen_request($z, $new));
-    push @reqs, gen_settle($z, $s) if !$given && rand() < 0.4;
+    push @reqs, gen_settle($z, $s) if rand() < 0.4;
     push @reqs, { settle => [1 + int rand 3, 0], zones => [$z], keys => ["$z->{prefix}:$new"], wrong => 0 }
         if gcra($z);
     push @reqs, { lease => 1, asked => int rand 4, zones => [$z], keys => ["$z->{prefix}:$s"], wrong => 0 }
-        if !gcra($z) && $z->{enforce} && !$given && rand() < 0.4;
+        if !gcra($z) && $z->{enforce} && rand() < 0.4;
     return @reqs;
 }
 
