@@ -33,7 +33,8 @@
 # their reading and replies), commands a request, and MEMORY USAGE of the
 # first key after.  SIDE=1 in the environment: the zone is of side mode
 # (issue 41), its marker key absent; SIDE=2: its marker set, so that each
-# request reads its side key, none of which is set.  Runs
+# request reads its side key, none of which is set; and BAN=D: the zone
+# bans for D ms (issue 43; no ban is set, nothing is refused).  Runs
 # redis-server under valgrind: seconds, not minutes, and wall-clock figures
 # mean nothing here.
 
@@ -95,7 +96,10 @@ my $SIDE = $ENV{SIDE} // 0;
 die "$0: SIDE= is for script_hash and command_hash\n"
     if $SIDE && $CASE !~ /^(?:script|command)_hash$/;
 my $MARKER = 'rl:z60+';
-my @ZONE = ($LIMIT, $BUCKET_MS, $SPAN, $KIND, $SIDE ? "3$MARKER" : '1');
+my $BAN = $ENV{BAN} // 0;
+die "$0: BAN= is for SIDE=1 or 2\n" if $BAN && !$SIDE;
+my @ZONE = ($LIMIT, $BUCKET_MS, $SPAN, $KIND,
+            $BAN ? "4$BAN:$MARKER" : $SIDE ? "3$MARKER" : '1');
 $redis->command('ZADD', $MARKER, 0, 'none') if $SIDE == 2;
 
 # One call of a request per key (the entries are the window script's; the

@@ -44,7 +44,11 @@ constexpr char kLayoutHashMarked = 'H';
 // side key base, its count keys' first bytes up to the zone name and a
 // mark ("rl:api+": see window_script.hpp and keys/subject_key.hpp).  The
 // limit is a whole number from 1, or of a side mode's zone from 0 (only
-// its subjects under an override are admitted).
+// its subjects under an override are admitted).  An enforced side zone
+// that bans (issue 43) has the mode kZoneEnforcedBan, then the ban's
+// length D in ms (1 to 604800000000000, decimal), kNumbersEnd and its side
+// key base ("43600000:rl:api+"); a dry-run zone never bans, and is sent
+// as kZoneDryRunSide.
 constexpr std::size_t kArgsPerZone = 5;
 constexpr char kZoneSliding = 's';
 constexpr char kZoneFixed = 'f';
@@ -54,15 +58,19 @@ constexpr char kZoneEnforced = '1';
 constexpr char kZoneDryRun = '0';
 constexpr char kZoneEnforcedSide = '3';
 constexpr char kZoneDryRunSide = '2';
+constexpr char kZoneEnforcedBan = '4';
 
 // A side key's value, a string: parts separated by kSidePartNext, each a
 // tag, kSideTagEnd and its numbers separated by kNumberNext.  The override
 // part, "o=L,W,X": the subject's limit L (0 to 2^53), the window W in ms
 // it was given for (1 to 604800000000000), and the Redis time X in ms at
-// which it lapses (0: never).  Unknown parts are skipped.
+// which it lapses (0: never).  The ban part, "b=END": the Redis time in
+// ms at which the subject's ban in the zone ends (in force while END >
+// now).  Unknown parts are skipped.
 constexpr char kSidePartNext = ';';
 constexpr char kSideTagEnd = '=';
 constexpr char kSideOverride = 'o';
+constexpr char kSideBan = 'b';
 
 // A request's reply: `rejected`, then kRepliesPerZone elements per zone
 // (the count after it, the oldest bucket, `over`); an interval peek's then
@@ -72,10 +80,16 @@ constexpr char kSideOverride = 'o';
 // request's reply, kOverrideReplies elements per override in force that
 // an entry was decided under: the entry's number and the zone's among the
 // entry's (each from 1), the override's limit, its window in ms and the
-// ms until it lapses (0: never).
+// ms until it lapses (0: never).  A ban's item in the same tail (issue 43)
+// has the window kToldBanWindow, never an override's: the entry's and
+// zone's numbers, the ban's length D in ms where this entry set it (else
+// 0: it was in force before, and the entry refused by it), the window 0,
+// and the ms until it ends (D where set).  An entry's items come in the
+// order of its zones, of one zone the override's before the ban's.
 constexpr std::size_t kRepliesPerZone = 3;
 constexpr std::size_t kIntervalRepliesPerZone = 1;
 constexpr std::size_t kLeaseGrantReplies = 1;
 constexpr std::size_t kOverrideReplies = 5;
+constexpr std::size_t kToldBanWindow = 0;
 
 }  // namespace ratelimit

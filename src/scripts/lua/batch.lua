@@ -57,7 +57,7 @@ local function next_entry()
 end
 
 -- Whether run()'s request in zone d, whose side keys are read, is under
--- an override: careful() takes it.
+-- an override or a ban: careful() takes it.
 local function overridden(d)
   build()
   return side_value(d, keys[k])
@@ -66,11 +66,14 @@ end
 
 -- run()'s counted request of one GCRA zone: its TAT read (GET) and, if it
 -- fits, moved (SET).  A key of another type raises before anything is
--- written.
+-- written.  A request a banning zone refuses goes to careful(), which bans
+-- (so in run_window() and run_hash() too).
 local function run_gcra(d)
   local key, t = keys[k], gcra[d]
   local ahead = math.max((tonumber(call('GET', key)) or 0) - now_us, 0)
-  if ahead + t > span[d] * t + 1 then
+  if ahead + t > span[d] * t + 1 and ban[d] then
+    return careful(nil)
+  elseif ahead + t > span[d] * t + 1 then
     replies[r] = enforce[d] and 1 or 0
     replies[r + 1], replies[r + 2], replies[r + 3] =
         math.floor(ahead + 0.5), 0, 1
@@ -168,7 +171,7 @@ local function run_window(d)
     count, oldest = 0, bucket[d]
   end
   local out = count and 1 > limit[d] - count
-  if not count or out and cut and at > 10 then
+  if not count or out and (ban[d] or cut and at > 10) then
     return careful(s)
   end
   if not out then
@@ -220,6 +223,9 @@ local function run_hash(d)
     return careful(nil)
   end
   local out = 1 > limit[d] - count
+  if out and ban[d] then
+    return careful(nil)
+  end
   if not out then
     local total = fmt('%d', count + 1)
     if oldest == 0 then

@@ -69,13 +69,15 @@ if not zones then
           and tonumber(string.sub(ARGV[1], 1, -2))
 end
 local limit, width, span, fixed, enforce, gcra = {}, {}, {}, {}, {}, {}
-local packed, bucket, base, side = {}, {}, {}, {}
+local packed, bucket, base, side, ban = {}, {}, {}, {}, {}
 local W = 604800000000000
 
 local function whole(x, most)
   return x and x >= 1 and x <= most and x % 1 == 0
 end
 
+-- ban[d]: of an enforced side zone that bans (kZoneEnforcedBan), the ban's
+-- length in ms (1 to W), else nil; a malformed one is an unknown mode.
 -- A calendar zone's bucket length and span are two period ends A < B
 -- (Unix ms: window_rules.hpp, calendar_ends_valid(), or the call is
 -- refused): Redis's clock chooses the period, the one ending at A while
@@ -104,8 +106,14 @@ for d = 1, zones do
   end
   if mode and #mode > 1 then
     local m = string.byte(mode)
-    side[d] = m == @kZoneEnforcedSide.byte@ or m == @kZoneDryRunSide.byte@
     base[d] = string.sub(mode, 2)
+    if m == @kZoneEnforcedBan.byte@ then
+      local length, rest = string.match(base[d],
+                                        '^(%d+)@kNumbersEnd@(.+)$')
+      ban[d], base[d] = tonumber(length), rest
+      m = rest and whole(ban[d], W) and @kZoneEnforcedSide.byte@
+    end
+    side[d] = m == @kZoneEnforcedSide.byte@ or m == @kZoneDryRunSide.byte@
     mode = m == @kZoneEnforcedSide.byte@ and '@kZoneEnforced@'
            or m == @kZoneDryRunSide.byte@ and '@kZoneDryRun@' or ''
   end

@@ -3,7 +3,9 @@
 -- A request that does not fit in an enforced zone is counted in no zone.
 -- A request that passes is counted, c units, in every zone it fits in; a
 -- dry-run zone it does not fit in does not count it, as if it had been
--- rejected there.
+-- rejected there.  A counted request ("c", "w") that a banning zone's
+-- limit refuses bans its subject there (ban_subject(), once the zone is
+-- written); one its ban in force refuses fits nowhere and sets nothing.
 
 -- What read_zone() returned for each zone of a request of several, 8
 -- values a zone (its number first), while its other zones are read: a
@@ -44,6 +46,9 @@ function decide(k, entry, reply, r, read)
         write_zone(key, d, counting and not out and c or 0, count,
                    oldest, newest, here, gone, current, field)
     reply[r + 3] = out and 1 or 0
+    if out and counting and ban[d] and not barred[d] then
+      ban_subject(d, key)
+    end
     return 1, 1 + @kRepliesPerZone@
   end
 
@@ -74,6 +79,9 @@ function decide(k, entry, reply, r, read)
                    and not out and c or 0, count, st[s + 3], st[s + 4],
                    st[s + 5], st[s + 6], st[s + 7], st[s + 8])
     reply[q + 2] = out and 1 or 0
+    if out and counting and ban[d] and not barred[d] then
+      ban_subject(d, keys[k + i - 1])
+    end
   end
   return n, 1 + @kRepliesPerZone@ * n
 end

@@ -2,8 +2,10 @@
 --
 -- It reads its zone as a request does (the window slides, a clock stepped
 -- back counts in the newest bucket), grants g = min(asked, max(limit -
--- count, 0)) units and counts them as an entry of costs counts a cost of
--- g (g = 0 writes what a peek would).  Its errors are raised before
+-- count, 0)) units (none while the subject's ban is in force; a lease
+-- never sets one: the request it fails to serve is decided exactly) and
+-- counts them as an entry of costs counts a cost of g (g = 0 writes what
+-- a peek would).  Its errors are raised before
 -- anything is read: a lease of several zones, a malformed one, one of a
 -- GCRA or dry-run zone.
 
@@ -25,7 +27,8 @@ local function lease(k, entry, reply, r)
   local key = keys[k]
   local count, oldest, newest, here, gone, current, field =
       read_zone(key, d)
-  local g = math.min(asked, math.max(limit[d] - count, 0))
+  local g = barred[d] and 0
+            or math.min(asked, math.max(limit[d] - count, 0))
   reply[r] = g == 0 and asked > 0 and 1 or 0
   reply[r + 1], reply[r + 2] =
       write_zone(key, d, g, count, oldest, newest, here, gone, current,

@@ -396,8 +396,12 @@ end
 -- Whether a request of cost `c` does not fit in zone `d`, which holds
 -- `count` (a GCRA zone: whose backlog is `count` us).  A zone of limit 0,
 -- a side zone's own or an override's, fits nothing (a window's count is 0
--- or more as the script writes it).
+-- or more as the script writes it), nor does one whose subject's ban is
+-- in force (override.lua's barred).
 local function over(d, count, c)
+  if barred[d] then
+    return true
+  end
   local need = math.max(c, 1)
   if gcra[d] then
     return limit[d] == 0 or count + need * gcra[d] > span[d] * gcra[d] + 1
