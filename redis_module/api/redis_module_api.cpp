@@ -38,6 +38,9 @@ bool load_api(Ctx *ctx) noexcept
            && get("RedisModule_FreeCallReply", &FreeCallReply)
            && get("RedisModule_CallReplyType", &CallReplyType)
            && get("RedisModule_CallReplyStringPtr", &CallReplyStringPtr)
+           && get("RedisModule_CallReplyInteger", &CallReplyInteger)
+           && get("RedisModule_CallReplyArrayElement",
+                  &CallReplyArrayElement)
            && get("RedisModule_HashGet", &HashGet)
            && get("RedisModule_HashSet", &HashSet)
            && get("RedisModule_ScanCursorCreate", &ScanCursorCreate)

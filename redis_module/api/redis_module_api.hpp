@@ -50,6 +50,7 @@ constexpr int kHashCFields = 1 << 2;
 
 // CallReplyType results.
 constexpr int kReplyString = 0;
+constexpr int kReplyArray = 3;
 constexpr int kReplyNull = 4;
 
 // GetContextFlags: the AOF is on; used memory is over maxmemory.
@@ -104,6 +105,9 @@ inline void (*FreeCallReply)(RedisModuleCallReply *reply);
 inline int (*CallReplyType)(RedisModuleCallReply *reply);
 inline const char *(*CallReplyStringPtr)(RedisModuleCallReply *reply,
                                          std::size_t *len);
+inline long long (*CallReplyInteger)(RedisModuleCallReply *reply);
+inline RedisModuleCallReply *(*CallReplyArrayElement)(
+    RedisModuleCallReply *reply, std::size_t index);
 inline int (*HashGet)(Key *key, int flags, ...);
 inline int (*HashSet)(Key *key, int flags, ...);
 inline RedisModuleScanCursor *(*ScanCursorCreate)();

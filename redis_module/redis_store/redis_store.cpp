@@ -65,6 +65,14 @@ void collect_pair(redis::Key *, redis::String *field, redis::String *value,
     out->emplace_back(std::string(f, flen), std::string(v, vlen));
 }
 
+// A reply freed unread (the script's redis.pcall() whose answer it drops).
+void drop_reply(RedisModuleCallReply *reply)
+{
+    if (reply != nullptr) {
+        redis::FreeCallReply(reply);
+    }
+}
+
 }  // namespace
 
 RedisStore::~RedisStore()
@@ -428,6 +436,74 @@ void RedisStore::get_named(std::string_view name, FieldValue *out)
     close();
     take_string(redis::Call(ctx_, "GET", "b", name.data(), name.size()),
                 out);
+}
+
+double RedisStore::pttl_named(std::string_view name)
+{
+    close();
+    RedisModuleCallReply *reply =
+        redis::Call(ctx_, "PTTL", "b", name.data(), name.size());
+
+    if (reply == nullptr) {
+        return -2;
+    }
+
+    auto ttl = static_cast<double>(redis::CallReplyInteger(reply));
+    redis::FreeCallReply(reply);
+    return ttl;
+}
+
+CallError RedisStore::set_named(std::string_view name,
+                                std::string_view value, const char *at_ms)
+{
+    if (CallError error = may_write(true)) {
+        return error;
+    }
+
+    close();
+    RedisModuleCallReply *reply =
+        at_ms != nullptr
+            ? redis::Call(ctx_, "SET", propagate_ ? "!bbcc" : "bbcc",
+                          name.data(), name.size(), value.data(),
+                          value.size(), "PXAT", at_ms)
+            : redis::Call(ctx_, "SET", propagate_ ? "!bb" : "bb",
+                          name.data(), name.size(), value.data(),
+                          value.size());
+
+    if (reply != nullptr) {
+        redis::FreeCallReply(reply);
+    }
+
+    return nullptr;
+}
+
+void RedisStore::mark(KeyNumber marker, std::string_view member,
+                      const char *score, const char *now_ms)
+{
+    close();
+    redis::String *m = keys_[marker];
+    drop_reply(redis::Call(ctx_, "ZADD", propagate_ ? "!scb" : "scb", m,
+                           score, member.data(), member.size()));
+    drop_reply(redis::Call(ctx_, "ZREMRANGEBYSCORE",
+                           propagate_ ? "!scc" : "scc", m, "-inf", now_ms));
+    RedisModuleCallReply *top =
+        redis::Call(ctx_, "ZRANGE", "sccc", m, "-1", "-1", "WITHSCORES");
+    RedisModuleCallReply *at =
+        top != nullptr && redis::CallReplyType(top) == redis::kReplyArray
+            ? redis::CallReplyArrayElement(top, 1) : nullptr;
+    std::size_t len = 0;
+    const char *bytes =
+        at != nullptr ? redis::CallReplyStringPtr(at, &len) : nullptr;
+    std::string score_text(bytes != nullptr ? bytes : "", len);
+
+    if (score_text == "inf") {
+        drop_reply(redis::Call(ctx_, "PERSIST", propagate_ ? "!s" : "s", m));
+    } else if (bytes != nullptr) {
+        drop_reply(redis::Call(ctx_, "PEXPIREAT", propagate_ ? "!sc" : "sc",
+                               m, score_text.c_str()));
+    }
+
+    drop_reply(top);
 }
 
 void RedisStore::release() noexcept

@@ -55,6 +55,11 @@ public:
     std::string_view key_name(KeyNumber key) override;
     bool exists(KeyNumber key) override;
     void get_named(std::string_view name, FieldValue *out) override;
+    double pttl_named(std::string_view name) override;
+    CallError set_named(std::string_view name, std::string_view value,
+                        const char *at_ms) override;
+    void mark(KeyNumber marker, std::string_view member, const char *score,
+              const char *now_ms) override;
 
     // Frees the values the reads answered and closes the key.
     void release() noexcept override;

@@ -108,6 +108,24 @@ public:
     // else absent (no key; another type, whose error the script drops).
     virtual void get_named(std::string_view name, FieldValue *out) = 0;
 
+    // A ban's writes (the script's ban_subject()), on a key the call does
+    // not name (a side key) and on a marker.  PTTL name: ms left, -1 for
+    // no expiry, -2 for no key.
+    virtual double pttl_named(std::string_view name) = 0;
+
+    // SET name value [PXAT at_ms] (at_ms nullptr: none), as redis.call()
+    // makes it, whatever the key held.
+    virtual CallError set_named(std::string_view name, std::string_view value,
+                                const char *at_ms) = 0;
+
+    // Marker `marker` given member `member` of score `score` (decimal, or
+    // "+inf") and kept as the script keeps it, each command as
+    // redis.pcall() makes it (a marker of another type changes nothing):
+    // ZADD, ZREMRANGEBYSCORE -inf now_ms, then its expiry its top score's
+    // (PERSIST for +inf, else PEXPIREAT).
+    virtual void mark(KeyNumber marker, std::string_view member,
+                      const char *score, const char *now_ms) = 0;
+
     // The end of a request: what its reads answered may go.
     virtual void release() noexcept = 0;
 

@@ -1,6 +1,8 @@
 #include "test/memory_store.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace ratelimit::test {
 
@@ -175,6 +177,65 @@ void MemoryStore::get_named(std::string_view name, FieldValue *out)
     Value *value = find(std::string(name));
     *out = value != nullptr && !value->hash ? answer(value->text)
                                             : FieldValue{};
+}
+
+double MemoryStore::pttl_named(std::string_view name)
+{
+    Value *value = find(std::string(name));
+
+    if (value == nullptr) {
+        return -2;
+    }
+
+    return value->expire_at_ms < 0 ? -1 : value->expire_at_ms - now_ms;
+}
+
+CallError MemoryStore::set_named(std::string_view name,
+                                 std::string_view text, const char *at_ms)
+{
+    writes.emplace_back("SET");
+    Value &value = keys[std::string(name)];
+    value = Value{};
+    value.hash = false;
+    value.text = text;
+    value.expire_at_ms = at_ms != nullptr ? std::stod(at_ms) : -1;
+    return nullptr;
+}
+
+// A sorted set of scores as text ("+inf" the largest): enough of ZADD,
+// ZREMRANGEBYSCORE and the top score for a marker.
+void MemoryStore::mark(KeyNumber marker, std::string_view member,
+                       const char *score, const char *now)
+{
+    writes.emplace_back("ZADD");
+    Value *value = live(marker);
+
+    if (value != nullptr && !value->zset) {
+        return;
+    }
+
+    if (value == nullptr) {
+        value = &keys[name_of(marker)];
+        value->hash = false;
+        value->zset = true;
+    }
+
+    value->fields[std::string(member)] = score;
+    double top = -1;
+
+    for (auto it = value->fields.begin(); it != value->fields.end();) {
+        double at = it->second == "+inf" ? -2 : std::stod(it->second);
+
+        if (at >= 0 && at <= std::stod(now)) {
+            it = value->fields.erase(it);
+            continue;
+        }
+
+        top = at == -2 || top == -2 ? -2 : std::max(top, at);
+        ++it;
+    }
+
+    value->expire_at_ms = top == -2 ? -1 : top;
 }
 
 CallError MemoryStore::set_pxat(KeyNumber key, const char *text,

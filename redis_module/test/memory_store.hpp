@@ -20,6 +20,8 @@ public:
         std::map<std::string, std::string> fields;  // a hash's
         std::string text;                           // a string's
         double expire_at_ms = -1;                   // -1: none
+        bool zset = false;                          // a marker's (fields:
+                                                    // member, score text)
     };
 
     double now_ms = 0;                // the clock expiry is judged by
@@ -52,6 +54,11 @@ public:
     std::string_view key_name(KeyNumber key) override;
     bool exists(KeyNumber key) override;
     void get_named(std::string_view name, FieldValue *out) override;
+    double pttl_named(std::string_view name) override;
+    CallError set_named(std::string_view name, std::string_view value,
+                        const char *at_ms) override;
+    void mark(KeyNumber marker, std::string_view member, const char *score,
+              const char *now_ms) override;
     void release() noexcept override { answered_.clear(); }
 
 private:

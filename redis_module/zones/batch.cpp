@@ -40,6 +40,9 @@ bool is(std::string_view text, char code)
 // The fixed window a calendar zone is.
 constexpr char kCalendarKind = kZoneFixed;
 
+// The side mode a zone that bans is.
+constexpr char kEnforcedSide = kZoneEnforcedSide;
+
 }  // namespace
 
 // NaN, an infinity or a bucket of 1e-300 made an expiry time Redis would
@@ -79,6 +82,28 @@ const char *parse_zone(const std::string_view *args, double now_ms,
     // argument outlives the call).
     std::string_view mode = args[4].substr(0, 1);
     zone->side_base = args[4].size() > 1 ? args[4].substr(1) : "";
+    zone->ban_ms = 0;
+    zone->barred = false;
+
+    // A zone that bans: its ban's length and kNumbersEnd before its base,
+    // as the script's string.match(base, '^(%d+):(.+)$') takes them; a
+    // malformed one is an unknown mode.
+    if (is(mode, kZoneEnforcedBan)) {
+        std::size_t end = zone->side_base.find(kNumbersEnd);
+        std::string_view length = zone->side_base.substr(0, end);
+        bool digits = end != std::string_view::npos && end > 0
+                      && end + 1 < zone->side_base.size()
+                      && length.find_first_not_of("0123456789")
+                             == std::string_view::npos;
+        bool taken = digits && number(length, &zone->ban_ms)
+                     && zone->ban_ms >= 1
+                     && zone->ban_ms <= window_rules::kMaxWindowMs
+                     && zone->ban_ms == std::floor(zone->ban_ms);
+        mode = taken ? std::string_view(&kEnforcedSide, 1) : "";
+        zone->side_base = taken ? zone->side_base.substr(end + 1) : "";
+        zone->ban_ms = taken ? zone->ban_ms : 0;
+    }
+
     zone->enforce = is(mode, kZoneEnforced) || is(mode, kZoneEnforcedSide);
     bool side = !zone->side_base.empty()
                 && (is(mode, kZoneEnforcedSide) || is(mode, kZoneDryRunSide));

@@ -25,6 +25,11 @@ struct ZoneParams {
                             // its `span` is its capacity, 1 + burst; of
                             // limit 0, that of limit 1 (a settle's turns)
     bool enforce;
+    double ban_ms;          // of kZoneEnforcedBan: the ban's length, ms
+                            // (1 to 604800000000000); else 0
+    bool barred;            // a zone as an entry applies it whose
+                            // subject's ban is in force: nothing fits
+                            // (side_value.hpp); the call's zones never
     std::string_view side_base;  // of a side mode (kZoneEnforcedSide or
                                  // kZoneDryRunSide): the base of its
                                  // subjects' side keys (side_value.hpp),

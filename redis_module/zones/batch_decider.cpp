@@ -26,8 +26,9 @@ ZoneKind &BatchDecider::kind(const ZoneParams &zone)
 
 // The script's main loop: run() takes what it can, careful() the rest, and
 // a request that raised in run() is decided afresh by careful(nil).  A
-// request under an override in force goes to careful() too, as the
-// script's does.  Then the overrides told, the reply's tail.
+// request under an override or a ban in force goes to careful() too, as
+// the script's does, and so does one a banning zone refuses.  Each entry
+// then tells its overrides and bans, the reply's tail.
 void BatchDecider::run()
 {
     read_markers();
@@ -35,9 +36,11 @@ void BatchDecider::run()
     for (std::size_t e = 0; e < call_.entries.size(); e++) {
         const Entry &entry = call_.entries[e];
 
-        if (apply(entry, e + 1) || !entry.solo || !fast()) {
+        if (apply(entry) || !entry.solo || !fast()) {
             careful(entry);
         }
+
+        tell(e + 1, entry);
 
         k_ += entry.keys();
         r_ += entry.reply_size();
@@ -54,9 +57,11 @@ void BatchDecider::read_markers()
 {
     KeyNumber marker = call_.count_keys;
     reading_.assign(call_.zones.size(), false);
+    marker_.assign(call_.zones.size(), 0);
 
     for (std::size_t d = 0; d < call_.zones.size(); d++) {
         if (!call_.zones[d].side_base.empty()) {
+            marker_[d] = marker;
             reading_[d] = !call_.marked || store_.exists(marker++);
         }
     }
@@ -64,10 +69,10 @@ void BatchDecider::read_markers()
     store_.release();
 }
 
-// The override in force for count key `key` of zone d, which reads: its
-// side key read (GET) at its first use in the call; a key of another type
-// or none is no override.
-const Override &BatchDecider::side_value(std::size_t d, KeyNumber key)
+// What is in force for count key `key` of zone d, which reads: its side
+// key read (GET) at its first use in the call; a key of another type or
+// none holds nothing.
+BatchDecider::Held &BatchDecider::side_value(std::size_t d, KeyNumber key)
 {
     std::string_view name = store_.key_name(key);
     auto [got, first] = got_.try_emplace(name);
@@ -76,17 +81,17 @@ const Override &BatchDecider::side_value(std::size_t d, KeyNumber key)
         FieldValue value;
         store_.get_named(side_key(call_.zones[d].side_base, name), &value);
         got->second = value.present()
-                          ? read_override(value.text, call_.now_ms)
-                          : Override{};
+                          ? Held{read_override(value.text, call_.now_ms),
+                                 read_ban(value.text, call_.now_ms), false}
+                          : Held{};
     }
 
     return got->second;
 }
 
-// Points applied_ at the request's zones as it applies them, and tells the
-// overrides in force among them, as the script's zone_of() and tell() do
-// (an entry that fails tells them too).  Whether there is any.
-bool BatchDecider::apply(const Entry &entry, std::size_t number)
+// Points applied_ at the request's zones as it applies them, as the
+// script's zone_of() does.  Whether any is under an override or a ban.
+bool BatchDecider::apply(const Entry &entry)
 {
     std::size_t n = entry.zones.size();
     bool any = false;
@@ -104,12 +109,13 @@ bool BatchDecider::apply(const Entry &entry, std::size_t number)
             continue;
         }
 
-        const Override &o = side_value(d, k_ + i);
+        const Held &held = side_value(d, k_ + i);
 
-        if (o.in_force) {
-            derived_[i] = overridden(*applied_[i], o);
+        if (held.o.in_force || held.ban_end != 0) {
+            derived_[i] = held.o.in_force ? overridden(*applied_[i], held.o)
+                                          : *applied_[i];
+            derived_[i].barred = held.ban_end != 0;
             applied_[i] = &derived_[i];
-            tell(number, i + 1, o);
             any = true;
         }
     }
@@ -117,19 +123,105 @@ bool BatchDecider::apply(const Entry &entry, std::size_t number)
     return any;
 }
 
-// An override's kOverrideReplies elements of the tail: the entry's number
-// and the zone's among its (from 1), L, W and the ms until it lapses (0
-// never).
-void BatchDecider::tell(std::size_t number, std::size_t i, const Override &o)
+// The script's ban_subject(): zone d's subject of count key `key` banned
+// till now + the zone's ban, its side key's other parts kept, expiring at
+// the latest end of its parts (PTTL), a member of the zone's marker.
+CallError BatchDecider::ban(std::size_t d, KeyNumber key)
+{
+    const ZoneParams &zone = call_.zones[d];
+    double till = call_.now_ms + zone.ban_ms;
+    std::string_view name = store_.key_name(key);
+    std::string side = side_key(zone.side_base, name);
+    FieldValue value;
+    store_.get_named(side, &value);
+    bool kept = false;
+    std::string made = with_ban(value.present() ? value.text : "", till,
+                                &kept);
+    double at = till;
+    bool forever = false;
+
+    if (value.present()) {
+        double ttl = store_.pttl_named(side);
+        forever = ttl == -1 && kept;
+        at = ttl > 0 ? std::max(till, call_.now_ms + ttl) : till;
+    }
+
+    char at_text[lua::kMaxText];
+    char now_text[lua::kMaxText];
+    lua::format(at, at_text);
+    lua::format(call_.now_ms, now_text);
+
+    if (CallError error = store_.set_named(side, made,
+                                           forever ? nullptr : at_text))
+    {
+        return error;
+    }
+
+    if (call_.marked) {
+        store_.mark(marker_[d], side, forever ? "+inf" : at_text, now_text);
+    }
+
+    got_[name] = Held{read_override(made, call_.now_ms), till, true};
+    reading_[d] = true;
+    return nullptr;
+}
+
+// Bans the subject of the request's zone i (its key `key`) where the zone
+// bans and its limit, not a ban in force, refused a counted request.
+CallError BatchDecider::ban_if(const Entry &entry, std::size_t i,
+                               KeyNumber key, bool counting, bool over)
+{
+    const ZoneParams &zone = zone_of(i);
+
+    if (!(over && counting && zone.ban_ms > 0 && !zone.barred)) {
+        return nullptr;
+    }
+
+    return ban(static_cast<unsigned char>(entry.zones[i]), key);
+}
+
+// The tail's kOverrideReplies elements of one item: the entry's number
+// and the zone's among its (from 1), then three numbers.
+void BatchDecider::tell_item(std::size_t number, std::size_t i, double a,
+                             double b, double left)
 {
     const ReplyElement told[] = {
         {static_cast<double>(number), nullptr},
         {static_cast<double>(i), nullptr},
-        {o.limit, nullptr},
-        {o.window_ms, nullptr},
-        {o.lapse_ms != 0 ? o.lapse_ms - call_.now_ms : 0, nullptr}};
+        {a, nullptr},
+        {b, nullptr},
+        {left, nullptr}};
     static_assert(std::size(told) == kOverrideReplies);
     told_.insert(told_.end(), std::begin(told), std::end(told));
+}
+
+// The script's tell(): of each zone of entry `number` that reads, its
+// override (L, W and the ms until it lapses, 0 never) and its ban (D where
+// the entry set it, else 0; kToldBanWindow; the ms left).
+void BatchDecider::tell(std::size_t number, const Entry &entry)
+{
+    for (std::size_t i = 0; i < entry.zones.size(); i++) {
+        std::size_t d = static_cast<unsigned char>(entry.zones[i]);
+
+        if (d >= call_.zones.size() || !reading_[d]) {
+            continue;
+        }
+
+        Held &held = side_value(d, k_ + i);
+        const Override &o = held.o;
+
+        if (o.in_force) {
+            tell_item(number, i + 1, o.limit, o.window_ms,
+                      o.lapse_ms != 0 ? o.lapse_ms - call_.now_ms : 0);
+        }
+
+        if (held.ban_end != 0) {
+            double left = held.ban_end - call_.now_ms;
+            tell_item(number, i + 1, held.set ? left : 0, kToldBanWindow,
+                      left);
+            held.set = false;
+        }
+    }
 }
 
 // run() for the request, of one zone.  False where the script's run()
@@ -223,8 +315,10 @@ CallError BatchDecider::lease(std::size_t k, const Entry &entry,
         return error;
     }
 
-    double granted = std::min(entry.asked,
-                              std::max(zone.limit - z.count, 0.0));
+    double granted = zone.barred ? 0
+                                 : std::min(entry.asked,
+                                            std::max(zone.limit - z.count,
+                                                     0.0));
     bool over = window_.over(z, entry.asked, zone);
     double count, oldest;
 
@@ -291,6 +385,10 @@ CallError BatchDecider::decide_zones(std::size_t k, const Entry &entry,
         set(q, count);
         set(q + 1, oldest);
         set(q + 2, over ? 1 : 0);
+
+        if (CallError error = ban_if(entry, i, k + i, counting, over)) {
+            return error;
+        }
     }
 
     return nullptr;
@@ -323,7 +421,7 @@ CallError BatchDecider::decide_one(std::size_t k, const Entry &entry,
     set(r + 1, count);
     set(r + 2, oldest);
     set(r + 3, over ? 1 : 0);
-    return nullptr;
+    return ban_if(entry, 0, k, counting, over);
 }
 
 CallError BatchDecider::peek_interval(std::size_t k, const Entry &entry,

@@ -5,9 +5,11 @@
 // script leaves, this leaves too; the comments here say only where C++ must
 // do what Lua did implicitly.  A zone's key is read and written back by its
 // kind (zone_kind.hpp), which kind() alone chooses.  A side zone's
-// overrides (side_value.hpp) are read where its marker key exists, each
-// side key once a call, applied to each use of the zone in force, and
-// told after the last request's reply.
+// overrides and bans (side_value.hpp) are read where its marker key
+// exists, each side key once a call, applied to each use of the zone in
+// force, and told after the last request's reply; a banning zone's
+// refusal bans its subject (ban()), and its side keys are read from then
+// on.
 #pragma once
 
 #include <cstddef>
@@ -43,11 +45,24 @@ private:
     // The request's zone of its byte `i` as it applies it (apply()).
     const ZoneParams &zone_of(std::size_t i) const { return *applied_[i]; }
 
+    // What a side key holds in force: an override, a ban's end (0: none),
+    // and whether this entry set the ban (told once).
+    struct Held {
+        Override o;
+        double ban_end;
+        bool set;
+    };
+
     ZoneKind &kind(const ZoneParams &zone);
     void read_markers();
-    const Override &side_value(std::size_t d, KeyNumber key);
-    bool apply(const Entry &entry, std::size_t number);
-    void tell(std::size_t number, std::size_t i, const Override &o);
+    Held &side_value(std::size_t d, KeyNumber key);
+    bool apply(const Entry &entry);
+    CallError ban(std::size_t d, KeyNumber key);
+    CallError ban_if(const Entry &entry, std::size_t i, KeyNumber key,
+                     bool counting, bool over);
+    void tell(std::size_t number, const Entry &entry);
+    void tell_item(std::size_t number, std::size_t i, double a, double b,
+                   double left);
     bool fast();
     void careful(const Entry &entry);
     CallError decide(std::size_t k, const Entry &entry, std::size_t r);
@@ -68,9 +83,11 @@ private:
     ZoneGcra gcra_;
     std::vector<ZoneRead> reads_;  // of the zones of one request
     std::vector<bool> reading_;    // by zone: it reads its side keys
-    // The overrides read, by count key name (the script's side_value()
-    // caches by the count key alone, whatever zone asks), and told.
-    std::unordered_map<std::string_view, Override> got_;
+    std::vector<KeyNumber> marker_;  // by side zone of a marked call
+    // What the side keys read hold, by count key name (the script's
+    // side_value() caches by the count key alone, whatever zone asks),
+    // and the tail told.
+    std::unordered_map<std::string_view, Held> got_;
     std::vector<ReplyElement> told_;
     // A request's zones as it applies them: the call's, or copies under
     // their subject's override (derived_, as many as the request's zones).

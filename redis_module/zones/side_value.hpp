@@ -1,6 +1,7 @@
-// A subject's limit override (issue 41), read from its side key's value
-// (keys/subject_key.hpp) as the window script reads it, and a zone as an
-// entry applies it under one (see window_script.hpp, "Side keys").
+// A subject's limit override (issue 41) and its ban (issue 43), read from
+// its side key's value (keys/subject_key.hpp) as the window script reads
+// them, a zone as an entry applies it under them (see window_script.hpp,
+// "Side keys"), and the value a ban writes.
 #pragma once
 
 #include <string>
@@ -27,6 +28,18 @@ struct Override {
 // double among them) or where it lapsed (X != 0 and X <= now_ms): no
 // later part is looked at.
 Override read_override(std::string_view value, double now_ms) noexcept;
+
+// The end (Redis ms) of the ban in force in side key value `value` at
+// `now_ms`: the first part that is exactly "b=" and a run of decimal
+// digits, as the script's string.match(';' .. v .. ';', ';b=(%d+);')
+// finds it, read as tonumber() reads it; in force where now_ms < END <=
+// 2^53, else (none, out of bounds, ended) 0.
+double read_ban(std::string_view value, double now_ms) noexcept;
+
+// `value` with its ban parts (those starting "b=") dropped and the part
+// "b=END" appended, its empty parts dropped (the script's gmatch of
+// '[^;]+'), and in `kept` whether any part was kept.
+std::string with_ban(std::string_view value, double end_ms, bool *kept);
 
 // The side key of count key `key` in a zone of side key base `base` (not
 // empty): `base` followed by `key` from its byte #base on, 1-based, as

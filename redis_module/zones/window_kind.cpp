@@ -23,7 +23,7 @@ bool WindowKind::over(const ZoneRead &z, double cost,
 {
     // As the script: what is left against the cost, exact to 2^53 where
     // count + cost would round (1 + 2^53 is 2^53 in a double).
-    return std::max(cost, 1.0) > zone.limit - z.count;
+    return zone.barred || std::max(cost, 1.0) > zone.limit - z.count;
 }
 
 CallError WindowKind::count_newest(KeyNumber key, const ZoneParams &zone,
@@ -57,6 +57,11 @@ void WindowKind::run(KeyNumber key, const ZoneParams &zone,
 
     double count = taken ? w.total : 0;
     double oldest = taken ? w.oldest() : zone.bucket;
+
+    // A zone that bans leaves a refusal to the careful path, which bans.
+    if (1 > zone.limit - count && zone.ban_ms > 0) {
+        return;
+    }
 
     if (1 > zone.limit - count) {
         decided(out, zone.enforce ? 1 : 0, count, oldest, 1);

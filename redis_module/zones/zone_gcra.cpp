@@ -15,10 +15,11 @@ double round_half_up(double x)
 
 // Whether `cost` units do not fit in a backlog of `ahead` us: within 1 us
 // of the capacity still fits; nothing fits a zone of limit 0, a side
-// zone's own or an override's (side_value.hpp).
+// zone's own or an override's (side_value.hpp), nor one whose subject's
+// ban is in force.
 bool gcra_over(double ahead, double cost, const ZoneParams &zone)
 {
-    return zone.limit == 0
+    return zone.barred || zone.limit == 0
            || ahead + std::max(cost, 1.0) * zone.gcra
                   > zone.span * zone.gcra + 1;
 }
@@ -135,7 +136,10 @@ void ZoneGcra::run(KeyNumber key, const ZoneParams &zone, FastDecision *out)
 
     bool over = gcra_over(ahead, 1, zone);
 
-    if (!over && set_tat(key, zone, ahead + zone.gcra) != nullptr) {
+    // A zone that bans leaves a refusal to the careful path, which bans.
+    if ((over && zone.ban_ms > 0)
+        || (!over && set_tat(key, zone, ahead + zone.gcra) != nullptr))
+    {
         out->outcome = FastDecision::kRaised;
         return;
     }
