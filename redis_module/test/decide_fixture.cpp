@@ -18,8 +18,13 @@ ZoneParams params(const ZoneSpec &spec, double now_ms, std::string *mode)
     lua::format(spec.limit, limit);
     lua::format(spec.bucket_ms, bucket_ms);
     lua::format(spec.span, span);
+    char ban[lua::kMaxText];
     *mode = spec.side_base.empty()
                 ? std::string(1, spec.enforce ? kZoneEnforced : kZoneDryRun)
+            : spec.ban_ms > 0
+                ? kZoneEnforcedBan
+                      + std::string(ban, lua::format(spec.ban_ms, ban))
+                      + kNumbersEnd + std::string(spec.side_base)
                 : (spec.enforce ? kZoneEnforcedSide : kZoneDryRunSide)
                       + std::string(spec.side_base);
     std::string_view args[] = {limit, bucket_ms, span,

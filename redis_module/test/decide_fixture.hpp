@@ -20,13 +20,15 @@ namespace ratelimit::test {
 // zone's capacity; a calendar zone's two period ends in their place), its
 // kind ('s' sliding, 'f' fixed, 'g' GCRA, 'c' calendar), whether the call
 // asks for packed strings as its new keys, and of a side zone its side key
-// base (zones/side_value.hpp).  decide() reads them with parse_zone().
+// base (zones/side_value.hpp), and of an enforced one that bans its ban's
+// length in ms.  decide() reads them with parse_zone().
 struct ZoneSpec {
     double limit, bucket_ms, span;
     char kind;
     bool enforce = true;
     bool packed = false;
     std::string_view side_base = {};
+    double ban_ms = 0;
 };
 
 // The zone bytes of an entry.
