@@ -100,6 +100,12 @@ std::size_t write_entry_head(bool peek, std::size_t zones,
     return n;
 }
 
+// The ban a zone sends: an enforced side zone's; none of a dry-run one.
+std::uint64_t ban_sent(bool enforce, ZoneSide side)
+{
+    return enforce && !side.base.empty() ? side.ban_ms : 0;
+}
+
 }  // namespace
 
 std::size_t write_zone_args(const Policy &policy, char *out)
@@ -113,31 +119,42 @@ std::size_t write_zone_args(const Policy &policy, char *out)
 }
 
 bool ScriptBatch::described_as(const Descriptor &d, std::string_view args,
-                               bool enforce,
-                               std::string_view base) const noexcept
+                               bool enforce, ZoneSide side) const noexcept
 {
     return d.enforce == enforce && d.size == args.size()
            && std::memcmp(zones_.data() + d.at, args.data(), d.size) == 0
            && std::string_view(zones_.data() + d.base_at, d.base_size)
-                  == base;
+                  == side.base
+           && d.ban_ms == ban_sent(enforce, side);
 }
 
 // Appends a zone new to the batch: its arguments and its mode, of a side
 // zone the mode's letter and base (and its marker key: the base, then its
-// tail).  Throws bad_alloc.
+// tail), of one that bans the letter kZoneEnforcedBan, the ban's length
+// and kNumbersEnd before the base.  Throws bad_alloc.
 void ScriptBatch::describe(std::string_view args, bool enforce,
                            ZoneSide side)
 {
     bool sided = !side.base.empty();
-    char mode = sided ? (enforce ? kZoneEnforcedSide : kZoneDryRunSide)
-                      : (enforce ? kZoneEnforced : kZoneDryRun);
+    std::uint64_t ban_ms = ban_sent(enforce, side);
+    char ban[kMaxDigits + 1];
+    std::size_t ban_size = 0;
+
+    if (ban_ms > 0) {
+        ban_size = write_decimal(ban_ms, ban);
+        ban[ban_size++] = kNumbersEnd;
+    }
+
+    char mode = ban_ms > 0 ? kZoneEnforcedBan
+                : sided ? (enforce ? kZoneEnforcedSide : kZoneDryRunSide)
+                        : (enforce ? kZoneEnforced : kZoneDryRun);
     std::size_t at = zones_.size();
 
     zones_.append(args);
-    append_head(zones_, 1 + side.base.size());
-    zones_.append(1, mode);
+    append_head(zones_, 1 + ban_size + side.base.size());
+    zones_.append(1, mode).append(ban, ban_size);
     described_.push_back({at, args.size(), enforce, zones_.size(),
-                          side.base.size()});
+                          side.base.size(), ban_ms});
     zones_.append(side.base).append("\r\n", 2);
 
     if (sided) {
@@ -248,7 +265,7 @@ bool ScriptBatch::add_entry(std::string_view head, std::size_t zones,
 
             while (d < described_.size()
                    && !described_as(described_[d], zone_args[i], enforce[i],
-                                    side.base))
+                                    side))
             {
                 d++;
             }

@@ -28,12 +28,16 @@ constexpr std::size_t kZoneArgsMaxSize = (kArgsPerZone - 1)
 std::size_t write_zone_args(const Policy &policy, char *out);
 
 // A zone's side keys (issue 41; see window_script.hpp), for a zone whose
-// subjects may hold overrides: the base of its side keys, and what follows
-// the base in its marker key of the batch's slot (keys/subject_key.hpp).
-// Empty for other zones.
+// subjects may hold overrides or bans: the base of its side keys, and
+// what follows the base in its marker key of the batch's slot
+// (keys/subject_key.hpp); and of a zone that bans (issue 43), the ban's
+// length in ms, 1 to kMaxWindowMs (limits/window_rules.hpp), else 0.
+// Empty for other zones.  A dry-run zone never bans: its ban_ms is not
+// sent (it is described as a side zone without).
 struct ZoneSide {
     std::string_view base;
     std::string_view marker_tail;
+    std::uint64_t ban_ms = 0;
 };
 
 class ScriptBatch {
@@ -135,18 +139,19 @@ private:
     std::string zones_;
     std::string entries_;
     std::string markers_;
-    // A zone of the batch: its write_zone_args() bytes in zones_, and of a
-    // side zone its base's (in its mode's bulk).
+    // A zone of the batch: its write_zone_args() bytes in zones_, of a
+    // side zone its base's (in its mode's bulk), and the ban it sends.
     struct Descriptor {
         std::size_t at;
         std::size_t size;
         bool enforce;
         std::size_t base_at;
         std::size_t base_size;
+        std::uint64_t ban_ms;
     };
 
     bool described_as(const Descriptor &d, std::string_view args,
-                      bool enforce, std::string_view base) const noexcept;
+                      bool enforce, ZoneSide side) const noexcept;
     void describe(std::string_view args, bool enforce, ZoneSide side);
     bool add_entry(std::string_view head, std::size_t zones,
                    const std::string_view *keys,

@@ -277,6 +277,49 @@ TEST(ScriptBatch, SideZones)
     EXPECT_EQ(arguments(batch)[5], "2p");
 }
 
+// A zone that bans (issue 43) is its mode's letter, the ban's length in
+// ms and ":" before its base, a zone apart from one without a ban or
+// with another; a dry-run zone sends no ban, so its descriptor is the
+// side zone's.
+TEST(ScriptBatch, BanningZones)
+{
+    std::string minute = zone_args({100, 60000, 1000}, false);
+    std::string_view keys[] = {"rl:a:1"};
+    std::string_view args[] = {minute};
+    bool enforce[] = {true};
+    bool dry[] = {false};
+    ZoneSide ban[] = {{"rl:a+", "", 3600000}};
+    ZoneSide other[] = {{"rl:a+", "", 60000}};
+    ZoneSide side[] = {{"rl:a+", ""}};
+
+    ScriptBatch batch;
+    ASSERT_TRUE(batch.add(false, 1, keys, args, enforce, nullptr, nullptr,
+                          ban));
+    ASSERT_TRUE(batch.add(false, 1, keys, args, enforce, nullptr, nullptr,
+                          ban));
+    ASSERT_TRUE(batch.add(false, 1, keys, args, enforce, nullptr, nullptr,
+                          other));
+    ASSERT_TRUE(batch.add(false, 1, keys, args, enforce, nullptr, nullptr,
+                          side));
+    ASSERT_TRUE(batch.add(false, 1, keys, args, dry, nullptr, nullptr, ban));
+    ASSERT_TRUE(batch.add(false, 1, keys, args, dry, nullptr, nullptr,
+                          side));
+
+    std::vector<std::string> got = arguments(batch);
+    std::vector<std::string> modes;
+
+    for (std::size_t i = 0; i < 4; i++) {
+        modes.push_back(got[3 + 6 + 4 + 1 + 5 * i + 4]);
+    }
+
+    EXPECT_EQ(got[3 + 6 + 4], "4P");
+    EXPECT_EQ(modes, (std::vector<std::string>{
+                         "43600000:rl:a+", "460000:rl:a+", "3rl:a+",
+                         "2rl:a+"}));
+    EXPECT_EQ(got.back(), std::string("c\3", 2));
+    EXPECT_EQ(got[got.size() - 5], std::string("c\0", 2));
+}
+
 TEST(ScriptBatch, ClearStartsAfresh)
 {
     std::string args = zone_args({1, 1000, 1000}, true);
