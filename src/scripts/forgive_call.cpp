@@ -120,12 +120,40 @@ std::string_view forgiven_key(std::string_view message,
 
 std::string format_forgive_call(std::string_view key,
                                 std::string_view channel,
-                                std::string_view message)
+                                std::string_view message,
+                                std::string_view side_key,
+                                std::string_view marker)
 {
-    static constexpr std::string_view kScript =
-        "redis.call('DEL', KEYS[1]) "
-        "return redis.call('PUBLISH', ARGV[1], ARGV[2])";
-    std::string_view argv[] = {"EVAL", kScript, "1", key, channel, message};
+    // The side value's parts as the window script splits them (lua/
+    // override.lua: '[^;]+', a ban part "b=..."); a key of another type
+    // is left alone, as that script leaves it.
+    static constexpr std::string_view kScript = R"lua(
+redis.call('DEL', KEYS[1])
+local v = KEYS[2] and redis.pcall('GET', KEYS[2])
+if type(v) == 'string' then
+  local keep = {}
+  for part in string.gmatch(v, '[^;]+') do
+    if string.sub(part, 1, 2) ~= 'b=' then
+      keep[#keep + 1] = part
+    end
+  end
+  if #keep > 0 then
+    redis.call('SET', KEYS[2], table.concat(keep, ';'), 'KEEPTTL')
+  else
+    redis.call('DEL', KEYS[2])
+    redis.pcall('ZREM', KEYS[3], KEYS[2])
+  end
+end
+return redis.call('PUBLISH', ARGV[1], ARGV[2])
+)lua";
+    if (side_key.empty()) {
+        std::string_view argv[] = {"EVAL", kScript, "1", key, channel,
+                                   message};
+        return format_command(argv);
+    }
+
+    std::string_view argv[] = {"EVAL", kScript, "3", key, side_key, marker,
+                               channel, message};
     return format_command(argv);
 }
 

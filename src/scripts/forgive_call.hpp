@@ -44,10 +44,18 @@ std::string_view forgiven_key(std::string_view message,
 
 // EVAL of a script that deletes `key` and publishes `message` on `channel`
 // at once: one reply, the number of subscribers that got the message.
-// In a cluster the call goes to the node of `key`; Redis forwards the
-// message to every node's subscribers.  Throws std::bad_alloc.
+// With `side_key` (the subject's side key of a zone that bans, issue 43)
+// and `marker` (its zone's marker of the slot) it also lifts the subject's
+// ban: the side key's ban parts ("b=...") are dropped and the others kept
+// (SET ... KEEPTTL: an override stays as it was), or the key deleted and
+// taken out of the marker where no part is left.  In a cluster the call
+// goes to the node of `key` (the side key and marker share its slot);
+// Redis forwards the message to every node's subscribers.  Throws
+// std::bad_alloc.
 std::string format_forgive_call(std::string_view key,
                                 std::string_view channel,
-                                std::string_view message);
+                                std::string_view message,
+                                std::string_view side_key = {},
+                                std::string_view marker = {});
 
 }  // namespace ratelimit

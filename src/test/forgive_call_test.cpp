@@ -76,5 +76,23 @@ TEST(ForgiveCall, OneEvalOfOneKey)
     EXPECT_NE(c.find("rl:wake:forgive"), std::string::npos);
 }
 
+// With a side key and a marker (a zone that bans): three keys, the count
+// key first, so that the call goes to its node.
+TEST(ForgiveCall, LiftsABanWithItsSideKey)
+{
+    std::string c = format_forgive_call(kKey, "rl:wake:forgive",
+                                        "forgive - x", "rl:a+:u", "rl:a+");
+    EXPECT_EQ(c.substr(0, 14), "*8\r\n$4\r\nEVAL\r\n");
+    std::size_t keys = c.find("\r\n$1\r\n3\r\n");
+    std::size_t key = c.find(std::string(kKey));
+    std::size_t side = c.find("\r\nrl:a+:u\r\n");
+    std::size_t marker = c.find("\r\nrl:a+\r\n");
+    ASSERT_NE(keys, std::string::npos);
+    EXPECT_LT(keys, key);
+    EXPECT_LT(key, side);
+    EXPECT_LT(side, marker);
+    EXPECT_LT(marker, c.find("rl:wake:forgive"));
+}
+
 }  // namespace
 }  // namespace ratelimit
