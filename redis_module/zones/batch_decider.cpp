@@ -82,7 +82,8 @@ BatchDecider::Held &BatchDecider::side_value(std::size_t d, KeyNumber key)
         store_.get_named(side_key(call_.zones[d].side_base, name), &value);
         got->second = value.present()
                           ? Held{read_override(value.text, call_.now_ms),
-                                 read_ban(value.text, call_.now_ms), false}
+                                 read_ban(value.text, call_.now_ms), false,
+                                 false}
                           : Held{};
     }
 
@@ -161,7 +162,8 @@ CallError BatchDecider::ban(std::size_t d, KeyNumber key)
         store_.mark(marker_[d], side, forever ? "+inf" : at_text, now_text);
     }
 
-    got_[name] = Held{read_override(made, call_.now_ms), till, true};
+    got_[name] = Held{read_override(made, call_.now_ms), till, true,
+                      !reading_[d]};
     reading_[d] = true;
     return nullptr;
 }
@@ -196,8 +198,9 @@ void BatchDecider::tell_item(std::size_t number, std::size_t i, double a,
 }
 
 // The script's tell(): of each zone of entry `number` that reads, its
-// override (L, W and the ms until it lapses, 0 never) and its ban (D where
-// the entry set it, else 0; kToldBanWindow; the ms left).
+// override (L, W and the ms until it lapses, 0 never; none the entry was
+// not decided under) and its ban (D where the entry set it, else 0;
+// kToldBanWindow; the ms left).
 void BatchDecider::tell(std::size_t number, const Entry &entry)
 {
     for (std::size_t i = 0; i < entry.zones.size(); i++) {
@@ -210,7 +213,7 @@ void BatchDecider::tell(std::size_t number, const Entry &entry)
         Held &held = side_value(d, k_ + i);
         const Override &o = held.o;
 
-        if (o.in_force) {
+        if (o.in_force && !held.unread) {
             tell_item(number, i + 1, o.limit, o.window_ms,
                       o.lapse_ms != 0 ? o.lapse_ms - call_.now_ms : 0);
         }
@@ -220,6 +223,7 @@ void BatchDecider::tell(std::size_t number, const Entry &entry)
             tell_item(number, i + 1, held.set ? left : 0, kToldBanWindow,
                       left);
             held.set = false;
+            held.unread = false;
         }
     }
 }

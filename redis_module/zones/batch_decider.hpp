@@ -46,11 +46,14 @@ private:
     const ZoneParams &zone_of(std::size_t i) const { return *applied_[i]; }
 
     // What a side key holds in force: an override, a ban's end (0: none),
-    // and whether this entry set the ban (told once).
+    // whether this entry set the ban (told once), and whether it set it
+    // where its zone read no side keys before (its override, not applied
+    // to the entry, is not told).
     struct Held {
         Override o;
         double ban_end;
         bool set;
+        bool unread;
     };
 
     ZoneKind &kind(const ZoneParams &zone);

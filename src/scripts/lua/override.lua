@@ -96,7 +96,8 @@ end
 -- is a member of the zone's marker of that score (+inf: none), the marker
 -- kept as the status API's PUT keeps it (scripts/override_call.cpp).
 -- From now on the call reads zone d's side keys, and the entry's tell()
--- says it set the ban.
+-- says it set the ban, and tells no override it was not decided under
+-- (`unread`: zone d read no side keys before).
 local function ban_subject(d, key)
   local till = now + ban[d]
   d = origin[d] or d
@@ -134,7 +135,7 @@ local function ban_subject(d, key)
     end
   end
   local s = held(v)
-  s.set = true
+  s.set, s.unread = true, not reads[d]
   got[key], reads[d], reading = s, true, true
 end
 
@@ -145,7 +146,7 @@ local function tell(e, entry, n, k)
     local d = byte(entry, #entry - n + i) + 1
     local s = reads[d] and side_value(d, keys[k + i - 1])
     local o, b = s and s.o, s and s.b
-    if o then
+    if o and not s.unread then
       local q = #told
       told[q + 1], told[q + 2], told[q + 3], told[q + 4], told[q + 5] =
           e, i, o[1], o[2], o[3] == 0 and 0 or o[3] - now
@@ -154,7 +155,7 @@ local function tell(e, entry, n, k)
       local q = #told
       told[q + 1], told[q + 2], told[q + 3], told[q + 4], told[q + 5] =
           e, i, s.set and b - now or 0, @kToldBanWindow@, b - now
-      s.set = false
+      s.set, s.unread = false, false
     end
   end
 end
