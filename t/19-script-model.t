@@ -279,6 +279,7 @@ sub pick_zone {
 sub mode {
     my ($z) = @_;
     return $z->{enforce} ? 1 : 0 unless $z->{side};
+    return "4$z->{ban}:$z->{side}" if $z->{ban};
     return ($z->{enforce} ? '3' : '2') . $z->{side};
 }
 my ($GCRA_CLOCK) = grep { $_->{name} eq 'g' } @ZONES;
@@ -434,6 +435,7 @@ sub model_request {
         # Under an override: whether it would not fit under the zone's limit.
         $own[$i] = model_count($keys[$i]) + max($cost[$i], 1) > $zones[$i]{desc}{limit} ? 1 : 0
             if $zones[$i]{desc};
+        $over[$i] = 1 if $zones[$i]{barred};
     }
     my $rejected = (any { $over[$_] && $zones[$_]{enforce} } 0 .. $#zones) ? 1 : 0;
     my $counting = !$q->{peek} && !$rejected;
@@ -452,6 +454,7 @@ sub model_request {
         push @reply, model_count($keys[$i]), model_oldest($keys[$i]), $over[$i];
     }
     model_cost_situations($q, $rejected, \@found, \@over) if $q->{cost};
+    model_bans_set($q, \@zones, \@keys, \@over, $now);
     push @reply, map { gcra($zones[$_]) ? model_gcra_interval()
                        : model_interval($zones[$_], $keys[$_], $cur[$_], $wanted[$_]) } 0 .. $#wanted;
 
@@ -572,7 +575,7 @@ sub model_lease {
     my ($z, $key) = ($zones[0], $q->{keys}[0]);
     my ($found, $cur) = model_read($z, $key, $now);
     my $count = model_count($key);
-    my $granted = min($asked, max($z->{limit} - $count, 0));
+    my $granted = $z->{barred} ? 0 : min($asked, max($z->{limit} - $count, 0));
     ($state{$key}{$cur} += $granted, $wrote{$key} = 1) if $granted > 0;
     # Given back in one of the next 3 batches, or, now and then, after the
     # window (1 s) has slid past it.
@@ -581,7 +584,7 @@ sub model_lease {
         if !($z->{desc} // $z)->{limit};
     push @leased, [$z->{desc} // $z, $key, $cur, $granted, $batch_no + (rand() < 0.2 ? 16 + int rand 6 : 1 + int rand 3)]
         if $granted > 0;
-    my $over = $count + max($asked, 1) > $z->{limit} ? 1 : 0;
+    my $over = $z->{barred} || $count + max($asked, 1) > $z->{limit} ? 1 : 0;
 
     $seen{ $asked == 0 ? 'lease: 0 asked, nothing counted'
          : $granted == $asked ? "lease, $KIND{ $z->{kind} }: all asked granted"
@@ -607,6 +610,7 @@ sub gcra_t { $_[0]{t} // $_[0]{width} * 1000 / max($_[0]{limit}, 1) }
 sub gcra_over {
     my ($z, $ahead, $cost) = @_;
     return 1 if $z->{limit} == 0;    # an override of limit 0: nothing fits
+    return 1 if $z->{barred};        # a ban in force: nothing fits
     my $t = gcra_t($z);
     return $ahead + max($cost, 1) * $t > $z->{span} * $t + 1 ? 1 : 0;
 }
@@ -797,6 +801,204 @@ sub model_zero_situations {
     $seen{'limit 0: a request of several zones rejected by one, no override'}++
         if $rejected && @{ $q->{zones} } > 1
            && any { !$_->{desc} && !$_->{limit} && $_->{enforce} } @{ $q->{zones} };
+}
+
+# ---------------------------------------------------------------------------
+# the model of bans (issue 43)
+
+# Zones that ban: side zones above (their keys, limit and base) in an
+# enforced location of ban=D ms, whose mode is "4", D, ":" and the base.
+# A ban is written in the side key its base makes, so every side zone of
+# that base reads it.  Only gen_ban_requests() picks them.
+my @BAN_ZONES = map {
+    my ($name, $prefix, $limit, $width, $span, $kind, $side, $ban) = @$_;
+    { name => $name, prefix => $prefix, limit => $limit, width => $width,
+      span => $span, kind => $kind, enforce => 1, side => $side, ban => $ban };
+} (
+    # name     keys   limit  bucket ms  buckets  kind  base    ban ms
+    ['a-ban',  'm:a', 5,     100,       10,      's',  'm:a+', 250],
+    ['b-ban',  'm:b', 4,     50,        20,      's',  'm:b+', 150],
+    ['f-ban',  'm:f', 2,     300,       1,       'f',  'm:f+', 700],
+    ['g-ban',  'm:q', 4,     400,       3,       'g',  'm:q+', 400],
+    ['cal-ban','m:k', 3,     1,         1,       'c',  'm:k+', 300],
+);
+
+my @BAN_SUBJECTS = ('b0', 'b1', 'b2');
+
+my %side_at;         # side key => [its value, the time (ms) it expires at]
+                     # while it holds the value a ban wrote
+my %marker_members;  # marker key => { side key => its score, 'inf' or ms }
+my %marker_at;       # marker key => the time (ms) it expires at, if any
+my %just_banned;     # side key => 1: the entry being checked set its ban
+
+sub model_ban_reset { %side_at = %marker_members = %marker_at = %just_banned = () }
+
+# The end (ms) of the ban in force in side value `v` (undef: none; a ref:
+# a hash) at `now`: its first part of the form b=END (decimal digits), in
+# force while now < END <= 2^53; else undef.
+sub ban_of {
+    my ($v, $now) = @_;
+    return undef if !defined $v || ref $v;
+    my ($end) = map { /^b=([0-9]+)$/ ? $1 + 0 : () } split /;/, $v, -1;
+    return defined $end && $end > $now && $end <= $MAX ? $end : undef;
+}
+
+# Zone `z` of a use (`applied` as an override applies it, or itself) of
+# count key `key` at `now`: a copy with `barred` where the zone reads its
+# side keys and a ban is in force in its subject's.
+sub model_barred {
+    my ($applied, $z, $key, $now) = @_;
+    return $applied if !$z->{side} || !$reads{ $z->{name} };
+    my $v = $side{ side_key($z, $key) };
+    my $end = ban_of($v, $now);
+    if (!defined $end) {
+        $seen{'ban: lapsed by Redis\'s clock, not in force'}++ if defined $v && !ref $v && $v =~ /(^|;)b=[0-9]+(;|$)/;
+        return $applied;
+    }
+    $seen{ $z->{ban} ? 'ban: in force in its zone' : 'ban: in force, read by another zone of its base' }++;
+    $seen{'ban: in force beside an override in force'}++ if $applied->{desc};
+    return { %$applied, barred => $end };
+}
+
+# Zone `z` (as a use applied it) bans the subject of count key `key` at
+# `now`: its side key's other parts kept, its b= parts replaced by
+# b=now+D, expiring at the latest end of its parts (none where it had no
+# expiry and keeps a part), a member of the zone's marker where the call
+# names markers; the zone reads its side keys from then on.
+sub model_ban_set {
+    my ($z, $key, $now) = @_;
+    my $sk = side_key($z, $key);
+    my $till = $now + $z->{ban};
+    my $v = $side{$sk};
+    my ($at, @keep) = ($till);
+    if (defined $v && !ref $v) {
+        @keep = grep { $_ ne '' && !/^b=/ } split /;/, $v;
+        my $e = $side_at{$sk} && $side_at{$sk}[0] eq $v ? $side_at{$sk}[1] : undef;
+        $at = defined $e ? max($till, $e) : @keep ? undef : $till;
+        $seen{'ban: set beside other parts, kept'}++ if @keep;
+    }
+    $seen{'ban: set over a side key of another type'}++ if ref $v;
+    $side{$sk} = join ';', @keep, "b=$till";
+    defined $at ? ($side_at{$sk} = [$side{$sk}, $at]) : delete $side_at{$sk};
+    $just_banned{$sk} = 1;
+    $seen{'ban: set where the zone did not read its side keys'}++ if !$reads{ $z->{name} };
+    $reads{ $z->{name} } = 1;
+    $seen{ calendar($z) ? 'ban: set, calendar' : gcra($z) ? 'ban: set, GCRA' : "ban: set, $KIND{ $z->{kind} }" }++;
+    if (!$marked) {
+        $seen{'ban: set, no markers named'}++;
+        return;
+    }
+    model_mark($z->{side}, $sk, $at, $now);
+}
+
+# Marker `m` given member `sk` of expiry `at` (undef: none, +inf) at
+# `now`, as the script keeps it: a marker of another type is left alone;
+# none is made a sorted set; members lapsed by `now` are dropped; it
+# expires at its top score (never for +inf).
+sub model_mark {
+    my ($m, $sk, $at, $now) = @_;
+    my $type = $marker{$m};
+    if ($type && $type ne 'zset') {
+        $seen{"ban: the marker a $type, left alone"}++;
+        return;
+    }
+    $seen{ $type ? 'ban: the marker a sorted set, a member added' : 'ban: no marker, a sorted set made' }++;
+    ($marker{$m}, $marker_members{$m}) = ('zset', {}) if !$type;
+    my $members = $marker_members{$m};
+    $members->{$sk} = $at // 'inf';
+    delete @$members{ grep { $members->{$_} ne 'inf' && $members->{$_} <= $now } keys %$members };
+    my @scores = values %$members;
+    $marker_at{$m} = (any { $_ eq 'inf' } @scores) ? undef : max(@scores);
+    $seen{'ban: the marker kept for ever (an override that never lapses)'}++ if !defined $marker_at{$m};
+}
+
+# Bans, after request `q` at `now` was decided: in each zone that bans
+# whose limit (not a ban in force) refused the counted request.
+sub model_bans_set {
+    my ($q, $zones, $keys, $over, $now) = @_;
+    return if $q->{peek};
+    for my $i (grep { $zones->[$_]{ban} && !$zones->[$_]{barred} && $over->[$_] } 0 .. $#$zones) {
+        model_ban_set($zones->[$i], $keys->[$i], $now);
+        $seen{'ban: set by one zone of several, nothing counted'}++ if @$zones > 1;
+        $seen{'ban: set by a cost'}++ if $q->{cost};
+    }
+    for my $i (grep { $zones->[$_]{barred} } 0 .. $#$zones) {
+        $seen{ $zones->[$i]{enforce} ? 'ban: in force, refused, nothing counted' : 'ban: in force, over in dry run, not counted' }++;
+        $seen{'ban: in force, GCRA refused'}++ if gcra($zones->[$i]);
+    }
+    $seen{'ban: a dry-run zone over its limit, no ban'}
+        += grep { !$zones->[$_]{enforce} && $zones->[$_]{side} && $over->[$_] && !$zones->[$_]{barred} } 0 .. $#$zones;
+}
+
+# The tail entry number `e` (request `q`) tells at `now`, once decided:
+# per zone, its override `told` made (before it was decided), then its
+# ban in force where the zone reads its side keys (D where this entry set
+# it, else 0; the window 0; the ms left).
+sub model_tail {
+    my ($e, $q, $told, $now) = @_;
+    my @tail;
+    for my $p (0 .. $#{ $q->{zones} }) {
+        my $z = $q->{zones}[$p];
+        push @tail, map { @$_ } grep { $_->[1] == $p + 1 } @$told;
+        next if !$z->{side} || !$reads{ $z->{name} };
+        my $sk = side_key($z, $q->{keys}[$p]);
+        my $end = ban_of($side{$sk}, $now);
+        my $set = delete $just_banned{$sk};
+        next if !defined $end;
+        push @tail, $e, $p + 1, $set ? $end - $now : 0, 0, $end - $now;
+        $seen{'ban: a peek shows it'}++ if $q->{peek} && !$set;
+        $seen{'ban: a lease grants nothing'}++
+            if $q->{lease} && @{ $q->{zones} } == 1 && $z->{enforce} && !gcra($z) && !$q->{wrong};
+        $seen{'ban: a settle applies'}++ if $q->{settle} && !$q->{wrong};
+        $seen{'ban: a failed entry tells it'}++ if $q->{wrong};
+    }
+    return @tail;
+}
+
+# After a call at `now`, Redis's time, before its entries are checked:
+# sorted set markers and ban-written side keys that expired by then are
+# gone, and each side zone reads where its marker exists (or the call
+# names none).
+sub model_ban_reads {
+    my ($now) = @_;
+    for my $m (grep { $marker{$_} eq 'zset' && defined $marker_at{$_} && $marker_at{$_} < $now } keys %marker) {
+        delete $marker{$m};
+        $seen{'ban: the marker expired'}++;
+    }
+    for my $sk (grep { $side_at{$_}[1] < $now } keys %side_at) {
+        delete $side{$sk} if defined $side{$sk} && !ref $side{$sk} && $side{$sk} eq $side_at{$sk}[0];
+        delete $side_at{$sk};
+    }
+    $reads{ $_->{name} } = !$marked || $marker{ $_->{side} } ? 1 : 0 for @SIDE_ZONES, @ZERO_ZONES, @BAN_ZONES;
+}
+
+# Before a batch is made: not within 80 ms before, nor 3 ms after, the
+# time a sorted set marker expires at (whether the call reads its side
+# keys turns on it, and the model knows Redis's time only to a ms).
+sub model_ban_guard {
+    my $now = $t->redis_time_ms;
+    for my $at (grep { defined } map { $marker{$_} eq 'zset' ? $marker_at{$_} : undef } keys %marker) {
+        if ($now >= $at - 80 && $now <= $at + 3) {
+            sleep(($at + 4 - $now) / 1000);
+            $now = $t->redis_time_ms;
+        }
+    }
+}
+
+# The side keys and markers at the end, as the model has them, against
+# Redis's: a side key a ban wrote and a sorted set marker that expire
+# within 10 ms of now are left out of both.
+sub check_side_keys {
+    my $type = sub { my $type = rcmd('TYPE', $_[0]); $type eq 'string' ? rcmd('GET', $_[0]) : $type };
+    my $now = $t->redis_time_ms;
+    model_ban_reads($now);
+    my %near = map { $_ => 1 } (grep { abs($side_at{$_}[1] - $now) <= 10 } keys %side_at),
+                               grep { $marker{$_} eq 'zset' && defined $marker_at{$_} && abs($marker_at{$_} - $now) <= 10 } keys %marker;
+    is_deeply({ map { $_ => $type->($_) } grep { /\+/ && !$near{$_} } $t->redis_keys('m:*') },
+              { (map { $_ => ref $side{$_} ? 'hash' : $side{$_} } grep { !$near{$_} } keys %side),
+                map { $_ => $marker{$_} eq 'hash' ? 'hash' : $marker{$_} eq 'zset' ? 'zset' : 1 }
+                grep { !$near{$_} } keys %marker },
+              'the side keys and markers as the status API and bans left them');
 }
 
 # The hash the script leaves for `key`, as "field=value ..." ('' for none),
@@ -1306,6 +1508,106 @@ sub gen_zero_requests {
     return @reqs;
 }
 
+# The requests of a batch in zones that ban: a few series, each of one
+# zone and one subject (often one whose side key holds nothing but its
+# bans: its marker member then lapses, and the marker with it), of counted requests (so that
+# limits are reached and bans set, the later ones of a series refused by
+# the ban the first set), now and then with costs, a lease, a settle, or a
+# request of another zone of the same base (a sibling: it reads the ban;
+# b-dry-o over in dry run by it).
+sub gen_ban_requests {
+    my @reqs;
+    for (1 .. 1 + int rand 3) {
+        my $z = $BAN_ZONES[rand @BAN_ZONES];
+        my $s = rand() < 0.75 ? $BAN_SUBJECTS[rand @BAN_SUBJECTS] : $SIDE_SUBJECTS[rand 4];
+        # Now and then its marker gone, as if it expired: the ban makes it,
+        # and another subject's, banned too, is added to it.
+        if (rand() < 0.15) {
+            set_marker($z, undef);
+            push @reqs, map { gen_request($z, $BAN_SUBJECTS[rand @BAN_SUBJECTS]) } 1 .. 3;
+        }
+        my @siblings = grep { $_->{side} && $_->{side} eq $z->{side} && $_->{limit} } @ZONES;
+        my $r = rand;
+        if ($r < 0.55) {
+            push @reqs, map { gen_request($z, $s) } 1 .. 1 + int rand 4;
+            push @reqs, gen_request($siblings[rand @siblings], $s) if rand() < 0.3;
+        } elsif ($r < 0.65) {
+            push @reqs, gen_request($z, $s, 1);
+        } elsif ($r < 0.75 && !gcra($z)) {
+            push @reqs, { lease => 1, asked => 1 + int rand 4, zones => [$z], keys => ["$z->{prefix}:$s"],
+                          wrong => 0 };
+        } elsif ($r < 0.85) {
+            push @reqs, gen_settle($z, $s);
+        } else {
+            push @reqs, gen_request($siblings[rand @siblings], $s);
+        }
+    }
+    return @reqs;
+}
+
+# The forgive call of the status API's DELETE (scripts/forgive_call.cpp),
+# the same for both implementations: it deletes the count key and lifts
+# the ban in the side key and marker.
+my $FORGIVE = do {
+    open my $fh, '<', "$FindBin::Bin/../src/scripts/forgive_call.cpp" or die "forgive_call.cpp: $!\n";
+    local $/;
+    <$fh> =~ /R"lua\((.*?)\)lua"/s ? $1 : die "forgive_call.cpp: no script\n";
+};
+
+# Between batches, now and then: a subject of a zone that bans whose side
+# key holds a ban part (in force or lapsed) forgiven, as the DELETE does:
+# its count key deleted, its side key's b= parts dropped (the others kept,
+# and its expiry), or the key deleted and taken out of a sorted set
+# marker (which goes once empty).  Not within 20 ms of the key's expiry.
+sub gen_forgive {
+    return if rand() >= 0.2;
+    my $now = $t->redis_time_ms;
+    my @held;
+    for my $z (@BAN_ZONES) {
+        for my $s (@SIDE_SUBJECTS[0 .. 3], @BAN_SUBJECTS) {
+            my $sk = side_key($z, "$z->{prefix}:$s");
+            my $v = $side{$sk};
+            push @held, [$z, $s, $sk] if defined $v && !ref $v && $v =~ /(^|;)b=/
+                && !($side_at{$sk} && $side_at{$sk}[1] < $now + 20);
+        }
+    }
+    return if !@held;
+    my ($z, $s, $sk) = @{ $held[rand @held] };
+    my $key = "$z->{prefix}:$s";
+    rcmd('EVAL', $FORGIVE, 3, $key, $sk, $z->{side}, 'm:forgive', "forgive - $key");
+    delete $_->{$key} for \%state, \%tat, \%layout, \%packing, \%is_hash, \%junk;
+    my @keep = grep { $_ ne '' && !/^b=/ } split /;/, $side{$sk};
+    $seen{ defined ban_of($side{$sk}, $now + 1) ? 'forgive: a ban in force lifted' : 'forgive: a lapsed ban part dropped' }++;
+    if (@keep) {
+        $side{$sk} = join ';', @keep;
+        $seen{'forgive: the other parts kept'}++;
+        return;
+    }
+    delete $side{$sk};
+    delete $side_at{$sk};
+    $seen{'forgive: the side key deleted'}++;
+    my $m = $z->{side};
+    return if ($marker{$m} // '') ne 'zset';
+    delete $marker_members{$m}{$sk};
+    delete $marker{$m} if !%{ $marker_members{$m} };
+}
+
+# The situations of bans, each seen at least 5 times a run.
+sub ban_situations {
+    return ('ban: set, sliding', 'ban: set, fixed', 'ban: set, GCRA', 'ban: set, calendar',
+            'ban: set by a cost', 'ban: set by one zone of several, nothing counted',
+            'ban: set beside other parts, kept', 'ban: set where the zone did not read its side keys',
+            'ban: set, no markers named', 'ban: no marker, a sorted set made',
+            'ban: the marker a sorted set, a member added', 'ban: the marker a string, left alone',
+            'ban: the marker expired',
+            'ban: in force in its zone', 'ban: in force, read by another zone of its base',
+            'ban: in force, refused, nothing counted', 'ban: in force, over in dry run, not counted',
+            'ban: in force, GCRA refused', 'ban: a peek shows it',
+            "ban: lapsed by Redis's clock, not in force", 'ban: a dry-run zone over its limit, no ban',
+            'ban: a lease grants nothing', 'ban: a settle applies',
+            'forgive: a ban in force lifted', 'forgive: the side key deleted', 'forgive: the other parts kept');
+}
+
 # The period ends each calendar zone of `zones`, a batch's, sends, by
 # Redis's time t now in its period [S, E): (S, E) or (E, N), as nginx
 # sends them in the first half of its period and in the second, both
@@ -1371,6 +1673,7 @@ sub run_model {
     srand($SEED);
     %state = %zone_of = %junk = %seen = %tat = %is_hash = %layout = %packing = ();
     %side = %marker = ();
+    model_ban_reset();
     @leased = ();
     $fresh = 0;
     $batch_time = $t->redis_time_ms;
@@ -1385,9 +1688,11 @@ sub run_model {
     for my $batch (1 .. $BATCHES) {
         $batch_no = $batch;
         my @reqs;
+        model_ban_guard();
         $batch_time = $t->redis_time_ms;
         %live = model_live($batch_time);
         gen_sides();
+        gen_forgive();
         # New keys hashes or packed strings, asked for or by a call of the
         # release before, which says nothing.  A call with a letter names
         # marker keys most of the time; one without them (a cross_slot
@@ -1437,6 +1742,7 @@ sub run_model {
         push @reqs, gen_lease() for 1 .. int rand 4;
         push @reqs, gen_returns();
         push @reqs, gen_side_requests();
+        push @reqs, gen_ban_requests();
         @reqs = shuffle @reqs;
         unshift @reqs, { peek => 1, zones => [$GCRA_CLOCK], keys => [$CLOCK_KEY] };
 
@@ -1470,6 +1776,7 @@ sub run_model {
         }
 
         my $now = shift @$reply;
+        model_ban_reads($now);
         die "batch $batch: Redis time went back from $prev_now to $now: the model needs a steady clock\n"
             if $now < $prev_now;
         $prev_now = $now;
@@ -1501,13 +1808,14 @@ sub run_model {
             my (@applied, @told);
             for my $p (0 .. $#{ $q->{zones} }) {
                 my $o = model_side($q->{zones}[$p], $q->{keys}[$p], $now);
-                push @applied, $o ? applied($q->{zones}[$p], $o) : $q->{zones}[$p];
+                push @applied, model_barred($o ? applied($q->{zones}[$p], $o) : $q->{zones}[$p],
+                                            $q->{zones}[$p], $q->{keys}[$p], $now);
                 push @told, [$i + 2, $p + 1, $o->[0], $o->[1], $o->[2] ? $o->[2] - $now : 0] if $o;
             }
-            push @tail, map { @$_ } @told;
             $seen{'override: two side zones of an entry, different overrides'}++
                 if @told > 1 && "@{ $told[0] }[2 .. 4]" ne "@{ $told[1] }[2 .. 4]";
             my @want = model_request({ %$q, zones => \@applied }, $now);
+            push @tail, model_tail($i + 2, $q, \@told, $now);
             $seen{ $q->{lease} ? 'override: a failed lease tells it'
                  : 'override: a failed entry (a key of another type) tells it' }++
                 if @told && $want[0] =~ /^[A-Z]/;
@@ -1553,11 +1861,7 @@ sub run_model {
     is_deeply({ map { $_ => [rcmd('TYPE', $_), rcmd('GET', $_), rcmd('PEXPIRETIME', $_)] } keys %STRINGS },
               { map { $_ => ['string', $STRINGS{$_}, -1] } keys %STRINGS },
               'the string keys are left alone');
-    my $type = sub { my $type = rcmd('TYPE', $_[0]); $type eq 'string' ? rcmd('GET', $_[0]) : $type };
-    is_deeply({ map { $_ => $type->($_) } grep { /\+/ } $t->redis_keys('m:*') },
-              { (map { $_ => ref $side{$_} ? 'hash' : $side{$_} } keys %side),
-                map { $_ => $marker{$_} eq 'hash' ? 'hash' : 1 } keys %marker },
-              'the side keys and markers are left alone');
+    check_side_keys();
 
     note("$_: $seen{$_}") for sort keys %seen;
     for my $situation ('fast-path requests',
@@ -1710,6 +2014,7 @@ sub run_model {
                        'limit 0, calendar: under an override, counted') {
         cmp_ok($seen{$situation} // 0, '>', 0, "seen: $situation");
     }
+    cmp_ok($seen{$_} // 0, '>=', 5, "seen 5 times: $_") for ban_situations();
 
     # ---------------------------------------------------------------------------
     # a key of another type behind a zone that slides
