@@ -3,6 +3,7 @@
 #include "base/sha1.hpp"
 #include "scripts/concurrency_script.hpp"
 #include "scripts/resp_command.hpp"
+#include "scripts/side_parts.hpp"
 
 namespace ratelimit {
 
@@ -124,19 +125,13 @@ std::string format_forgive_call(std::string_view key,
                                 std::string_view side_key,
                                 std::string_view marker)
 {
-    // The side value's parts as the window script splits them (lua/
-    // override.lua: '[^;]+', a ban part "b=..."); a key of another type
-    // is left alone, as that script leaves it.
+    // A side key of another type is left alone, as the window script
+    // leaves it.
     static constexpr std::string_view kScript = R"lua(
 redis.call('DEL', KEYS[1])
 local v = KEYS[2] and redis.pcall('GET', KEYS[2])
 if type(v) == 'string' then
-  local keep = {}
-  for part in string.gmatch(v, '[^;]+') do
-    if string.sub(part, 1, 2) ~= 'b=' then
-      keep[#keep + 1] = part
-    end
-  end
+  local keep = parts_without(v, 'b=')
   if #keep > 0 then
     redis.call('SET', KEYS[2], table.concat(keep, ';'), 'KEEPTTL')
   else
@@ -146,13 +141,16 @@ if type(v) == 'string' then
 end
 return redis.call('PUBLISH', ARGV[1], ARGV[2])
 )lua";
+    std::string script(kPartsWithoutLua);
+    script.append(kScript);
+
     if (side_key.empty()) {
-        std::string_view argv[] = {"EVAL", kScript, "1", key, channel,
+        std::string_view argv[] = {"EVAL", script, "1", key, channel,
                                    message};
         return format_command(argv);
     }
 
-    std::string_view argv[] = {"EVAL", kScript, "3", key, side_key, marker,
+    std::string_view argv[] = {"EVAL", script, "3", key, side_key, marker,
                                channel, message};
     return format_command(argv);
 }

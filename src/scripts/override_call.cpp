@@ -1,6 +1,7 @@
 #include "scripts/override_call.hpp"
 
 #include "scripts/resp_command.hpp"
+#include "scripts/side_parts.hpp"
 
 namespace ratelimit {
 
@@ -23,12 +24,7 @@ local l, w, x = string.match(';' .. old .. ';', ';o=(%d+),(%d+),(%d+);')
 l, w, x = tonumber(l), tonumber(w), tonumber(x)
 local was = l and l <= 2^53 and w >= 1 and w <= 604800000000000
             and x <= 2^53 and (x == 0 or x > now) and l
-local keep = {}
-for part in string.gmatch(old, '[^;]+') do
-  if string.sub(part, 1, 2) ~= 'o=' then
-    keep[#keep + 1] = part
-  end
-end
+local keep = parts_without(old, 'o=')
 local at = tonumber(ARGV[5]) > 0 and now + tonumber(ARGV[5]) or 0
 if ARGV[3] ~= '' then
   keep[#keep + 1] = string.format('o=%s,%s,%d', ARGV[3], ARGV[4], at)
@@ -69,7 +65,9 @@ std::string format_override_call(std::string_view side_key,
     std::string limit = change.remove ? "" : std::to_string(change.limit);
     std::string window = std::to_string(change.window_ms);
     std::string ttl = std::to_string(change.ttl_ms);
-    std::string_view argv[] = {"EVAL", kScript, "2", side_key, marker,
+    std::string script(kPartsWithoutLua);
+    script.append(kScript);
+    std::string_view argv[] = {"EVAL", script, "2", side_key, marker,
                                channel, message, limit, window, ttl};
     return format_command(argv);
 }
