@@ -77,6 +77,23 @@
 // zone's not (the call is refused): a use under an override is decided
 // under it, any other rejects as L = 0 does, a GCRA zone's TAT moved by
 // the interval of limit 1.
+// Bans (issue 43): a zone of mode kZoneEnforcedBan, then its ban's length
+// D in ms (1 to 604800000000000, decimal), ":" and its base, is an
+// enforced side zone that bans: a counted request ("c", "w") its limit
+// refuses (the override's, where one applies) bans the subject there till
+// END = the call's time + D: the side key's value keeps its other parts,
+// its parts "b=..." replaced by "b=END", the key expiring at the latest
+// end of its parts (PTTL; none where it had none and keeps a part), a
+// member of the zone's marker of that score (+inf: none), the marker's
+// lapsed members dropped and its expiry its top score's; a marker of
+// another type is left alone.  The zone reads its side keys from then on
+// in the call.  The first part "b=END" of a side key's value (decimal
+// digits) is a ban in force while the call's time < END <= 2^53: every
+// side zone that reads it (a zone that bans, or any other of the base)
+// takes no request of the subject (over, rejected where enforced, counted
+// nowhere, however many units), and sets no ban; a lease grants 0; a
+// settle applies; a peek shows it.  A dry-run zone never bans (nginx
+// sends it as kZoneDryRunSide).
 // Reply: one flat array (nested ones cost Redis a table per request): Redis
 // time in ms, then each request's reply in their order, 1 +
 // kRepliesPerZone * zones elements: 1 if the request was rejected, then per
@@ -92,7 +109,12 @@
 // of a side zone whose side key holds an override in force, in the order
 // of the entries and their zones: the entry's number and the zone's among
 // its (from 1), L, W, and X - now, or 0 for never; an entry that failed
-// tells its overrides too, read before it failed or not.
+// tells its overrides too, read before it failed or not.  After a zone's
+// override, its ban in force after the entry was decided: the entry's and
+// the zone's numbers, D where this entry set it (else 0: it refused the
+// entry), kToldBanWindow (0) and END - now; an entry that set a ban where
+// its zone read no side keys tells no override (it was not decided under
+// one).
 #pragma once
 
 #include <cstddef>
