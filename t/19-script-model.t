@@ -1548,11 +1548,12 @@ sub gen_ban_requests {
 # The forgive call of the status API's DELETE (scripts/forgive_call.cpp),
 # the same for both implementations: it deletes the count key and lifts
 # the ban in the side key and marker.
-my $FORGIVE = do {
-    open my $fh, '<', "$FindBin::Bin/../src/scripts/forgive_call.cpp" or die "forgive_call.cpp: $!\n";
+# (Its text: side_parts.hpp's function, then its own.)
+my $FORGIVE = join '', map {
+    open my $fh, '<', "$FindBin::Bin/../src/scripts/$_" or die "$_: $!\n";
     local $/;
-    <$fh> =~ /R"lua\((.*?)\)lua"/s ? $1 : die "forgive_call.cpp: no script\n";
-};
+    <$fh> =~ /R"lua\((.*?)\)lua"/s ? $1 : die "$_: no script\n";
+} 'side_parts.hpp', 'forgive_call.cpp';
 
 # Between batches, now and then: a subject of a zone that bans whose side
 # key holds a ban part (in force or lapsed) forgiven, as the DELETE does:
