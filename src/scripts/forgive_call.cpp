@@ -131,17 +131,11 @@ std::string format_forgive_call(std::string_view key,
 redis.call('DEL', KEYS[1])
 local v = KEYS[2] and redis.pcall('GET', KEYS[2])
 if type(v) == 'string' then
-  local keep = parts_without(v, 'b=')
-  if #keep > 0 then
-    redis.call('SET', KEYS[2], table.concat(keep, ';'), 'KEEPTTL')
-  else
-    redis.call('DEL', KEYS[2])
-    redis.pcall('ZREM', KEYS[3], KEYS[2])
-  end
+  put_parts(KEYS[2], KEYS[3], parts_without(v, 'b='))
 end
 return redis.call('PUBLISH', ARGV[1], ARGV[2])
 )lua";
-    std::string script(kPartsWithoutLua);
+    std::string script(kSidePartsLua);
     script.append(kScript);
 
     if (side_key.empty()) {

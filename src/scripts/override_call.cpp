@@ -38,11 +38,8 @@ if ARGV[3] ~= '' then
   end
   redis.pcall('ZADD', KEYS[2], at == 0 and '+inf' or string.format('%d', at),
               KEYS[1])
-elseif #keep > 0 then
-  redis.call('SET', KEYS[1], table.concat(keep, ';'), 'KEEPTTL')
 else
-  redis.call('DEL', KEYS[1])
-  redis.pcall('ZREM', KEYS[2], KEYS[1])
+  put_parts(KEYS[1], KEYS[2], keep)
 end
 redis.pcall('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
 local top = redis.pcall('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
@@ -65,7 +62,7 @@ std::string format_override_call(std::string_view side_key,
     std::string limit = change.remove ? "" : std::to_string(change.limit);
     std::string window = std::to_string(change.window_ms);
     std::string ttl = std::to_string(change.ttl_ms);
-    std::string script(kPartsWithoutLua);
+    std::string script(kSidePartsLua);
     script.append(kScript);
     std::string_view argv[] = {"EVAL", script, "2", side_key, marker,
                                channel, message, limit, window, ttl};

@@ -1,5 +1,5 @@
 // A side key's value (keys/subject_key.hpp) as the status API's scripts
-// rewrite it (override_call.cpp, forgive_call.cpp): the Lua function each
+// rewrite it (override_call.cpp, forgive_call.cpp): the Lua functions each
 // puts before its own text.
 #pragma once
 
@@ -9,8 +9,10 @@ namespace ratelimit {
 
 // parts_without(v, tag): the parts of side value v, the runs between ";"
 // as the window script splits them (lua/override.lua), that do not start
-// with `tag` ("o=", "b="), in their order.
-constexpr std::string_view kPartsWithoutLua = R"lua(
+// with `tag` ("o=", "b="), in their order.  put_parts(key, marker, keep):
+// side key `key` holds the parts `keep`, its expiry kept, or where there
+// are none it is deleted and taken out of its zone's marker.
+constexpr std::string_view kSidePartsLua = R"lua(
 local function parts_without(v, tag)
   local keep = {}
   for part in string.gmatch(v, '[^;]+') do
@@ -19,6 +21,14 @@ local function parts_without(v, tag)
     end
   end
   return keep
+end
+local function put_parts(key, marker, keep)
+  if #keep > 0 then
+    redis.call('SET', key, table.concat(keep, ';'), 'KEEPTTL')
+  else
+    redis.call('DEL', key)
+    redis.pcall('ZREM', marker, key)
+  end
 end
 )lua";
 
