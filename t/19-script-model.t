@@ -1510,11 +1510,12 @@ sub gen_zero_requests {
 
 # The requests of a batch in zones that ban: a few series, each of one
 # zone and one subject (often one whose side key holds nothing but its
-# bans: its marker member then lapses, and the marker with it), of counted requests (so that
-# limits are reached and bans set, the later ones of a series refused by
-# the ban the first set), now and then with costs, a lease, a settle, or a
-# request of another zone of the same base (a sibling: it reads the ban;
-# b-dry-o over in dry run by it).
+# bans: its marker member then lapses, and the marker with it), of counted
+# requests (so that limits are reached and bans set, the later ones of a
+# series refused by the ban the first set) now and then followed by a
+# lease or a request of another zone of the same base (a sibling: it reads
+# the ban; b-dry-o over in dry run by it); or a request of costs, a lease,
+# a settle or a sibling's request alone.
 sub gen_ban_requests {
     my @reqs;
     for (1 .. 1 + int rand 3) {
@@ -1522,7 +1523,7 @@ sub gen_ban_requests {
         my $s = rand() < 0.75 ? $BAN_SUBJECTS[rand @BAN_SUBJECTS] : $SIDE_SUBJECTS[rand 4];
         # Now and then its marker gone, as if it expired: the ban makes it,
         # and another subject's, banned too, is added to it.
-        if (rand() < 0.15) {
+        if (rand() < 0.25) {
             set_marker($z, undef);
             push @reqs, map { gen_request($z, $BAN_SUBJECTS[rand @BAN_SUBJECTS]) } 1 .. 3;
         }
@@ -1530,7 +1531,9 @@ sub gen_ban_requests {
         my $r = rand;
         if ($r < 0.55) {
             push @reqs, map { gen_request($z, $s) } 1 .. 1 + int rand 4;
-            push @reqs, gen_request($siblings[rand @siblings], $s) if rand() < 0.3;
+            push @reqs, gen_request($siblings[rand @siblings], $s) if rand() < 0.6;
+            push @reqs, { lease => 1, asked => 1 + int rand 4, zones => [$z], keys => ["$z->{prefix}:$s"],
+                          wrong => 0 } if !gcra($z) && rand() < 0.3;
         } elsif ($r < 0.65) {
             push @reqs, gen_request($z, $s, 1);
         } elsif ($r < 0.75 && !gcra($z)) {
