@@ -809,7 +809,11 @@ sub model_zero_situations {
 # Zones that ban: side zones above (their keys, limit and base) in an
 # enforced location of ban=D ms, whose mode is "4", D, ":" and the base.
 # A ban is written in the side key its base makes, so every side zone of
-# that base reads it.  Only gen_ban_requests() picks them.
+# that base reads it.  Only gen_ban_requests() picks them.  a-0-ban and
+# g-0-ban are a-ban and g-ban at limit 0 (limit=$plan evaluating to 0: a
+# plan blocked but for the subjects its overrides let in): a limit of 0
+# refuses, never bans (a ban would outlive the plan's unblocking); an
+# override above 0 bans as its limit refuses.
 my @BAN_ZONES = map {
     my ($name, $prefix, $limit, $width, $span, $kind, $side, $ban) = @$_;
     { name => $name, prefix => $prefix, limit => $limit, width => $width,
@@ -821,7 +825,11 @@ my @BAN_ZONES = map {
     ['f-ban',  'm:f', 2,     300,       1,       'f',  'm:f+', 700],
     ['g-ban',  'm:q', 4,     400,       3,       'g',  'm:q+', 400],
     ['cal-ban','m:k', 3,     1,         1,       'c',  'm:k+', 300],
+    ['a-0-ban','m:a', 0,     100,       10,      's',  'm:a+', 250],
+    ['g-0-ban','m:q', 0,     400,       3,       'g',  'm:q+', 400],
 );
+my @ZERO_BAN_ZONES = grep { !$_->{limit} } @BAN_ZONES;
+my @LIMITED_BAN_ZONES = grep { $_->{limit} } @BAN_ZONES;
 
 my @BAN_SUBJECTS = ('b0', 'b1', 'b2');
 
@@ -913,11 +921,14 @@ sub model_mark {
 }
 
 # Bans, after request `q` at `now` was decided: in each zone that bans
-# whose limit (not a ban in force) refused the counted request.
+# whose limit (as applied: an override's where one applies), above 0, not
+# a ban in force, refused the counted request.
 sub model_bans_set {
     my ($q, $zones, $keys, $over, $now) = @_;
     return if $q->{peek};
-    for my $i (grep { $zones->[$_]{ban} && !$zones->[$_]{barred} && $over->[$_] } 0 .. $#$zones) {
+    my @refused = grep { $zones->[$_]{ban} && !$zones->[$_]{barred} && $over->[$_] } 0 .. $#$zones;
+    $seen{'ban: a limit of 0 refuses, no ban'} += grep { !$zones->[$_]{limit} } @refused;
+    for my $i (grep { $zones->[$_]{limit} } @refused) {
         model_ban_set($zones->[$i], $keys->[$i], $now);
         $seen{'ban: set by one zone of several, nothing counted'}++ if @$zones > 1;
         $seen{'ban: set by a cost'}++ if $q->{cost};
@@ -1515,11 +1526,13 @@ sub gen_zero_requests {
 # series refused by the ban the first set) now and then followed by a
 # lease or a request of another zone of the same base (a sibling: it reads
 # the ban; b-dry-o over in dry run by it); or a request of costs, a lease,
-# a settle or a sibling's request alone.
+# a settle or a sibling's request alone.  A zone of limit 0 a series in
+# six.
 sub gen_ban_requests {
     my @reqs;
     for (1 .. 1 + int rand 3) {
-        my $z = $BAN_ZONES[rand @BAN_ZONES];
+        my $z = rand() < 1 / 6 ? $ZERO_BAN_ZONES[rand @ZERO_BAN_ZONES]
+              : $LIMITED_BAN_ZONES[rand @LIMITED_BAN_ZONES];
         my $s = rand() < 0.75 ? $BAN_SUBJECTS[rand @BAN_SUBJECTS] : $SIDE_SUBJECTS[rand 4];
         # Now and then its marker gone, as if it expired: the ban makes it,
         # and another subject's, banned too, is added to it.
@@ -1608,6 +1621,7 @@ sub ban_situations {
             'ban: in force, refused, nothing counted', 'ban: in force, over in dry run, not counted',
             'ban: in force, GCRA refused', 'ban: a peek shows it',
             "ban: lapsed by Redis's clock, not in force", 'ban: a dry-run zone over its limit, no ban',
+            'ban: a limit of 0 refuses, no ban',
             'ban: a lease grants nothing', 'ban: a settle applies',
             'forgive: a ban in force lifted', 'forgive: the side key deleted', 'forgive: the other parts kept');
 }

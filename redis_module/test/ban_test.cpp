@@ -173,4 +173,30 @@ TEST_F(BanTest, WhoBans)
     EXPECT_EQ(text("rl:a+:u"), "b=" + at(kBan));
 }
 
+// A limit of 0 refuses without banning (a plan blocked: a ban would
+// outlive its unblocking): the zone's, window or GCRA, and an override's
+// of 0 on a zone above it; an override above 0 on a zone of 0 bans as its
+// limit refuses.
+TEST_F(BanTest, ALimitOf0DoesNotBan)
+{
+    zones = {{0, 1000, 1, 'f', true, false, kA, kBan}};
+    EXPECT_EQ(one(count()), (V{1, 0, 0, 1}));  // no key: oldest 0
+    EXPECT_EQ(text("rl:a+:u"), "");
+
+    zones = {{0, 60000, 1, 'g', true, false, kA, kBan}};
+    EXPECT_EQ(count()[1].value, 1);
+    EXPECT_EQ(text("rl:a+:u"), "");
+
+    zones = {{2, 1000, 1, 'f', true, false, kA, kBan}};
+    store.keys["rl:a+:u"] = MemoryStore::Value{false, {}, "o=0,1000,0", -1};
+    EXPECT_EQ(one(count()), (V{1, 0, 0, 1}));
+    EXPECT_EQ(text("rl:a+:u"), "o=0,1000,0");
+
+    zones = {{0, 1000, 1, 'f', true, false, kA, kBan}};
+    store.keys["rl:a+:u"] = MemoryStore::Value{false, {}, "o=1,1000,0", -1};
+    EXPECT_EQ(one(count()), (V{0, 1, bucket(1000), 0}));
+    EXPECT_EQ(one(count()), (V{1, 1, bucket(1000), 1}));
+    EXPECT_EQ(text("rl:a+:u"), "o=1,1000,0;b=" + at(kBan));
+}
+
 }  // namespace ratelimit::test

@@ -169,13 +169,17 @@ CallError BatchDecider::ban(std::size_t d, KeyNumber key)
 }
 
 // Bans the subject of the request's zone i (its key `key`) where the zone
-// bans and its limit, not a ban in force, refused a counted request.
+// bans and its limit (an override's where one applies), above 0, not a
+// ban in force, refused a counted request: as the script's bans(), a
+// limit of 0 is a plan blocked, whose ban would outlive its unblocking.
 CallError BatchDecider::ban_if(const Entry &entry, std::size_t i,
                                KeyNumber key, bool counting, bool over)
 {
     const ZoneParams &zone = zone_of(i);
 
-    if (!(over && counting && zone.ban_ms > 0 && !zone.barred)) {
+    if (!(over && counting && zone.ban_ms > 0 && zone.limit > 0
+          && !zone.barred))
+    {
         return nullptr;
     }
 

@@ -80,7 +80,8 @@
 // Bans (issue 43): a zone of mode kZoneEnforcedBan, then its ban's length
 // D in ms (1 to 604800000000000, decimal), ":" and its base, is an
 // enforced side zone that bans: a counted request ("c", "w") its limit
-// refuses (the override's, where one applies) bans the subject there till
+// refuses (the override's, where one applies), if above 0, bans the
+// subject there (a limit of 0, a plan blocked, refuses without a ban) till
 // END = the call's time + D: the side key's value keeps its other parts,
 // its parts "b=..." replaced by "b=END", the key expiring at the latest
 // end of its parts (PTTL; none where it had none and keeps a part), a

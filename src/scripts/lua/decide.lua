@@ -4,8 +4,17 @@
 -- A request that passes is counted, c units, in every zone it fits in; a
 -- dry-run zone it does not fit in does not count it, as if it had been
 -- rejected there.  A counted request ("c", "w") that a banning zone's
--- limit refuses bans its subject there (ban_subject(), once the zone is
--- written); one its ban in force refuses fits nowhere and sets nothing.
+-- limit, above 0, refuses bans its subject there (bans(); ban_subject(),
+-- once the zone is written); one its ban in force refuses fits nowhere and
+-- sets nothing.
+
+-- Whether a counted request zone d (as zone_of() applies it) refuses bans
+-- its subject: d bans, its limit (an override's where one applies) is
+-- above 0, and no ban in force refused it.  A limit of 0 is a plan
+-- blocked, not a subject's excess: a ban would outlive its unblocking.
+local function bans(d)
+  return ban[d] and limit[d] > 0 and not barred[d]
+end
 
 -- What read_zone() returned for each zone of a request of several, 8
 -- values a zone (its number first), while its other zones are read: a
@@ -46,7 +55,7 @@ function decide(k, entry, reply, r, read)
         write_zone(key, d, counting and not out and c or 0, count,
                    oldest, newest, here, gone, current, field)
     reply[r + 3] = out and 1 or 0
-    if out and counting and ban[d] and not barred[d] then
+    if out and counting and bans(d) then
       ban_subject(d, key)
     end
     return 1, 1 + @kRepliesPerZone@
@@ -79,7 +88,7 @@ function decide(k, entry, reply, r, read)
                    and not out and c or 0, count, st[s + 3], st[s + 4],
                    st[s + 5], st[s + 6], st[s + 7], st[s + 8])
     reply[q + 2] = out and 1 or 0
-    if out and counting and ban[d] and not barred[d] then
+    if out and counting and bans(d) then
       ban_subject(d, keys[k + i - 1])
     end
   end
