@@ -10,8 +10,10 @@
 # of the header's codes as strings, or a RESP bulk of one byte; or a
 # multiplication, division or += by a digit from 3 to 9 (a reply's width,
 # the arguments per zone; 2 is left alone, it counts pairs).  The Lua of
-# src/scripts/lua/ takes them from the header too (assemble.pl).  Reads
-# files only: no nginx, no Redis.
+# src/scripts/lua/ takes them from the header too (assemble.pl).  The
+# refusals nginx tells by their text have one home too,
+# src/scripts/decide_command.hpp (below).  Reads files only: no nginx, no
+# Redis.
 
 use strict;
 use warnings;
@@ -116,6 +118,23 @@ for my $path (sort glob "$ROOT/src/scripts/lua/*.lua") {
                 if $lines[$i] =~ $LUA_PATTERNS{$what};
         }
     }
+}
+
+# The refusals nginx tells by their text (src/scripts/decide_command.hpp)
+# are spelt there only: no other C++ file spells one (the command returns
+# the constant), and the script's parts, which assemble.pl gives no
+# string, spell the one they share (a zone of unknown kind or mode, as a
+# Redis module of the releases before bans refuses a zone that bans)
+# exactly once.
+my %refusal = slurp('src/scripts/decide_command.hpp')
+              =~ /constexpr char (k\w+Refused)\[\] =\s*"([^"]*)";/g;
+my @lua = map { slurp($_ =~ s{^\Q$ROOT/\E}{}r) } glob "$ROOT/src/scripts/lua/*.lua";
+is(scalar(map { /'\Q$refusal{kZoneModeRefused}\E'/g } @lua), 1,
+   "the script spells kZoneModeRefused's text once: $refusal{kZoneModeRefused}");
+for my $name (sort keys %refusal) {
+    push @found, map { "$_: ${name}'s text" }
+        grep { code_of(slurp($_)) =~ /"\Q$refusal{$name}\E"/ }
+        grep { $_ ne 'src/scripts/decide_command.hpp' } sort keys %sources;
 }
 
 is_deeply(\@missing, [], "the batch's writer and readers include $HEADER")

@@ -5,13 +5,15 @@
 
 #include "limits/window_rules.hpp"
 #include "protocol/batch_protocol.hpp"
+#include "scripts/decide_command.hpp"
 #include "zones/packed_window.hpp"
 
 namespace ratelimit {
 
 namespace {
 
-// The same texts as the script's.
+// The same texts as the script's (as is decide_command.hpp's
+// kZoneModeRefused, which nginx reads: t/00-protocol.t).
 const char kBadZoneNumbers[] =
     "ERR ratelimit: a zone's limit, bucket and span must be whole numbers "
     "from 1, the limit at most 2^53, bucket * span at most 604800000000000 "
@@ -19,7 +21,6 @@ const char kBadZoneNumbers[] =
 const char kBadCalendarEnds[] =
     "ERR ratelimit: a calendar zone's period ends must be whole numbers "
     "from 1 to 2^53, the first before the second";
-const char kUnknownZone[] = "ERR ratelimit: unknown zone kind or mode";
 const char kPastCalendar[] =
     "ERR ratelimit: redis's clock is past the calendar periods nginx sent";
 static_assert(window_rules::kMaxLimit == 9007199254740992
@@ -122,7 +123,7 @@ const char *parse_zone(const std::string_view *args, double now_ms,
           || is(kind, kZoneGcra))
         || !known)
     {
-        return kUnknownZone;
+        return kZoneModeRefused;
     }
 
     if (at < 0) {

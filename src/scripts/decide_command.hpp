@@ -15,4 +15,11 @@ constexpr char kDecideCommand[] = "ratelimit.decide";
 constexpr char kZoneCountRefused[] =
     "ERR ratelimit: the number of zones is missing or too large";
 
+// How the command refuses a zone whose kind or mode it does not know,
+// before any key (it reads every zone first): a Redis module of the
+// releases before bans so refuses a zone that bans (kZoneEnforcedBan),
+// which the script then decides.  nginx sends no other such zone.
+constexpr char kZoneModeRefused[] =
+    "ERR ratelimit: unknown zone kind or mode";
+
 }  // namespace ratelimit
