@@ -997,25 +997,32 @@ sub model_ban_guard {
 }
 
 # The side keys and markers at the end, as the model has them, against
-# Redis's: a side key a ban wrote and a sorted set marker that expire from
-# 10 ms before Redis's time as the check starts to 10 ms after it ends are
-# left out of both (KEYS lists one that may be gone by its TYPE: reading
-# some 160 keys takes 30 ms).
+# Redis's, each's value (its type if not a string) and the time it expires
+# at (PEXPIRETIME: -1 none): a side key a ban wrote and a sorted set marker
+# that expire from 10 ms before Redis's time as the check starts to 10 ms
+# after it ends are left out of both (KEYS lists one that may be gone by
+# its TYPE: reading some 160 keys takes 30 ms).
 sub check_side_keys {
-    my $type = sub { my $type = rcmd('TYPE', $_[0]); $type eq 'string' ? rcmd('GET', $_[0]) : $type };
+    my $read = sub {
+        my $type = rcmd('TYPE', $_[0]);
+        return ($type eq 'string' ? rcmd('GET', $_[0]) : $type) . ' @ ' . rcmd('PEXPIRETIME', $_[0]);
+    };
     my $now = $t->redis_time_ms;
-    my %got = map { $_ => $type->($_) } grep { /\+/ } $t->redis_keys('m:*');
+    my %got = map { $_ => $read->($_) } grep { /\+/ } $t->redis_keys('m:*');
     my $end = $t->redis_time_ms;
     model_ban_reads($now);
     my $near = sub { defined $_[0] && $_[0] >= $now - 10 && $_[0] <= $end + 10 };
     my %near = map { $_ => 1 } (grep { $near->($side_at{$_}[1]) } keys %side_at),
                                grep { $marker{$_} eq 'zset' && $near->($marker_at{$_}) } keys %marker;
     delete @got{ keys %near };
+    my $side_at = sub { $side_at{ $_[0] } && $side_at{ $_[0] }[0] eq $side{ $_[0] } ? $side_at{ $_[0] }[1] : -1 };
     is_deeply(\%got,
-              { (map { $_ => ref $side{$_} ? 'hash' : $side{$_} } grep { !$near{$_} } keys %side),
-                map { $_ => $marker{$_} eq 'hash' ? 'hash' : $marker{$_} eq 'zset' ? 'zset' : 1 }
+              { (map { $_ => (ref $side{$_} ? 'hash' : $side{$_}) . ' @ ' . $side_at->($_) }
+                 grep { !$near{$_} } keys %side),
+                map { $_ => ($marker{$_} eq 'hash' ? 'hash @ -1' : $marker{$_} eq 'zset'
+                             ? 'zset @ ' . ($marker_at{$_} // -1) : '1 @ -1') }
                 grep { !$near{$_} } keys %marker },
-              'the side keys and markers as the status API and bans left them');
+              'the side keys and markers as the status API and bans left them, and their expiry');
 }
 
 # The hash the script leaves for `key`, as "field=value ..." ('' for none),
