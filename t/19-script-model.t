@@ -1532,6 +1532,12 @@ sub gen_zero_requests {
     return @reqs;
 }
 
+# The zones of limit above 0 that read the side keys of zone `z`'s base.
+sub siblings {
+    my ($z) = @_;
+    return grep { $_->{side} && $_->{side} eq $z->{side} && $_->{limit} } @ZONES;
+}
+
 # The requests of a batch in zones that ban: a few series, each of one
 # zone and one subject (often one whose side key holds nothing but its
 # bans: its marker member then lapses, and the marker with it), of counted
@@ -1540,7 +1546,7 @@ sub gen_zero_requests {
 # lease or a request of another zone of the same base (a sibling: it reads
 # the ban; b-dry-o over in dry run by it); or a request of costs, a lease,
 # a settle or a sibling's request alone.  A zone of limit 0 a series in
-# six.
+# six.  Then a request of a subject whose ban lapsed.
 sub gen_ban_requests {
     my @reqs;
     for (1 .. 1 + int rand 3) {
@@ -1553,7 +1559,7 @@ sub gen_ban_requests {
             set_marker($z, undef);
             push @reqs, map { gen_request($z, $BAN_SUBJECTS[rand @BAN_SUBJECTS]) } 1 .. 3;
         }
-        my @siblings = grep { $_->{side} && $_->{side} eq $z->{side} && $_->{limit} } @ZONES;
+        my @siblings = siblings($z);
         my $r = rand;
         if ($r < 0.55) {
             push @reqs, map { gen_request($z, $s) } 1 .. 1 + int rand 4;
@@ -1570,6 +1576,21 @@ sub gen_ban_requests {
         } else {
             push @reqs, gen_request($siblings[rand @siblings], $s);
         }
+    }
+    # Most batches: a request, in its zone or a sibling, of a subject
+    # whose side key keeps a ban lapsed by the batch's time (beside other
+    # parts, which keep the key; one of nothing but its ban goes as it
+    # lapses), where its marker exists.
+    my @lapsed = grep {
+        my ($z, $s) = @$_;
+        my $v = $side{ side_key($z, "$z->{prefix}:$s") };
+        defined $v && !ref $v && $v =~ /(^|;)b=[0-9]+(;|$)/ && !defined ban_of($v, $batch_time)
+            && (!$marked || $marker{ $z->{side} });
+    } map { my $z = $_; map { [$z, $_] } @SIDE_SUBJECTS[0 .. 3], @BAN_SUBJECTS } @LIMITED_BAN_ZONES;
+    if (@lapsed && rand() < 0.8) {
+        my ($z, $s) = @{ $lapsed[rand @lapsed] };
+        my @siblings = siblings($z);
+        push @reqs, gen_request(rand() < 0.7 ? $z : $siblings[rand @siblings], $s);
     }
     return @reqs;
 }
