@@ -1563,7 +1563,11 @@ sub gen_ban_requests {
         my $r = rand;
         if ($r < 0.55) {
             push @reqs, map { gen_request($z, $s) } 1 .. 1 + int rand 4;
-            push @reqs, gen_request($siblings[rand @siblings], $s) if rand() < 0.6;
+            # (b-ban's sibling b-dry-o, over in dry run by the ban, most
+            # of the time.)
+            my ($dry) = grep { !$_->{enforce} } @siblings;
+            push @reqs, gen_request($dry && rand() < 0.75 ? $dry : $siblings[rand @siblings], $s)
+                if rand() < 0.8;
             push @reqs, { lease => 1, asked => 1 + int rand 4, zones => [$z], keys => ["$z->{prefix}:$s"],
                           wrong => 0 } if !gcra($z) && rand() < 0.3;
         } elsif ($r < 0.65) {
@@ -1577,20 +1581,39 @@ sub gen_ban_requests {
             push @reqs, gen_request($siblings[rand @siblings], $s);
         }
     }
-    # Most batches: a request, in its zone or a sibling, of a subject
-    # whose side key keeps a ban lapsed by the batch's time (beside other
-    # parts, which keep the key; one of nothing but its ban goes as it
-    # lapses), where its marker exists.
+    # Of two subjects whose side keys keep a ban lapsed by the batch's time
+    # (beside other parts, which keep the key; one of nothing but its ban
+    # goes as it lapses), where its marker exists: a request of the first
+    # in a sibling that does not ban, a peek of the second in its zone
+    # (neither bans: a ban of a key that never expires would keep its
+    # marker for ever, and markers must expire too).
     my @lapsed = grep {
         my ($z, $s) = @$_;
         my $v = $side{ side_key($z, "$z->{prefix}:$s") };
         defined $v && !ref $v && $v =~ /(^|;)b=[0-9]+(;|$)/ && !defined ban_of($v, $batch_time)
             && (!$marked || $marker{ $z->{side} });
     } map { my $z = $_; map { [$z, $_] } @SIDE_SUBJECTS[0 .. 3], @BAN_SUBJECTS } @LIMITED_BAN_ZONES;
-    if (@lapsed && rand() < 0.8) {
-        my ($z, $s) = @{ $lapsed[rand @lapsed] };
-        my @siblings = siblings($z);
-        push @reqs, gen_request(rand() < 0.7 ? $z : $siblings[rand @siblings], $s);
+    my ($first, $second) = shuffle @lapsed;
+    # And a request, in a dry-run sibling, of a subject whose ban is in
+    # force 50 ms after the batch's time (over in dry run by it).
+    my @banned = grep {
+        my ($z, $s) = @$_;
+        defined ban_of($side{ side_key($z, "$z->{prefix}:$s") }, $batch_time + 50)
+            && (!$marked || $marker{ $z->{side} });
+    } map { my $z = $_; map { [$z, $_] } @SIDE_SUBJECTS[0 .. 3], @BAN_SUBJECTS } @LIMITED_BAN_ZONES;
+    for (grep { defined } (shuffle @banned)[0]) {
+        my ($z, $s) = @$_;
+        my ($dry) = grep { !$_->{enforce} } siblings($z);
+        push @reqs, gen_request($dry, $s) if $dry;
+    }
+    if ($first) {
+        my ($z, $s) = @$first;
+        my @siblings = grep { !$_->{ban} } siblings($z);
+        push @reqs, gen_request($siblings[rand @siblings], $s);
+    }
+    if ($second) {
+        my ($z, $s) = @$second;
+        push @reqs, { peek => 1, zones => [$z], keys => ["$z->{prefix}:$s"], wrong => 0 };
     }
     return @reqs;
 }
