@@ -838,8 +838,9 @@ my %side_at;         # side key => [its value, the time (ms) it expires at]
 my %marker_members;  # marker key => { side key => its score, 'inf' or ms }
 my %marker_at;       # marker key => the time (ms) it expires at, if any
 my %just_banned;     # side key => 1: the entry being checked set its ban
+my %banned;          # side key => 1: the batch being checked set its ban
 
-sub model_ban_reset { %side_at = %marker_members = %marker_at = %just_banned = () }
+sub model_ban_reset { %side_at = %marker_members = %marker_at = %just_banned = %banned = () }
 
 # The end (ms) of the ban in force in side value `v` (undef: none; a ref:
 # a hash) at `now`: its first part of the form b=END (decimal digits), in
@@ -888,7 +889,7 @@ sub model_ban_set {
     $seen{'ban: set over a side key of another type'}++ if ref $v;
     $side{$sk} = join ';', @keep, "b=$till";
     defined $at ? ($side_at{$sk} = [$side{$sk}, $at]) : delete $side_at{$sk};
-    $just_banned{$sk} = 1;
+    $just_banned{$sk} = $banned{$sk} = 1;
     $seen{'ban: set where the zone did not read its side keys'}++ if !$reads{ $z->{name} };
     $reads{ $z->{name} } = 1;
     $seen{ calendar($z) ? 'ban: set, calendar' : gcra($z) ? 'ban: set, GCRA' : "ban: set, $KIND{ $z->{kind} }" }++;
@@ -996,6 +997,31 @@ sub model_ban_guard {
     }
 }
 
+# The time (ms) side key `sk` expires at as the model has it: -1 none.
+sub model_side_at {
+    my ($sk) = @_;
+    return $side_at{$sk} && $side_at{$sk}[0] eq $side{$sk} ? $side_at{$sk}[1] : -1;
+}
+
+# After a batch: the side keys its bans wrote, their values and the times
+# they expire at, against Redis's (but those that may have expired by the
+# time read after them, or 10 ms later).  Returns mismatches.
+sub check_banned {
+    my ($where) = @_;
+    my @got = map { [$_, rcmd('GET', $_) // 'none', rcmd('PEXPIRETIME', $_)] } sort keys %banned;
+    my $after = $t->redis_time_ms;
+    %banned = ();
+    my @bad;
+    for (@got) {
+        my ($sk, $v, $at) = @$_;
+        my $want = model_side_at($sk);
+        next if $want != -1 && $want <= $after + 10;
+        push @bad, "$where: side key $sk: expected {$side{$sk}} expiring at $want, got {$v} expiring at $at"
+            if $v ne $side{$sk} || $at != $want;
+    }
+    return @bad;
+}
+
 # The side keys and markers at the end, as the model has them, against
 # Redis's, each's value (its type if not a string) and the time it expires
 # at (PEXPIRETIME: -1 none): a side key a ban wrote and a sorted set marker
@@ -1015,9 +1041,8 @@ sub check_side_keys {
     my %near = map { $_ => 1 } (grep { $near->($side_at{$_}[1]) } keys %side_at),
                                grep { $marker{$_} eq 'zset' && $near->($marker_at{$_}) } keys %marker;
     delete @got{ keys %near };
-    my $side_at = sub { $side_at{ $_[0] } && $side_at{ $_[0] }[0] eq $side{ $_[0] } ? $side_at{ $_[0] }[1] : -1 };
     is_deeply(\%got,
-              { (map { $_ => (ref $side{$_} ? 'hash' : $side{$_}) . ' @ ' . $side_at->($_) }
+              { (map { $_ => (ref $side{$_} ? 'hash' : $side{$_}) . ' @ ' . model_side_at($_) }
                  grep { !$near{$_} } keys %side),
                 map { $_ => ($marker{$_} eq 'hash' ? 'hash @ -1' : $marker{$_} eq 'zset'
                              ? 'zset @ ' . ($marker_at{$_} // -1) : '1 @ -1') }
@@ -1917,13 +1942,14 @@ sub run_model {
         my %kinds = map { $_ => 1 } map { $layout{$_} // () } keys %touched;
         $seen{'a batch with keys of both layouts'}++ if keys %kinds > 1;
         push @bad_keys, check_keys("after batch $batch", sort keys %touched);
+        push @bad_keys, check_banned("after batch $batch");
 
         sleep(rand() < 0.3 ? 0 : rand 0.12);
     }
 
     ok(!@bad_replies, "all $replies replies of $BATCHES batches match the model")
         or diag(join "\n", @bad_replies[0 .. min(4, $#bad_replies)]);
-    ok(!@bad_keys, 'after every batch, the hashes and expiry times of its keys match the model')
+    ok(!@bad_keys, 'after every batch, the hashes and expiry times of its keys and of the side keys its bans wrote match the model')
         or diag(join "\n", @bad_keys[0 .. min(4, $#bad_keys)]);
 
     # At the end: every key as the model has it, no other key, the strings
