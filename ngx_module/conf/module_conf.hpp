@@ -122,9 +122,13 @@ struct Zone {
     // `lease=SIZE`: this server's quota leases of the zone's subjects
     // (leases/lease_table.hpp); nullptr: every request asks Redis.
     LeaseTable *leases;
+    // `ban=TIME` in ms: how long a subject its limit refuses is banned
+    // (issue 43), kept beside its overrides in its side key; 0: none.
+    std::uint64_t ban_ms;
     // A rate zone of a configuration with `ratelimit_query ...
-    // override=on`: the base of its subjects' side keys, "PREFIX:ZONE+"
-    // (keys/subject_key.hpp), whose overrides its calls read; empty: none.
+    // override=on`, or one with ban=: the base of its subjects' side keys,
+    // "PREFIX:ZONE+" (keys/subject_key.hpp), whose overrides and bans its
+    // calls read; empty: none.
     ngx_str_t side_base;
     // A calendar zone's periods: its time zone, in the cycle's pool (a
     // cleanup destroys it), and the periods of the clock, which each

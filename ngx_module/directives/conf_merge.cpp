@@ -177,10 +177,12 @@ ngx_int_t name_side_keys(ngx_conf_t *cf, MainConf *mcf) noexcept
 {
     auto **zones = static_cast<Zone **>(mcf->zones.elts);
 
-    for (ngx_uint_t i = 0; mcf->overrides && i < mcf->zones.nelts; i++) {
+    for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
         Zone &zone = *zones[i];
 
-        if (zone.concurrency != nullptr) {
+        if (zone.concurrency != nullptr
+            || (!mcf->overrides && zone.ban_ms == 0))
+        {
             continue;
         }
 

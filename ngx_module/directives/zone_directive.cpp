@@ -149,6 +149,7 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
         }
     }
 
+    zone->ban_ms = parsed.params.ban_ms;
     ngx_str_t key = arg_string(parsed.params.key);
 
     if (!compile_value(cf, &key, &zone->key)

@@ -260,7 +260,8 @@ bool CallBatcher::fill(Batch *batch, RequestState *state, ngx_uint_t p) noexcept
 }
 
 // The side keys of `zone` in a batch to `slot`: none for a zone that reads
-// no overrides; its marker's tail, in `tag`, the slot's hash tag in a
+// no overrides nor bans; its ban's length (ScriptBatch sends it only for
+// an enforced zone); its marker's tail, in `tag`, the slot's hash tag in a
 // cluster but with cross_slot (whose calls name no markers).
 ZoneSide CallBatcher::side_of(const Zone &zone, std::uint16_t slot,
                               char (&tag)[kSlotTagMaxSize]) const noexcept
@@ -271,7 +272,7 @@ ZoneSide CallBatcher::side_of(const Zone &zone, std::uint16_t slot,
 
     std::size_t n = link_->clustered() && !cross_slot_
                     ? write_slot_tag(slot, tag) : 0;
-    return {view(zone.side_base), {tag, n}};
+    return {view(zone.side_base), {tag, n}, zone.ban_ms};
 }
 
 // Sends an open batch before the loop turn ends.

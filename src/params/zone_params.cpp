@@ -31,6 +31,11 @@ constexpr std::uint64_t kMinLeaseMs = 300;
 // anyone means.  A request may hold its slot longer: its lease is renewed.
 constexpr std::uint64_t kMaxPermitTimeMs = 24 * 3600 * 1000;
 
+// A ban's length: whole seconds (Retry-After and the log say seconds), at
+// most a year, longer than any ban meant to end, far below what Redis's
+// expiry times and the script's numbers hold (2^53 ms).
+constexpr std::uint64_t kMaxBanMs = std::uint64_t{365} * 24 * 3600 * 1000;
+
 // Indexes of kZoneParams.
 enum ZoneParam {
     kKey,
@@ -45,6 +50,7 @@ enum ZoneParam {
     kLease,
     kTz,
     kStart,
+    kBan,
     kZoneParamCount
 };
 
@@ -66,6 +72,8 @@ constexpr NamedParam kZoneParams[] = {
     // A calendar window's time zone and the start of its periods.
     {"tz", kRateForm, nullptr},
     {"start", kRateForm, nullptr},
+    // How long a subject the zone's limit refuses is banned (issue 43).
+    {"ban", kRateForm, nullptr},
 };
 
 static_assert(std::size(kZoneParams) == kZoneParamCount);
@@ -416,6 +424,33 @@ std::optional<std::string> read_lease_size(const ZoneValues &v,
     return std::nullopt;
 }
 
+// A rate zone's `ban=TIME` (1s to 365d, whole seconds): a subject whose
+// request the zone's limit refuses is refused for that long.  Not with
+// lease=: a lease admits without asking Redis, so a ban set by one server
+// would not stop the requests other servers admit from their leases.
+std::optional<std::string> read_ban(const ZoneValues &v, ZoneParams *out)
+{
+    if (!v[kBan]) {
+        return std::nullopt;
+    }
+
+    if (v[kLease]) {
+        return "\"ban=\" cannot go with \"lease=\": a lease admits requests "
+               "without asking Redis, so a ban would not stop other "
+               "servers' leases at once";
+    }
+
+    auto ms = parse_time_ms(*v[kBan]);
+
+    if (!ms || *ms < 1000 || *ms > kMaxBanMs || *ms % 1000 != 0) {
+        return "invalid ban " + quoted(*v[kBan])
+               + ": whole seconds from 1s to 365d, such as 15m or 1h";
+    }
+
+    out->ban_ms = *ms;
+    return std::nullopt;
+}
+
 // The error of `token`, a parameter of the other kind of zone than `form`,
 // `zone`'s: which kind takes it.  Nothing for a parameter neither takes.
 std::optional<std::string> other_kind_text(std::string_view zone,
@@ -499,6 +534,7 @@ ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
         error = read_rate_window(zone.name, values, &zone);
         error = error ? error : read_buckets(values, &zone);
         error = error ? error : read_lease_size(values, &zone);
+        error = error ? error : read_ban(values, &zone);
     }
 
     zone.key = values[kKey].value_or("");

@@ -32,6 +32,9 @@ struct ZoneParams {
     // A rate zone's `lease=SIZE`: bytes of shared memory for its quota
     // leases (leases/lease_ledger.hpp); 0, none: every request asks Redis.
     std::uint64_t lease_bytes = 0;
+    // A rate zone's `ban=TIME` in ms (whole seconds): how long a subject
+    // its limit refuses is banned (issue 43); 0, none.
+    std::uint64_t ban_ms = 0;
     // A calendar zone's (`window=day|week|month|year`, its algorithm
     // kCalendar): its period, where the period begins (`start=`), and its
     // time zone's name (`tz=`, valid_zone_name(); empty: UTC), whose file

@@ -70,6 +70,22 @@ const BadCase kBadZones[] = {
      "its quota leases, at least 32k, such as 1m", kWhole},
     {{"api", "key=$a", "rate=1r/s", "dry_run"},
      "invalid parameter \"dry_run\"", 3},
+    {{"api", "key=$a", "rate=1r/s", "ban=500ms"},
+     "invalid ban \"500ms\": whole seconds from 1s to 365d, such as 15m "
+     "or 1h", kWhole},
+    {{"api", "key=$a", "rate=1r/s", "ban=1500ms"},
+     "invalid ban \"1500ms\": whole seconds from 1s to 365d, such as 15m "
+     "or 1h", kWhole},
+    {{"api", "key=$a", "rate=1r/s", "ban=366d"},
+     "invalid ban \"366d\": whole seconds from 1s to 365d, such as 15m "
+     "or 1h", kWhole},
+    {{"api", "key=$a", "rate=1r/s", "ban=1h", "lease=1m"},
+     "\"ban=\" cannot go with \"lease=\": a lease admits requests without "
+     "asking Redis, so a ban would not stop other servers' leases at once",
+     kWhole},
+    {{"api", "key=$a", "concurrency=1", "ban=1h"},
+     "\"ban=\" is for rate zones; \"api\" is a concurrency zone "
+     "(concurrency=)", 3},
     {{"api", "rate=0r/s", "KEY=$a"}, "invalid parameter \"KEY=$a\"", 2},
     {{"api", "key=$a", "concurrency=1", "rate=1r/s"},
      "\"rate=\" is for rate zones; \"api\" is a concurrency zone "

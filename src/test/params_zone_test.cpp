@@ -242,5 +242,27 @@ TEST(ParseZoneParams, LeaseSizeOfRateZones)
     }
 }
 
+TEST(ParseZoneParams, BanOfRateZones)
+{
+    struct Case {
+        ParamTokens tokens;
+        std::uint64_t ban_ms;
+    };
+    const Case cases[] = {
+        {{"z", "key=$k", "rate=10r/s"}, 0},
+        {{"z", "key=$k", "rate=10r/s", "ban=1s"}, 1000},
+        {{"z", "key=$k", "limit=5", "window=15m", "ban=1h"}, 3600000},
+        {{"z", "key=$k", "rate=1r/s", "algorithm=gcra", "ban=15m"}, 900000},
+        {{"z", "key=$k", "limit=5", "window=day", "ban=365d"},
+         365ull * 86400000},
+    };
+
+    for (const Case &c : cases) {
+        auto result = parse_zone_params(c.tokens);
+        ASSERT_FALSE(result.error) << joined(c.tokens);
+        EXPECT_EQ(result.params.ban_ms, c.ban_ms);
+    }
+}
+
 }  // namespace
 }  // namespace ratelimit
