@@ -43,8 +43,8 @@ bool read_count(const Reply &element, std::uint64_t *out)
     return true;
 }
 
-// Whether the `items` overrides from `at` are well formed, each of one of
-// `entries` requests, in order.
+// Whether the `items` overrides and bans from `at` are well formed, each of
+// one of `entries` requests, in order.
 bool told_well(const Reply *at, std::size_t items, std::size_t entries)
 {
     std::uint64_t last = 0;
@@ -57,7 +57,9 @@ bool told_well(const Reply *at, std::size_t items, std::size_t entries)
             || !read_count(o[2], &limit) || !read_count(o[3], &window_ms)
             || !read_count(o[4], &left_ms) || entry < last || entry < 1
             || entry > entries || zone < 1 || zone > kMaxZonesPerRequest
-            || limit > window_rules::kMaxLimit || window_ms < 1)
+            || (window_ms == kToldBanWindow
+                    ? limit > window_rules::kMaxWindowMs || left_ms < 1
+                    : limit > window_rules::kMaxLimit))
         {
             return false;
         }
@@ -190,6 +192,8 @@ ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
         counts[i].over = over == 1;
         counts[i].in_interval = 0;
         counts[i].override = {};
+        counts[i].ban_left_ms = 0;
+        counts[i].ban_set_ms = 0;
 
         if (interval
             && !read_count(reply[1 + kRepliesPerZone * zones + i],
@@ -205,6 +209,14 @@ ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
 
         if (zone > zones) {
             return out;
+        }
+
+        if (o[3].integer == kToldBanWindow) {
+            counts[zone - 1].ban_set_ms = static_cast<std::uint64_t>(
+                o[2].integer);
+            counts[zone - 1].ban_left_ms = static_cast<std::uint64_t>(
+                o[4].integer);
+            continue;
         }
 
         counts[zone - 1].override = {

@@ -164,6 +164,11 @@ struct ZoneCount {
     bool over;             // this request did not fit in the zone
     std::uint64_t in_interval = 0;  // of an interval peek: its count
     Override override{};            // the subject's, where one applied
+    // The subject's ban in the zone in force after the request (issue 43):
+    // ms until it ends, 0 for none; and its length where this request set
+    // it, else 0 (it was in force before, and refused the request).
+    std::uint64_t ban_left_ms = 0;
+    std::uint64_t ban_set_ms = 0;
 };
 
 // The overrides a batch's reply tells of (see window_script.hpp): `items`
@@ -203,9 +208,11 @@ struct BatchReply {
 // `elements` long before its tail (see ScriptBatch::reply_elements());
 // with kReplies, each request's reply starts at reply->element +
 // ScriptBatch::reply_offset(i), for decode_script_reply(), and the tail's
-// overrides are in order, each of a request of the batch, a zone number
-// from 1 to kMaxZonesPerRequest, a limit to 2^53 and a window from 1 ms;
-// a batch not `sided` (ScriptBatch::sided()) has none.
+// items are in order, each of a request of the batch, a zone number from 1
+// to kMaxZonesPerRequest: an override's of a limit to 2^53 and a window
+// from 1 ms, or a ban's (window kToldBanWindow) of a length to
+// kMaxWindowMs and 1 ms left or more; a batch not `sided`
+// (ScriptBatch::sided()) has none.
 BatchReply decode_batch_reply(const Reply *reply, std::size_t elements,
                               std::size_t entries, bool sided);
 
@@ -216,8 +223,8 @@ Told told_of(Told told, std::size_t entry, std::size_t *next);
 // Decodes one request's reply for `zones` zones, the 1 + kRepliesPerZone *
 // zones elements from `reply` on, and with `interval` (the reply to an
 // interval peek) the `zones` counts after them, into the result and
-// `counts` (which holds `zones` entries), with the overrides `told` tells
-// of it (told_of()).  Never trusts an element: wrong types and negative
+// `counts` (which holds `zones` entries), with the overrides and bans
+// `told` tells of it (told_of()).  Never trusts an element: wrong types and negative
 // numbers are kMalformed, and so is an override of a zone past `zones`.
 ScriptReply decode_script_reply(const Reply *reply, std::size_t zones,
                                 ZoneCount *counts, bool interval = false,

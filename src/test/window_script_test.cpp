@@ -656,6 +656,63 @@ TEST(DecodeBatchReply, OverridesReachTheirRequests)
     EXPECT_EQ(next, 2u);
 }
 
+// The tail's ban items (window kToldBanWindow) reach their zones beside
+// an override: a ban set by the entry (its length D), one in force before
+// (0), and none, though the counts held one before.
+TEST(DecodeBatchReply, BansReachTheirZones)
+{
+    ReplyPtr r = must_parse(batch_of(1700000000123, {
+        verdict(true, {{5, 1700000000, true}, {1, 1700000000, false}}),
+        verdict(true, {{0, 0, true}}),
+        verdict(false, {{2, 1700000000, false}}),
+    }, {{1, 1, 3600000, 0, 3600000}, {2, 1, 1000, 60000, 0},
+        {2, 1, 0, 0, 1234}}));
+    ASSERT_NE(r, nullptr);
+
+    BatchReply batch = decode_batch_reply(r.get(), 16, 3, true);
+    ASSERT_EQ(batch.kind, BatchKind::kReplies);
+    ASSERT_EQ(batch.told.items, 3u);
+
+    std::size_t next = 0;
+    ZoneCount counts[2] = {};
+    const std::size_t kZones[] = {2, 1, 1};
+    const std::size_t kAt[] = {1, 8, 12};
+    std::vector<std::vector<ZoneCount>> got;
+    for (std::size_t i = 0; i < 3; i++) {
+        counts[0].ban_left_ms = counts[1].ban_left_ms = 7;
+        counts[0].ban_set_ms = counts[1].ban_set_ms = 7;
+        Told told = told_of(batch.told, i, &next);
+        ASSERT_EQ(decode_script_reply(r->element + kAt[i], kZones[i],
+                                      counts, false, told).kind,
+                  Kind::kVerdict);
+        got.push_back({counts[0], counts[1]});
+    }
+    EXPECT_EQ(got[0][0].ban_set_ms, 3600000u);
+    EXPECT_EQ(got[0][0].ban_left_ms, 3600000u);
+    EXPECT_FALSE(got[0][0].override.set);
+    EXPECT_EQ(got[0][1].ban_left_ms, 0u);
+    EXPECT_EQ(got[0][1].ban_set_ms, 0u);
+    EXPECT_EQ(got[1][0].ban_set_ms, 0u);
+    EXPECT_EQ(got[1][0].ban_left_ms, 1234u);
+    EXPECT_TRUE(got[1][0].override.set);
+    EXPECT_EQ(got[1][0].override.limit, 1000u);
+    EXPECT_EQ(got[2][0].ban_left_ms, 0u);
+    EXPECT_EQ(got[2][0].ban_set_ms, 0u);
+
+    // A ban with no time left, or longer than any window, is not one.
+    for (const std::vector<long long> &ban :
+         {std::vector<long long>{1, 1, 0, 0, 0},
+          std::vector<long long>{1, 1, 604800000000001, 0, 5}})
+    {
+        r = must_parse(batch_of(1700000000123,
+                                {verdict(true, {{1, 1700000000, true}})},
+                                {ban}));
+        ASSERT_NE(r, nullptr);
+        EXPECT_EQ(decode_batch_reply(r.get(), 5, 1, true).kind,
+                  BatchKind::kMalformed);
+    }
+}
+
 // A tail that is not the script's spoils the whole batch: an override of
 // no request, out of order, of zone 0 or past the most a request has, a
 // limit past 2^53, a window of 0, a negative or not a number, or a tail
