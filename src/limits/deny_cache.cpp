@@ -22,7 +22,8 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
                                     std::int64_t room,
                                     std::uint64_t now_ms,
                                     std::uint64_t *reset_epoch_s,
-                                    std::uint64_t *quota) const
+                                    std::uint64_t *quota,
+                                    bool *banned) const
 {
     if (now_ms >= live_until_ms_ || key.size() > kMaxKey) {
         return 0;
@@ -40,6 +41,10 @@ std::uint64_t DenyCache::denied_for(std::string_view key,
 
     if (quota != nullptr) {
         *quota = slot.quota;
+    }
+
+    if (banned != nullptr) {
+        *banned = slot.room == kBanRoom;
     }
 
     return slot.until_ms - now_ms;

@@ -63,6 +63,12 @@ public:
                - static_cast<std::int64_t>(cost > 0 ? cost : 1);
     }
 
+    // The room of a ban (issue 43): every request of the key is refused
+    // until the ban's end, whatever its cost or limit; no rejection by a
+    // limit has it (limits are at most 2^53).  Asked with this room, only
+    // a ban answers.
+    static constexpr std::int64_t kBanRoom = INT64_MAX;
+
     // The quota of a rejection that was given none.
     static constexpr std::uint64_t kNoQuota = UINT64_MAX;
 
@@ -70,12 +76,14 @@ public:
     // now_ms; 0 if not known to be.  When it is, *reset_epoch_s (if given)
     // is the Unix time, in seconds, that Redis gave as the rejection's
     // reset: answered again as it was, not recomputed from this worker's
-    // clock, which rounds differently; and *quota (if given) the quota it
-    // was rejected under, or kNoQuota.
+    // clock, which rounds differently; *quota (if given) the quota it
+    // was rejected under, or kNoQuota; and *banned (if given) whether it
+    // is a ban (room kBanRoom).
     std::uint64_t denied_for(std::string_view key, std::int64_t room,
                              std::uint64_t now_ms,
                              std::uint64_t *reset_epoch_s = nullptr,
-                             std::uint64_t *quota = nullptr) const;
+                             std::uint64_t *quota = nullptr,
+                             bool *banned = nullptr) const;
 
     // A request of `key` with `room` was rejected by a call sent at
     // sent_ms: requests with that room or less stay so until until_ms

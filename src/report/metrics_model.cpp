@@ -313,6 +313,8 @@ void add_zone(const ZoneCounters &row, ZoneCounters *sum)
         sum->override_changes[i] += load_counter(&row.override_changes[i]);
     }
 
+    sum->bans += load_counter(&row.bans);
+    sum->banned_requests += load_counter(&row.banned_requests);
     sum->delayed += load_counter(&row.delayed);
     add_histogram(row.delay_us, &sum->delay_us);
 

@@ -149,6 +149,11 @@ struct ZoneCounters {
     std::uint64_t settles[static_cast<std::size_t>(SettleOutcome::kCount)];
     std::uint64_t override_changes[
         static_cast<std::size_t>(OverrideChangeKind::kCount)];
+    // Rate zones with ban= (issue 43): subjects this server's requests got
+    // banned, and requests refused by a ban in force (by Redis or from the
+    // worker's memory).
+    std::uint64_t bans;
+    std::uint64_t banned_requests;
     // GCRA zones: requests that waited for their turn, and their waits.
     std::uint64_t delayed;
     QueueWaitHistogram delay_us;

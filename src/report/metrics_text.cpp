@@ -168,6 +168,21 @@ void per_rate_zone(Exposition &e, const MetricsReport &r,
     }
 }
 
+// A counter of the rate zones, one sample per zone.
+void rate_zone_counter(Exposition &e, const MetricsReport &r,
+                       std::string_view name, std::string_view help,
+                       std::uint64_t ZoneCounters::*value)
+{
+    e.family(name, "counter", help);
+
+    for (std::size_t i = 0; i < r.zone_count; i++) {
+        if (!r.zones[i].concurrency) {
+            e.sample(std::string(name) + "_total", zone_label(r.zones[i]),
+                     decimal_text(r.zones[i].sum.*value));
+        }
+    }
+}
+
 // Zones that take turns only (GCRA's): the others delay no request.
 void write_delays(Exposition &e, const MetricsReport &r)
 {
@@ -206,6 +221,12 @@ void write_units(Exposition &e, const MetricsReport &r)
                   "status API.",
                   "change", &ZoneCounters::override_changes,
                   override_change_name);
+    rate_zone_counter(e, r, "bans",
+                      "Subjects banned (ban=) by requests of this server.",
+                      &ZoneCounters::bans);
+    rate_zone_counter(e, r, "banned_requests",
+                      "Requests refused by a ban in force.",
+                      &ZoneCounters::banned_requests);
     per_rate_zone(e, r, "local_decisions",
                   "Requests of rate zones decided in this server's memory "
                   "while Redis could not be reached (ratelimit_fail local).",
@@ -455,6 +476,8 @@ std::string json_units(const ZoneMetrics &z)
            + ",\"override_changes\":"
            + json_counters(z.sum.override_changes, override_change_name)
            + ",\"local\":" + json_counters(z.sum.local, local_decision_name)
+           + ",\"bans\":" + decimal_text(z.sum.bans)
+           + ",\"banned_requests\":" + decimal_text(z.sum.banned_requests)
            + delays;
 }
 

@@ -13,9 +13,9 @@ namespace {
 
 // Bytes of one object besides the zone name, the escaped subject, its
 // type, its interval's note and its period's texts: the field names,
-// punctuation, and thirteen numbers of at most kMaxDigits + 1 (seconds
+// punctuation, and fourteen numbers of at most kMaxDigits + 1 (seconds
 // with milliseconds).
-constexpr std::size_t kObjectOverhead = 300 + 13 * (kMaxDigits + 1);
+constexpr std::size_t kObjectOverhead = 300 + 14 * (kMaxDigits + 1);
 
 char *append(char *out, std::string_view part)
 {
@@ -91,6 +91,10 @@ char *append_rate_fields(char *p, const ZoneReport &z)
 
     if (z.override.set) {
         p = append_override(p, z.override, z.takes_turns);
+    }
+
+    if (z.banned_ms > 0) {
+        p = append_field(p, ",\"banned_for\":", seconds_ceil(z.banned_ms));
     }
 
     if (z.interval_ms > 0) {
@@ -175,6 +179,7 @@ ZoneReport report_zone(std::string_view zone, std::string_view subject,
     report.takes_turns = row.takes_turns;
     report.next_ms = row.takes_turns && count.over ? status.reset_ms : 0;
     report.override = count.override;
+    report.banned_ms = count.ban_left_ms;
     return report;
 }
 

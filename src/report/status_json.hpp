@@ -63,6 +63,9 @@ struct ZoneReport {
     // its limit, the seconds until it lapses (rounded up; -1: never) and,
     // of a zone that takes turns, its rate.
     Override override = {};
+    // The subject's ban in the zone (issue 43): ms until it ends, 0 for
+    // none; reported as "banned_for", seconds rounded up.
+    std::uint64_t banned_ms = 0;
     // A concurrency zone's report has `limit` (its concurrency=) and these
     // instead of the window's fields.
     bool concurrency = false;

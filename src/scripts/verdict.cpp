@@ -4,8 +4,10 @@
 
 namespace ratelimit {
 
-ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
-                       std::uint64_t now_ms)
+namespace {
+
+ZoneStatus limit_status(const Policy &policy, const ZoneCount &count,
+                        std::uint64_t now_ms)
 {
     // A subject whose override gives it limit 0 fits nothing until the
     // override lapses, or for a window when it never does.
@@ -16,6 +18,22 @@ ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
 
     return row_of(policy).status(policy, count.total, count.oldest,
                                  count.over, now_ms);
+}
+
+}  // namespace
+
+ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
+                       std::uint64_t now_ms)
+{
+    ZoneStatus status = limit_status(policy, count, now_ms);
+
+    // A banned subject fits nothing until its ban ends, whatever its count.
+    if (count.ban_left_ms > 0) {
+        status.remaining = 0;
+        status.reset_ms = count.ban_left_ms;
+    }
+
+    return status;
 }
 
 std::optional<Verdict> decide_verdict(const Policy *const *policies,

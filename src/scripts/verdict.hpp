@@ -18,7 +18,8 @@ enum class Outcome {
 };
 
 // A zone's numbers as the script's counts and Redis's clock give them: its
-// row's status (algorithms.hpp).
+// row's status (algorithms.hpp); of a subject banned in the zone, none
+// remaining until the ban ends.
 ZoneStatus zone_status(const Policy &policy, const ZoneCount &count,
                        std::uint64_t now_ms);
 

@@ -167,6 +167,29 @@ TEST(DenyCache, AnswersTheQuotaItWasRejectedUnder)
     EXPECT_EQ(quota, DenyCache::kNoQuota);
 }
 
+// A ban answers a request of any room, and says it is one; a rejection by
+// a limit does not answer a request asked with kBanRoom (a zone whose
+// plain rejections are never remembered asks so), nor says it is a ban.
+TEST(DenyCache, ABanAnswersEveryRoom)
+{
+    auto cache = make_cache();
+    cache->deny("rl:login:a", DenyCache::kBanRoom, kSent, 3600000);
+    cache->deny("rl:login:b", kLimit, kSent, 5000);
+    bool banned = false;
+
+    EXPECT_EQ(cache->denied_for("rl:login:a", DenyCache::kBanRoom, 1000,
+                                nullptr, nullptr, &banned), 3599000u);
+    EXPECT_TRUE(banned);
+    EXPECT_EQ(cache->denied_for("rl:login:a", DenyCache::room(1u << 30, 0),
+                                1000), 3599000u);
+    EXPECT_EQ(cache->denied_for("rl:login:b", DenyCache::kBanRoom, 1000), 0u);
+    EXPECT_EQ(cache->denied_for("rl:login:b", kLimit, 1000, nullptr, nullptr,
+                                &banned), 4000u);
+    EXPECT_FALSE(banned);
+    cache->forget("rl:login:a", 2000);
+    EXPECT_EQ(cache->denied_for("rl:login:a", kLimit, 2000), 0u);
+}
+
 TEST(DenyCache, OnlyTheExactKeyIsDenied)
 {
     auto cache = make_cache();

@@ -30,6 +30,8 @@ struct Fixture {
         zones[0].sum.override_changes[0] = 2;
         zones[0].sum.override_changes[1] = 1;
         zones[0].sum.local[1] = 4;
+        zones[0].sum.bans = 3;
+        zones[0].sum.banned_requests = 41;
         zones[1].name = "login.v2";
         zones[1].limit = 5;
         zones[1].window_ms = 1500;
@@ -138,10 +140,25 @@ TEST(MetricsText, JsonComputesRateAndMeanResponseTime)
                        "\"settles\":{\"applied\":9,\"dropped\":0,"
                        "\"unknown\":1,\"failed\":0},"
                        "\"override_changes\":{\"set\":2,\"removed\":1},"
-                       "\"local\":{\"passed\":0,\"rejected\":4}}"));
+                       "\"local\":{\"passed\":0,\"rejected\":4},"
+                       "\"bans\":3,\"banned_requests\":41}"));
     EXPECT_TRUE(has(t, "\"local_seconds\":1.500000,\"workers\":"));
     EXPECT_TRUE(has(t, "\"workers\":[{\"state\":\"up\",\"requests_waiting\":3},"
                        "{\"state\":\"down\",\"requests_waiting\":0}]"));
+}
+
+// Bans set and requests refused by a ban, per rate zone.
+TEST(MetricsText, BansOfRateZones)
+{
+    Fixture f;
+    std::string t = render_metrics(f.report, MetricsFormat::kPrometheus);
+
+    expect_all(t, {"# TYPE nginx_ratelimit_bans_total counter\n",
+                   "nginx_ratelimit_bans_total{zone=\"api\"} 3\n",
+                   "nginx_ratelimit_bans_total{zone=\"login.v2\"} 0\n",
+                   "nginx_ratelimit_banned_requests_total{zone=\"api\"} 41\n",
+                   "nginx_ratelimit_banned_requests_total{zone=\"login.v2\"} "
+                   "0\n"});
 }
 
 // A GCRA zone's delays, and only a GCRA zone's.

@@ -191,6 +191,22 @@ TEST(StatusJson, OverrideInForce)
     EXPECT_EQ(report.retry_after, 30u);
 }
 
+// A subject banned in the zone: nothing remaining, retry after and reset
+// at the ban's end, whatever its count, and "banned_for" its seconds left
+// rounded up.
+TEST(StatusJson, BanInForce)
+{
+    Policy window{5, 900000, 900000, Algorithm::kFixed, 0};
+    ZoneCount count{2, 1888, true};
+    count.ban_left_ms = 3599001;
+    ZoneReport report = report_zone("login", "k", window, count,
+                                    1700000000000);
+    EXPECT_EQ(status_json(&report, 1),
+              "[{\"zone\":\"login\",\"key\":\"k\",\"limit\":5,\"used\":2,"
+              "\"remaining\":0,\"window\":900,\"reset\":1700003600,"
+              "\"retry_after\":3600,\"banned_for\":3600}]");
+}
+
 TEST(StatusJson, IntervalFieldsAfterRetryAfter)
 {
     Policy ten{100, 10000, 1000};
