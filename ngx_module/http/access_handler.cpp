@@ -19,6 +19,26 @@ namespace ratelimit {
 
 namespace {
 
+// The ban the rejection is logged with (issue 43), in seconds: the one
+// this request set ("banned for S s": once, at the ban, not for the
+// requests it refuses), or in dry run the one the zone's limit would have
+// set; 0 for none.
+std::uint64_t ban_logged_s(const RequestState *state, bool dry_run,
+                           const char **what)
+{
+    const Verdict &v = state->verdict;
+    const ZoneCount &count = state->counts[v.zone];
+    std::uint64_t ban_ms = state->refs[v.zone]->zone->ban_ms;
+
+    if (!dry_run) {
+        *what = ", banned for";
+        return count.ban_set_ms / 1000;
+    }
+
+    *what = ", would ban for";
+    return count.over && count.ban_left_ms == 0 ? ban_ms / 1000 : 0;
+}
+
 void log_limited(RequestState *state, bool dry_run)
 {
     const Verdict &v = state->verdict;
@@ -26,10 +46,17 @@ void log_limited(RequestState *state, bool dry_run)
     char subject[printable_subject_max_size()];
     size_t len = write_printable_subject(view(state->subjects[v.zone]),
                                          subject);
+    const char *what = "";
+    std::uint64_t ban_s = ban_logged_s(state, dry_run, &what);
+    u_char ban[32 + NGX_INT64_LEN];
+    u_char *end = ban_s > 0 ? ngx_snprintf(ban, sizeof(ban), "%s %uL s",
+                                           what, ban_s)
+                            : ban;
 
     ngx_log_error(state->lcf->log_level, state->r->connection->log, 0,
-                  "limiting requests%s by zone \"%V\", key \"%*s\"",
-                  dry_run ? ", dry run," : "", &zone, len, subject);
+                  "limiting requests%s by zone \"%V\", key \"%*s\"%*s",
+                  dry_run ? ", dry run," : "", &zone, len, subject,
+                  static_cast<size_t>(end - ban), ban);
 }
 
 void log_permit_limited(RequestState *state, bool dry_run)

@@ -20,13 +20,17 @@ void set_value(ngx_http_variable_value_t *v, u_char *data, size_t len)
 }
 
 // The name of a result as $ratelimit_status shows it; empty for a request
-// no zone applied to, and for a peek, which was not decided.
-ngx_str_t status_name(Result result)
+// no zone applied to, and for a peek, which was not decided.  A request
+// refused by a ban in force (issue 43) is BANNED.
+ngx_str_t status_name(Result result, bool banned)
 {
     switch (result) {
     case Result::kPassed:
         return ngx_string("PASSED");
     case Result::kRejected:
+        if (banned) {
+            return ngx_string("BANNED");
+        }
         return ngx_string("REJECTED");
     case Result::kRejectedDryRun:
         return ngx_string("REJECTED_DRY_RUN");
@@ -52,7 +56,7 @@ ngx_int_t status_variable(ngx_http_request_t *r,
     if (state != nullptr && state->stage != RequestState::Stage::kNew
         && state->stage != RequestState::Stage::kWaiting)
     {
-        name = status_name(state->result);
+        name = status_name(state->result, state->banned);
     }
 
     if (name.len == 0) {

@@ -274,6 +274,20 @@ void record_override_change(ngx_uint_t zone,
     }
 }
 
+void record_ban(ngx_uint_t zone) noexcept
+{
+    if (worker != nullptr) {
+        add(&zone_counters(zone)->bans, 1);
+    }
+}
+
+void record_banned_request(ngx_uint_t zone) noexcept
+{
+    if (worker != nullptr) {
+        add(&zone_counters(zone)->banned_requests, 1);
+    }
+}
+
 void record_zone_delay(ngx_uint_t zone, std::uint64_t wait_ms) noexcept
 {
     if (worker != nullptr) {

@@ -54,6 +54,10 @@ void record_units(ngx_uint_t zone, UnitEvent event,
 void record_settle(ngx_uint_t zone, SettleOutcome outcome) noexcept;
 void record_override_change(ngx_uint_t zone,
                             OverrideChangeKind change) noexcept;
+// A request got its subject banned in a zone with ban=; a request was
+// refused by a ban in force in a zone.
+void record_ban(ngx_uint_t zone) noexcept;
+void record_banned_request(ngx_uint_t zone) noexcept;
 // A GCRA zone made a request it admitted wait `wait_ms` for its turn.
 void record_zone_delay(ngx_uint_t zone, std::uint64_t wait_ms) noexcept;
 // A zone whose limit is a variable applied `limit` to a request at `now`

@@ -40,7 +40,8 @@ bool ForgiveListener::subscribe() noexcept
     return subscriber_ != nullptr;
 }
 
-bool ForgiveListener::forgive(std::string_view key,
+bool ForgiveListener::forgive(std::string_view key, std::string_view side,
+                              std::string_view marker,
                               RedisConnection::ReplyHandler answered,
                               void *data) noexcept
 {
@@ -49,7 +50,8 @@ bool ForgiveListener::forgive(std::string_view key,
     try {
         command = format_forgive_call(key, channel_,
                                       forgive_message(key, wake_key_,
-                                                      wall_clock_ms()));
+                                                      wall_clock_ms()),
+                                      side, marker);
     } catch (...) {
         return false;
     }

@@ -47,10 +47,13 @@ public:
     bool subscribe() noexcept;
 
     // Sends the call that forgives `key`; its one reply goes to `answered`
-    // (nullptr: none will come).  False if it could not be sent: the link
-    // is down, or no memory.
-    bool forgive(std::string_view key, RedisConnection::ReplyHandler answered,
-                 void *data) noexcept;
+    // (nullptr: none will come).  With `side` and `marker` (of a zone with
+    // ban=: the subject's side key and the zone's marker in its slot) it
+    // lifts the subject's ban too.  False if it could not be sent: the
+    // link is down, or no memory.
+    bool forgive(std::string_view key, std::string_view side,
+                 std::string_view marker,
+                 RedisConnection::ReplyHandler answered, void *data) noexcept;
 
     // Sends the call that makes `change` to the override in side key
     // `side` (whose zone's marker in its slot is `marker`) of count key

@@ -74,6 +74,19 @@ bool deny_room(const RequestState *state, ngx_uint_t i, std::int64_t *room)
     return true;
 }
 
+// The room a request of zone i asks the memory of rejections with: its
+// own (deny_room()); of a zone whose rejections by its limit are not
+// remembered but whose bans are, kBanRoom, which only a ban answers.
+bool asked_room(const RequestState *state, ngx_uint_t i, std::int64_t *room)
+{
+    if (deny_room(state, i, room)) {
+        return true;
+    }
+
+    *room = DenyCache::kBanRoom;
+    return state->refs[i]->zone->ban_ms > 0;
+}
+
 // A rejection this worker remembers, answered without asking Redis.
 bool reject_from_memory(RequestState *state, const DenyCache &denied)
 {
@@ -81,10 +94,12 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
         std::uint64_t reset_epoch_s = 0;
         std::uint64_t quota = DenyCache::kNoQuota;
         std::int64_t room = 0;
-        std::uint64_t ms = enforced(state, i) && deny_room(state, i, &room)
+        bool banned = false;
+        std::uint64_t ms = enforced(state, i) && asked_room(state, i, &room)
                            ? denied.denied_for(view(state->keys[i]), room,
                                                ngx_current_msec,
-                                               &reset_epoch_s, &quota)
+                                               &reset_epoch_s, &quota,
+                                               &banned)
                            : 0;
 
         if (ms == 0) {
@@ -102,7 +117,13 @@ bool reject_from_memory(RequestState *state, const DenyCache &denied)
                            0, ms}};
         state->reset_epoch_s = reset_epoch_s;
         state->result = Result::kRejected;
+        state->banned = banned;
         metrics::record_deny_cache_hit(state->refs[i]->zone->index);
+
+        if (banned) {
+            metrics::record_banned_request(state->refs[i]->zone->index);
+        }
+
         state->stage = RequestState::Stage::kDecided;
         return true;
     }
@@ -141,6 +162,44 @@ void note_local_override(const RequestState *state, ngx_uint_t i)
         local::note_override(local, view(state->keys[i]),
                              override_in_window(sent_policy_of(state, i), o),
                              o.left_ms, wall_clock_ms());
+    }
+}
+
+// The bans Redis told of in the request's enforced zones: counted where
+// this request set one, and remembered until their end for every request
+// of the subject, whatever its cost (measured from when the call left, as
+// a rejection is); a request refused by one is BANNED.
+void note_bans(RequestState *state, DenyCache *denied)
+{
+    for (ngx_uint_t i = 0; i < state->zones; i++) {
+        const ZoneCount &count = state->counts[i];
+
+        if (count.ban_left_ms == 0 || !enforced(state, i)) {
+            continue;
+        }
+
+        ngx_uint_t zone = state->refs[i]->zone->index;
+
+        if (count.ban_set_ms > 0) {
+            metrics::record_ban(zone);
+        } else if (state->verdict.outcome == Outcome::kRejected
+                   && state->verdict.zone == i)
+        {
+            state->banned = true;
+            metrics::record_banned_request(zone);
+        }
+
+        // An override's limit is every request's, as for a rejection.
+        Policy policy = policy_of(state, i);
+
+        if (denied != nullptr) {
+            denied->deny(view(state->keys[i]), DenyCache::kBanRoom,
+                         state->sent_msec,
+                         state->sent_msec + count.ban_left_ms,
+                         seconds_ceil(state->now_ms + count.ban_left_ms),
+                         count.override.set ? row_of(policy).quota(policy)
+                                            : DenyCache::kNoQuota);
+        }
     }
 }
 
@@ -183,6 +242,8 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
     DenyCache *denied = worker_objects().denied;
     const Verdict &v = state->verdict;
 
+    note_bans(state, denied);
+
     switch (v.outcome) {
     case Outcome::kRejected:
         state->result = Result::kRejected;
@@ -190,8 +251,10 @@ void take_counts(RequestState *state, std::uint64_t now_ms,
         // after that, so the remembered rejection never outlasts its own,
         // nor the override it was made under (a raised or removed one is
         // forgiven: rate/forgive_listener.hpp; and not remembered if that
-        // came after the call left: limits/deny_cache.hpp).
+        // came after the call left: limits/deny_cache.hpp).  A ban is
+        // remembered by note_bans().
         if (std::int64_t room; denied != nullptr && v.status.reset_ms > 0
+                                && state->counts[v.zone].ban_left_ms == 0
                                 && deny_room(state, v.zone, &room))
         {
             const Override &o = state->counts[v.zone].override;
@@ -286,9 +349,9 @@ void take_part_reply(RequestState *state, ngx_uint_t p, std::uint64_t now_ms,
                                               state->interval_buckets
                                               != nullptr, told);
 
-    // An override only of a zone that reads them.
+    // An override or a ban only of a zone that reads them.
     for (ngx_uint_t j = 0; j < part.zones; j++) {
-        if (counts[j].override.set
+        if ((counts[j].override.set || counts[j].ban_left_ms > 0)
             && state->refs[part.zone[j]]->zone->side_base.len == 0)
         {
             decoded.kind = ScriptReply::Kind::kMalformed;

@@ -78,6 +78,9 @@ struct RequestState : RatePart, ConcurrencyPart, SettlePart, TurnPart {
     ZoneCount *counts;
     Verdict verdict;
     std::uint64_t reset_epoch_s;  // Unix time at which verdict's zone resets
+    // Refused by a ban in force in the verdict's zone (issue 43), by Redis
+    // or from the worker's memory: $ratelimit_status BANNED.
+    bool banned;
 };
 
 // Whether the request's zone i counts it and may reject it, or dry-runs.

@@ -36,12 +36,19 @@ ngx_int_t forgive_handler(ngx_http_request_t *r) noexcept
     StatusWrite *write = new_write(r, zone, subject, forgiven,
                                    "redis timed out: the key may or may not "
                                    "be forgiven, try again");
+    // A zone with ban=: its subject's ban is lifted too.
+    ngx_str_t side = ngx_null_string, marker = ngx_null_string;
 
-    if (write == nullptr) {
+    if (write == nullptr
+        || (zone->ban_ms > 0
+            && !side_keys(r, *zone, write->key, &side, &marker)))
+    {
+        delete write;
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     bool sent = worker_objects().forgive->forgive(view(write->key),
+                                                  view(side), view(marker),
                                                   write_answered, write);
     return await_write(r, write, sent);
 }

@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "cluster/cluster_slot.hpp"
 #include "keys/subject_key.hpp"
 #include "limits/algorithms.hpp"
 #include "metrics/metrics.hpp"
@@ -71,35 +70,6 @@ ngx_int_t changed(ngx_http_request_t *r, const StatusWrite &write)
                                     ? OverrideChangeKind::kRemoved
                                     : OverrideChangeKind::kSet);
     return NGX_HTTP_NO_CONTENT;
-}
-
-// The side key of count key `key` in `zone`, and its zone's marker in its
-// slot (keys/subject_key.hpp), in r's pool; false on no memory.
-bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
-               ngx_str_t *side, ngx_str_t *marker)
-{
-    const ngx_str_t &base = zone.side_base;
-    side->data = static_cast<u_char *>(ngx_pnalloc(r->pool,
-                                                   base.len + key.len));
-    marker->data = static_cast<u_char *>(
-        ngx_pnalloc(r->pool, base.len + kSlotTagMaxSize));
-
-    if (side->data == nullptr || marker->data == nullptr) {
-        return false;
-    }
-
-    side->len = write_side_key(view(base), view(key),
-                               reinterpret_cast<char *>(side->data));
-    marker->len = base.len;
-    ngx_memcpy(marker->data, base.data, base.len);
-
-    if (worker_objects().link->clustered()) {
-        marker->len += write_slot_tag(
-            key_slot(view(*side)),
-            reinterpret_cast<char *>(marker->data) + base.len);
-    }
-
-    return true;
 }
 
 }  // namespace

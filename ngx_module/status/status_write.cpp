@@ -2,6 +2,8 @@
 
 #include <new>
 
+#include "cluster/cluster_slot.hpp"
+#include "keys/subject_key.hpp"
 #include "limits/deny_cache.hpp"
 #include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
@@ -188,6 +190,34 @@ ngx_int_t await_write(ngx_http_request_t *r, StatusWrite *write,
     ngx_add_timer(&write->ev, main_conf(r)->redis->timeout);
     r->main->count++;
     return NGX_DONE;
+}
+
+
+bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
+               ngx_str_t *side, ngx_str_t *marker) noexcept
+{
+    const ngx_str_t &base = zone.side_base;
+    side->data = static_cast<u_char *>(ngx_pnalloc(r->pool,
+                                                   base.len + key.len));
+    marker->data = static_cast<u_char *>(
+        ngx_pnalloc(r->pool, base.len + kSlotTagMaxSize));
+
+    if (side->data == nullptr || marker->data == nullptr) {
+        return false;
+    }
+
+    side->len = write_side_key(view(base), view(key),
+                               reinterpret_cast<char *>(side->data));
+    marker->len = base.len;
+    ngx_memcpy(marker->data, base.data, base.len);
+
+    if (worker_objects().link->clustered()) {
+        marker->len += write_slot_tag(
+            key_slot(view(*side)),
+            reinterpret_cast<char *>(marker->data) + base.len);
+    }
+
+    return true;
 }
 
 }  // namespace ratelimit

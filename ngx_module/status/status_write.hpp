@@ -67,4 +67,10 @@ void write_answered(void *data, const Reply *reply) noexcept;
 ngx_int_t await_write(ngx_http_request_t *r, StatusWrite *write,
                       bool sent) noexcept;
 
+// The side key of count key `key` in `zone` (a zone with side keys), and
+// its zone's marker in its slot (keys/subject_key.hpp), in r's pool; false
+// on no memory.
+bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
+               ngx_str_t *side, ngx_str_t *marker) noexcept;
+
 }  // namespace ratelimit
