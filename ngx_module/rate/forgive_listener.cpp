@@ -120,14 +120,17 @@ void ForgiveListener::on_message(void *data, std::string_view message) noexcept
 void ForgiveListener::on_change(void *data) noexcept
 {
     auto *listener = static_cast<ForgiveListener *>(data);
+    bool subscribed = listener->subscriber_ != nullptr
+                      && listener->subscriber_->subscribed();
 
-    listener->denied_->clear(ngx_current_msec);
+    // Lost (Redis gone, most often): the bans remembered stay, refused
+    // till their end (limits/deny_cache.hpp); subscribed again, forgotten
+    // too, as a lift may have been missed.
+    listener->denied_->clear(ngx_current_msec, !subscribed);
 
     // Subscribed again: a removal may have been missed.  Not as it is lost
     // (Redis gone), when fail local needs them most.
-    if (listener->local_ != nullptr && listener->subscriber_ != nullptr
-        && listener->subscriber_->subscribed())
-    {
+    if (listener->local_ != nullptr && subscribed) {
         local::forget_overrides(listener->local_);
     }
 }

@@ -102,12 +102,16 @@ void DenyCache::forget(std::string_view key, std::uint64_t now_ms)
     slot.forgotten_ms = now_ms;
 }
 
-void DenyCache::clear(std::uint64_t now_ms)
+void DenyCache::clear(std::uint64_t now_ms, bool keep_bans)
 {
-    live_until_ms_ = 0;
+    live_until_ms_ = keep_bans ? live_until_ms_ : 0;
     remembered_from_ms_ = now_ms + 1;
 
     for (Slot &slot : slots_) {
+        if (keep_bans && slot.room == kBanRoom && slot.until_ms > 0) {
+            continue;
+        }
+
         slot.until_ms = 0;
         slot.forgotten = false;
     }

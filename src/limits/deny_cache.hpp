@@ -103,7 +103,12 @@ public:
     void forget(std::string_view key, std::uint64_t now_ms);
 
     // Every key forgotten at now_ms: forgivings may have been missed.
-    void clear(std::uint64_t now_ms);
+    // With `keep_bans`, the bans remembered stay (the forgive channel was
+    // lost, most often with Redis: no ban can be lifted while Redis is
+    // down, and a worker that knows one refuses until its end; a lift
+    // missed meanwhile holds until the channel is back, when clear()
+    // forgets them too).
+    void clear(std::uint64_t now_ms, bool keep_bans = false);
 
 private:
     // A rejection while until_ms is ahead; a tombstone once `forgotten`

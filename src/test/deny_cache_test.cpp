@@ -190,6 +190,20 @@ TEST(DenyCache, ABanAnswersEveryRoom)
     EXPECT_EQ(cache->denied_for("rl:login:a", kLimit, 2000), 0u);
 }
 
+// Cleared keeping bans (the forgive channel lost), a ban stays until its
+// end and a rejection by a limit goes; cleared outright, both go.
+TEST(DenyCache, ClearKeepsBansWhenAsked)
+{
+    auto cache = make_cache();
+    cache->deny("rl:login:a", DenyCache::kBanRoom, kSent, 3600000);
+    cache->deny("rl:login:b", kLimit, kSent, 5000);
+    cache->clear(1000, true);
+    EXPECT_EQ(cache->denied_for("rl:login:a", kLimit, 2000), 3598000u);
+    EXPECT_EQ(cache->denied_for("rl:login:b", kLimit, 2000), 0u);
+    cache->clear(3000);
+    EXPECT_EQ(cache->denied_for("rl:login:a", kLimit, 4000), 0u);
+}
+
 TEST(DenyCache, OnlyTheExactKeyIsDenied)
 {
     auto cache = make_cache();
