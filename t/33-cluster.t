@@ -31,6 +31,9 @@
 # name no markers and read every side key: the PUT's override applies, a
 # side key with no marker in its slot too, and one in a call of two slots
 # of one master.
+# Bans (issue 43): a zone with ban= bans in the subject's slot (its side key
+# and marker there, on its master), refused on the other server; a DELETE
+# lifts it on both.
 
 use strict;
 use warnings;
@@ -103,6 +106,7 @@ ratelimit_zone ls   key=$http_x_api_key limit=300 window=60s lease=1m;
 ratelimit_zone tok  key=$http_x_api_key limit=100 window=60s;
 map $http_x_cost $tok_cost { default $http_x_cost; }
 ratelimit_zone g    key=$http_x_api_key rate=1r/m algorithm=gcra;
+ratelimit_zone bn   key=$http_x_api_key limit=2 window=60s ban=1h;
 ratelimit_zone q    key=$http_x_api_key concurrency=2;
 ratelimit_zone qw   key=$http_x_api_key concurrency=1 queue=4 queue_timeout=5s;
 server {
@@ -121,6 +125,7 @@ server {
     location /rev/    { ratelimit zone=b; ratelimit zone=a; alias %%TMP%%/html/; }
     location /same/   { ratelimit zone=a; ratelimit zone=c; alias %%TMP%%/html/; }
     location /g/      { ratelimit zone=g burst=2 nodelay; ratelimit zone=b; alias %%TMP%%/html/; }
+    location /bn/     { ratelimit zone=bn; alias %%TMP%%/html/; }
     # The test's clients name their cost, through a map: cost=$http_x_cost
     # would warn (a cost each client chooses), and nginx -t must not here.
     location /tok/    { ratelimit zone=tok cost=$tok_cost; ratelimit zone=b; ratelimit_settle zone=tok $http_x_used; alias %%TMP%%/html/; }
@@ -128,12 +133,15 @@ server {
 EOF
 
 # With $override, a status location whose PUT sets overrides: every rate
-# zone reads its subjects' side keys (issue 41).
+# zone reads its subjects' side keys (issue 41).  With $forgive, one whose
+# DELETE forgives in zone bn, lifting bans (issue 43).
 sub conf {
-    my ($t, $redis_line, $override) = @_;
+    my ($t, $redis_line, $override, $forgive) = @_;
     (my $zones = $ZONES) =~ s/%%HOLD%%/$HOLD/g;
     $zones =~ s/\n}\n\z/\n    location = \/q { ratelimit_query zone=api zone=a override=on; }\n}\n/ or die
         if $override;
+    $zones =~ s/\n}\n\z/\n    location = \/bq { ratelimit_query zone=bn delete=on; }\n}\n/ or die
+        if $forgive;
     $t->write_conf("$redis_line\n$zones");
 }
 
@@ -764,6 +772,46 @@ sub alternating {
     my @r3 = alternating('two', $K, 6, $U);
     is(FaultTest::statuses(@r3), '200 200 200 200 429 429', 'cross_slot, overrides: zones a and b in two slots of one master: 4 admitted, then rejected by a');
     is($c->window_total(key('a', $K)) . '/' . $c->window_total(key('b', $U)), '4/4', 'cross_slot, overrides: a=4 and b=4 at once (one call, no undo)');
+}
+
+# --- bans (issue 43): in the subject's slot, lifted by a DELETE ------------------------------
+
+{
+    for my $t (@T) {
+        $t->stop_nginx;
+        conf($t, "ratelimit_redis cluster $SEEDS timeout=100ms connect_timeout=200ms fleet_secret_file=$fleetfile;", 0, 1);
+        $t->start_nginx;
+    }
+    ok(defined(($T[$_]->wait_passed('open', 'ban-up', 5))[0]), 'bans: server ' . ($_ + 1) . ' PASSED') for 0, 1;
+    $c->refresh;
+    my @m = map { $_->{port} } $c->masters;
+    my $S = $c->key_in($m[1], 'banS', 'bn');
+    my $slot = ClusterTest::keyslot(key('bn', $S));
+    my $marker = ClusterTest::marker_key('rl', 'bn', $slot);
+    my @r = map { FaultTest::raw_get($T[$_ % 2]->port('PORT'), '/bn/index.html', { 'X-Api-Key' => $S }) } 0 .. 3;
+    is(join(' ', map { sr($_) } @r), '200/PASSED 200/PASSED 429/REJECTED 429/BANNED',
+        'bans: the 3rd request bans the subject, the 4th (the other server) is BANNED');
+    my $after = rhdr($r[3], 'Retry-After') // 0;
+    ok($after > 3590 && $after <= 3600, "bans: Retry-After $after, the ban's time left");
+    like($c->node($m[1], 'GET', side('bn', $S)) // '', qr/^b=\d+$/, "bans: the side key holds b=END, on the subject's master");
+    ok($c->node($m[1], 'ZSCORE', $marker, side('bn', $S)), "bans: $marker lists it");
+    is(join(' ', map { $c->node($m[1], 'CLUSTER', 'KEYSLOT', $_) } key('bn', $S), side('bn', $S), $marker),
+        "$slot $slot $slot", "bans: the count key, the side key and the marker in one slot ($slot)");
+    is($c->window_total(key('bn', $S)), 2, 'bans: the refused requests counted nothing');
+
+    my $del = HTTP::Tiny->new(timeout => 5)->request('DELETE', $t1->url("/bq?zone=bn&key=$S"));
+    is($del->{status}, 204, 'bans: DELETE through server 1: 204') or diag($del->{content});
+    is($c->node($m[1], 'EXISTS', side('bn', $S)) . '/' . ($c->node($m[1], 'ZSCORE', $marker, side('bn', $S)) // 'none'),
+        '0/none', 'bans: the side key gone, and out of the marker');
+    # The forgiving reaches server 2's workers through the cluster bus
+    # (their subscriptions may be on other nodes), a moment after the 204.
+    is(sr($t1->req('bn', $S)), '200/PASSED', 'bans: lifted at once on server 1');
+    my ($t0, $passed) = (time);
+    until ($passed || time - $t0 > 1) {
+        $passed = sr($t2->req('bn', $S)) eq '200/PASSED';
+        sleep 0.01 unless $passed;
+    }
+    ok($passed, sprintf('bans: and on server 2 within %.3f s', time - $t0));
 }
 
 $T[$_]->stop_and_check('server ' . ($_ + 1)) for 0, 1;
