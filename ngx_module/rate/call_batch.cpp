@@ -550,13 +550,14 @@ void CallBatcher::on_reply(Batch *batch, const Reply *reply) noexcept
         return;
 
     case BatchReply::Kind::kError:
-        // The module unloaded, or replaced by the release before's, which
-        // refuses this release's number of zones before any key: the
-        // command ran nothing, the script can.  Never on any other error:
-        // the call may have counted.
+        // The module unloaded, or replaced by an older release's, which
+        // refuses this release's number of zones or a zone that bans
+        // before any key: the command ran nothing, the script can.  Never
+        // on any other error: the call may have counted.
         if (batch->form == ScriptBatch::Form::kDecideCommand
             && (is_unknown_command(decoded.error)
-                || decoded.error == kZoneCountRefused))
+                || decoded.error == kZoneCountRefused
+                || decoded.error == kZoneModeRefused))
         {
             link_->module_command_lost(batch->slot);
 
