@@ -189,10 +189,9 @@ void note_bans(RequestState *state, DenyCache *denied)
             metrics::record_banned_request(zone);
         }
 
-        // An override's limit is every request's, as for a rejection.
-        Policy policy = policy_of(state, i);
-
         if (denied != nullptr) {
+            // An override's limit is every request's, as for a rejection.
+            Policy policy = policy_of(state, i);
             denied->deny(view(state->keys[i]), DenyCache::kBanRoom,
                          state->sent_msec,
                          state->sent_msec + count.ban_left_ms,

@@ -192,7 +192,6 @@ ngx_int_t await_write(ngx_http_request_t *r, StatusWrite *write,
     return NGX_DONE;
 }
 
-
 bool side_keys(ngx_http_request_t *r, const Zone &zone, const ngx_str_t &key,
                ngx_str_t *side, ngx_str_t *marker) noexcept
 {
