@@ -784,6 +784,16 @@ sub alternating {
     }
     ok(defined(($T[$_]->wait_passed('open', 'ban-up', 5))[0]), 'bans: server ' . ($_ + 1) . ' PASSED') for 0, 1;
     $c->refresh;
+    # Each worker subscribed to the forgive channel, on some node: one
+    # that subscribes later forgets what it remembered, and misses what
+    # was published before.
+    ok(defined RateLimitTest::wait_until(sub {
+        my $n = 0;
+        for my $p ($c->live_ports) {
+            my $r = eval { $c->node($p, 'PUBSUB', 'NUMSUB', 'rl:wake:forgive') };
+            $n += $r->[1] if ref $r;
+        }
+        $n == 2 * $WORKERS }, 5), 'bans: every worker subscribed to the forgive channel');
     my @m = map { $_->{port} } $c->masters;
     my $S = $c->key_in($m[1], 'banS', 'bn');
     my $slot = ClusterTest::keyslot(key('bn', $S));
@@ -803,15 +813,11 @@ sub alternating {
     is($del->{status}, 204, 'bans: DELETE through server 1: 204') or diag($del->{content});
     is($c->node($m[1], 'EXISTS', side('bn', $S)) . '/' . ($c->node($m[1], 'ZSCORE', $marker, side('bn', $S)) // 'none'),
         '0/none', 'bans: the side key gone, and out of the marker');
-    # The forgiving reaches server 2's workers through the cluster bus
-    # (their subscriptions may be on other nodes), a moment after the 204.
-    is(sr($t1->req('bn', $S)), '200/PASSED', 'bans: lifted at once on server 1');
-    my ($t0, $passed, $refused) = (time, 0, 0);
-    until ($passed || time - $t0 > 1) {
-        $passed = sr($t2->req('bn', $S)) eq '200/PASSED';
-        $refused++, sleep 0.01 unless $passed;
-    }
-    ok($passed, sprintf('bans: and on server 2 within %.3f s (%d refused before)', time - $t0, $refused));
+    # Server 2 refused the 4th request, and remembers the ban: the
+    # forgiving reaches its workers through the cluster bus (their
+    # subscriptions may be on other nodes) before their next request.
+    is(sr($t2->req('bn', $S)) . ' ' . sr($t1->req('bn', $S)), '200/PASSED 200/PASSED',
+       'bans: lifted at once on both servers');
 }
 
 $T[$_]->stop_and_check('server ' . ($_ + 1)) for 0, 1;
