@@ -28,6 +28,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use HTTP::Tiny;
+use JSON::PP qw(decode_json);
 use Time::HiRes qw(sleep time);
 use RateLimitTest qw(hdr parse_ratelimit);
 use PromText;
@@ -195,6 +196,13 @@ for my $implementation ('script', 'command') {
     is(metric_sum('nginx_ratelimit_bans_total', zone => 'b'), 1, "$implementation: bans_total 1");
     is(metric_sum('nginx_ratelimit_banned_requests_total', zone => 'b'), 101,
        "$implementation: banned_requests_total 101");
+    my ($bans, $banned) = (0, 0);
+    for (@SERVERS) {
+        my $b = decode_json($_->get('/metrics?format=json')->{content})->{limit_reqs}{b};
+        $bans += $b->{bans} // 0;
+        $banned += $b->{banned_requests} // 0;
+    }
+    is("$bans/$banned", '1/101', "$implementation: the JSON metrics say so too");
 
     # --- forgive lifts the ban everywhere ---------------------------------
     is(del($t2, '/q?zone=b&key=a')->{status}, 204, "$implementation: DELETE answers 204");

@@ -172,6 +172,23 @@ TEST(Decide, FirstOnTie)
     EXPECT_EQ(later.status.limit, 5u);
 }
 
+// A zone whose subject is banned rejects it with nothing remaining until
+// the ban ends, whatever its count: the zone with the ban is the verdict's
+// (enforced and over), not one with fewer remaining.
+TEST(Decide, BannedUntilTheBanEnds)
+{
+    ZoneCount banned{1, 1699999990, true};
+    banned.ban_left_ms = 3599500;
+    Verdict v = decide_for({{kTenPerMinute, true, {10, 1699999990, false}},
+                            {kTenPerMinute, true, banned}},
+                           true);
+    EXPECT_EQ(v.outcome, Outcome::kRejected);
+    EXPECT_EQ(v.zone, 1u);
+    EXPECT_EQ(v.status.limit, 10u);
+    EXPECT_EQ(v.status.remaining, 0u);
+    EXPECT_EQ(v.status.reset_ms, 3599500u);
+}
+
 TEST(Decide, OldestZeroMeansNoReset)
 {
     Verdict v = decide_for({{kTenPerMinute, true, {0, 0, false}}}, false);
