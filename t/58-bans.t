@@ -69,12 +69,15 @@ ratelimit_zone b key=$http_x_api_key limit=2 window=60s ban=1h;
 ratelimit_zone g key=$http_x_api_key rate=1r/m algorithm=gcra ban=15m;
 ratelimit_zone d key=$http_x_api_key limit=2 window=60s ban=1h;
 ratelimit_zone login key=$http_x_user limit=5 window=15m ban=1h;
+map $http_x_plan $plan { default 2; blocked 0; }
+ratelimit_zone v key=$http_x_api_key limit=$plan window=60s ban=1h;
 map $status $failed_login { 401 1; default 0; }
 server {
     listen 127.0.0.1:%%PORT%% reuseport;
     add_header X-RL-Status "$ratelimit_status" always;
     location /b/ { ratelimit zone=b; alias %%TMP%%/html/; }
     location /g/ { ratelimit zone=g; alias %%TMP%%/html/; }
+    location /v/ { ratelimit zone=v; alias %%TMP%%/html/; }
     location /d/ { ratelimit zone=d dry_run; alias %%TMP%%/html/; }
     location /login/ {
         ratelimit zone=login cost=0;
@@ -216,6 +219,12 @@ for my $implementation ('script', 'command') {
     is(hdr($r, 'Retry-After'), 900, "$implementation: GCRA: for the ban's 900 s");
     ok(defined ban_end('g', 'g1'), "$implementation: GCRA: b=END in its side key");
     is(sts('g', 'g1', $t), '429/BANNED', "$implementation: GCRA: banned on the other server");
+
+    # --- a blocked plan (limit 0) is refused here, and bans nobody ----------
+    $r = $t->get('/v/index.html', { 'X-Api-Key' => 'p', 'X-Plan' => 'blocked' });
+    is(st($r), '429/REJECTED', "$implementation: a map's 0 refuses");
+    is($t->redis('EXISTS', 'rl:v+:p'), 0, "$implementation: and bans nobody");
+    is(sts('v', 'p', $t2, $t), '200/PASSED 200/PASSED', "$implementation: the plan unblocked, it passes");
 
     # --- dry run ------------------------------------------------------------
     is(sts('d', 'x', $t, $t, $t2, $t2), '200/PASSED 200/PASSED 200/REJECTED_DRY_RUN 200/REJECTED_DRY_RUN',

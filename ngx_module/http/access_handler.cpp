@@ -497,9 +497,10 @@ ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)
 
         // A limit of 0 where the subject's override may lift it: Redis
         // decides, as with any limit (act_on() keeps it rejected when no
-        // verdict comes).
+        // verdict comes).  Not where the zone reads side keys for its bans
+        // alone: a blocked plan is refused here, and bans nobody.
         if (found == ValueFound::kBlocked
-            && refs[i].zone->side_base.len > 0)
+            && refs[i].zone->side_base.len > 0 && main_conf(r)->overrides)
         {
             found = ValueFound::kFound;
         }
