@@ -505,6 +505,14 @@ my @CASES = (
         extra => '        location = /q { ratelimit_query zone=z60o override=on; }',
     },
     {
+        # the same zone banning for an hour (issue 43), no ban in force
+        # (the limit is never reached): each call checks the zone's marker
+        id => 'sliding_ban', label => '3b. module sliding 60s/1s, ban=1h, no ban in force', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone z60b key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s ban=1h;\n",
+        loc => '            ratelimit zone=z60b;',
+    },
+    {
         # the same zone, its limit from a map on the key (every key gets
         # the same limit: only the per-request evaluation differs)
         id => 'sliding_var', label => '3v. module sliding 60s/1s, limit=$variable from a map', limiter => 1,
@@ -622,6 +630,14 @@ my @CASES = (
             . "    ratelimit_zone z60o key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
         loc => '            ratelimit zone=z60o;',
         extra => '        location = /q { ratelimit_query zone=z60o override=on; }',
+    },
+    {
+        # the same, ban=1h and no ban in force (issue 43)
+        id => 'native_ban', label => '3nb. module sliding 60s/1s, Redis module command, ban=1h, no ban in force', limiter => 1,
+        redis => $rt_module,
+        http => $MODULE_REDIS_LINE
+            . "    ratelimit_zone z60b key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s ban=1h;\n",
+        loc => '            ratelimit zone=z60b;',
     },
     {
         # the same on a cluster of 3 masters that have the module: one
@@ -1341,13 +1357,15 @@ target('a settle on every request >= 0.85x the same zone without (3s / 3)',
     defined $r_settle ? $r_settle >= 0.85 : undef,
     sprintf('%sx; Redis CPU %s us/req against %s us', f('%.2f', $r_settle),
         f('%.2f', median(col('sliding_settle', 'cpu_us'))), f('%.2f', median(col('sliding', 'cpu_us')))));
-for my $pair (['sliding_side', 'sliding', 'the script, 3o / 3'],
-              ['native_side', 'native', 'the Redis module command, 3no / 3n']) {
-    my ($id, $base, $what) = @$pair;
+for my $pair (['sliding_side', 'sliding', 'override=on, no override set', 'the script, 3o / 3'],
+              ['native_side', 'native', 'override=on, no override set', 'the Redis module command, 3no / 3n'],
+              ['sliding_ban', 'sliding', 'ban=, no ban in force', 'the script, 3b / 3'],
+              ['native_ban', 'native', 'ban=, no ban in force', 'the Redis module command, 3nb / 3n']) {
+    my ($id, $base, $case, $what) = @$pair;
     my $cpu = median(col($id, 'cpu_us'));
     my $cpu_base = median(col($base, 'cpu_us'));
     my $r = (defined $cpu && $cpu_base) ? $cpu / $cpu_base : undef;
-    target("override=on, no override set: Redis CPU per request within 5% of without ($what)",
+    target("$case: Redis CPU per request within 5% of without ($what)",
         defined $r ? $r <= 1.05 : undef,
         sprintf('%s vs %s us/req (x%s; commandstats usec %s vs %s)', f('%.2f', $cpu), f('%.2f', $cpu_base),
             f('%.3f', $r), f('%.2f', median(col($id, 'usec'))), f('%.2f', median(col($base, 'usec')))));
