@@ -1447,6 +1447,8 @@ my @SIDE_SUBJECTS = ('s0', 's1', 's2', 's3', 'wrong');
 sub gen_sides {
     for my $z (@SIDE_ZONES) {
         next if rand() >= 0.15;
+        # A sorted set marker (of bans) mostly left to expire.
+        next if ($marker{ $z->{side} } // '') eq 'zset' && rand() < 0.85;
         my $r = rand;
         set_marker($z, $r < 0.6 ? 'string' : $r < 0.8 ? 'hash' : undef);
     }
@@ -1580,7 +1582,7 @@ sub gen_ban_requests {
         my $s = rand() < 0.75 ? $BAN_SUBJECTS[rand @BAN_SUBJECTS] : $SIDE_SUBJECTS[rand 4];
         # Now and then its marker gone, as if it expired: the ban makes it,
         # and another subject's, banned too, is added to it.
-        if (rand() < 0.25) {
+        if (rand() < 0.25 && (($marker{ $z->{side} } // '') ne 'zset' || rand() < 0.5)) {
             set_marker($z, undef);
             push @reqs, map { gen_request($z, $BAN_SUBJECTS[rand @BAN_SUBJECTS]) } 1 .. 3;
         }
@@ -1626,6 +1628,15 @@ sub gen_ban_requests {
         defined ban_of($side{ side_key($z, "$z->{prefix}:$s") }, $batch_time + 50)
             && (!$marked || $marker{ $z->{side} });
     } map { my $z = $_; map { [$z, $_] } @SIDE_SUBJECTS[0 .. 3], @BAN_SUBJECTS } @LIMITED_BAN_ZONES;
+    # Now and then a subject never banned (or forgiven) pushed over its
+    # limit in a zone whose marker is a sorted set: its ban is added to it.
+    # (Not one whose ban lapsed: those are for the requests below.)
+    my @zset = grep { ($marker{ $_->{side} } // '') eq 'zset' } @LIMITED_BAN_ZONES;
+    if (@zset && rand() < 0.25) {
+        my $z = $zset[rand @zset];
+        my @free = grep { ($side{ side_key($z, "$z->{prefix}:$_") } // '') !~ /(^|;)b=/ } @BAN_SUBJECTS;
+        push @reqs, map { gen_request($z, $free[0]) } 0 .. $z->{limit} if @free;
+    }
     for (grep { defined } (shuffle @banned)[0]) {
         my ($z, $s) = @$_;
         my ($dry) = grep { !$_->{enforce} } siblings($z);
@@ -1671,6 +1682,11 @@ sub gen_forgive {
         }
     }
     return if !@held;
+    # Most of the time one whose ban is in force beside other parts, if
+    # any (those of a lapsed ban are for gen_ban_requests()).
+    my @others = grep { $side{ $_->[2] } =~ /(^|;)(?!b=)[^;]/ && defined ban_of($side{ $_->[2] }, $now + 1) }
+                 @held;
+    @held = @others if @others && rand() < 0.6;
     my ($z, $s, $sk) = @{ $held[rand @held] };
     my $key = "$z->{prefix}:$s";
     rcmd('EVAL', $FORGIVE, 3, $key, $sk, $z->{side}, 'm:forgive', "forgive - $key");
