@@ -75,6 +75,7 @@ ratelimit_zone z8 key=$http_x_api_key limit=7 window=61ms;
 ratelimit_zone z9 key=$http_x_api_key rate=100r/s bucket=50ms;
 ratelimit zone=z1;
 ratelimit_status 503;
+ratelimit_grpc off;
 ratelimit_headers on;
 ratelimit_fail open;
 ratelimit_dry_run off;
@@ -187,6 +188,13 @@ ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
 EOF
         qr/ratelimit_status $code/, ['ratelimit_status', $code]);
 }
+
+conf_err('ratelimit_grpc bad value', <<"EOF" . server('ratelimit zone=api; ratelimit_grpc maybe;'),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+    qr/ratelimit_grpc maybe/, ['ratelimit_grpc', 'maybe'],
+    'it must be "on" or "off"');
 
 conf_err('ratelimit_fail bad value', <<"EOF" . server('ratelimit zone=api; ratelimit_fail maybe;'),
 $REDIS

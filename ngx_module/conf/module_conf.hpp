@@ -221,6 +221,7 @@ struct MainConf {
 struct LocConf {
     ngx_array_t *zones;    // of ZoneRef; NGX_CONF_UNSET_PTR to inherit
     ngx_uint_t status;     // answer to a rejected request
+    ngx_flag_t grpc;       // a refused gRPC call is answered in gRPC
     ngx_flag_t headers;
     ngx_uint_t fail;       // a FailPolicy
     ngx_uint_t fail_servers;  // kFailLocal's `servers=N`; 0: the live

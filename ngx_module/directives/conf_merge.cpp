@@ -116,6 +116,7 @@ void *create_loc_conf(ngx_conf_t *cf) noexcept
     lcf->zones = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     lcf->settles = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     lcf->status = NGX_CONF_UNSET_UINT;
+    lcf->grpc = NGX_CONF_UNSET;
     lcf->headers = NGX_CONF_UNSET;
     lcf->fail = NGX_CONF_UNSET_UINT;
     lcf->dry_run = NGX_CONF_UNSET;
@@ -166,6 +167,7 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) noexcept
 
     ngx_conf_merge_uint_value(conf->status, prev->status,
                               NGX_HTTP_TOO_MANY_REQUESTS);
+    ngx_conf_merge_value(conf->grpc, prev->grpc, 1);
     ngx_conf_merge_value(conf->headers, prev->headers, 1);
     merge_fail(cf, conf, prev);
     ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);

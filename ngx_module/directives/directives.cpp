@@ -436,6 +436,14 @@ ngx_command_t commands[] = {
      offsetof(LocConf, status),
      &status_bounds},
 
+    {ngx_string("ratelimit_grpc"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
+         | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, grpc),
+     nullptr},
+
     {ngx_string("ratelimit_headers"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF
          | NGX_CONF_FLAG,

@@ -1,5 +1,6 @@
 #include "http/access_handler.hpp"
 
+#include "http/grpc_answer.hpp"
 #include "http/request_metrics.hpp"
 #include "local/local_decision.hpp"
 #include "local/local_memory.hpp"
@@ -246,7 +247,7 @@ ngx_int_t act_on(RequestState *state)
         } else {
             log_limited(state, false);
         }
-        return static_cast<ngx_int_t>(state->lcf->status);
+        return refuse(state, state->lcf->status);
 
     case Result::kRejectedDryRun:
         log_limited(state, true);
@@ -255,7 +256,7 @@ ngx_int_t act_on(RequestState *state)
     case Result::kError:
         if (state->lcf->fail == kFailClosed) {
             state->late_permit = nullptr;
-            return static_cast<ngx_int_t>(state->lcf->fail_status);
+            return refuse(state, state->lcf->fail_status);
         }
 
         return pass_on(state);

@@ -7,10 +7,6 @@
 
 namespace ratelimit {
 
-namespace {
-
-ngx_http_output_header_filter_pt next_header_filter;
-
 bool add_header(ngx_http_request_t *r, ngx_str_t name, ngx_str_t value)
 {
     auto *h = static_cast<ngx_table_elt_t *>(
@@ -39,6 +35,21 @@ bool add_number(ngx_http_request_t *r, ngx_str_t name, std::uint64_t value)
 
     size_t len = write_decimal(value, reinterpret_cast<char *>(text));
     return add_header(r, name, {len, text});
+}
+
+namespace {
+
+ngx_http_output_header_filter_pt next_header_filter;
+
+// Retry-After, and in a gRPC answer grpc-retry-pushback-ms: the same wait,
+// in ms.
+bool add_retry_after(ngx_http_request_t *r, const RequestState *state,
+                     std::uint64_t seconds)
+{
+    return add_number(r, ngx_string("Retry-After"), seconds)
+           && (!state->grpc
+               || add_number(r, ngx_string("grpc-retry-pushback-ms"),
+                             seconds * 1000));
 }
 
 // Whether zone i's RateLimit-Policy member is written for the request, not
@@ -125,26 +136,26 @@ bool add_ratelimit(ngx_http_request_t *r, const RequestState *state)
            && add_number(r, ngx_string("X-RateLimit-Reset"),
                          state->reset_epoch_s)
            && (state->result != Result::kRejected
-               || add_number(r, ngx_string("Retry-After"),
-                             retry_after_seconds(reset_s)));
+               || add_retry_after(r, state, retry_after_seconds(reset_s)));
 }
 
 // A request `ratelimit_fail closed` refused: Redis gave no verdict.  The
 // link tries Redis again at most 500 ms after a failure (its backoff,
 // redis_connection.hpp), so a client that waits a second finds the next
-// try made: the smallest whole number of seconds Retry-After can say.
+// try made: the smallest whole number of seconds Retry-After can say.  Not
+// on another status (an error_page's answer), but on a gRPC answer's 200.
 bool add_fail_retry(ngx_http_request_t *r, const RequestState *state)
 {
     constexpr std::uint64_t kFailRetryAfterS = 1;
 
     if (state->result != Result::kError || state->peek
         || state->lcf->fail != kFailClosed
-        || r->headers_out.status != state->lcf->fail_status)
+        || (!state->grpc && r->headers_out.status != state->lcf->fail_status))
     {
         return true;
     }
 
-    return add_number(r, ngx_string("Retry-After"), kFailRetryAfterS);
+    return add_retry_after(r, state, kFailRetryAfterS);
 }
 
 ngx_int_t header_filter(ngx_http_request_t *r) noexcept

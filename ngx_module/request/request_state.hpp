@@ -81,6 +81,9 @@ struct RequestState : RatePart, ConcurrencyPart, SettlePart, TurnPart {
     // Refused by a ban in force in the verdict's zone (issue 43), by Redis
     // or from the worker's memory: $ratelimit_status BANNED.
     bool banned;
+    // Refused in gRPC (http/grpc_answer.cpp): HTTP 200, the refusal in
+    // grpc-status, the header filter's Retry-After also in ms.
+    bool grpc;
 };
 
 // Whether the request's zone i counts it and may reject it, or dry-runs.
