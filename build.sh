@@ -406,7 +406,7 @@ case "${1:-build}" in
         valgrind_tests
         ;;
     bench)
-        install_missing wrk libnginx-mod-http-lua lua-nginx-redis haproxy nghttp2-client
+        install_missing wrk libnginx-mod-http-lua lua-nginx-redis haproxy
         build_module
         build_redis_module
         RATELIMIT_MODULE=$MODULE perl -I "$ROOT/t/lib" "$ROOT/bench/run.pl"
