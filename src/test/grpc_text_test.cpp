@@ -15,35 +15,41 @@ std::string message(std::string_view text)
     return out;
 }
 
+struct TypeCase {
+    const char *content_type;
+    std::size_t media_type;  // its gRPC media type's length; 0: not gRPC
+};
+
 TEST(GrpcText, GrpcMediaTypes)
 {
-    EXPECT_EQ(grpc_media_type("application/grpc"), 16u);
-    EXPECT_EQ(grpc_media_type("application/grpc+proto"), 22u);
-    EXPECT_EQ(grpc_media_type("application/grpc+json"), 21u);
-    EXPECT_EQ(grpc_media_type("application/grpc-web"), 20u);
-    EXPECT_EQ(grpc_media_type("application/grpc-web+proto"), 26u);
-    EXPECT_EQ(grpc_media_type("application/grpc-web-text"), 25u);
-    EXPECT_EQ(grpc_media_type("application/grpc-web-text+proto"), 31u);
-    EXPECT_EQ(grpc_media_type("Application/GRPC-Web"), 20u);
-}
+    static const TypeCase kCases[] = {
+        {"application/grpc", 16},
+        {"application/grpc+proto", 22},
+        {"application/grpc+json", 21},
+        {"application/grpc-web", 20},
+        {"application/grpc-web+proto", 26},
+        {"application/grpc-web-text", 25},
+        {"application/grpc-web-text+proto", 31},
+        {"Application/GRPC-Web", 20},
+        // The media type ends before its parameters.
+        {"application/grpc;charset=utf-8", 16},
+        {"application/grpc+proto \t; x=y", 22},
+        {"application/grpc ;", 16},
+        // Not gRPC.
+        {"", 0},
+        {"application/json", 0},
+        {"application/grp", 0},
+        {"application/grpcx", 0},
+        {"application/grpc-text", 0},
+        {"application/grpc-we", 0},
+        {" application/grpc", 0},
+        {"text/plain; x=application/grpc", 0},
+    };
 
-TEST(GrpcText, MediaTypeEndsBeforeItsParameters)
-{
-    EXPECT_EQ(grpc_media_type("application/grpc;charset=utf-8"), 16u);
-    EXPECT_EQ(grpc_media_type("application/grpc+proto \t; x=y"), 22u);
-    EXPECT_EQ(grpc_media_type("application/grpc ;"), 16u);
-}
-
-TEST(GrpcText, OtherMediaTypesAreNotGrpc)
-{
-    EXPECT_EQ(grpc_media_type(""), 0u);
-    EXPECT_EQ(grpc_media_type("application/json"), 0u);
-    EXPECT_EQ(grpc_media_type("application/grp"), 0u);
-    EXPECT_EQ(grpc_media_type("application/grpcx"), 0u);
-    EXPECT_EQ(grpc_media_type("application/grpc-text"), 0u);
-    EXPECT_EQ(grpc_media_type("application/grpc-we"), 0u);
-    EXPECT_EQ(grpc_media_type(" application/grpc"), 0u);
-    EXPECT_EQ(grpc_media_type("text/plain; x=application/grpc"), 0u);
+    for (const TypeCase &c : kCases) {
+        EXPECT_EQ(grpc_media_type(c.content_type), c.media_type)
+            << c.content_type;
+    }
 }
 
 TEST(GrpcText, MessagePrintableAsciiKept)
