@@ -4,12 +4,13 @@
 # (Debian's python3-grpcio, a generic handler of raw bytes) through
 # grpc_pass; a Python gRPC client.
 #
-# Expected: a refused gRPC call (a rate zone's limit, a ban, a concurrency
-# zone's full queue or its wait's timeout) gets HTTP 200, trailers-only
-# (END_STREAM on the HEADERS frame, no DATA), content-type the call's media
-# type, grpc-status 8 (the client's StatusCode.RESOURCE_EXHAUSTED),
-# grpc-message naming the zone, grpc-retry-pushback-ms the Retry-After in ms
-# where there is one, and the RateLimit headers.  Exactly the limit of calls
+# Expected: a refused gRPC call (a rate zone's limit, a ban, a GCRA zone, a
+# concurrency zone's full queue or its wait's timeout) gets HTTP 200,
+# trailers-only (END_STREAM on the HEADERS frame, no DATA), content-type the
+# call's media type, grpc-status 8 (the client's
+# StatusCode.RESOURCE_EXHAUSTED), grpc-message naming the zone,
+# grpc-retry-pushback-ms the Retry-After in ms where there is one, and the
+# RateLimit headers.  Exactly the limit of calls
 # succeed across both servers and the backend sees exactly those;
 # $ratelimit_status says REJECTED / BANNED with $status 200.
 # `ratelimit_fail closed` with Redis down: grpc-status 14 (UNAVAILABLE),
@@ -123,7 +124,7 @@ EOF
 
 my $server = $t->start_child('grpc server', sub {
     exec $PYTHON, "$TMP/grpc_server.py", $BACKEND, $CALLS, $SLOW_S,
-        qw(rate ban conc wait closed off) or die "exec: $!";
+        qw(rate ban gcra conc wait closed off) or die "exec: $!";
 });
 ok(RateLimitTest::wait_until(sub { RateLimitTest::Process::_port_open($BACKEND) }, 20),
    'the gRPC server listens');
@@ -134,6 +135,7 @@ upstream backend { server 127.0.0.1:$BACKEND; }
 EOF
 ratelimit_zone api key=$http_x_api_key limit=5 window=60s;
 ratelimit_zone bz key=$http_x_api_key limit=2 window=60s ban=1h;
+ratelimit_zone g key=$http_x_api_key rate=1r/m algorithm=gcra;
 ratelimit_zone db key=$http_x_api_key concurrency=2 queue=2 queue_timeout=10s;
 ratelimit_zone dbt key=$http_x_api_key concurrency=1 queue=4 queue_timeout=500ms;
 server {
@@ -142,6 +144,7 @@ server {
     location = /metrics { ratelimit_metrics; }
     location /rate.Svc/ { ratelimit zone=api; grpc_pass grpc://backend; }
     location /ban.Svc/ { ratelimit zone=bz; grpc_pass grpc://backend; }
+    location /gcra.Svc/ { ratelimit zone=g; grpc_pass grpc://backend; }
     location /conc.Svc/ { ratelimit zone=db; grpc_pass grpc://backend; }
     location /wait.Svc/ { ratelimit zone=dbt; grpc_pass grpc://backend; }
     location /closed.Svc/ {
@@ -267,8 +270,10 @@ SKIP: {
     skip 'nghttp (nghttp2-client) not installed', 2
         unless -x '/usr/bin/nghttp';
     my $port = $t->port('H2');
-    my $v = `nghttp -v -H 'content-type: application/grpc' -H 'x-api-key: k1' -d $body http://127.0.0.1:$port/rate.Svc/Echo 2>&1`;
-    my ($id) = $v =~ /recv HEADERS frame <[^>]*stream_id=(\d+)>\s*\n\s*; END_STREAM \| END_HEADERS/;
+    my $v = `nghttp -v -H 'content-type: application/grpc' -H 'x-api-key: k1' \\
+             -d $body http://127.0.0.1:$port/rate.Svc/Echo 2>&1`;
+    my $headers = qr/recv HEADERS frame <[^>]*stream_id=(\d+)>/;
+    my ($id) = $v =~ /$headers\s*\n\s*; END_STREAM \| END_HEADERS/;
     ok(defined $id, 'nghttp: the HEADERS frame ends the stream (trailers-only)')
         or diag($v);
     my $data = defined $id && $v =~ /recv DATA frame <[^>]*stream_id=$id>/;
@@ -316,6 +321,16 @@ is(scalar(grep { my $p = $_->{md}{'grpc-retry-pushback-ms'} // 0;
 is(backend_saw('/ban.Svc/Echo'), 2, 'the backend saw the 2 calls');
 is(refused_log('/ban.Svc/Echo', 'BANNED', 3), 3,
    'the access log: the 3 banned calls BANNED');
+
+# --- a GCRA zone ---------------------------------------------------------------
+
+@r = calls('/gcra.Svc/Echo', 2, 'k6', 'serial', @TARGETS);
+is(join('|', map { "$_->{code} $_->{details}" } @r),
+   'OK |RESOURCE_EXHAUSTED rate limited by zone g', 'a GCRA zone: 1r/m, the second refused');
+my $p = $r[1]{md}{'grpc-retry-pushback-ms'} // 0;
+ok($p > 0 && $p <= 60_000 && $p == 1000 * $r[1]{md}{'retry-after'},
+   '... pushback: Retry-After in ms, within the minute') or diag(explain(\@r));
+is(backend_saw('/gcra.Svc/Echo'), 1, 'the backend saw the first');
 
 # --- a concurrency zone and its queue ----------------------------------------
 
