@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # gRPC answers in gRPC (issue 44).  Two nginx servers of two workers each
-# (h2c, `listen ... http2`) and one Redis in front of a Python gRPC server
+# (h2c) and one Redis in front of a Python gRPC server
 # (Debian's python3-grpcio, a generic handler of raw bytes) through
 # grpc_pass; a Python gRPC client.
 #
@@ -129,6 +129,14 @@ my $server = $t->start_child('grpc server', sub {
 ok(RateLimitTest::wait_until(sub { RateLimitTest::Process::_port_open($BACKEND) }, 20),
    'the gRPC server listens');
 
+# h2c: `listen ... http2` up to nginx 1.25.0, `http2 on` from 1.25.1 (which
+# warns of the former).
+my $nginx = RateLimitTest::nginx_bin();
+my ($major, $minor, $patch) = `'$nginx' -v 2>&1` =~ m{nginx/(\d+)\.(\d+)\.(\d+)};
+my $h2c = sprintf('%d%03d%03d', $major // 0, $minor // 0, $patch // 0) >= 1025001
+    ? "listen 127.0.0.1:%%H2%% reuseport;\n    http2 on;"
+    : 'listen 127.0.0.1:%%H2%% http2 reuseport;';
+
 my $conf = <<"EOF" . <<'EOF';
 ratelimit_redis 127.0.0.1:$REDIS_PORT timeout=2s;
 upstream backend { server 127.0.0.1:$BACKEND; }
@@ -139,8 +147,8 @@ ratelimit_zone g key=$http_x_api_key rate=1r/m algorithm=gcra;
 ratelimit_zone db key=$http_x_api_key concurrency=2 queue=2 queue_timeout=10s;
 ratelimit_zone dbt key=$http_x_api_key concurrency=1 queue=4 queue_timeout=500ms;
 server {
-    listen 127.0.0.1:%%H2%% http2 reuseport;  # h2c
-    listen 127.0.0.1:%%PORT%% reuseport;      # HTTP/1.1
+    %%H2C%%
+    listen 127.0.0.1:%%PORT%% reuseport;  # HTTP/1.1
     location = /metrics { ratelimit_metrics; }
     location /rate.Svc/ { ratelimit zone=api; grpc_pass grpc://backend; }
     location /ban.Svc/ { ratelimit zone=bz; grpc_pass grpc://backend; }
@@ -159,6 +167,7 @@ server {
     }
 }
 EOF
+$conf =~ s/%%H2C%%/$h2c/;
 $_->write_conf($conf) for @SERVERS;
 $_->start_nginx for @SERVERS;
 
