@@ -185,6 +185,11 @@ sub calls {
 
 sub codes { join ' ', map { $_->{code} } @_ }
 
+# The calls that succeeded and the others.
+sub by_outcome {
+    return ([grep { $_->{code} eq 'OK' } @_], [grep { $_->{code} ne 'OK' } @_]);
+}
+
 sub backend_saw {
     my ($method) = @_;
     open my $fh, '<', $CALLS or return 0;
@@ -224,24 +229,23 @@ sub curl_h2c {
 # --- a rate zone -------------------------------------------------------------
 
 my @r = calls('/rate.Svc/Echo', 12, 'k1', 'serial', @TARGETS);
-my @ok = grep { $_->{code} eq 'OK' } @r;
-my @no = grep { $_->{code} ne 'OK' } @r;
-is(scalar @ok, 5, 'exactly the limit of 5 calls succeed over both servers')
+my ($ok, $no) = by_outcome(@r);
+is(scalar @$ok, 5, 'exactly the limit of 5 calls succeed over both servers')
     or diag(codes(@r));
-is(scalar(grep { $_->{code} eq 'RESOURCE_EXHAUSTED' } @no), 7,
+is(scalar(grep { $_->{code} eq 'RESOURCE_EXHAUSTED' } @$no), 7,
    'the other 7 get RESOURCE_EXHAUSTED') or diag(codes(@r));
-is(scalar(grep { $_->{details} eq 'rate limited by zone api' } @no), 7,
-   'grpc-message names the zone') or diag(explain($no[0]));
+is(scalar(grep { $_->{details} eq 'rate limited by zone api' } @$no), 7,
+   'grpc-message names the zone') or diag(explain($no->[0]));
 is(scalar(grep { ($_->{md}{'grpc-retry-pushback-ms'} // '') =~ /^\d+$/
                  && $_->{md}{'grpc-retry-pushback-ms'} > 0
                  && $_->{md}{'grpc-retry-pushback-ms'} <= 60_000
                  && $_->{md}{'grpc-retry-pushback-ms'}
-                    == 1000 * $_->{md}{'retry-after'} } @no), 7,
+                    == 1000 * $_->{md}{'retry-after'} } @$no), 7,
    'grpc-retry-pushback-ms: Retry-After in ms, within the window')
-    or diag(explain($no[0]));
+    or diag(explain($no->[0]));
 is(scalar(grep { ($_->{md}{ratelimit} // '') =~ /^"api";r=0;t=\d+$/
-                 && ($_->{md}{'ratelimit-policy'} // '') eq '"api";q=5;w=60' } @no),
-   7, 'the RateLimit headers are sent') or diag(explain($no[0]));
+                 && ($_->{md}{'ratelimit-policy'} // '') eq '"api";q=5;w=60' } @$no),
+   7, 'the RateLimit headers are sent') or diag(explain($no->[0]));
 RateLimitTest::wait_until(sub { backend_saw('/rate.Svc/Echo') >= 5 }, 2);
 is(backend_saw('/rate.Svc/Echo'), 5, 'the backend saw exactly the 5 calls');
 is(refused_log('/rate.Svc/Echo', 'REJECTED', 7), 7,
@@ -344,28 +348,26 @@ is(backend_saw('/gcra.Svc/Echo'), 1, 'the backend saw the first');
 # --- a concurrency zone and its queue ----------------------------------------
 
 @r = calls('/conc.Svc/Slow', 6, 'k3', 'parallel', @TARGETS);
-@ok = grep { $_->{code} eq 'OK' } @r;
-@no = grep { $_->{code} ne 'OK' } @r;
-is(scalar @ok, 4, 'concurrency 2, queue 2: 4 of 6 calls at once pass')
+($ok, $no) = by_outcome(@r);
+is(scalar @$ok, 4, 'concurrency 2, queue 2: 4 of 6 calls at once pass')
     or diag(explain(\@r));
-is(scalar(grep { $_->{elapsed} >= 2 * $SLOW_S - 0.1 } @ok), 2,
+is(scalar(grep { $_->{elapsed} >= 2 * $SLOW_S - 0.1 } @$ok), 2,
    '... 2 of them in turn, after waiting in the queue')
     or diag(explain(\@r));
-is(join('|', map { "$_->{code} $_->{details}" } @no),
+is(join('|', map { "$_->{code} $_->{details}" } @$no),
    join('|', ('RESOURCE_EXHAUSTED concurrency limit of zone db') x 2),
    'the 2 beyond the queue: RESOURCE_EXHAUSTED, the zone named');
-ok(!grep({ exists $_->{md}{'grpc-retry-pushback-ms'} } @no),
+ok(!grep({ exists $_->{md}{'grpc-retry-pushback-ms'} } @$no),
    '... no pushback (no Retry-After: a concurrency zone has no reset)');
 is(backend_saw('/conc.Svc/Slow'), 4, 'the backend saw the 4 calls');
 
 @r = calls('/wait.Svc/Slow', 3, 'k4', 'parallel', @TARGETS);
-@ok = grep { $_->{code} eq 'OK' } @r;
-@no = grep { $_->{code} ne 'OK' } @r;
-is(scalar @ok, 1, 'concurrency 1, queue timeout 500 ms: 1 of 3 calls passes')
+($ok, $no) = by_outcome(@r);
+is(scalar @$ok, 1, 'concurrency 1, queue timeout 500 ms: 1 of 3 calls passes')
     or diag(explain(\@r));
 is(scalar(grep { $_->{code} eq 'RESOURCE_EXHAUSTED'
                  && $_->{details} eq 'concurrency limit of zone dbt'
-                 && $_->{elapsed} >= 0.45 && $_->{elapsed} < $SLOW_S } @no), 2,
+                 && $_->{elapsed} >= 0.45 && $_->{elapsed} < $SLOW_S } @$no), 2,
    'the 2 that waited 500 ms: RESOURCE_EXHAUSTED') or diag(explain(\@r));
 is(backend_saw('/wait.Svc/Slow'), 1, 'the backend saw the 1 call');
 
