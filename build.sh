@@ -62,7 +62,7 @@ CLOCK_SHIM=$BUILD/clock_shim.so
 
 PACKAGES=(nginx nginx-dev libhiredis-dev libssl-dev redis-server g++ make cmake
           libgtest-dev perl prometheus python3-prometheus-client wrk
-          lua5.1 python3-grpcio nghttp2-client)
+          lua5.1 python3-grpcio nghttp2-client chromium python3-websocket)
 # For ./build.sh deb, and for the test that installs what it makes.
 DEB_PACKAGES=(dpkg-dev debhelper lintian)
 # For nginx's own suite with Debian's nginx: its harness loads every module

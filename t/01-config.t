@@ -163,6 +163,28 @@ ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
 EOF
     qr/foo=bar/, ['ratelimit', 'foo=bar'], 'invalid parameter "foo=bar"');
 
+conf_ok('ratelimit_dashboard, its defaults and its parameters', <<"EOF" . server(
+    'ratelimit zone=api; } location = /d1 { ratelimit_dashboard; } '
+    . 'location = /d2 { ratelimit_dashboard metrics=/m/json status=/rl delete=on override=off;'));
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+
+for my $bad (['foo=bar', 'invalid parameter "foo=bar"'],
+             ['metrics=metrics', 'invalid parameter "metrics=metrics"'],
+             ['status=/rl?zone=api', 'invalid parameter "status=/rl?zone=api"'],
+             ["'status=/a\"b'", 'invalid parameter "status=/a"b"'],
+             ['delete=yes', 'invalid parameter "delete=yes"'],
+             ['metrics=/a metrics=/b', 'duplicate parameter "metrics=/b"'],
+             ['; ratelimit_dashboard', '"ratelimit_dashboard" directive is duplicate']) {
+    my ($params, $text) = @$bad;
+    conf_err("ratelimit_dashboard $params", <<"EOF" . server("ratelimit zone=api; ratelimit_dashboard $params;"),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
+EOF
+        qr/ratelimit_dashboard \Q$params\E;/, ['ratelimit_dashboard'], $text);
+}
+
 conf_err('unknown parameter in ratelimit_redis', <<'EOF' . server(),
 ratelimit_redis 127.0.0.1:%%REDIS_PORT%% foo=bar;
 ratelimit_zone api key=$binary_remote_addr rate=10r/s;

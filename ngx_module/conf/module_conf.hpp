@@ -235,6 +235,8 @@ struct LocConf {
     bool query_override;   // its override=on: PUT sets a subject's limit
     ngx_array_t *settles;  // of SettleRef; NGX_CONF_UNSET_PTR to inherit
     bool metrics;          // `ratelimit_metrics` answers here
+    ngx_str_t dashboard;   // the page `ratelimit_dashboard` serves here
+                           // (report/dashboard_page.hpp), or empty
 };
 
 // What a request gets when Redis gives no verdict: passed, 503, or decided

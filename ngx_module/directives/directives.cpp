@@ -4,8 +4,10 @@
 #include "directives/zone_warnings.hpp"
 #include "directives/conf_places.hpp"
 #include "directives/fail_directive.hpp"
+#include "status/dashboard_handler.hpp"
 #include "status/metrics_handler.hpp"
 #include "limits/gcra.hpp"
+#include "report/dashboard_page.hpp"
 #include "directives/redis_directives.hpp"
 #include "directives/settle_directive.hpp"
 #include "directives/zone_directive.hpp"
@@ -19,6 +21,7 @@ namespace {
 char *set_ratelimit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_query(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 char *set_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
+char *set_dashboard(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept;
 
 // Unlike ngx_conf_check_num_bounds, names the directive, as nginx does
 // with a message a handler returns.
@@ -296,6 +299,88 @@ char *set_metrics(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
     return NGX_CONF_OK;
 }
 
+// One parameter of `ratelimit_dashboard` into links, each given once;
+// false if it is none of them.
+bool take_link(ngx_conf_t *cf, const ngx_str_t &arg, DashboardLinks *links,
+               unsigned *given, char **rv)
+{
+    static const char *const kNames[] = {"metrics=", "status=", "delete=",
+                                         "override="};
+    ngx_str_t value;
+    unsigned which = 0;
+
+    while (which < 4 && !take_param(arg, kNames[which], &value)) {
+        which++;
+    }
+
+    if (which == 4) {
+        return false;
+    }
+
+    bool uri = which < 2;
+    bool ok = uri ? dashboard_uri_ok(view(value))
+                  : view(value) == "on" || view(value) == "off";
+
+    if (*given & (1u << which)) {
+        *rv = duplicate_param(cf, arg);
+    } else if (!ok) {
+        *rv = invalid_param(cf, arg);
+    } else if (uri) {
+        (which == 0 ? links->metrics : links->status) = view(value);
+    } else {
+        (which == 2 ? links->forgive : links->override_limit) =
+            view(value) == "on";
+    }
+
+    *given |= 1u << which;
+    return true;
+}
+
+// The page is made here, once: its links are the configuration's.
+char *set_dashboard(ngx_conf_t *cf, ngx_command_t *, void *conf) noexcept
+{
+    auto *lcf = static_cast<LocConf *>(conf);
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    DashboardLinks links{"/metrics", "/ratelimit", false, false};
+    unsigned given = 0;
+
+    if (lcf->dashboard.len > 0) {
+        return duplicate_directive(cf);
+    }
+
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        char *rv = NGX_CONF_OK;
+
+        if (!take_link(cf, args[i], &links, &given, &rv)) {
+            return invalid_param(cf, args[i]);
+        }
+
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    try {
+        std::string page = dashboard_page(links);
+        lcf->dashboard.data = static_cast<u_char *>(
+            ngx_pnalloc(cf->pool, page.size()));
+
+        if (lcf->dashboard.data == nullptr) {
+            return nginx_logged_error();
+        }
+
+        ngx_memcpy(lcf->dashboard.data, page.data(), page.size());
+        lcf->dashboard.len = page.size();
+    } catch (const std::bad_alloc &) {
+        return nginx_logged_error();
+    }
+
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = dashboard_handler;
+    return NGX_CONF_OK;
+}
+
 }  // namespace
 
 ngx_command_t commands[] = {
@@ -416,6 +501,13 @@ ngx_command_t commands[] = {
     {ngx_string("ratelimit_metrics"),
      NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
      set_metrics,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("ratelimit_dashboard"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_ANY,
+     set_dashboard,
      NGX_HTTP_LOC_CONF_OFFSET,
      0,
      nullptr},
