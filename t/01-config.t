@@ -163,9 +163,9 @@ ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
 EOF
     qr/foo=bar/, ['ratelimit', 'foo=bar'], 'invalid parameter "foo=bar"');
 
-conf_ok('ratelimit_dashboard, its defaults and its parameters', <<"EOF" . server(
-    'ratelimit zone=api; } location = /d1 { ratelimit_dashboard; } '
-    . 'location = /d2 { ratelimit_dashboard metrics=/m/json status=/rl delete=on override=off;'));
+my $dashboards = 'ratelimit zone=api; } location = /d1 { ratelimit_dashboard; } '
+    . 'location = /d2 { ratelimit_dashboard metrics=/m/json status=/rl delete=on override=off;';
+conf_ok('ratelimit_dashboard, its defaults and its parameters', <<"EOF" . server($dashboards));
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
 EOF

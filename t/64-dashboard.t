@@ -24,6 +24,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use HTTP::Tiny;
+use IO::Handle;
 use IPC::Open2 qw(open2);
 use JSON::PP qw(decode_json encode_json);
 use Time::HiRes qw(sleep time);
@@ -131,9 +132,14 @@ import base64, json, sys, time, urllib.request
 import websocket
 
 port = sys.argv[1]
-targets = json.load(urllib.request.urlopen(
-    "http://127.0.0.1:%s/json/list" % port))
-target = next(t for t in targets if t["type"] == "page")
+for attempt in range(100):
+    targets = json.load(urllib.request.urlopen(
+        "http://127.0.0.1:%s/json/list" % port))
+    pages = [t for t in targets if t["type"] == "page"]
+    if pages:
+        break
+    time.sleep(0.1)
+target = pages[0]
 ws = websocket.create_connection(target["webSocketDebuggerUrl"], timeout=30,
                                  suppress_origin=True)
 seen = []
@@ -229,6 +235,7 @@ for line in sys.stdin:
 EOF
 
 my $cdp = open2(my $from_cdp, my $to_cdp, $PYTHON, "$TMP/cdp.py", $devtools);
+$to_cdp->autoflush(1);
 $RateLimitTest::Process::CHILDREN{$cdp} = 'cdp client';
 
 # One command to the browser: its value, or undef with the error noted.
