@@ -28,4 +28,22 @@ ngx_int_t add_phase_handler(ngx_conf_t *cf, ngx_http_phases phase,
     return NGX_OK;
 }
 
+bool add_header(ngx_http_request_t *r, ngx_str_t name, ngx_str_t value)
+{
+    auto *h = static_cast<ngx_table_elt_t *>(
+        ngx_list_push(&r->headers_out.headers));
+
+    if (h == nullptr) {
+        return false;
+    }
+
+    h->hash = 1;
+    h->key = name;
+    h->value = value;
+#if defined(nginx_version) && nginx_version >= 1023000
+    h->next = nullptr;
+#endif
+    return true;
+}
+
 }  // namespace ratelimit

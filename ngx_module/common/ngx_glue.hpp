@@ -49,6 +49,10 @@ void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
 ngx_int_t add_phase_handler(ngx_conf_t *cf, ngx_http_phases phase,
                             ngx_http_handler_pt handler) noexcept;
 
+// Appends a header to r's response; false on no memory.  `name` and
+// `value` must live as long as the request.
+bool add_header(ngx_http_request_t *r, ngx_str_t name, ngx_str_t value);
+
 // What a peer says (an error reply, an address it names) as it may go
 // into the error log, "%V" of str(), between quotes or not: see
 // base/printable_text.hpp.  A newline in a Redis error cannot forge a log

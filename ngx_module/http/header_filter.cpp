@@ -7,24 +7,6 @@
 
 namespace ratelimit {
 
-bool add_header(ngx_http_request_t *r, ngx_str_t name, ngx_str_t value)
-{
-    auto *h = static_cast<ngx_table_elt_t *>(
-        ngx_list_push(&r->headers_out.headers));
-
-    if (h == nullptr) {
-        return false;
-    }
-
-    h->hash = 1;
-    h->key = name;
-    h->value = value;
-#if defined(nginx_version) && nginx_version >= 1023000
-    h->next = nullptr;
-#endif
-    return true;
-}
-
 bool add_number(ngx_http_request_t *r, ngx_str_t name, std::uint64_t value)
 {
     auto *text = static_cast<u_char *>(ngx_pnalloc(r->pool, kMaxDigits));

@@ -9,8 +9,8 @@ namespace {
 // The page's script and style are inline and it fetches only from its own
 // origin; nothing else loads, and no other site may frame it (its buttons
 // forgive and set limits).
-constexpr ngx_str_t kPolicyName = ngx_string("Content-Security-Policy");
-constexpr ngx_str_t kPolicy = ngx_string(
+const ngx_str_t kPolicyName = ngx_string("Content-Security-Policy");
+const ngx_str_t kPolicy = ngx_string(
     "default-src 'none'; script-src 'unsafe-inline'; "
     "style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; "
     "form-action 'none'; frame-ancestors 'none'");
@@ -29,19 +29,9 @@ ngx_int_t dashboard_handler(ngx_http_request_t *r) noexcept
         return rc;
     }
 
-    auto *policy = static_cast<ngx_table_elt_t *>(
-        ngx_list_push(&r->headers_out.headers));
-
-    if (policy == nullptr) {
+    if (!add_header(r, kPolicyName, kPolicy)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    policy->hash = 1;
-    policy->key = kPolicyName;
-    policy->value = kPolicy;
-#if defined(nginx_version) && nginx_version >= 1023000
-    policy->next = nullptr;
-#endif
 
     // The page lives as long as the configuration; nginx only reads it.
     const ngx_str_t &page = loc_conf(r)->dashboard;
