@@ -78,7 +78,7 @@ like($page->{content}, qr/data-metrics="\/metrics" data-status="\/ratelimit"/,
     'the default URIs: /metrics and /ratelimit');
 unlike($page->{content}, qr/\b(?:src|href)=/, 'no src= or href=: it loads nothing');
 my $head = $ua->request('HEAD', $t->url('/dashboard'));
-is("$head->{status} " . length($head->{content}), '200 0', 'HEAD: 200, no body');
+is("$head->{status} " . length($head->{content} // ''), '200 0', 'HEAD: 200, no body');
 is($ua->request('POST', $t->url('/dashboard'), { content => 'x' })->{status}, 405, 'POST: 405');
 like($ua->get($t->url('/elsewhere'))->{content}, qr/data-status="\/slots-status" data-forgive="off"/,
     'status= is the page\'s, delete= off by default');
