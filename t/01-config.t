@@ -182,7 +182,7 @@ for my $bad (['foo=bar', 'invalid parameter "foo=bar"'],
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s;
 EOF
-        qr/ratelimit_dashboard \Q$params\E;/, ['ratelimit_dashboard'], $text);
+        qr/ratelimit_dashboard \Q$params\E;/, ['ratelimit_dashboard', $text], $text);
 }
 
 conf_err('unknown parameter in ratelimit_redis', <<'EOF' . server(),
