@@ -321,7 +321,10 @@ like($r->{content}, qr/"limit":77/, 'Set: the other server applies it');
 
 # --- the screenshot and the console --------------------------------------------
 
+# DASHBOARD_SCREENSHOT=FILE keeps the screenshot (docs/dashboard.png),
+# taken DASHBOARD_SCREENSHOT_WAIT seconds later (a longer chart).
 my $shot = "$TMP/dashboard.png";
+sleep($ENV{DASHBOARD_SCREENSHOT_WAIT} // 0);
 browser('shot', $shot);
 my $png = -s $shot ? RateLimitTest::_read_file($shot) : '';
 ok(length($png) > 10_000 && substr($png, 0, 8) eq "\x89PNG\r\n\x1a\n",
