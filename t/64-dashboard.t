@@ -9,8 +9,10 @@
 # Expected: GET and HEAD answer the page as text/html; charset=utf-8 with a
 # Content-Security-Policy that lets it load nothing from elsewhere and
 # connect to its own origin only; POST 405.  In the browser, within 10 s,
-# the zone's top limited subjects show k3 first; where the page's status
-# location has no top list for the zone (it does not name it), "no data".
+# the zone's top limited subjects show "no data" where the page's status
+# location has no top list for the zone (answers 400); k3 first where it
+# has one (not yet: this branch has no top API, and its own status location
+# answers 400 too).  Without delete=on and override=on, no button.
 # The zone's chart moves (its points differ between two reads 4 s apart).
 # The lookup box, typed into and clicked, shows the subject's used count
 # (3 requests: 3), its Forgive button forgives it (used 0 after) and its
@@ -276,6 +278,14 @@ my $POINTS = q{(() => { const z = document.querySelector(
 browser('goto', $t->url('/elsewhere'));
 my ($first, $took) = wait_js($FIRST_TOP, sub { ($_[0] // '') =~ /^no data/ }, 10);
 ok(defined $took, "no top list for the zone: \"no data\"") or diag($first // 'no row');
+browser('type', '#subject', 'quiet');
+browser('click', '#lookup-button');
+my ($cells) = wait_js(q{(() => { const t = document.getElementById("answer-table");
+    return t ? t.querySelectorAll("td").length + " cells, "
+               + t.querySelectorAll("button").length + " buttons" : null; })()},
+    sub { defined $_[0] }, 5);
+like($cells // '', qr/^\d+ cells, 0 buttons$/, 'without delete=on and override=on: no button')
+    or diag($cells);
 
 browser('goto', $t->url('/dashboard'));
 ($first, $took) = wait_js($FIRST_TOP, sub { ($_[0] // '') =~ /^no data/ }, 10);
