@@ -306,14 +306,15 @@ bool take_link(ngx_conf_t *cf, const ngx_str_t &arg, DashboardLinks *links,
 {
     static const char *const kNames[] = {"metrics=", "status=", "delete=",
                                          "override="};
+    constexpr unsigned kCount = sizeof(kNames) / sizeof(kNames[0]);
     ngx_str_t value;
     unsigned which = 0;
 
-    while (which < 4 && !take_param(arg, kNames[which], &value)) {
+    while (which < kCount && !take_param(arg, kNames[which], &value)) {
         which++;
     }
 
-    if (which == 4) {
+    if (which == kCount) {
         return false;
     }
 
