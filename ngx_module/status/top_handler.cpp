@@ -140,37 +140,20 @@ bool send_read(TopRead *read, bool eval) noexcept
 // nullptr, and the error to answer 400 with in *error, if none.
 const Zone *read_top_zone(ngx_http_request_t *r, const char **error)
 {
-    const LocConf *lcf = loc_conf(r);
-    ngx_str_t name;
+    const Zone *zone = query_zone(r, "missing zone: use ?zone=NAME&top=N",
+                                  error);
 
-    if (ngx_http_arg(r, (u_char *) "zone", 4, &name) != NGX_OK
-        || name.len == 0)
-    {
-        *error = "missing zone: use ?zone=NAME&top=N";
+    if (zone != nullptr && zone->concurrency != nullptr) {
+        *error = "a concurrency zone keeps no top subjects";
         return nullptr;
     }
 
-    auto *refs = static_cast<const ZoneRef *>(lcf->query->elts);
-
-    for (ngx_uint_t i = 0; i < lcf->query->nelts; i++) {
-        const Zone *zone = refs[i].zone;
-
-        if (view(zone->name) != view(name)) {
-            continue;
-        }
-
-        if (zone->concurrency != nullptr) {
-            *error = "a concurrency zone keeps no top subjects";
-        } else if (zone->top == 0) {
-            *error = "the zone keeps no top subjects: it has top=off";
-        }
-
-        return *error == nullptr ? zone : nullptr;
+    if (zone != nullptr && zone->top == 0) {
+        *error = "the zone keeps no top subjects: it has top=off";
+        return nullptr;
     }
 
-    *error = "no such zone here: name one of this location's "
-             "ratelimit_query zones";
-    return nullptr;
+    return zone;
 }
 
 }  // namespace

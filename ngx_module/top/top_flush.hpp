@@ -14,7 +14,6 @@
 namespace ratelimit {
 
 class RedisLink;
-struct TopFlush;
 struct Reply;
 
 class TopFlusher {
