@@ -455,7 +455,7 @@ std::optional<std::string> read_ban(const ZoneValues &v, ZoneParams *out)
 }
 
 // A rate zone's `top=K` (kTopMinCapacity..kTopMaxCapacity counters of its
-// top subjects per time slice) or `top=off`; kTopDefault without it.
+// top subjects per time slice) or `top=off`; kTopDefault (off) without it.
 std::optional<std::string> read_top(const ZoneValues &v, ZoneParams *out)
 {
     if (!v[kTop]) {
