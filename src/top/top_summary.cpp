@@ -34,6 +34,7 @@ void top_clear(TopSummary *summary)
 {
     summary->used = 0;
     summary->total = 0;
+    summary->replaced = 0;
 }
 
 TopCounter *top_counters(TopSummary *summary)
@@ -75,6 +76,7 @@ void top_count(TopSummary *summary, std::string_view key, std::uint64_t units)
         take(smallest, hash, key, 0);
     } else {
         take(smallest, hash, key, smallest->count);
+        summary->replaced = 1;
     }
 
     smallest->count += units;
@@ -82,7 +84,7 @@ void top_count(TopSummary *summary, std::string_view key, std::uint64_t units)
 
 std::uint64_t top_error(const TopSummary &summary)
 {
-    if (summary.used < summary.capacity) {
+    if (summary.replaced == 0) {
         return 0;
     }
 

@@ -39,6 +39,7 @@ struct TopSummary {
     std::uint32_t capacity; // counters, kTopMinCapacity..kTopMaxCapacity
     std::uint32_t used;     // counters taken, from the first
     std::uint64_t total;    // units counted: the stream's n, exact
+    std::uint64_t replaced; // some counter changed subject: not exact
     // then `capacity` TopCounter
 };
 
@@ -65,9 +66,8 @@ const TopCounter *top_counters(const TopSummary *summary);
 void top_count(TopSummary *summary, std::string_view key,
                std::uint64_t units = 1);
 
-// The bound on every estimate's error: the smallest count once every
-// counter is taken (some subject was evicted, or may be the next time), 0
-// before.
+// The bound on every estimate's error: the smallest count once a counter
+// changed subject, 0 before (every count exact).
 std::uint64_t top_error(const TopSummary &summary);
 
 // The count of `key`, 0 if it has no counter.
