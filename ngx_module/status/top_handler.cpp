@@ -184,7 +184,7 @@ ngx_int_t top_handler(ngx_http_request_t *r, const ngx_str_t &top) noexcept
     auto *read = new (std::nothrow) TopRead{
         r, cln, zone, {},
         (now_s - kFlushedAfterS) / kTopSliceS * kTopSliceS,
-        static_cast<std::uint64_t>(n)};
+        static_cast<std::uint64_t>(n), {}, {}, false, false, false};
 
     try {
         if (read != nullptr && link != nullptr) {
