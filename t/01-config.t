@@ -356,14 +356,14 @@ for my $bad ('7', '1025', 'on', '') {
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s top=$bad;
 EOF
-        qr/top=\Q$bad\E;/, ['ratelimit_zone'], "invalid top \"$bad\"", '8 to 1024, or off');
+        qr/top=\Q$bad\E;/, ['top'], "invalid top \"$bad\"", '8 to 1024, or off');
 }
 
 conf_err('top= on a concurrency zone', <<"EOF" . server(),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr concurrency=2 top=8;
 EOF
-    qr/top=8/, ['ratelimit_zone'], '"top=" is for rate zones');
+    qr/top=8/, ['top='], '"top=" is for rate zones');
 
 conf_err('lease= too small', <<"EOF" . server(),
 $REDIS

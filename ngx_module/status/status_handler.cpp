@@ -9,7 +9,6 @@
 #include "limits/sliding_window.hpp"
 #include "concurrency/permit_report.hpp"
 #include "report/status_json.hpp"
-#include "status/top_handler.hpp"
 
 namespace ratelimit {
 
@@ -392,10 +391,6 @@ ngx_int_t query_handler(ngx_http_request_t *r) noexcept
 
     ngx_str_t subject;
     std::uint64_t interval_ms;
-
-    if (ngx_http_arg(r, (u_char *) "top", 3, &subject) == NGX_OK) {
-        return top_handler(r, subject);
-    }
 
     if (const char *error = read_subject(r, &subject)) {
         return send_error(r, NGX_HTTP_BAD_REQUEST, error);

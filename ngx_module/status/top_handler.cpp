@@ -160,6 +160,12 @@ const Zone *read_top_zone(ngx_http_request_t *r, const char **error)
 
 ngx_int_t top_handler(ngx_http_request_t *r, const ngx_str_t &top) noexcept
 {
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
     ngx_int_t n = ngx_atoi(top.data, top.len);
     const char *error = nullptr;
     const Zone *zone = read_top_zone(r, &error);
