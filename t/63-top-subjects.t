@@ -18,7 +18,9 @@
 # rejected, 3 decimals; key_hex the key's bytes; window 60 = to - from.
 # top= with a zone that has top=off, a concurrency zone, an unknown zone,
 # no zone, N of 0, 101 or not a number: 400 with {"error":...}.  Redis
-# down: 503.  The flush's keys live a little over a minute.
+# down: 503.  The flush's keys live a little over a minute.  A key of 103
+# bytes is reported as its first 44, "...#" and its FNV-1a hash.  After a
+# reload, the API still answers.
 
 use strict;
 use warnings;
@@ -63,11 +65,28 @@ sub top {
     return ($r->{status}, $body);
 }
 
+# A subject as the top keeps it: up to 64 bytes; a longer one as its first
+# 44 bytes, "...#" and 16 hex digits of its 64-bit FNV-1a hash.
+sub stored {
+    my ($key) = @_;
+    return $key if length $key <= 64;
+    use integer;
+    my $h = -3750763034362895579;    # 0xcbf29ce484222325
+    for my $c (unpack 'C*', $key) {
+        $h ^= $c;
+        $h *= 1099511628211;
+    }
+    no integer;
+    return substr($key, 0, 44) . '...#' . sprintf('%016x', $h);
+}
+
 # --- the load --------------------------------------------------------------
+# Subject 3's key is 103 bytes long: reported in its stored form.
+my $LONG = 'u3-' . ('x' x 100);
 srand(45);
 my @sends;
 for my $i (1 .. 300) {
-    push @sends, ("u$i") x (int(1000 / $i**1.5) + 1);
+    push @sends, ($i == 3 ? $LONG : "u$i") x (int(1000 / $i**1.5) + 1);
 }
 @sends = shuffle(@sends);
 
@@ -78,8 +97,8 @@ for my $n (0 .. $#sends) {
     # Half the load in one slice, half in the next at least: the read sums
     # slices as well as servers.
     sleep(int(time / 5) * 5 + 5.1 - time) if $n == int(@sends / 2);
-    my $key = $sends[$n];
-    my $status = $SERVERS[$n % 2]->get('/s/index.html', { 'X-Api-Key' => $key })->{status};
+    my $status = $SERVERS[$n % 2]->get('/s/index.html', { 'X-Api-Key' => $sends[$n] })->{status};
+    my $key = stored($sends[$n]);
     $requests{$key}++;
     $total++;
     if ($status == 429) {
@@ -155,6 +174,7 @@ is($hex, 0, 'key_hex: the key\'s bytes');
 is(scalar(grep { $_->{rejected} == 0 } @{ $answer->{top_rejected} }), 0,
     'top_rejected: subjects with rejections only');
 is(scalar @{ $answer->{top_requests} }, 100, 'top=100: 100 subjects by requests');
+is($got_req[2], stored($LONG), "a key over 64 bytes: its first 44, '...#' and its hash ($got_req[2])");
 
 my @keys = $t->redis_keys('rl:s!top:*');
 ok(@keys >= 3, 'the flushed slices\' keys: ' . scalar @keys);
@@ -173,6 +193,11 @@ for my $case (['zone=n&top=5', 'top=off'], ['zone=c&top=5', 'a concurrency zone'
     ok(defined $body && length($body->{error} // ''), "$case->[1]: its error: "
         . ($body->{error} // 'none'));
 }
+
+# --- a reload keeps the memory of the tops (same zones) ----------------------
+$t->reload;
+my ($again, $after) = top($t, 'zone=s&top=5');
+is($again, 200, 'after a reload: 200');
 
 # --- Redis down -------------------------------------------------------------
 $t->stop_redis;
