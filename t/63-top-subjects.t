@@ -31,6 +31,7 @@ use JSON::PP;
 use List::Util qw(shuffle);
 use Time::HiRes qw(time sleep);
 use RateLimitTest;
+use ClusterTest;
 
 RateLimitTest::require_module();
 
@@ -206,4 +207,41 @@ is($down, 503, 'Redis down: 503');
 
 $_->stop_nginx for @SERVERS;
 $_->no_alerts for @SERVERS;
+
+# --- a Redis Cluster: each slice's keys in the zone's hash tag's slot -----
+my $tc = RateLimitTest->new(workers => 2);
+my $c = ClusterTest->new($tc, masters => 3, replicas => 0);
+$c->start(20);
+$tc->write_conf('ratelimit_redis cluster ' . $c->seeds . " timeout=2s;\n" . <<'EOF');
+ratelimit_zone s key=$http_x_api_key limit=3 window=60s top=8;
+server {
+    listen 127.0.0.1:%%PORT%%;
+    location /s/ { ratelimit zone=s; alias %%TMP%%/html/; }
+    location = /q { ratelimit_query zone=s; }
+}
+EOF
+$tc->start_nginx;
+my %sent;
+for my $n (0 .. 59) {
+    my $key = 'c' . ($n % 4 == 0 ? 1 : $n % 12);
+    my $st = $tc->get('/s/index.html', { 'X-Api-Key' => $key })->{status};
+    $sent{$st}++;
+}
+my $cend = time;
+my $cover = int($cend / 5) * 5 + 5;
+my $cans;
+RateLimitTest::wait_until(sub {
+    my ($status, $body) = top($tc, 'zone=s&top=3');
+    $cans = $body if $status == 200;
+    return $status == 200 && $body->{to} >= $cover;
+}, 15);
+ok($cans && $cans->{to} >= $cover, 'cluster: the load\'s slice is read');
+is($cans && $cans->{requests}, 60, 'cluster: requests exact');
+is($cans && $cans->{rejected}, $sent{429}, "cluster: rejections exact ($sent{429})");
+is($cans && $cans->{top_rejected}[0]{key}, 'c1', 'cluster: the most refused first');
+my $master = $c->master_of(ClusterTest::keyslot('{rl:s!top}'));
+my @ckeys = @{ $c->node($master, 'KEYS', '{rl:s!top}:*') };
+ok(@ckeys >= 3, 'cluster: the slice\'s keys on the master of the tag\'s slot: ' . scalar @ckeys);
+$tc->stop_nginx;
+$tc->no_alerts;
 done_testing();
