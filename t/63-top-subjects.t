@@ -18,7 +18,8 @@
 # rejected, 3 decimals; key_hex the key's bytes; window 60 = to - from.
 # top= with a zone that has top=off, a concurrency zone, an unknown zone,
 # no zone, N of 0, 101 or not a number: 400 with {"error":...}.  Redis
-# down: 503.  The flush's keys live a little over a minute.  A key of 103
+# down: 503, and the slice it could not take dropped and counted in
+# nginx_ratelimit_redis_errors_total{kind="top_dropped"}.  The flush's keys live a little over a minute.  A key of 103
 # bytes is reported as its first 44, "...#" and its FNV-1a hash.  After a
 # reload, the API still answers.
 
@@ -32,6 +33,7 @@ use List::Util qw(shuffle);
 use Time::HiRes qw(time sleep);
 use RateLimitTest;
 use ClusterTest;
+use PromText;
 
 RateLimitTest::require_module();
 
@@ -52,6 +54,7 @@ server {
     location /n/ { ratelimit zone=n; alias %%TMP%%/html/; }
     location /c/ { ratelimit zone=c; alias %%TMP%%/html/; }
     location = /q { ratelimit_query zone=s zone=n zone=c; }
+    location = /metrics { ratelimit_metrics; }
 }
 EOF
 $t->write_conf($conf);
@@ -201,9 +204,18 @@ my ($again, $after) = top($t, 'zone=s&top=5');
 is($again, 200, 'after a reload: 200');
 
 # --- Redis down -------------------------------------------------------------
+# A slice counted, then Redis gone before its flush: dropped, counted.
+my $dropped = PromText::value(PromText::scrape($t), 'nginx_ratelimit_redis_errors_total',
+                              kind => 'top_dropped');
+sleep(int(time / 5) * 5 + 5.2 - time) if time - int(time / 5) * 5 > 4;
+is($t->get('/s/index.html', { 'X-Api-Key' => 'late' })->{status}, 200, 'a request before Redis goes');
 $t->stop_redis;
 my ($down) = top($t, 'zone=s&top=5');
 is($down, 503, 'Redis down: 503');
+ok(RateLimitTest::wait_until(sub {
+    PromText::value(PromText::scrape($t), 'nginx_ratelimit_redis_errors_total',
+                    kind => 'top_dropped') > $dropped;
+}, 10), 'its slice dropped: redis_errors_total{kind="top_dropped"} counts it');
 
 $_->stop_nginx for @SERVERS;
 $_->no_alerts for @SERVERS;

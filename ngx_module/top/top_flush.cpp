@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "metrics/metrics.hpp"
 #include "redis/redis_link.hpp"
 #include "top/top_memory.hpp"
 
@@ -75,6 +76,7 @@ void TopFlusher::flush(const Zone &zone, std::uint64_t now_s) noexcept
     }
 
     if (!send(call, false)) {
+        metrics::record_link_error(LinkError::kTopDropped);
         delete call;
     }
 }
@@ -99,12 +101,19 @@ void TopFlusher::on_reply(void *data, const Reply *reply) noexcept
 
     if (reply != nullptr && top_no_script(*reply) && !call->retried) {
         call->retried = true;
+        metrics::record_link_error(LinkError::kNoScript);
 
         if (call->flusher->send(call, true)) {
             return;
         }
-    } else if (reply != nullptr && reply->type == Reply::Type::kError
-               && call->flusher->link_->may_log())
+    }
+
+    if (reply == nullptr || reply->type == Reply::Type::kError) {
+        metrics::record_link_error(LinkError::kTopDropped);
+    }
+
+    if (reply != nullptr && reply->type == Reply::Type::kError
+        && call->flusher->link_->may_log())
     {
         LoggedText error(reply->text);
         ngx_log_error(NGX_LOG_WARN, call->flusher->log_, 0,
