@@ -492,8 +492,17 @@ my @CASES = (
     {
         id => 'sliding', label => '3. module sliding 60s/1s buckets', limiter => 1,
         http => $REDIS_LINE
-            . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s;\n",
+            . "    ratelimit_zone z60 key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s top=off;\n",
         loc => '            ratelimit zone=z60;',
+    },
+    {
+        # the same zone keeping its top subjects (issue 45): each request
+        # counted in the server's shared memory under its lock, each slice
+        # flushed to Redis by one worker
+        id => 'sliding_top', label => '3tk. module sliding 60s/1s, top=32', limiter => 1,
+        http => $REDIS_LINE
+            . "    ratelimit_zone z60t key=\$http_x_api_key limit=$BIG_LIMIT window=60s bucket=1s top=32;\n",
+        loc => '            ratelimit zone=z60t;',
     },
     {
         # the same zone where a status location has override=on (issue
@@ -1370,6 +1379,9 @@ for my $pair (['sliding_side', 'sliding', 'override=on, no override set', 'the s
         sprintf('%s vs %s us/req (x%s; commandstats usec %s vs %s)', f('%.2f', $cpu), f('%.2f', $cpu_base),
             f('%.3f', $r), f('%.2f', median(col($id, 'usec'))), f('%.2f', median(col($base, 'usec')))));
 }
+my $r_top = median(ratios('sliding_top', 'sliding'));
+target('top subjects kept (top=32): nginx throughput within 3% of top=off (3tk / 3)',
+    defined $r_top ? $r_top >= 0.97 : undef, f('%.3fx', $r_top));
 my $r_tls = median(ratios('sliding_tls', 'sliding'));
 target('module sliding over TLS >= 0.9x over TCP', defined $r_tls ? $r_tls >= 0.9 : undef, f('%.2fx', $r_tls));
 for my $mode (['sliding_cluster', 'one call per slot', 'sliding'], ['sliding_cross', 'cross_slot', 'sliding'],

@@ -20,6 +20,8 @@
 #include "local/local_breaker.hpp"
 #include "local/local_memory.hpp"
 #include "leases/lease_decision.hpp"
+#include "top/top_flush.hpp"
+#include "top/top_memory.hpp"
 #include "worker/worker_objects.hpp"
 
 #include <new>
@@ -69,6 +71,7 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) noexcept
     if (name_side_keys(cf, mcf) != NGX_OK
         || metrics::add_shared_zone(cf, mcf) != NGX_OK
         || local::add_shared_zone(cf, mcf) != NGX_OK
+        || top::add_shared_zone(cf, mcf) != NGX_OK
         || install_request_log_handler(cf) != NGX_OK
         || install_settle_handler(cf) != NGX_OK)
     {
@@ -141,6 +144,17 @@ ngx_int_t create_worker_objects(ngx_cycle_t *cycle, MainConf *mcf) noexcept
         }
     }
 
+    if (mcf->top_zone != nullptr) {
+        worker.top = new (std::nothrow) TopFlusher(worker.link, *mcf,
+                                                   cycle->log);
+
+        if (worker.top == nullptr) {
+            return NGX_ERROR;
+        }
+
+        worker.top->start();
+    }
+
     worker.link->connect_first();
     return NGX_OK;
 }
@@ -159,6 +173,7 @@ void destroy_worker_objects() noexcept
     delete worker.permits;
     delete worker.forgive;
     delete worker.breaker;
+    delete worker.top;
     delete worker.link;
     delete worker.denied;
     worker = {};

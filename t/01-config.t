@@ -366,6 +366,27 @@ ratelimit_zone api key=\$binary_remote_addr rate=10r/s lease=1m;
 ratelimit_zone fx key=\$binary_remote_addr limit=\$arg_l window=1m algorithm=fixed lease=64k;
 EOF
 
+conf_ok('top= on rate zones', <<"EOF" . server('ratelimit zone=api; ratelimit zone=fx;'));
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s top=8;
+ratelimit_zone fx key=\$binary_remote_addr rate=10r/s top=off;
+ratelimit_zone big key=\$binary_remote_addr rate=10r/s top=1024;
+EOF
+
+for my $bad ('7', '1025', 'on', '') {
+    conf_err("top=$bad", <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr rate=10r/s top=$bad;
+EOF
+        qr/top=\Q$bad\E;/, ['top'], "invalid top \"$bad\"", '8 to 1024, or off');
+}
+
+conf_err('top= on a concurrency zone', <<"EOF" . server(),
+$REDIS
+ratelimit_zone api key=\$binary_remote_addr concurrency=2 top=8;
+EOF
+    qr/top=8/, ['top='], '"top=" is for rate zones');
+
 conf_err('lease= too small', <<"EOF" . server(),
 $REDIS
 ratelimit_zone api key=\$binary_remote_addr rate=10r/s lease=1k;

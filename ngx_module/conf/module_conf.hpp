@@ -137,6 +137,11 @@ struct Zone {
     // UTC).
     CalendarPeriods *calendar;
     ngx_str_t tz;
+    // A rate zone's `top=K`: the counters of its top subjects' summaries
+    // (top/top_summary.hpp); 0: none kept.  Its place in the shared memory
+    // of the tops (top/top_memory.hpp), in bytes from the block's start.
+    std::uint32_t top;
+    std::size_t top_offset;
 };
 
 // The zone's policy for a call made at wall_ms (nginx's wall clock, ms
@@ -216,6 +221,9 @@ struct MainConf {
     bool local;
     size_t local_memory;
     ngx_shm_zone_t *local_zone;
+    // The rate zones' top subjects' summaries (top/top_memory.hpp);
+    // nullptr: no zone keeps them, or no `ratelimit_redis` to flush to.
+    ngx_shm_zone_t *top_zone;
 };
 
 struct LocConf {

@@ -150,6 +150,8 @@ char *add_zone(ngx_conf_t *cf, MainConf *mcf,
     }
 
     zone->ban_ms = parsed.params.ban_ms;
+    zone->top = parsed.params.kind == ZoneKind::kRate ? parsed.params.top
+                                                      : 0;
     ngx_str_t key = arg_string(parsed.params.key);
 
     if (!compile_value(cf, &key, &zone->key)

@@ -2,6 +2,7 @@
 
 #include "http/grpc_answer.hpp"
 #include "http/request_metrics.hpp"
+#include "http/request_top.hpp"
 #include "local/local_decision.hpp"
 #include "local/local_memory.hpp"
 #include "metrics/metrics.hpp"
@@ -227,6 +228,7 @@ ngx_int_t act_on(RequestState *state)
 
     state->stage = RequestState::Stage::kDone;
     record_request_decision(state);
+    record_request_top(state);
     note_fleet_count(state);
 
     if (state->hold != nullptr) {

@@ -117,6 +117,32 @@ const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject) noexcept
                             : "missing key: use ?key=... or ?key_hex=...";
 }
 
+const Zone *query_zone(ngx_http_request_t *r, const char *usage,
+                       const char **error) noexcept
+{
+    const LocConf *lcf = loc_conf(r);
+    ngx_str_t name;
+
+    if (ngx_http_arg(r, (u_char *) "zone", 4, &name) != NGX_OK
+        || name.len == 0)
+    {
+        *error = usage;
+        return nullptr;
+    }
+
+    auto *refs = static_cast<const ZoneRef *>(lcf->query->elts);
+
+    for (ngx_uint_t i = 0; i < lcf->query->nelts; i++) {
+        if (view(refs[i].zone->name) == view(name)) {
+            return refs[i].zone;
+        }
+    }
+
+    *error = "no such zone here: name one of this location's "
+             "ratelimit_query zones";
+    return nullptr;
+}
+
 namespace {
 
 // ?interval= in nginx's time syntax (20s, 500ms, 1m; a bare number is

@@ -24,6 +24,12 @@ ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status,
 // pool).  Returns nullptr on success, else the error to answer 400 with.
 const char *read_subject(ngx_http_request_t *r, ngx_str_t *subject) noexcept;
 
+// The zone ?zone= names among the location's `ratelimit_query` zones;
+// nullptr, and in *error the 400's text (`usage` if ?zone= is missing),
+// if none.  The name given is not echoed: it is the client's text.
+const Zone *query_zone(ngx_http_request_t *r, const char *usage,
+                       const char **error) noexcept;
+
 // Sends the JSON report of a peek (200), or the error if Redis failed (503);
 // returns what ngx_http_finalize_request() wants.
 ngx_int_t send_status(RequestState *state) noexcept;

@@ -63,37 +63,16 @@ void on_write_event(ngx_event_t *ev) noexcept
 // to answer 400 with in *error, if none.
 const Zone *read_zone(ngx_http_request_t *r, const char **error)
 {
-    const LocConf *lcf = loc_conf(r);
-    ngx_str_t name;
+    const Zone *zone = query_zone(r, "missing zone: use ?zone=NAME&key=...",
+                                  error);
 
-    if (ngx_http_arg(r, (u_char *) "zone", 4, &name) != NGX_OK
-        || name.len == 0)
-    {
-        *error = "missing zone: use ?zone=NAME&key=...";
+    if (zone != nullptr && zone->concurrency != nullptr) {
+        *error = "a concurrency zone counts requests in flight: "
+                 "nothing to forgive or limit per subject";
         return nullptr;
     }
 
-    auto *refs = static_cast<const ZoneRef *>(lcf->query->elts);
-
-    for (ngx_uint_t i = 0; i < lcf->query->nelts; i++) {
-        const Zone *zone = refs[i].zone;
-
-        if (view(zone->name) != view(name)) {
-            continue;
-        }
-
-        if (zone->concurrency != nullptr) {
-            *error = "a concurrency zone counts requests in flight: "
-                     "nothing to forgive or limit per subject";
-            return nullptr;
-        }
-
-        return zone;
-    }
-
-    *error = "no such zone here: name one of this location's "
-             "ratelimit_query zones";
-    return nullptr;
+    return zone;
 }
 
 bool read_integer(const Reply &reply, long long *out)

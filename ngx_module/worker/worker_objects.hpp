@@ -16,6 +16,7 @@ class ForgiveListener;
 class LocalBreaker;
 class RedisLink;
 class PermitGate;
+class TopFlusher;
 
 struct WorkerObjects {
     RedisLink *link;       // this worker's link to Redis
@@ -25,6 +26,8 @@ struct WorkerObjects {
     LocalBreaker *breaker; // `ratelimit_fail local`: Redis unreachable
     // `ratelimit_query ... delete=on` somewhere: forgivings sent and heard
     ForgiveListener *forgive;
+    // Some rate zone keeps its top subjects: their slices flushed to Redis
+    TopFlusher *top;
     // Lines about values the configuration gives a request (a limit from a
     // variable): the same bad value would be logged by every request.
     LogThrottle value_log;

@@ -51,6 +51,7 @@ enum ZoneParam {
     kTz,
     kStart,
     kBan,
+    kTop,
     kZoneParamCount
 };
 
@@ -74,6 +75,8 @@ constexpr NamedParam kZoneParams[] = {
     {"start", kRateForm, nullptr},
     // How long a subject the zone's limit refuses is banned (issue 43).
     {"ban", kRateForm, nullptr},
+    // The counters of the zone's top subjects (issue 45), or off.
+    {"top", kRateForm, nullptr},
 };
 
 static_assert(std::size(kZoneParams) == kZoneParamCount);
@@ -451,6 +454,31 @@ std::optional<std::string> read_ban(const ZoneValues &v, ZoneParams *out)
     return std::nullopt;
 }
 
+// A rate zone's `top=K` (kTopMinCapacity..kTopMaxCapacity counters of its
+// top subjects per time slice) or `top=off`; kTopDefault (off) without it.
+std::optional<std::string> read_top(const ZoneValues &v, ZoneParams *out)
+{
+    if (!v[kTop]) {
+        return std::nullopt;
+    }
+
+    if (*v[kTop] == "off") {
+        out->top = 0;
+        return std::nullopt;
+    }
+
+    auto k = parse_count(*v[kTop]);
+
+    if (!k || *k < kTopMinCapacity || *k > kTopMaxCapacity) {
+        return "invalid top " + quoted(*v[kTop]) + ": the counters of the "
+               "zone's top subjects, " + std::to_string(kTopMinCapacity)
+               + " to " + std::to_string(kTopMaxCapacity) + ", or off";
+    }
+
+    out->top = static_cast<std::uint32_t>(*k);
+    return std::nullopt;
+}
+
 // The error of `token`, a parameter of the other kind of zone than `form`,
 // `zone`'s: which kind takes it.  Nothing for a parameter neither takes.
 std::optional<std::string> other_kind_text(std::string_view zone,
@@ -535,6 +563,7 @@ ParamResult<ZoneParams> parse_zone_params(const ParamTokens &tokens)
         error = error ? error : read_buckets(values, &zone);
         error = error ? error : read_lease_size(values, &zone);
         error = error ? error : read_ban(values, &zone);
+        error = error ? error : read_top(values, &zone);
     }
 
     zone.key = values[kKey].value_or("");

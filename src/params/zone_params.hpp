@@ -11,8 +11,13 @@
 #include "limits/policy.hpp"
 #include "params/param_values.hpp"
 #include "scripts/concurrency_script.hpp"
+#include "top/top_summary.hpp"
 
 namespace ratelimit {
+
+// Off unless asked for: the slices' flushes are calls of a script, which
+// a zone with the Redis module's command would otherwise never send.
+constexpr std::uint32_t kTopDefault = 0;
 
 enum class ZoneKind { kRate, kConcurrency };
 
@@ -35,6 +40,9 @@ struct ZoneParams {
     // A rate zone's `ban=TIME` in ms (whole seconds): how long a subject
     // its limit refuses is banned (issue 43); 0, none.
     std::uint64_t ban_ms = 0;
+    // A rate zone's `top=K`: the counters of its top subjects' summaries
+    // (top/top_summary.hpp); 0, `top=off`: none kept.
+    std::uint32_t top = kTopDefault;
     // A calendar zone's (`window=day|week|month|year`, its algorithm
     // kCalendar): its period, where the period begins (`start=`), and its
     // time zone's name (`tz=`, valid_zone_name(); empty: UTC), whose file

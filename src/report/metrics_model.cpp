@@ -120,6 +120,7 @@ std::string_view link_error_name(LinkError e)
 {
     static const std::string_view names[] = {
         "timeout", "connect", "closed", "error_reply", "noscript",
+        "top_dropped",
     };
     return names[static_cast<std::size_t>(e)];
 }

@@ -29,6 +29,8 @@ enum class LinkError : std::size_t {
     kClosed,      // an open connection was lost or dropped as wedged
     kErrorReply,  // Redis answered a call or the handshake with an error
     kNoScript,    // Redis did not have the script (restarted, flushed)
+    kTopDropped,  // a slice of a zone's top subjects not flushed: Redis
+                  // down, an error answered, or its reply lost
     kCount,
 };
 

@@ -86,6 +86,15 @@ const BadCase kBadZones[] = {
     {{"api", "key=$a", "concurrency=1", "ban=1h"},
      "\"ban=\" is for rate zones; \"api\" is a concurrency zone "
      "(concurrency=)", 3},
+    {{"api", "key=$a", "rate=1r/s", "top=7"},
+     "invalid top \"7\": the counters of the zone's top subjects, 8 to "
+     "1024, or off", kWhole},
+    {{"api", "key=$a", "rate=1r/s", "top=on"},
+     "invalid top \"on\": the counters of the zone's top subjects, 8 to "
+     "1024, or off", kWhole},
+    {{"api", "key=$a", "concurrency=1", "top=8"},
+     "\"top=\" is for rate zones; \"api\" is a concurrency zone "
+     "(concurrency=)", 3},
     {{"api", "rate=0r/s", "KEY=$a"}, "invalid parameter \"KEY=$a\"", 2},
     {{"api", "key=$a", "concurrency=1", "rate=1r/s"},
      "\"rate=\" is for rate zones; \"api\" is a concurrency zone "

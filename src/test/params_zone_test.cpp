@@ -264,5 +264,25 @@ TEST(ParseZoneParams, BanOfRateZones)
     }
 }
 
+TEST(ParseZoneParams, TopOfRateZones)
+{
+    struct Case {
+        ParamTokens tokens;
+        std::uint32_t top;
+    };
+    const Case cases[] = {
+        {{"z", "key=$k", "rate=10r/s"}, kTopDefault},
+        {{"z", "key=$k", "rate=10r/s", "top=8"}, 8},
+        {{"z", "key=$k", "limit=5", "window=15m", "top=1024"}, 1024},
+        {{"z", "key=$k", "rate=1r/s", "algorithm=gcra", "top=off"}, 0},
+    };
+
+    for (const Case &c : cases) {
+        auto result = parse_zone_params(c.tokens);
+        ASSERT_FALSE(result.error) << joined(c.tokens);
+        EXPECT_EQ(result.params.top, c.top);
+    }
+}
+
 }  // namespace
 }  // namespace ratelimit
