@@ -208,7 +208,6 @@ nginx_bin_flags() {
 
 build_module_for_bin() {
     local tree=$BUILD/nginx version src flags=() stamp
-    install_missing libpcre2-dev zlib1g-dev
     version=$(nginx_bin_version)
     src=$(nginx_bin_source "$version")
     nginx_bin_flags flags
