@@ -183,24 +183,24 @@ nginx_bin_source() {
 # The binary's configure arguments as this build passes them, into the
 # array named $1.
 nginx_bin_flags() {
-    local -n out=$1
+    local -n into=$1
     local args=() a list=$BUILD/nginx-bin-args
     mkdir -p "$BUILD"
     "$NGINX_BIN" -V 2>&1 | perl -ne "$NGINX_V_ARGS" >"$list"
     mapfile -d '' args <"$list"
-    out=()
+    into=()
     for a in "${args[@]}"; do
         case $a in
             --add-dynamic-module=*|--with-*=dynamic)
                 say "left out $a: another dynamic module, not part of the binary" ;;
             --add-module=*)
-                if [ -d "${a#*=}" ]; then out+=("$a"); else
+                if [ -d "${a#*=}" ]; then into+=("$a"); else
                     say "left out $a: not here (a module built into the binary; not needed for loading this one)"
                 fi ;;
-            *) out+=("$a") ;;
+            *) into+=("$a") ;;
         esac
     done
-    case " ${out[*]} " in
+    case " ${into[*]} " in
         *" --with-compat "*) ;;
         *) say "$NGINX_BIN was built without --with-compat: the module is built with exactly its arguments, and only a binary built with them loads it" ;;
     esac

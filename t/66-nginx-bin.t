@@ -1,9 +1,9 @@
 #!/usr/bin/perl
 # The module built for an installed nginx from its own `nginx -V`
-# (NGINX_BIN=... ./build.sh module; README.md, Installing in detail): nginx 1.30.4 and
-# 1.31.4 are built from ../shared/nginx with nginx.org's packages' configure
-# arguments (@NGINX_ORG below, each path moved under a prefix), then the
-# documented command builds the module for each binary.  Each binary loads
+# (NGINX_BIN=... ./build.sh module; README.md, Installing in detail):
+# nginx 1.30.4 and 1.31.4 are built from ../shared/nginx with nginx.org's
+# packages' configure arguments (@NGINX_ORG below, each path moved under a
+# prefix), then the documented command builds the module for each binary.  Each binary loads
 # its module, passes nginx -t and limits a request counted in a real Redis;
 # 1.31.4 refuses the module built for 1.30.4 with the message the README
 # quotes; nginx.org's package is built for 1.30.4.
