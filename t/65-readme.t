@@ -33,8 +33,8 @@ is($promise, '`200` five times, then `429` twice', 'the README promises 200 five
 my $t = RateLimitTest->new(workers => 1);
 $t->start_redis;
 my $port = $t->port('PORT');
-my $www = $t->tmp . '/www';
-my %rewrite = (6379 => $t->redis_port, 8080 => $port, '/var/www' => $www);
+my $www = $t->tmp . '/www/ratelimit';
+my %rewrite = (6379 => $t->redis_port, 8080 => $port, '/var/www/ratelimit' => $www);
 my $re = join '|', map { quotemeta } sort keys %rewrite;
 my %run = map { $_ => $block{$_}{code} =~ s/(?<![\w.])($re)(?!\w)/$rewrite{$1}/gr }
     keys %block;
