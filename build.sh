@@ -479,7 +479,8 @@ make_deb() {
 # nginx package version they were built for, and install into the binary's
 # --modules-path; nothing enables them (a load_module line in nginx.conf
 # does).  The binary is nginx.org's when NGINX_PACKAGING=nginx.org, or when
-# its -V says --prefix=/etc/nginx (Debian's says /usr/share/nginx).
+# its -V says --prefix=/etc/nginx (Debian's says /usr/share/nginx).  The
+# module goes into its --modules-path (NGINX_MODULES_PATH says another).
 
 nginx_org_packaging() {
     case ${NGINX_PACKAGING:-} in
@@ -538,7 +539,8 @@ make_deb_nginx_org() {
     pkgver=$(nginx_pkg_version)
     build_module
     nginx=$(nginx_bin_version)
-    modules=$("$NGINX_BIN" -V 2>&1 | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')
+    modules=${NGINX_MODULES_PATH:-$("$NGINX_BIN" -V 2>&1 \
+        | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')}
     modules=${modules:-/usr/lib/nginx/modules}
     version=$nginx+$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Version)
     deb=$out/${name}_${version}_$(dpkg --print-architecture).deb
