@@ -200,9 +200,12 @@ nginx_bin_flags() {
             *) into+=("$a") ;;
         esac
     done
+    # Without it nginx's request has no Accept header field, which the
+    # metrics handler reads (ngx_http_request.h: NGX_HTTP_HEADERS).
     case " ${into[*]} " in
         *" --with-compat "*) ;;
-        *) say "$NGINX_BIN was built without --with-compat: the module is built with exactly its arguments, and only a binary built with them loads it" ;;
+        *) say "$NGINX_BIN was built without --with-compat, which the module needs: build nginx with --with-compat"
+           return 1 ;;
     esac
 }
 
