@@ -121,6 +121,15 @@ addon_sum() {
         src/scripts/lua/*.lua | cksum)
 }
 
+# The module from the configured nginx tree $1, renamed into place:
+# rewriting a loaded .so in place crashes its users.
+make_module() {
+    make -s -C "$1" -f objs/Makefile modules >"$BUILD/make.log" 2>&1 \
+        || { cat "$BUILD/make.log" >&2; return 1; }
+    cp "$1/objs/ngx_http_ratelimit_module.so" "$MODULE.tmp"
+    mv -f "$MODULE.tmp" "$MODULE"
+}
+
 # ---- The module for an installed nginx binary (NGINX_BIN) ----
 # NGINX_BIN=/usr/sbin/nginx ./build.sh builds build/ngx_http_ratelimit_module.so
 # for that binary: nginx's source of the version its -V names (NGINX_SRC, a
@@ -232,10 +241,7 @@ build_module_for_bin() {
         printf '%s' "$stamp" >"$tree/.stamp"
     fi
     say "building $MODULE for nginx $version ($NGINX_BIN)"
-    make -s -C "$tree" -f objs/Makefile modules >"$BUILD/make.log" 2>&1 \
-        || { cat "$BUILD/make.log" >&2; return 1; }
-    cp "$tree/objs/ngx_http_ratelimit_module.so" "$MODULE.tmp"
-    mv -f "$MODULE.tmp" "$MODULE"
+    make_module "$tree"
     say "the Redis module depends on Redis only: the same for every nginx"
 }
 
@@ -266,11 +272,7 @@ build_module() {
         printf '%s' "$stamp" >"$tree/.stamp"
     fi
     say "building $MODULE"
-    make -s -C "$tree" -f objs/Makefile modules >"$BUILD/make.log" 2>&1 \
-        || { cat "$BUILD/make.log" >&2; return 1; }
-    # Renamed into place: rewriting a loaded .so in place crashes its users.
-    cp "$tree/objs/ngx_http_ratelimit_module.so" "$MODULE.tmp"
-    mv -f "$MODULE.tmp" "$MODULE"
+    make_module "$tree"
 }
 
 # nginx NGINX_VERSION from its tarball, configured as nginx's repository
@@ -466,15 +468,26 @@ make_deb() {
     deb=$out/${name}_${version}_$(dpkg --print-architecture).deb
     say "building $deb"
     rm -rf "$out"
-    mkdir -p "$out/$name-$version"
-    tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - . \
-        | tar -C "$out/$name-$version" -xf -
-    (cd "$out/$name-$version" && dpkg-buildpackage -b --no-sign) \
-        >"$out/dpkg-buildpackage.log" 2>&1 \
-        || { cat "$out/dpkg-buildpackage.log" >&2; return 1; }
+    copy_tree "$out/$name-$version"
+    build_package "$out/$name-$version" "$deb"
+}
+
+# This tree without build/ and .git/, in $1.
+copy_tree() {
+    mkdir -p "$1"
+    tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - . | tar -C "$1" -xf -
+}
+
+# dpkg-buildpackage in the copy $1, which writes the package $2 beside it;
+# lintian on it, then its path.
+build_package() {
+    local log
+    log=$(dirname "$1")/dpkg-buildpackage.log
+    (cd "$1" && dpkg-buildpackage -b --no-sign) >"$log" 2>&1 \
+        || { cat "$log" >&2; return 1; }
     say "lintian"
-    lintian --fail-on error "$deb" >&2
-    echo "$deb"
+    lintian --fail-on error "$2" >&2
+    echo "$2"
 }
 
 # ---- nginx.org's packaging (./build.sh deb with NGINX_BIN) ----
@@ -550,16 +563,11 @@ make_deb_nginx_org() {
     tree=$out/$name-$version
     say "building $deb: Depends: nginx (= $pkgver), the module in $modules"
     rm -rf "$out"
+    copy_tree "$tree"
     mkdir -p "$tree/build"
-    tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - . | tar -C "$tree" -xf -
     cp "$MODULE" "$tree/build/"
     nginx_org_debian "$tree" "$nginx" "$pkgver" "$modules" "$version"
-    (cd "$tree" && dpkg-buildpackage -b --no-sign) \
-        >"$out/dpkg-buildpackage.log" 2>&1 \
-        || { cat "$out/dpkg-buildpackage.log" >&2; return 1; }
-    say "lintian"
-    lintian --fail-on error "$deb" >&2
-    echo "$deb"
+    build_package "$tree" "$deb"
 }
 
 valgrind_tests() {
