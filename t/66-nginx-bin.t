@@ -62,8 +62,12 @@ my @NGINX_ORG = (qw(
 
 my %bin;
 for my $v ('1.30.4', '1.31.4') {
-    my $nginx = nginx_org($v) or next;
+    my ($nginx, $args) = nginx_org($v) or next;
     my $module = module_for($v, $nginx) or next;
+    # build.sh keeps what it read from nginx -V, one argument per NUL.
+    my $read = RateLimitTest::Env::_read_file("$CACHE/$v/repo/build/nginx-bin-args");
+    is_deeply([split /\0/, $read], $args,
+              "nginx -V read back as configure's arguments, quoted ones whole");
     $bin{$v} = { nginx => $nginx, module => $module };
     limits($v, $nginx, $module);
 }
@@ -111,7 +115,7 @@ SKIP: {
 done_testing;
 
 # nginx $v built with @NGINX_ORG under build/nginx-org/$v (its prefix):
-# the binary's path, or undef after a failed test.
+# the binary's path and the arguments, or () after a failed test.
 sub nginx_org {
     my ($v) = @_;
     my $tarball = "$TARBALLS/nginx-$v.tar.gz";
@@ -122,7 +126,7 @@ sub nginx_org {
     my $stamp = join("\n", @args, (run('cksum', $tarball))[1]);
     if (-x $bin && RateLimitTest::Env::_read_file("$p/.stamp") eq $stamp) {
         pass("nginx $v with nginx.org's arguments, built before");
-        return $bin;
+        return ($bin, \@args);
     }
     my $t0 = time;
     system('rm', '-rf', $p) == 0 or die "rm $p";
@@ -132,9 +136,9 @@ sub nginx_org {
         . ' && shift 2 && sh auto/configure "$@" && nice make -j2 -f objs/Makefile binary'
         . ' && cp objs/nginx "$0"', $bin, "$p/src", $tarball, @args);
     is($st, 0, "nginx $v built with nginx.org's arguments (" . (time - $t0) . ' s)')
-        or do { diag(substr($out, -3000)); return undef };
+        or do { diag(substr($out, -3000)); return };
     RateLimitTest::Env::_write_file("$p/.stamp", $stamp);
-    return $bin;
+    return ($bin, \@args);
 }
 
 # The documented command for binary $nginx, in this version's copy of the
