@@ -28,4 +28,28 @@ ngx_int_t add_phase_handler(ngx_conf_t *cf, ngx_http_phases phase,
     return NGX_OK;
 }
 
+const ngx_table_elt_t *find_header(ngx_http_request_t *r,
+                                   const ngx_str_t &name) noexcept
+{
+    ngx_list_part_t *part = &r->headers_in.headers.part;
+    auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+
+    for (ngx_uint_t i = 0; /* void */; i++) {
+        if (i >= part->nelts) {
+            if (part->next == nullptr) {
+                return nullptr;
+            }
+            part = part->next;
+            h = static_cast<ngx_table_elt_t *>(part->elts);
+            i = 0;
+        }
+
+        if (h[i].key.len == name.len
+            && ngx_strncasecmp(h[i].key.data, name.data, name.len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
 }  // namespace ratelimit

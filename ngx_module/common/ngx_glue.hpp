@@ -49,6 +49,12 @@ void init_event(ngx_event_t *ev, ngx_event_handler_pt handler, void *data,
 ngx_int_t add_phase_handler(ngx_conf_t *cf, ngx_http_phases phase,
                             ngx_http_handler_pt handler) noexcept;
 
+// The first of r's request headers named `name` (any case); nullptr if
+// none.  Read by name, not through headers_in's fields, some of which an
+// nginx built without --with-compat lacks (Accept: NGX_HTTP_HEADERS).
+const ngx_table_elt_t *find_header(ngx_http_request_t *r,
+                                   const ngx_str_t &name) noexcept;
+
 // What a peer says (an error reply, an address it names) as it may go
 // into the error log, "%V" of str(), between quotes or not: see
 // base/printable_text.hpp.  A newline in a Redis error cannot forge a log
