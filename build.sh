@@ -11,7 +11,8 @@
 #   ./build.sh bench    build, then the benchmark (bench/)
 #   ./build.sh deb      build the Debian package libnginx-mod-http-ratelimit
 #                       in build/deb/ from debian/, check it with lintian,
-#                       print its path
+#                       print its path; for nginx.org's nginx (NGINX_BIN,
+#                       below) nginx.org's way: nginx-module-ratelimit
 #   ./build.sh module   build the module only, installing nothing (debian/rules)
 #   ./build.sh nginx-tests
 #                       build, then nginx's own test suite (../shared/nginx)
@@ -33,6 +34,10 @@
 # Debian's nginx-dev tree (/usr/share/nginx/src), which makes a module
 # binary-compatible with Debian's nginx package.
 #
+# NGINX_BIN=/usr/sbin/nginx builds the module for that nginx binary from
+# its own `nginx -V` (below), into build/ as always; with deb, for nginx.org's
+# nginx, nginx.org's package (NGINX_PKG_VERSION, NGINX_PACKAGING below).
+#
 # NGINX_VERSION=1.31.4 (with test or nginx-tests) tests with that nginx
 # instead of Debian's: built from ../shared/nginx/nginx-1.31.4.tar.gz (a
 # tarball of nginx's repository, NGINX_TARBALLS names another folder) with
@@ -42,6 +47,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+NGINX_SRC_GIVEN=${NGINX_SRC:-}
 NGINX_SRC=${NGINX_SRC:-/usr/share/nginx/src}
 SANITIZE=${SANITIZE:-}
 NGINX_VERSION=${NGINX_VERSION:-}
@@ -115,9 +121,133 @@ addon_sum() {
         src/scripts/lua/*.lua | cksum)
 }
 
+# The module from the configured nginx tree $1, renamed into place:
+# rewriting a loaded .so in place crashes its users.
+make_module() {
+    make -s -C "$1" -f objs/Makefile modules >"$BUILD/make.log" 2>&1 \
+        || { cat "$BUILD/make.log" >&2; return 1; }
+    cp "$1/objs/ngx_http_ratelimit_module.so" "$MODULE.tmp"
+    mv -f "$MODULE.tmp" "$MODULE"
+}
+
+# ---- The module for an installed nginx binary (NGINX_BIN) ----
+# NGINX_BIN=/usr/sbin/nginx ./build.sh builds build/ngx_http_ratelimit_module.so
+# for that binary: nginx's source of the version its -V names (NGINX_SRC, a
+# tree or a .tar.gz; else nginx-VERSION.tar.gz in NGINX_TARBALLS; else
+# Debian's nginx-dev tree if it is that version) configured with the
+# binary's own configure arguments, then `make modules`.  Its options that
+# only make other dynamic modules (--add-dynamic-module=,
+# --with-..._module=dynamic) are left out: they are not part of the binary
+# and their sources or libraries are the packager's.
+
+# `$NGINX_BIN -V`'s configure arguments, each ended by a NUL.  nginx prints
+# them as it was given them, with single quotes around a value that holds
+# a space (auto/options): only those quotes are taken off.
+read -r -d '' NGINX_V_ARGS <<'EOP' || true
+next unless s/^configure arguments:\s*//;
+chomp;
+while (/\G\s*(--[^=\s]+)(?:=(?:'([^']*)'(?=\s|\z)|(\S*)))?/gc) {
+    print defined $2 ? "$1=$2" : defined $3 ? "$1=$3" : $1, "\0";
+}
+/\G\s*\z/gc or die "cannot read at: ", substr($_, pos // 0), "\n";
+EOP
+
+nginx_bin_version() {
+    local v
+    v=$("$NGINX_BIN" -V 2>&1 | sed -n 's|^nginx version: nginx/\([0-9.]*\).*|\1|p')
+    [ -n "$v" ] || { say "$NGINX_BIN -V names no nginx/VERSION"; return 1; }
+    echo "$v"
+}
+
+# The version of nginx's source in a tree or a tarball.
+nginx_src_version() {
+    local h
+    if [ -d "$1" ]; then
+        h=$(cat "$1/src/core/nginx.h" 2>/dev/null) || true
+    else
+        h=$(tar -xzOf "$1" --wildcards '*/src/core/nginx.h' 2>/dev/null) || true
+    fi
+    sed -n 's/^#define NGINX_VERSION *"\(.*\)"/\1/p' <<<"$h"
+}
+
+# The source of nginx $1: a tree or a tarball, or an error naming the
+# version to get and where.
+nginx_bin_source() {
+    local v=$1 src have
+    local get="get https://nginx.org/download/nginx-$v.tar.gz and give it as NGINX_SRC= (or put it in $NGINX_TARBALLS)"
+    if [ -n "$NGINX_SRC_GIVEN" ]; then
+        have=$(nginx_src_version "$NGINX_SRC_GIVEN")
+        [ "$have" = "$v" ] && { echo "$NGINX_SRC_GIVEN"; return; }
+        say "NGINX_SRC=$NGINX_SRC_GIVEN is nginx ${have:-of no known version}, $NGINX_BIN is nginx $v: $get"
+        return 1
+    fi
+    for src in "$NGINX_TARBALLS/nginx-$v.tar.gz" /usr/share/nginx/src; do
+        [ -e "$src" ] && [ "$(nginx_src_version "$src")" = "$v" ] \
+            && { echo "$src"; return; }
+    done
+    say "$NGINX_BIN is nginx $v, whose source is not here: $get"
+    return 1
+}
+
+# The binary's configure arguments as this build passes them, into the
+# array named $1.
+nginx_bin_flags() {
+    local -n into=$1
+    local args=() a list=$BUILD/nginx-bin-args
+    mkdir -p "$BUILD"
+    "$NGINX_BIN" -V 2>&1 | perl -ne "$NGINX_V_ARGS" >"$list"
+    mapfile -d '' args <"$list"
+    into=()
+    for a in "${args[@]}"; do
+        case $a in
+            --add-dynamic-module=*|--with-*=dynamic)
+                say "left out $a: another dynamic module, not part of the binary" ;;
+            --add-module=*)
+                if [ -d "${a#*=}" ]; then into+=("$a"); else
+                    say "left out $a: not here (a module built into the binary; not needed for loading this one)"
+                fi ;;
+            *) into+=("$a") ;;
+        esac
+    done
+    # Without it a module loads only into an nginx configured exactly as
+    # the one it was built with: this one's arguments, as here.
+    case " ${into[*]} " in
+        *" --with-compat "*) ;;
+        *) say "$NGINX_BIN was built without --with-compat: the module loads only into an nginx built with the same arguments (these)" ;;
+    esac
+}
+
+build_module_for_bin() {
+    local tree=$BUILD/nginx version src flags=() stamp
+    version=$(nginx_bin_version)
+    src=$(nginx_bin_source "$version")
+    nginx_bin_flags flags
+    stamp="$NGINX_BIN $src $(cksum < "$NGINX_BIN") $(addon_sum)"
+    [ -d "$src" ] || stamp="$stamp $(cksum < "$src")"
+    if [ ! -f "$tree/objs/Makefile" ] || [ "$(cat "$tree/.stamp" 2>/dev/null)" != "$stamp" ]; then
+        say "configuring nginx $version from $src with the arguments of $NGINX_BIN -V"
+        rm -rf "$tree"
+        mkdir -p "$tree"
+        if [ -d "$src" ]; then cp -a "$src/." "$tree"; else
+            tar -xzf "$src" -C "$tree" --strip-components=1
+        fi
+        # A release tarball has ./configure, nginx's repository auto/configure.
+        local configure=./configure
+        [ -f "$tree/configure" ] || configure=auto/configure
+        (cd "$tree" && sh $configure "${flags[@]}" --add-dynamic-module="$ROOT" \
+            >"$BUILD/configure.log" 2>&1) \
+            || { cat "$BUILD/configure.log" >&2; return 1; }
+        printf '%s' "$stamp" >"$tree/.stamp"
+    fi
+    say "building $MODULE for nginx $version ($NGINX_BIN)"
+    make_module "$tree"
+    say "the Redis module depends on Redis only: the same for every nginx"
+}
+
 # Configures a private copy of the nginx tree once per set of flags, then
 # lets nginx's own Makefile rebuild what changed.
 build_module() {
+    [ -z "${NGINX_BIN:-}" ] || { build_module_for_bin; return; }
     local tree=$BUILD/nginx flags=() cc_opt="-O2 -g $SAN_FLAGS ${EXTRA_CC_OPT:-}"
     local ld_opt="$SAN_FLAGS ${EXTRA_LD_OPT:-}"
     if [ -f "$NGINX_SRC/conf_flags" ]; then
@@ -141,11 +271,7 @@ build_module() {
         printf '%s' "$stamp" >"$tree/.stamp"
     fi
     say "building $MODULE"
-    make -s -C "$tree" -f objs/Makefile modules >"$BUILD/make.log" 2>&1 \
-        || { cat "$BUILD/make.log" >&2; return 1; }
-    # Renamed into place: rewriting a loaded .so in place crashes its users.
-    cp "$tree/objs/ngx_http_ratelimit_module.so" "$MODULE.tmp"
-    mv -f "$MODULE.tmp" "$MODULE"
+    make_module "$tree"
 }
 
 # nginx NGINX_VERSION from its tarball, configured as nginx's repository
@@ -341,15 +467,106 @@ make_deb() {
     deb=$out/${name}_${version}_$(dpkg --print-architecture).deb
     say "building $deb"
     rm -rf "$out"
-    mkdir -p "$out/$name-$version"
-    tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - . \
-        | tar -C "$out/$name-$version" -xf -
-    (cd "$out/$name-$version" && dpkg-buildpackage -b --no-sign) \
-        >"$out/dpkg-buildpackage.log" 2>&1 \
-        || { cat "$out/dpkg-buildpackage.log" >&2; return 1; }
+    copy_tree "$out/$name-$version"
+    build_package "$out/$name-$version" "$deb"
+}
+
+# This tree without build/ and .git/, in $1.
+copy_tree() {
+    mkdir -p "$1"
+    tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - . | tar -C "$1" -xf -
+}
+
+# dpkg-buildpackage in the copy $1, which writes the package $2 beside it;
+# lintian on it, then its path.
+build_package() {
+    local log
+    log=$(dirname "$1")/dpkg-buildpackage.log
+    (cd "$1" && dpkg-buildpackage -b --no-sign) >"$log" 2>&1 \
+        || { cat "$log" >&2; return 1; }
     say "lintian"
-    lintian --fail-on error "$deb" >&2
-    echo "$deb"
+    lintian --fail-on error "$2" >&2
+    echo "$2"
+}
+
+# ---- nginx.org's packaging (./build.sh deb with NGINX_BIN) ----
+# nginx.org's module packages are named nginx-module-NAME, depend on the one
+# nginx package version they were built for, and install into the binary's
+# --modules-path; nothing enables them (a load_module line in nginx.conf
+# does).  The binary is nginx.org's when NGINX_PACKAGING=nginx.org, or when
+# its -V says --prefix=/etc/nginx (Debian's says /usr/share/nginx).  The
+# module goes into its --modules-path (NGINX_MODULES_PATH says another).
+
+nginx_org_packaging() {
+    case ${NGINX_PACKAGING:-} in
+        nginx.org) return 0 ;;
+        debian) return 1 ;;
+    esac
+    [ -n "${NGINX_BIN:-}" ] && "$NGINX_BIN" -V 2>&1 | grep -q -- '--prefix=/etc/nginx\b'
+}
+
+# The version of the nginx package $NGINX_BIN belongs to: NGINX_PKG_VERSION,
+# else dpkg's.
+nginx_pkg_version() {
+    local pkg
+    [ -z "${NGINX_PKG_VERSION:-}" ] || { echo "$NGINX_PKG_VERSION"; return; }
+    pkg=$(dpkg -S "$(realpath "$NGINX_BIN")" 2>/dev/null | sed -n '1s/:.*//p')
+    [ -n "$pkg" ] && dpkg-query -W -f='${Version}' "$pkg" && return
+    say "$NGINX_BIN belongs to no package: give its nginx package's version as NGINX_PKG_VERSION= (as 1.30.4-1~bookworm)"
+    return 1
+}
+
+# The package's debian/ in the copy $1 of the tree, for nginx $2 (package
+# version $3), the module going into $4, the package's version being $5.
+nginx_org_debian() {
+    local d=$1/debian nginx=$2 pkgver=$3 modules=$4 version=$5
+    local who date
+    who=$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Maintainer)
+    date=$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Date)
+    rm -f "$d"/postinst "$d"/prerm "$d"/postrm "$d"/mod-http-ratelimit.conf
+    cat >"$d/changelog" <<EOC
+nginx-module-ratelimit ($version) unstable; urgency=medium
+
+  * The module for nginx.org's nginx $nginx (package $pkgver).
+
+ -- $who  $date
+EOC
+    sed -e 's/^Source: .*/Source: nginx-module-ratelimit/' \
+        -e 's/^Package: .*/Package: nginx-module-ratelimit/' \
+        -e "s/^Depends: .*/Depends: nginx (= $pkgver), \${shlibs:Depends}, \${misc:Depends}/" \
+        -e '/^Build-Depends:/,/^[^ ]/{/^Build-Depends:/s/:.*/: debhelper-compat (= 13)/;/^ /d}' \
+        -e '/^Recommends:/d' \
+        -e 's|^ The module is enabled on installation.*| Load it with "load_module modules/ngx_http_ratelimit_module.so;" in nginx.conf.|' \
+        "$ROOT/debian/control" >"$d/control"
+    echo "build/ngx_http_ratelimit_module.so ${modules#/}" >"$d/install"
+    printf '%s\n' 'The module is not enabled on installation. Load it at the top of' \
+        '/etc/nginx/nginx.conf:' '' \
+        '    load_module modules/ngx_http_ratelimit_module.so;' >"$d/README.Debian"
+    # The module is built before (build.sh for NGINX_BIN) and copied in.
+    printf '%s\n' '#!/usr/bin/make -f' '%:' '	dh $@' '' \
+        'override_dh_auto_build:' 'override_dh_auto_clean:' >"$d/rules"
+}
+
+make_deb_nginx_org() {
+    local out=$ROOT/build/deb name=nginx-module-ratelimit nginx pkgver
+    local modules version deb tree
+    [ -n "${NGINX_BIN:-}" ] || { say "nginx.org's packaging needs NGINX_BIN="; return 1; }
+    pkgver=$(nginx_pkg_version)
+    build_module
+    nginx=$(nginx_bin_version)
+    modules=${NGINX_MODULES_PATH:-$("$NGINX_BIN" -V 2>&1 \
+        | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')}
+    modules=${modules:-/usr/lib/nginx/modules}
+    version=$nginx+$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Version)
+    deb=$out/${name}_${version}_$(dpkg --print-architecture).deb
+    tree=$out/$name-$version
+    say "building $deb: Depends: nginx (= $pkgver), the module in $modules"
+    rm -rf "$out"
+    copy_tree "$tree"
+    mkdir -p "$tree/build"
+    cp "$MODULE" "$tree/build/"
+    nginx_org_debian "$tree" "$nginx" "$pkgver" "$modules" "$version"
+    build_package "$tree" "$deb"
 }
 
 valgrind_tests() {
@@ -414,7 +631,7 @@ case "${1:-build}" in
         ;;
     deb)
         install_missing "${DEB_PACKAGES[@]}"
-        make_deb
+        if nginx_org_packaging; then make_deb_nginx_org; else make_deb; fi
         ;;
     module)
         build_module

@@ -46,4 +46,28 @@ bool add_header(ngx_http_request_t *r, ngx_str_t name, ngx_str_t value)
     return true;
 }
 
+const ngx_table_elt_t *find_header(ngx_http_request_t *r,
+                                   const ngx_str_t &name) noexcept
+{
+    ngx_list_part_t *part = &r->headers_in.headers.part;
+    auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+
+    for (ngx_uint_t i = 0; /* void */; i++) {
+        if (i >= part->nelts) {
+            if (part->next == nullptr) {
+                return nullptr;
+            }
+            part = part->next;
+            h = static_cast<ngx_table_elt_t *>(part->elts);
+            i = 0;
+        }
+
+        if (h[i].key.len == name.len
+            && ngx_strncasecmp(h[i].key.data, name.data, name.len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
 }  // namespace ratelimit

@@ -53,6 +53,12 @@ ngx_int_t add_phase_handler(ngx_conf_t *cf, ngx_http_phases phase,
 // `value` must live as long as the request.
 bool add_header(ngx_http_request_t *r, ngx_str_t name, ngx_str_t value);
 
+// The first of r's request headers named `name` (any case); nullptr if
+// none.  Read by name, not through headers_in's fields, some of which an
+// nginx built without --with-compat lacks (Accept: NGX_HTTP_HEADERS).
+const ngx_table_elt_t *find_header(ngx_http_request_t *r,
+                                   const ngx_str_t &name) noexcept;
+
 // What a peer says (an error reply, an address it names) as it may go
 // into the error log, "%V" of str(), between quotes or not: see
 // base/printable_text.hpp.  A newline in a Redis error cannot forge a log

@@ -422,32 +422,17 @@ ngx_int_t peek_permit(RequestState *state, const ZoneRef *ref,
 // "false" (any case).
 bool wants_peek(ngx_http_request_t *r, const ngx_str_t &name)
 {
-    ngx_list_part_t *part = &r->headers_in.headers.part;
-    auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+    const ngx_table_elt_t *h = find_header(r, name);
 
-    for (ngx_uint_t i = 0; /* void */; i++) {
-        if (i >= part->nelts) {
-            if (part->next == nullptr) {
-                return false;
-            }
-            part = part->next;
-            h = static_cast<ngx_table_elt_t *>(part->elts);
-            i = 0;
-        }
-
-        if (h[i].key.len != name.len
-            || ngx_strncasecmp(h[i].key.data, name.data, name.len) != 0)
-        {
-            continue;
-        }
-
-        const ngx_str_t &v = h[i].value;
-        bool off = v.len == 0 || (v.len == 1 && v.data[0] == '0')
-                   || (v.len == 5
-                       && ngx_strncasecmp(v.data,
-                                          (u_char *) "false", 5) == 0);
-        return !off;
+    if (h == nullptr) {
+        return false;
     }
+
+    const ngx_str_t &v = h->value;
+    bool off = v.len == 0 || (v.len == 1 && v.data[0] == '0')
+               || (v.len == 5
+                   && ngx_strncasecmp(v.data, (u_char *) "false", 5) == 0);
+    return !off;
 }
 
 ngx_int_t check_request_zones(ngx_http_request_t *r, const LocConf *lcf)

@@ -115,7 +115,8 @@ bool read_report(ngx_pool_t *pool, const MainConf *mcf,
 MetricsFormat requested_format(ngx_http_request_t *r)
 {
     ngx_str_t arg = ngx_null_string;
-    ngx_table_elt_t *accept = r->headers_in.accept;
+    static const ngx_str_t kAccept = ngx_string("Accept");
+    const ngx_table_elt_t *accept = find_header(r, kAccept);
 
     if (ngx_http_arg(r, (u_char *) "format", 6, &arg) != NGX_OK) {
         arg.len = 0;
