@@ -64,11 +64,12 @@ TEST(TopScript, ReadCall)
     ReplyPtr command = parse(top_read_call("rl:api!top", 1700000060, 5,
                                            false));
 
-    ASSERT_EQ(command->elements, 3u + 36 + 1);
-    EXPECT_EQ(word(*command, 2), "36");
-    EXPECT_EQ(word(*command, 3), "rl:api!top:1700000055:q");
-    EXPECT_EQ(word(*command, 38), "rl:api!top:1700000000:t");
-    EXPECT_EQ(word(*command, 39), "5");
+    // 3 keys a slice, the newest first: 30 slices of 2 s before the end.
+    ASSERT_EQ(command->elements, 3u + 90 + 1);
+    EXPECT_EQ(word(*command, 2), "90");
+    EXPECT_EQ(word(*command, 3), "rl:api!top:1700000058:q");
+    EXPECT_EQ(word(*command, 92), "rl:api!top:1700000000:t");
+    EXPECT_EQ(word(*command, 93), "5");
 }
 
 TEST(TopScript, DecodeAndJson)

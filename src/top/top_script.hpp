@@ -31,8 +31,10 @@
 
 namespace ratelimit {
 
-constexpr std::uint64_t kTopSliceS = 5;
-constexpr std::uint64_t kTopSlices = 12;
+// 2 s slices: a request is in the answer within 4 s (its slice's end,
+// then kFlushedAfterS, top_handler.cpp), a minute of 30 slices.
+constexpr std::uint64_t kTopSliceS = 2;
+constexpr std::uint64_t kTopSlices = 30;
 constexpr std::uint64_t kTopWindowS = kTopSliceS * kTopSlices;
 // A slice is read for a minute after it ends; its keys outlive that a
 // little, so a late flush of it still has them.
